@@ -1,0 +1,39 @@
+package limiter_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/sinks/counting"
+)
+
+func Example() {
+	counts := counting.New()
+	l, err := limiter.New(limiter.Config{
+		PredecisionRefusal: limiter.BucketConfig{Burst: 32, RefillInterval: time.Second},
+		Admission:          limiter.BucketConfig{Burst: 2, RefillInterval: 1500 * time.Millisecond},
+	}, counts)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	id := "unix-peer:uid=1000"
+	for i := range 3 {
+		d := l.ChargeAt(ctx, id, limiter.Mint, limiter.Admission, 0)
+		fmt.Printf("charge %d: allowed=%v retry_after=%ds\n", i+1, d.Allowed, d.RetryAfterSeconds)
+	}
+	// Waiting the returned retry-after is enough.
+	d := l.ChargeAt(ctx, id, limiter.Mint, limiter.Admission, limiter.Instant(2*time.Second))
+	fmt.Printf("after 2 s: allowed=%v\n", d.Allowed)
+	fmt.Printf("limited: predecision_refusal=%d admission=%d\n",
+		counts.Count(limiter.PredecisionRefusal), counts.Count(limiter.Admission))
+	// Output:
+	// charge 1: allowed=true retry_after=0s
+	// charge 2: allowed=true retry_after=0s
+	// charge 3: allowed=false retry_after=2s
+	// after 2 s: allowed=true
+	// limited: predecision_refusal=0 admission=1
+}

@@ -1,0 +1,492 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MaxEntries caps the entry map, counted in entries (one per
+// (identity, verb, bucket) key), not in identities: the reference deployment
+// is 64 identities × 4 buckets. Entries are what consume memory, and counting
+// them keeps the cap in the same unit as the reclaim rule (only a full entry is
+// ever removed). In normal operation the cap is never reached; it exists so an
+// identity that is unstable across connections cannot become memory
+// exhaustion.
+const MaxEntries = 256
+
+// tableSlots is the open-addressing table size: a power of two, twice
+// MaxEntries, so the load factor never exceeds one half and probes stay short.
+const tableSlots = 2 * MaxEntries
+
+// Instant is a reading of a monotonic clock in nanoseconds since an arbitrary
+// origin. The limiter's arithmetic is done on Instants only, never on wall
+// time, so a wall-clock step cannot mint tokens.
+type Instant int64
+
+// processOrigin is the origin of MonotonicNow. time.Since uses the monotonic
+// reading time.Now attaches, so MonotonicNow ignores wall-clock steps.
+var processOrigin = time.Now()
+
+// MonotonicNow reads the runtime's monotonic clock. It is the limiter's
+// default clock.
+func MonotonicNow() Instant { return Instant(time.Since(processOrigin)) }
+
+// BucketConfig sizes one kind of bucket.
+type BucketConfig struct {
+	// Burst is the bucket's capacity in tokens; a bucket is created holding
+	// it. Must be > 0: a zero burst throttles the first legitimate mint.
+	Burst uint32
+	// RefillInterval is the time per token. Must be > 0: a zero interval is
+	// an unbounded token supply. Any interval is honoured exactly: tokens are
+	// counted in whole units and partial intervals are banked, never floored
+	// away.
+	RefillInterval time.Duration
+}
+
+// Config sizes the two kinds of bucket. The same sizes apply to every
+// identity, to both verbs, and to the four overflow buckets.
+type Config struct {
+	PredecisionRefusal BucketConfig
+	Admission          BucketConfig
+	// Now is the clock Charge reads. Nil means MonotonicNow. It must be
+	// monotonic; tests inject a fake.
+	Now func() Instant
+}
+
+// ErrInvalidConfig is wrapped by every error New returns.
+var ErrInvalidConfig = errors.New("limiter: invalid configuration")
+
+// Decision is the result of one charge.
+type Decision struct {
+	// Allowed reports that the charge took a token: the invocation proceeds
+	// and its audit records are written.
+	Allowed bool
+	// Remaining is the number of tokens left in the charged bucket after
+	// this charge.
+	Remaining uint32
+	// RetryAfterSeconds is, for a limited charge, the time until the charged
+	// bucket holds one token, rounded up to whole seconds, at least 1. It is
+	// 0 for an allowed charge. It is deterministic: a caller with several
+	// outstanding requests should jitter its own retries.
+	RetryAfterSeconds uint64
+	// Overflow reports that the charge fell on the shared overflow bucket of
+	// its (verb, bucket) because the map was at MaxEntries with every entry
+	// drained.
+	Overflow bool
+}
+
+// RetryAfter returns RetryAfterSeconds as a time.Duration.
+func (d Decision) RetryAfter() time.Duration {
+	return time.Duration(d.RetryAfterSeconds) * time.Second
+}
+
+// Stats is a point-in-time view of the limiter's map, for telemetry.
+type Stats struct {
+	// Entries is the number of entries in the map, at most MaxEntries.
+	Entries int
+	// Reclaimed counts entries removed (always at full burst) since start.
+	Reclaimed uint64
+	// OverflowCharges counts charges that fell on each overflow bucket.
+	OverflowCharges [NumVerbs][NumBuckets]uint64
+}
+
+// Limiter bounds how fast each client identity may drive each verb, with one
+// token bucket per (identity, verb, bucket) key. Buckets are created lazily and
+// full, live in memory only, and are never persisted: a restart resets them.
+//
+// A Limiter is safe for concurrent use. Keys are spread over shards with a
+// lock each, so charges of different keys on different cores rarely wait for
+// one another; the cap, the reclaim rule and the overflow buckets are global
+// and exact. No lock is held while the sink runs.
+type Limiter struct {
+	params [NumBuckets]params
+	now    func() Instant
+	sink   Sink
+	seed   maphash.Seed
+
+	shards [numShards]shard
+
+	// count is the number of entries across all shards, ≤ MaxEntries. A
+	// slot is reserved (count incremented) before an entry is inserted.
+	count atomic.Int64
+	// reclaimAt is a lower bound on the instant at which some entry could
+	// be full again. Charging an entry only delays the instant it fills, so
+	// the bound stays valid until the next reclaim scan recomputes it; below
+	// it a miss at the cap skips the scan entirely, keeping the attack path
+	// (identity churn against a drained map) O(1).
+	reclaimAt atomic.Int64
+	reclaimed atomic.Uint64
+
+	// reclaimMu serialises reclaim scans and guards scratch. It is taken
+	// before any shard lock, and a reclaim then holds every shard lock, in
+	// index order.
+	reclaimMu sync.Mutex
+	scratch   [MaxEntries]entry
+
+	overflowMu sync.Mutex
+	overflow   [NumVerbs][NumBuckets]tokenBucket
+	overflowed [NumVerbs][NumBuckets]atomic.Uint64
+}
+
+// numShards spreads keys over independently locked tables. Each shard's
+// table can hold the whole cap (an unlucky hash spread must never refuse an
+// insert below the cap), so memory is numShards × tableSlots entries.
+const numShards = 8
+
+type shard struct {
+	mu    sync.Mutex
+	slots [tableSlots]entry
+	_     [64]byte // keep the next shard's lock off this cache line
+}
+
+type params struct {
+	burst    uint32
+	interval int64 // nanoseconds per token, > 0
+}
+
+// tokenBucket is the state of one bucket. Tokens accrue one per interval
+// from accruedAt; accruedAt advances by whole intervals only, so a partial
+// interval is banked rather than discarded. A full bucket banks nothing.
+type tokenBucket struct {
+	tokens    uint32
+	accruedAt Instant
+}
+
+type entry struct {
+	identity string
+	hash     uint64
+	tb       tokenBucket
+	verb     Verb
+	bucket   Bucket
+	used     bool
+}
+
+// New returns a Limiter with every overflow bucket full. sink receives one
+// Event per limited charge; nil means Discard.
+func New(cfg Config, sink Sink) (*Limiter, error) {
+	var errs []error
+	for b, bc := range [NumBuckets]BucketConfig{PredecisionRefusal: cfg.PredecisionRefusal, Admission: cfg.Admission} {
+		name := Bucket(b).String()
+		if bc.Burst == 0 {
+			errs = append(errs, fmt.Errorf("%w: %s burst must be greater than 0", ErrInvalidConfig, name))
+		}
+		if bc.RefillInterval <= 0 {
+			errs = append(errs, fmt.Errorf("%w: %s refill interval must be greater than 0", ErrInvalidConfig, name))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if sink == nil {
+		sink = Discard
+	}
+	now := cfg.Now
+	if now == nil {
+		now = MonotonicNow
+	}
+	l := &Limiter{
+		params: [NumBuckets]params{
+			PredecisionRefusal: {burst: cfg.PredecisionRefusal.Burst, interval: int64(cfg.PredecisionRefusal.RefillInterval)},
+			Admission:          {burst: cfg.Admission.Burst, interval: int64(cfg.Admission.RefillInterval)},
+		},
+		now:  now,
+		sink: sink,
+		seed: maphash.MakeSeed(),
+	}
+	l.reclaimAt.Store(math.MaxInt64)
+	for v := range l.overflow {
+		for b := range l.overflow[v] {
+			// Full; a full bucket's accrual instant is set by its first
+			// charge, whatever clock origin the caller's instants use.
+			l.overflow[v][b] = tokenBucket{tokens: l.params[b].burst, accruedAt: math.MinInt64}
+		}
+	}
+	return l, nil
+}
+
+// Now reads the limiter's clock.
+func (l *Limiter) Now() Instant { return l.now() }
+
+// Charge takes one token from the bucket of (identity, verb, bucket) at the
+// limiter's current clock reading. See ChargeAt.
+func (l *Limiter) Charge(ctx context.Context, identity string, verb Verb, bucket Bucket) Decision {
+	return l.ChargeAt(ctx, identity, verb, bucket, l.now())
+}
+
+// ChargeAt takes one token from the bucket of (identity, verb, bucket) at
+// instant now, and returns the decision. identity is opaque and used verbatim.
+//
+// A charge on a present key charges that entry. On an absent key: below the
+// cap a full entry is inserted and charged; at the cap every entry refilled
+// to its full burst is reclaimed first (never one below full), and if that
+// freed a slot the key is inserted; otherwise the charge falls on the
+// overflow bucket of (verb, bucket). There is always exactly one bucket to
+// charge: nothing is admitted unlimited for want of a slot.
+//
+// A limited charge publishes exactly one Event to the sink, after every lock
+// is released, with ctx. An allowed charge publishes nothing.
+//
+// now may be earlier than the bucket's last accrual (a clock read outside the
+// lock under contention): it is then clamped, adding no tokens and never
+// moving the bucket's accrual backwards.
+//
+// A verb or bucket outside the two defined values is denied (fail closed,
+// RetryAfterSeconds 1) without an event; it is a programming error.
+func (l *Limiter) ChargeAt(ctx context.Context, identity string, verb Verb, bucket Bucket, now Instant) Decision {
+	if !verb.Valid() || !bucket.Valid() {
+		return Decision{RetryAfterSeconds: 1}
+	}
+	h := l.hash(identity, verb, bucket)
+	d, ok := l.chargeEntry(identity, h, verb, bucket, now)
+	if !ok && now >= Instant(l.reclaimAt.Load()) {
+		l.reclaim(now)
+		d, ok = l.chargeEntry(identity, h, verb, bucket, now)
+	}
+	if !ok {
+		d = l.chargeOverflow(verb, bucket, now)
+	}
+	if !d.Allowed {
+		l.sink.Limited(ctx, Event{
+			Identity:          identity,
+			Verb:              verb,
+			Bucket:            bucket,
+			RetryAfterSeconds: d.RetryAfterSeconds,
+			Overflow:          d.Overflow,
+		})
+	}
+	return d
+}
+
+// Stats returns the map's current size and the reclaim and overflow counters.
+func (l *Limiter) Stats() Stats {
+	s := Stats{Entries: int(l.count.Load()), Reclaimed: l.reclaimed.Load()}
+	for v := range s.OverflowCharges {
+		for b := range s.OverflowCharges[v] {
+			s.OverflowCharges[v][b] = l.overflowed[v][b].Load()
+		}
+	}
+	return s
+}
+
+func (l *Limiter) hash(identity string, verb Verb, bucket Bucket) uint64 {
+	h := maphash.String(l.seed, identity)
+	h ^= (uint64(verb)<<1 | uint64(bucket) + 1) * 0x9e3779b97f4a7c15
+	h ^= h >> 29
+	return h
+}
+
+// shardOf picks the shard from the hash's top bits; slot probing uses the
+// low bits, so the two are independent.
+func (l *Limiter) shardOf(h uint64) *shard { return &l.shards[h>>(64-3)] }
+
+// chargeEntry charges the key's own entry, inserting it if a slot can be
+// reserved below the cap. It reports false when the key is absent and the
+// map is at the cap.
+func (l *Limiter) chargeEntry(identity string, h uint64, verb Verb, bucket Bucket, now Instant) (Decision, bool) {
+	p := &l.params[bucket]
+	s := l.shardOf(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, found := s.find(identity, h, verb, bucket)
+	if found {
+		return s.slots[i].tb.take(p, now), true
+	}
+	if !l.reserve() {
+		return Decision{}, false
+	}
+	e := &s.slots[i]
+	*e = entry{
+		identity: identity,
+		hash:     h,
+		tb:       tokenBucket{tokens: p.burst, accruedAt: now},
+		verb:     verb,
+		bucket:   bucket,
+		used:     true,
+	}
+	d := e.tb.take(p, now)
+	l.lowerReclaimAt(e.tb.fullAt(p))
+	return d, true
+}
+
+func (l *Limiter) chargeOverflow(verb Verb, bucket Bucket, now Instant) Decision {
+	l.overflowed[verb][bucket].Add(1)
+	l.overflowMu.Lock()
+	d := l.overflow[verb][bucket].take(&l.params[bucket], now)
+	l.overflowMu.Unlock()
+	d.Overflow = true
+	return d
+}
+
+// reserve takes one of the MaxEntries slots, if one is free.
+func (l *Limiter) reserve() bool {
+	for {
+		c := l.count.Load()
+		if c >= MaxEntries {
+			return false
+		}
+		if l.count.CompareAndSwap(c, c+1) {
+			return true
+		}
+	}
+}
+
+func (l *Limiter) lowerReclaimAt(at Instant) {
+	for {
+		cur := l.reclaimAt.Load()
+		if int64(at) >= cur || l.reclaimAt.CompareAndSwap(cur, int64(at)) {
+			return
+		}
+	}
+}
+
+// find returns the slot holding the key, or the empty slot where it would be
+// inserted. A shard never holds more than MaxEntries entries in its
+// tableSlots slots (load ≤ 1/2), so the probe terminates.
+func (s *shard) find(identity string, h uint64, verb Verb, bucket Bucket) (int, bool) {
+	const mask = tableSlots - 1
+	i := int(h & mask)
+	for {
+		e := &s.slots[i]
+		if !e.used {
+			return i, false
+		}
+		if e.hash == h && e.verb == verb && e.bucket == bucket && e.identity == identity {
+			return i, true
+		}
+		i = (i + 1) & mask
+	}
+}
+
+// reclaim removes every entry that is refilled to its full burst at now —
+// a full entry is indistinguishable from an absent one — and never an entry
+// below full. It holds every shard lock, rebuilds each shard's table from
+// its survivors (no tombstones, no allocation) and recomputes reclaimAt
+// exactly.
+func (l *Limiter) reclaim(now Instant) {
+	l.reclaimMu.Lock()
+	defer l.reclaimMu.Unlock()
+	if now < Instant(l.reclaimAt.Load()) {
+		return // another charge reclaimed meanwhile
+	}
+	for i := range l.shards {
+		l.shards[i].mu.Lock()
+	}
+	next := Instant(math.MaxInt64)
+	var freed int64
+	for i := range l.shards {
+		s := &l.shards[i]
+		n := 0
+		for j := range s.slots {
+			e := &s.slots[j]
+			if !e.used {
+				continue
+			}
+			p := &l.params[e.bucket]
+			e.tb.refill(p, now)
+			if e.tb.tokens >= p.burst {
+				freed++
+				continue
+			}
+			if at := e.tb.fullAt(p); at < next {
+				next = at
+			}
+			l.scratch[n] = *e
+			n++
+		}
+		clear(s.slots[:])
+		for _, e := range l.scratch[:n] {
+			j, _ := s.find(e.identity, e.hash, e.verb, e.bucket)
+			s.slots[j] = e
+		}
+		clear(l.scratch[:n])
+	}
+	l.count.Add(-freed)
+	l.reclaimed.Add(uint64(freed))
+	l.reclaimAt.Store(int64(next))
+	for i := len(l.shards) - 1; i >= 0; i-- {
+		l.shards[i].mu.Unlock()
+	}
+}
+
+// refill accrues whole intervals elapsed since accruedAt, capped at the
+// burst. A time before accruedAt is clamped to it: it adds nothing and never
+// moves accruedAt backwards.
+func (b *tokenBucket) refill(p *params, now Instant) {
+	if now <= b.accruedAt {
+		return // clamped: an earlier (or equal) instant adds nothing
+	}
+	if b.tokens >= p.burst {
+		// A full bucket banks nothing: time spent full earns no credit.
+		b.accruedAt = now
+		return
+	}
+	// now > accruedAt, so the unsigned difference is exact even when the
+	// two straddle zero.
+	elapsed := uint64(now) - uint64(b.accruedAt)
+	gained := elapsed / uint64(p.interval)
+	if gained == 0 {
+		return
+	}
+	if gained >= uint64(p.burst-b.tokens) {
+		b.tokens = p.burst
+		b.accruedAt = now
+		return
+	}
+	b.tokens += uint32(gained)
+	// gained×interval ≤ elapsed, so accruedAt stays ≤ now; the remainder of
+	// elapsed is the banked partial interval.
+	b.accruedAt += Instant(gained * uint64(p.interval))
+}
+
+// take refills the bucket at now and takes one token if it holds one.
+func (b *tokenBucket) take(p *params, now Instant) Decision {
+	b.refill(p, now)
+	if b.tokens > 0 {
+		b.tokens--
+		return Decision{Allowed: true, Remaining: b.tokens}
+	}
+	// Empty: the next token arrives one interval after accruedAt. After a
+	// refill of an empty bucket now−accruedAt < interval, so wait > 0.
+	wait := uint64(p.interval)
+	if now > b.accruedAt {
+		wait -= uint64(now) - uint64(b.accruedAt)
+	} else {
+		// A clamped instant: the token is still due one interval after
+		// accruedAt, which is further away from now.
+		wait += uint64(b.accruedAt) - uint64(now)
+		if wait < uint64(p.interval) { // wrapped: saturate
+			wait = math.MaxUint64
+		}
+	}
+	secs := wait / uint64(time.Second)
+	if wait%uint64(time.Second) != 0 {
+		secs++ // round up: never invite a retry before the token exists
+	}
+	if secs < 1 {
+		secs = 1
+	}
+	return Decision{RetryAfterSeconds: secs}
+}
+
+// fullAt returns the instant the bucket would hold its full burst if no
+// further charge were made, saturating at the largest Instant.
+func (b *tokenBucket) fullAt(p *params) Instant {
+	if b.tokens >= p.burst {
+		return b.accruedAt
+	}
+	deficit := int64(p.burst - b.tokens)
+	if deficit > math.MaxInt64/p.interval {
+		return math.MaxInt64
+	}
+	d := deficit * p.interval
+	if b.accruedAt > 0 && d > math.MaxInt64-int64(b.accruedAt) {
+		return math.MaxInt64
+	}
+	return b.accruedAt + Instant(d)
+}
