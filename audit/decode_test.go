@@ -1,0 +1,180 @@
+package audit_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+)
+
+const (
+	goodIntent  = `{"record_version":1,"phase":"intent","ts":"2026-08-23T12:34:56.789Z","request_id":"q1","verb":"mint","caller_identity":"unix-peer:uid=1000","requested":{"service_name":"review","host":"h1","instance":7}}`
+	goodOutcome = `{"record_version":1,"phase":"outcome","ts":"2026-08-23T12:34:57.039Z","request_id":"q1","verb":"mint","caller_identity":"unix-peer:uid=1000","requested":{"service_name":"review","host":"h1","instance":7},"registration_id":"h1-review-007","outcome":{"class":"refused","reason":"host_mismatch","detail":"x"}}`
+	goodLimited = `{"record_version":1,"phase":"limited","ts":"2026-08-23T12:35:57.789Z","verb":"mint","caller_identity":"unix-peer:uid=1000","limited_bucket":"admission","count":3,"window_start":"2026-08-23T12:34:56.789Z","window_end":"2026-08-23T12:35:56.789Z"}`
+)
+
+// sub replaces old with new in line exactly once, or fails the test.
+func sub(t testing.TB, line, old, new string) string {
+	t.Helper()
+	if strings.Count(line, old) != 1 {
+		t.Fatalf("fixture does not contain %q exactly once", old)
+	}
+	return strings.Replace(line, old, new, 1)
+}
+
+type decodeCase struct {
+	name string
+	line string
+	rule audit.Rule
+}
+
+// decodeCases are the reader's rules, one or more lines each. They also
+// seed the fuzz targets.
+func decodeCases(t testing.TB) []decodeCase {
+	sha := strings.Repeat("ab", 32)
+	return []decodeCase{
+		{"empty line", "", audit.RuleInvalidJSON},
+		{"torn object", goodIntent[:60], audit.RuleInvalidJSON},
+		{"not an object", `["record_version",1]`, audit.RuleInvalidJSON},
+		{"null line", `null`, audit.RuleInvalidJSON},
+		{"two objects", goodIntent + goodIntent, audit.RuleInvalidJSON},
+		{"trailing garbage", goodIntent + "x", audit.RuleInvalidJSON},
+		{"invalid UTF-8", sub(t, goodIntent, "review", "rev\xffiew"), audit.RuleInvalidUTF8},
+		{"unknown top-level key", sub(t, goodIntent, `"verb":"mint",`, `"verb":"mint","note":"hi",`), audit.RuleUnknownKey},
+		{"unknown nested key", sub(t, goodIntent, `"instance":7`, `"instance":7,"port":1`), audit.RuleUnknownKey},
+		{"unknown outcome key", sub(t, goodOutcome, `"detail":"x"`, `"detail":"x","why":"y"`), audit.RuleUnknownKey},
+		{"case-folded key", sub(t, goodIntent, `"phase"`, `"Phase"`), audit.RuleUnknownKey},
+		{"duplicate key", sub(t, goodIntent, `"verb":"mint",`, `"verb":"mint","verb":"mint",`), audit.RuleDuplicateKey},
+		{"keys out of order", sub(t, goodIntent, `"request_id":"q1","verb":"mint"`, `"verb":"mint","request_id":"q1"`), audit.RuleKeyOrder},
+		{"null optional", sub(t, goodOutcome, `"registration_id":"h1-review-007"`, `"registration_id":null`), audit.RuleNullValue},
+		{"string count", sub(t, goodLimited, `"count":3`, `"count":"3"`), audit.RuleWrongType},
+		{"string version", sub(t, goodIntent, `"record_version":1`, `"record_version":"1"`), audit.RuleWrongType},
+		{"object caller", sub(t, goodIntent, `"unix-peer:uid=1000"`, `{"a":1}`), audit.RuleWrongType},
+		{"version 2", sub(t, goodIntent, `"record_version":1`, `"record_version":2`), audit.RuleWrongVersion},
+		{"version 1.0", sub(t, goodIntent, `"record_version":1`, `"record_version":1.0`), audit.RuleWrongVersion},
+		{"no version", sub(t, goodIntent, `"record_version":1,`, ``), audit.RuleMissingField},
+		{"ts with +00:00", sub(t, goodIntent, `56.789Z`, `56.789+00:00`), audit.RuleNonCanonicalTimestamp},
+		{"ts without milliseconds", sub(t, goodIntent, `56.789Z`, `56Z`), audit.RuleNonCanonicalTimestamp},
+		{"ts with microseconds", sub(t, goodIntent, `56.789Z`, `56.789000Z`), audit.RuleNonCanonicalTimestamp},
+		{"ts lowercase z", sub(t, goodIntent, `56.789Z`, `56.789z`), audit.RuleNonCanonicalTimestamp},
+		{"ts day 32", sub(t, goodIntent, `08-23T`, `08-32T`), audit.RuleNonCanonicalTimestamp},
+		{"window_end with offset", sub(t, goodLimited, `12:35:56.789Z`, `14:35:56.789+02:00`), audit.RuleNonCanonicalTimestamp},
+		{"intent without request_id", sub(t, goodIntent, `"request_id":"q1",`, ``), audit.RuleMissingField},
+		{"intent without requested", sub(t, goodIntent, `,"requested":{"service_name":"review","host":"h1","instance":7}`, ``), audit.RuleMissingField},
+		{"requested without host", sub(t, goodIntent, `,"host":"h1"`, ``), audit.RuleMissingField},
+		{"outcome without outcome", sub(t, goodOutcome, `,"outcome":{"class":"refused","reason":"host_mismatch","detail":"x"}`, ``), audit.RuleMissingField},
+		{"refused without reason", sub(t, goodOutcome, `"reason":"host_mismatch",`, ``), audit.RuleMissingField},
+		{"limited without count", sub(t, goodLimited, `"count":3,`, ``), audit.RuleMissingField},
+		{"no caller_identity", sub(t, goodLimited, `"caller_identity":"unix-peer:uid=1000",`, ``), audit.RuleMissingField},
+		{"intent with outcome", sub(t, goodIntent, `"instance":7}`, `"instance":7},"outcome":{"class":"first_mint"}`), audit.RulePhaseInconsistency},
+		{"intent with zero bucket", sub(t, goodIntent, `"instance":7}`, `"instance":7},"limited_bucket":"predecision_refusal"`), audit.RulePhaseInconsistency},
+		{"outcome with count", sub(t, goodOutcome, `"detail":"x"}`, `"detail":"x"},"count":1`), audit.RulePhaseInconsistency},
+		{"limited with request_id", sub(t, goodLimited, `"verb"`, `"request_id":"q1","verb"`), audit.RulePhaseInconsistency},
+		{"limited with requested", sub(t, goodLimited, `,"limited_bucket"`, `,"requested":{"service_name":"a","host":"b"},"limited_bucket"`), audit.RulePhaseInconsistency},
+		{"limited with count 0", sub(t, goodLimited, `"count":3`, `"count":0`), audit.RulePhaseInconsistency},
+		{"limited window reversed", sub(t, goodLimited, `"window_start":"2026-08-23T12:34:56.789Z"`, `"window_start":"2026-08-23T12:36:56.789Z"`), audit.RulePhaseInconsistency},
+		{"success with reason", sub(t, goodOutcome, `"class":"refused"`, `"class":"first_mint"`), audit.RulePhaseInconsistency},
+		{"unknown phase", sub(t, goodIntent, `"intent"`, `"intention"`), audit.RuleInvalidValue},
+		{"unknown verb", sub(t, goodIntent, `"mint"`, `"Mint"`), audit.RuleInvalidValue},
+		{"unknown reason", sub(t, goodOutcome, `host_mismatch`, `other`), audit.RuleInvalidValue},
+		{"unknown bucket", sub(t, goodLimited, `"admission"`, `"throttled"`), audit.RuleInvalidValue},
+		{"instance 0", sub(t, goodIntent, `"instance":7`, `"instance":0`), audit.RuleInvalidValue},
+		{"instance above uint32", sub(t, goodIntent, `"instance":7`, `"instance":4294967296`), audit.RuleInvalidValue},
+		{"negative count", sub(t, goodLimited, `"count":3`, `"count":-3`), audit.RuleInvalidValue},
+		{"empty request_id", sub(t, goodIntent, `"request_id":"q1"`, `"request_id":""`), audit.RuleInvalidValue},
+		{"empty registration_id", sub(t, goodOutcome, `"h1-review-007"`, `""`), audit.RuleInvalidValue},
+		{"empty detail", sub(t, goodOutcome, `"detail":"x"`, `"detail":""`), audit.RuleInvalidValue},
+		{"bad registration_id", sub(t, goodOutcome, `"h1-review-007"`, `"H1_review"`), audit.RuleInvalidValue},
+		{"over-bound caller", sub(t, goodIntent, `"unix-peer:uid=1000"`, `"`+strings.Repeat("x", 513)+`"`), audit.RuleInvalidValue},
+		{"empty truncated", sub(t, goodIntent, `"instance":7}`, `"instance":7},"truncated":{}`), audit.RuleInvalidValue},
+		{"truncated unknown path", sub(t, goodIntent, `"instance":7}`, `"instance":7},"truncated":{"verb":{"full_sha256":"`+sha+`","full_bytes":600}}`), audit.RuleUnknownKey},
+		{"truncated short value", sub(t, goodIntent, `"instance":7}`, `"instance":7},"truncated":{"caller_identity":{"full_sha256":"`+sha+`","full_bytes":600}}`), audit.RuleInvalidValue},
+		{"whitespace", sub(t, goodIntent, `"verb":"mint"`, `"verb": "mint"`), audit.RuleNonCanonicalEncoding},
+		{"needless escape", sub(t, goodIntent, `"review"`, `"r\u0065view"`), audit.RuleNonCanonicalEncoding},
+		{"raw line separator", sub(t, goodIntent, `"review"`, "\"re\u2028view\""), audit.RuleNonCanonicalEncoding},
+		{"fractional count", sub(t, goodLimited, `"count":3`, `"count":3.0`), audit.RuleInvalidValue},
+		{"oversized", `{"caller_identity":"` + strings.Repeat("x", audit.MaxRecordBytes) + `"}`, audit.RuleOversizedLine},
+	}
+}
+
+func TestUnmarshalRules(t *testing.T) {
+	for _, tc := range decodeCases(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, line := range []string{tc.line, tc.line + "\n"} {
+				r, err := audit.Unmarshal([]byte(line))
+				if err == nil {
+					t.Fatalf("Unmarshal accepted %q as %+v; want rule %s", line, r, tc.rule)
+				}
+				var de *audit.DecodeError
+				if !errors.As(err, &de) || !errors.Is(err, audit.ErrMalformed) {
+					t.Fatalf("got %T %v; want *DecodeError matching ErrMalformed", err, err)
+				}
+				if de.Rule != tc.rule {
+					t.Errorf("got rule %s (%v), want %s", de.Rule, err, tc.rule)
+				}
+			}
+		})
+	}
+}
+
+func TestUnmarshalAcceptsTheWritersLines(t *testing.T) {
+	for _, line := range []string{goodIntent, goodOutcome, goodLimited} {
+		r, err := audit.Unmarshal([]byte(line + "\n"))
+		if err != nil {
+			t.Fatalf("Unmarshal(%s): %v", line, err)
+		}
+		if got := string(audit.Encode(r)); got != line+"\n" {
+			t.Errorf("re-encoded as %s, want %s", got, line)
+		}
+	}
+}
+
+func TestUnmarshalTruncationEntries(t *testing.T) {
+	caller := `"` + strings.Repeat("x", 510) + `"`
+	entry := func(sha, n string) string {
+		return sub(t, sub(t, goodIntent, `"unix-peer:uid=1000"`, caller), `"instance":7}`,
+			`"instance":7},"truncated":{"caller_identity":{"full_sha256":"`+sha+`","full_bytes":`+n+`}}`)
+	}
+	sha := strings.Repeat("0f", 32)
+	cases := []struct {
+		name string
+		line string
+		rule audit.Rule // "" = accepted
+	}{
+		{"well-formed", entry(sha, "600"), ""},
+		{"uppercase digest", entry(strings.ToUpper(sha), "600"), audit.RuleInvalidValue},
+		{"short digest", entry(sha[:62], "600"), audit.RuleInvalidValue},
+		{"full_bytes within the bound", entry(sha, "512"), audit.RuleInvalidValue},
+		{"full_bytes not a number", entry(sha, `"600"`), audit.RuleWrongType},
+		{"missing full_bytes", sub(t, entry(sha, "600"), `,"full_bytes":600`, ``), audit.RuleMissingField},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := audit.Unmarshal([]byte(tc.line))
+			var de *audit.DecodeError
+			switch {
+			case tc.rule == "" && err != nil:
+				t.Fatalf("Unmarshal = %v; want accepted", err)
+			case tc.rule != "" && !errors.As(err, &de):
+				t.Fatalf("Unmarshal = %v; want rule %s", err, tc.rule)
+			case tc.rule != "" && de.Rule != tc.rule:
+				t.Errorf("got rule %s (%v), want %s", de.Rule, err, tc.rule)
+			}
+		})
+	}
+}
+
+// TestDecodeErrorsStayShort: an error never echoes a long attacker value
+// or a raw control byte.
+func TestDecodeErrorsStayShort(t *testing.T) {
+	key := strings.Repeat("k", 3000) + "\u001b[2J"
+	_, err := audit.Unmarshal([]byte(sub(t, goodIntent, `"verb":"mint",`, `"verb":"mint","`+key+`":1,`)))
+	if err == nil || len(err.Error()) > 200 || strings.ContainsRune(err.Error(), 0x1b) {
+		t.Errorf("got a %d-byte error %q; want a short one without control bytes", len(err.Error()), err)
+	}
+	_, err = audit.Unmarshal([]byte(sub(t, goodIntent, `"mint"`, `"`+strings.Repeat("m", 3000)+`"`)))
+	if err == nil || len(err.Error()) > 200 {
+		t.Errorf("got a %d-byte error for a long verb; want a short one", len(err.Error()))
+	}
+}

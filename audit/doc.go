@@ -1,0 +1,53 @@
+// Package audit is the registrar's audit record store: the durable evidence
+// every verb writes and every operator reads.
+//
+// # Format
+//
+// The store is append-only JSON Lines. Each line is one record with keys in
+// a fixed order and optional keys omitted (never null, never ""):
+//
+//	record_version (always 1), phase, ts, request_id, verb, caller_identity,
+//	requested {service_name, host, instance?}, registration_id, outcome
+//	{class, reason?, detail?}, limited_bucket, count, window_start,
+//	window_end, truncated
+//
+// One Record type carries the three phases. An admitted invocation writes
+// an intent before any work and an outcome after it, paired by request_id.
+// Invocations the limiter suppressed write nothing themselves; the
+// coalescer writes one limited (counted) record per closed window per
+// (caller identity, verb, limited bucket), which carries no request_id,
+// requested, registration_id or outcome. Timestamps are RFC 3339 UTC with
+// exactly millisecond precision (TimeLayout).
+//
+// # Field bound
+//
+// The four attacker-influenced strings (caller_identity,
+// requested.service_name, requested.host, outcome.detail) are cut to
+// MaxFieldBytes on a UTF-8 character boundary (a straddling multibyte
+// character is dropped, not split); each cut field gets a truncated entry
+// with the SHA-256 and byte length of the complete original. The store
+// applies the bound on every append, so no line exceeds MaxRecordBytes,
+// which is computed from the bounds with worst-case JSON escaping. Strings
+// are escaped so that no value can end a line or forge a record: control
+// bytes, quotes, backslashes, U+2028/U+2029 and invalid UTF-8 (written as
+// \ufffd) are all escaped.
+//
+// # Guarantees of the store
+//
+// Store.Append is the only write path and has no best-effort mode: it
+// writes one whole line and fsyncs it before returning nil. A failed write
+// is truncated away, so the file only ever holds whole lines; if even that
+// fails the store refuses every later append (ErrBroken). The directory is
+// 0700, files 0600, and no symlink is ever followed. The active file
+// rotates at Options.MaxFileBytes into generations whose names sort oldest
+// first; at most Options.MaxRetainedFiles are kept.
+//
+// # Reading
+//
+// Unmarshal is the strict reader: a line is accepted only if it is exactly
+// what the writer produces for some valid record. Scan reads the store
+// (read-only) and reports intents without outcome (after a settle grace),
+// malformed lines (each rule evaluated per phase; duplicates of a
+// request_id included), and a per-bucket summary of limited records. The
+// command `registrar-otel audit scan` prints its Report.
+package audit

@@ -1,0 +1,34 @@
+package audit
+
+// Test seams: fault injection and a small file cap, reachable only from
+// this package's tests. Production code has no skip or fault mode.
+
+// File is the write-path file interface, for test doubles.
+type File = file
+
+// TestHooks configures openWithHooks.
+type TestHooks struct {
+	WrapFile     func(File) File
+	Rename       func(oldpath, newpath string) error
+	Remove       func(name string) error
+	MinFileBytes uint64
+}
+
+// OpenWithHooks opens a store with test seams installed.
+func OpenWithHooks(opts Options, th TestHooks) (*Store, error) {
+	return open(opts, hooks{wrapFile: th.WrapFile, rename: th.Rename, remove: th.Remove, minFileBytes: th.MinFileBytes})
+}
+
+// Size returns the store's notion of the active file's size.
+func (s *Store) Size() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.flushing {
+		s.idle.Wait()
+	}
+	return s.size
+}
+
+// Encode serializes an already bounded, valid record without re-applying
+// the bound (the reader's canonical form).
+func Encode(r *Record) []byte { return appendRecord(nil, r) }

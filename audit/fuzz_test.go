@@ -1,0 +1,154 @@
+//go:build unix
+
+package audit_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/limiter"
+)
+
+// FuzzUnmarshal: the decoder never panics, rejects with a named rule, and
+// accepts only canonical lines (re-encoding an accepted record gives back
+// the same bytes).
+func FuzzUnmarshal(f *testing.F) {
+	for _, tc := range decodeCases(f) {
+		f.Add([]byte(tc.line))
+	}
+	for _, gc := range goldenCases() {
+		f.Add(mustMarshal(f, gc.rec))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		r, err := audit.Unmarshal(line)
+		if err != nil {
+			var de *audit.DecodeError
+			if !errors.As(err, &de) || de.Rule == "" {
+				t.Fatalf("got %T %v, want a *DecodeError with a rule", err, err)
+			}
+			return
+		}
+		if len(line) > audit.MaxRecordBytes {
+			t.Fatalf("accepted a %d-byte line", len(line))
+		}
+		body := bytes.TrimSuffix(line, []byte{'\n'})
+		if got := audit.Encode(r); !bytes.Equal(got[:len(got)-1], body) {
+			t.Fatalf("accepted a non-canonical line\nline: %q\nre-encoded: %q", body, got)
+		}
+		if err := r.Validate(); err != nil {
+			t.Fatalf("accepted a record that fails Validate: %v", err)
+		}
+	})
+}
+
+// cutRef is an independent statement of the bound: the longest prefix of
+// at most 512 bytes that ends where a character (or an invalid byte) starts.
+func cutRef(s string) string {
+	if len(s) <= audit.MaxFieldBytes {
+		return s
+	}
+	cut := 0
+	for i := range s { // i visits every character start, invalid bytes one by one
+		if i > audit.MaxFieldBytes {
+			break
+		}
+		cut = i
+	}
+	return s[:cut]
+}
+
+// FuzzMarshal: whatever the free-text fields hold, the writer produces one
+// bounded, valid, canonical line that decodes to the bounded values, and
+// never forges a second record.
+func FuzzMarshal(f *testing.F) {
+	f.Add("unix-peer:uid=1000", "review", "h1", "", uint16(7), uint64(1), uint8(0), "q1")
+	f.Add(forgedPayload, "\xff\xfe", "\u2028", "d\"\\", uint16(0), uint64(9), uint8(1), "q\"2")
+	f.Add(overCaller, overService, overHost, overDetail, uint16(999), uint64(1<<63), uint8(1), "AAAAAAAAAAAA.10")
+	f.Add(overLimitedCaller, "", "", "", uint16(0), uint64(42), uint8(2), "")
+	f.Fuzz(func(t *testing.T, caller, service, host, detail string, instance uint16, count uint64, sel uint8, id string) {
+		var r *audit.Record
+		switch sel % 3 {
+		case 0:
+			r = intent(id)
+			r.Requested = &audit.Requested{ServiceName: service, Host: host, Instance: uint32(instance)}
+		case 1:
+			r = outcome(id, audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonInvalidHost, Detail: detail})
+			r.Requested = &audit.Requested{ServiceName: service, Host: host, Instance: uint32(instance)}
+		default:
+			r = limited(limiter.Bucket(sel>>7), count)
+		}
+		r.CallerIdentity = caller
+		line, err := audit.Marshal(r)
+		if err != nil {
+			if !errors.Is(err, audit.ErrInvalidRecord) {
+				t.Fatalf("Marshal: %v, want an ErrInvalidRecord or success", err)
+			}
+			return
+		}
+		if len(line) > audit.MaxRecordBytes || bytes.Count(line, []byte{'\n'}) != 1 || line[len(line)-1] != '\n' {
+			t.Fatalf("got a %d-byte line with %d newlines", len(line), bytes.Count(line, []byte{'\n'}))
+		}
+		if !json.Valid(line) {
+			t.Fatalf("invalid JSON: %q", line)
+		}
+		got, err := audit.Unmarshal(line)
+		if err != nil {
+			t.Fatalf("Unmarshal(Marshal(r)): %v\n%q", err, line)
+		}
+		check := func(name, got, orig string) {
+			if want := string([]rune(cutRef(orig))); got != want {
+				t.Errorf("%s: got %q, want %q", name, got, want)
+			}
+		}
+		check("caller_identity", got.CallerIdentity, caller)
+		if got.Requested != nil {
+			check("service_name", got.Requested.ServiceName, service)
+			check("host", got.Requested.Host, host)
+		}
+		if got.Outcome != nil && detail != "" {
+			check("detail", got.Outcome.Detail, detail)
+		}
+	})
+}
+
+const forgedPayload = "x\"}\n{\"record_version\":1,\"phase\":\"outcome\"}\n"
+
+// FuzzScan: the scanner never panics or fails on any file content, and its
+// counts agree with its lists.
+func FuzzScan(f *testing.F) {
+	for _, tc := range decodeCases(f) {
+		f.Add([]byte(tc.line + "\n"))
+	}
+	f.Add([]byte(goodIntent + "\n" + goodOutcome + "\n" + goodLimited + "\n" + goodIntent))
+	f.Add([]byte(goodIntent + "\n" + goodIntent + "\n\n\n"))
+	f.Fuzz(func(t *testing.T, content []byte) {
+		dir := filepath.Join(t.TempDir(), "audit")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, audit.ActiveFileName), content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := audit.Scan(context.Background(), audit.ScanOptions{Dir: dir, Now: now})
+		if err != nil {
+			t.Fatalf("Scan: %v", err)
+		}
+		var byRule uint64
+		for _, n := range rep.MalformedByRule {
+			byRule += n
+		}
+		if byRule != rep.MalformedRecords || uint64(len(rep.Malformed)) != min(rep.MalformedRecords, audit.MaxReportedLines) ||
+			uint64(len(rep.Unpaired)) != min(rep.IntentWithoutOutcome, audit.MaxReportedLines) {
+			t.Fatalf("inconsistent report: %+v", rep)
+		}
+		if lines := uint64(bytes.Count(content, []byte{'\n'})); rep.MalformedRecords > lines+1 {
+			t.Fatalf("%d malformed from %d lines", rep.MalformedRecords, lines)
+		}
+	})
+}

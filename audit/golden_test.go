@@ -1,0 +1,143 @@
+package audit_test
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/limiter"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// Over-bound values whose byte 512 (the first byte past the bound) falls
+// inside, or right after, a character, one per bounded field.
+var (
+	// 510 ASCII bytes, then a 3-byte euro sign occupying bytes 510..512:
+	// it straddles the bound and is dropped; the prefix is 510 bytes.
+	overCaller = strings.Repeat("c", 510) + "€" + "-rest-of-identity"
+	// 600 ASCII bytes: cut exactly at 512.
+	overService = strings.Repeat("s", 600)
+	// 509 bytes, then a 4-byte emoji occupying 509..512: dropped; prefix 509.
+	overHost = strings.Repeat("h", 509) + "😀" + "tail"
+	// 511 bytes, then an invalid byte (kept: it is a one-byte character and
+	// is written \ufffd), then more: prefix 512.
+	overDetail = strings.Repeat("d", 511) + "\xff" + "more detail"
+	// A counted record's identity, byte 512 inside a 2-byte character.
+	overLimitedCaller = "registrar-client:" + strings.Repeat("é", 300)
+)
+
+type goldenCase struct {
+	name string
+	rec  *audit.Record
+}
+
+func goldenCases() []goldenCase {
+	withoutInstance := intent("AAAAAAAAAAAA.1")
+	withoutInstance.TS = time.Date(2026, 8, 23, 12, 0, 0, 0, time.FixedZone("KST", 9*3600)) // whole second, non-UTC input
+	withoutInstance.Verb = limiter.Deregister
+	withoutInstance.Requested = &audit.Requested{ServiceName: "gateway", Host: "h2"}
+
+	removed := outcome("AAAAAAAAAAAA.2", audit.Outcome{Class: audit.ClassIdentityRemoved})
+	removed.Verb = limiter.Deregister
+	absent := outcome("AAAAAAAAAAAA.3", audit.Outcome{Class: audit.ClassIdempotentAlreadyAbsent})
+	absent.Verb = limiter.Deregister
+
+	refusedNoDetail := outcome("AAAAAAAAAAAA.4", audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonInvalidServiceName})
+	refusedNoDetail.RegistrationID = "" // refused before derivation
+	refusedNoDetail.Requested = &audit.Requested{ServiceName: "Bad_Name", Host: "h1"}
+
+	refusedDetail := outcome("AAAAAAAAAAAA.5", audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonBackendUnavailable, Detail: "embedded backend: bbolt: timeout"})
+
+	truncCaller := intent("AAAAAAAAAAAA.6")
+	truncCaller.CallerIdentity = overCaller
+	truncService := intent("AAAAAAAAAAAA.7")
+	truncService.Requested = &audit.Requested{ServiceName: overService, Host: "h1"}
+	truncHost := intent("AAAAAAAAAAAA.8")
+	truncHost.Requested = &audit.Requested{ServiceName: "review", Host: overHost, Instance: 7}
+	truncDetail := outcome("AAAAAAAAAAAA.9", audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonStoredSpecConflict, Detail: overDetail})
+	truncAll := outcome("AAAAAAAAAAAA.10", audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonHostMismatch, Detail: overDetail})
+	truncAll.CallerIdentity = overCaller
+	truncAll.Requested = &audit.Requested{ServiceName: overService, Host: overHost, Instance: 999}
+
+	limitedTrunc := limited(limiter.Admission, 1)
+	limitedTrunc.CallerIdentity = overLimitedCaller
+	limitedTrunc.Verb = limiter.Deregister
+
+	escaping := intent("AAAAAAAAAAAA.11")
+	escaping.CallerIdentity = "q\"b\\s/\n\r\t\x00\x1f\x7f\u2028\u2029\ufffd\xff<>&é"
+
+	return []goldenCase{
+		{"intent_with_instance", intent("AAAAAAAAAAAA.0")},
+		{"intent_without_instance", withoutInstance},
+		{"outcome_first_mint", outcome("AAAAAAAAAAAA.0", audit.Outcome{Class: audit.ClassFirstMint})},
+		{"outcome_idempotent_remint", outcome("AAAAAAAAAAAA.1", audit.Outcome{Class: audit.ClassIdempotentRemint})},
+		{"outcome_identity_removed", removed},
+		{"outcome_idempotent_already_absent", absent},
+		{"outcome_refused_without_detail", refusedNoDetail},
+		{"outcome_refused_with_detail", refusedDetail},
+		{"truncated_caller_identity", truncCaller},
+		{"truncated_requested_service_name", truncService},
+		{"truncated_requested_host", truncHost},
+		{"truncated_outcome_detail", truncDetail},
+		{"truncated_all_fields", truncAll},
+		{"limited_counted", limited(limiter.PredecisionRefusal, 42)},
+		{"limited_truncated_caller_identity", limitedTrunc},
+		{"escaping", escaping},
+	}
+}
+
+// TestGoldenLines pins the exact bytes of every record shape. Run
+// `go test ./audit -update` to rewrite the fixtures; review the diff.
+func TestGoldenLines(t *testing.T) {
+	for _, tc := range goldenCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			got := mustMarshal(t, tc.rec)
+			path := filepath.Join("testdata", tc.name+".jsonl")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("reading fixture (run with -update to create it): %v", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("Marshal bytes differ from %s\ngot:  %s\nwant: %s", path, got, want)
+			}
+			// The fixture is also a valid reader input, and decodes to a
+			// record that re-encodes to the same bytes.
+			rec, err := audit.Unmarshal(want)
+			if err != nil {
+				t.Fatalf("Unmarshal(fixture): %v", err)
+			}
+			if again := audit.Encode(rec); !bytes.Equal(again, want) {
+				t.Errorf("fixture does not round-trip\ngot:  %s\nwant: %s", again, want)
+			}
+		})
+	}
+}
+
+// TestGoldenFixturesAreAllPinned fails when a fixture exists with no case,
+// so a renamed case shows up as a removed file, not a stale one.
+func TestGoldenFixturesAreAllPinned(t *testing.T) {
+	names := map[string]bool{}
+	for _, tc := range goldenCases() {
+		names[tc.name+".jsonl"] = true
+	}
+	entries, err := os.ReadDir("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".jsonl") && !names[e.Name()] {
+			t.Errorf("testdata/%s has no golden case", e.Name())
+		}
+	}
+}

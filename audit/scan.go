@@ -1,0 +1,378 @@
+package audit
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/limiter"
+)
+
+// Scan defaults.
+const (
+	DefaultScanWindow = 720 * time.Hour // 30 days
+	DefaultScanGrace  = 60 * time.Second
+	// MaxReportedLines bounds Report.Malformed and Report.Unpaired; the
+	// counts are always complete.
+	MaxReportedLines = 100
+)
+
+// ScanOptions configures Scan. Zero values select the defaults.
+type ScanOptions struct {
+	// Dir is the record directory; required.
+	Dir string
+	// Window is the lookback: records with ts before Now-Window are
+	// ignored, and generations rotated before it are not read. 0 means
+	// DefaultScanWindow.
+	Window time.Duration
+	// Grace is the settle time before an intent without an outcome counts:
+	// an intent younger than Now-Grace may still be in flight. 0 means
+	// DefaultScanGrace.
+	Grace time.Duration
+	// Now is the scan's reference instant; zero means time.Now().
+	Now time.Time
+}
+
+// Report is the result of Scan. Its counts are exact; its lists are the
+// first MaxReportedLines entries in file order.
+type Report struct {
+	// Dir, Now, Window and Grace are the scan's effective parameters.
+	Dir    string
+	Now    time.Time
+	Window time.Duration
+	Grace  time.Duration
+
+	// IntentWithoutOutcome counts request_ids with an intent in the window
+	// older than the grace and no outcome (a crash mid-mint).
+	IntentWithoutOutcome uint64
+	// Unpaired lists those intents (the first intent of each request_id).
+	Unpaired []UnpairedIntent
+
+	// MalformedRecords counts malformed lines, duplicates of a request_id
+	// included.
+	MalformedRecords uint64
+	// MalformedByRule counts them per rule.
+	MalformedByRule map[Rule]uint64
+	// Malformed lists them.
+	Malformed []MalformedLine
+
+	// Limited summarises the limited (counted) records in the window,
+	// indexed by limiter.Bucket.
+	Limited [limiter.NumBuckets]LimitedSummary
+
+	// Records counts the well-formed records in the window, by phase
+	// (index Phase-1: intent, outcome, limited).
+	Records [3]uint64
+
+	// Files lists the files read, oldest first; Skipped lists the ones
+	// not read and why.
+	Files   []string
+	Skipped []SkippedFile
+}
+
+// UnpairedIntent locates an intent that has no outcome.
+type UnpairedIntent struct {
+	File      string
+	Line      uint64
+	RequestID string
+	TS        time.Time
+}
+
+// MalformedLine locates a malformed line and names the rule it broke.
+type MalformedLine struct {
+	File string
+	Line uint64 // 1-based
+	Rule Rule
+	// Detail is a short explanation; it never contains raw line bytes.
+	Detail string
+}
+
+// LimitedSummary aggregates one bucket's limited records.
+type LimitedSummary struct {
+	// Records is the number of limited records.
+	Records uint64
+	// Count is the sum of their counts (saturating at math.MaxUint64): how
+	// many invocations were limited.
+	Count uint64
+}
+
+// SkippedFile is a directory entry the scan did not read.
+type SkippedFile struct {
+	Name   string
+	Reason string
+}
+
+// Anomalies reports whether the scan found anything an operator must look
+// at: an intent without outcome or a malformed line. Limited records are
+// evidence, not anomalies.
+func (r *Report) Anomalies() bool {
+	return r.IntentWithoutOutcome > 0 || r.MalformedRecords > 0
+}
+
+// Scan reads the store in opts.Dir (read-only) and reports its anomalies.
+// It reads rotated generations oldest first, then the active file; it
+// never follows a symlink (symlinked entries are skipped and listed), never
+// holds a line longer than MaxRecordBytes in memory, and never panics on any
+// input. It returns an error only when the store cannot be read (missing,
+// unreadable or symlinked directory, a read failure) or ctx is done.
+//
+// Scan holds no shared state: concurrent scans (and a daemon appending
+// meanwhile) are safe. A final line still being appended when the scan
+// reaches it is not read, rather than reported torn.
+//
+// Pairing is by request_id across all files read. Every request_id with an
+// intent and no outcome counts once, however many duplicate intents it has;
+// each duplicate intent or outcome line counts as malformed. Limited
+// records are never paired and cannot be duplicates.
+func Scan(ctx context.Context, opts ScanOptions) (*Report, error) {
+	if errPlatform != nil {
+		return nil, errPlatform
+	}
+	if opts.Dir == "" {
+		return nil, errors.New("audit: scan: no directory given")
+	}
+	if opts.Window <= 0 {
+		opts.Window = DefaultScanWindow
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultScanGrace
+	}
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	sc := &scanner{
+		rep: &Report{
+			Dir:             opts.Dir,
+			Now:             opts.Now,
+			Window:          opts.Window,
+			Grace:           opts.Grace,
+			MalformedByRule: make(map[Rule]uint64),
+		},
+		cutoff:  opts.Now.Add(-opts.Window),
+		settled: opts.Now.Add(-opts.Grace),
+		reqs:    make(map[string]*reqState),
+	}
+	fi, err := os.Lstat(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("audit: scan: %w", err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, &UnsafeStoreError{Path: opts.Dir, Problem: "is a symlink"}
+	}
+	if !fi.IsDir() {
+		return nil, &UnsafeStoreError{Path: opts.Dir, Problem: "is not a directory"}
+	}
+	entries, err := os.ReadDir(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("audit: scan: %w", err)
+	}
+	var files []string
+	activeSeen := false
+	for _, e := range entries {
+		name := e.Name()
+		stamp, _, isGen := parseGeneration(name)
+		if !isGen && name != ActiveFileName {
+			continue
+		}
+		switch {
+		case e.Type()&fs.ModeSymlink != 0:
+			sc.rep.Skipped = append(sc.rep.Skipped, SkippedFile{Name: name, Reason: "symlink (never followed)"})
+			continue
+		case !e.Type().IsRegular():
+			sc.rep.Skipped = append(sc.rep.Skipped, SkippedFile{Name: name, Reason: "not a regular file"})
+			continue
+		case isGen && stamp.Before(sc.cutoff):
+			// Rotated before the window opened: every record is older.
+			sc.rep.Skipped = append(sc.rep.Skipped, SkippedFile{Name: name, Reason: "rotated before the window"})
+			continue
+		}
+		if name == ActiveFileName {
+			activeSeen = true
+			continue
+		}
+		files = append(files, name)
+	}
+	if activeSeen {
+		files = append(files, ActiveFileName) // newest last
+	}
+	for _, name := range files {
+		if err := sc.file(ctx, filepath.Join(opts.Dir, name), name); err != nil {
+			return nil, err
+		}
+	}
+	sc.finish()
+	return sc.rep, nil
+}
+
+// reqState is what the scan knows about one request_id.
+type reqState struct {
+	intents, outcomes uint32
+	first             UnpairedIntent // the first intent seen
+	order             uint64         // its position in the scan, for sorting
+}
+
+type scanner struct {
+	rep     *Report
+	cutoff  time.Time
+	settled time.Time
+	reqs    map[string]*reqState
+	order   uint64 // lines seen so far, across files
+}
+
+// file scans one file. A file that vanished since the listing (trimmed by
+// the running daemon) is skipped.
+func (sc *scanner) file(ctx context.Context, path, name string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow|oNonBlock, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		sc.rep.Skipped = append(sc.rep.Skipped, SkippedFile{Name: name, Reason: "removed during the scan"})
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("audit: scan: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("audit: scan: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		sc.rep.Skipped = append(sc.rep.Skipped, SkippedFile{Name: name, Reason: "not a regular file"})
+		return nil
+	}
+	sc.rep.Files = append(sc.rep.Files, name)
+	// Read a consistent snapshot: the size at open. The daemon may be
+	// appending meanwhile.
+	snapshot := st.Size()
+	br := bufio.NewReaderSize(io.LimitReader(f, snapshot), MaxRecordBytes)
+	var lineNo uint64
+	for {
+		if lineNo%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		chunk, err := br.ReadSlice('\n')
+		switch {
+		case err == nil:
+			lineNo++
+			sc.line(name, lineNo, chunk)
+			continue
+		case errors.Is(err, bufio.ErrBufferFull):
+			// Longer than any record: skip to its end without keeping it.
+			lineNo++
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+			if err != nil && err != io.EOF {
+				return fmt.Errorf("audit: scan %s: %w", name, err)
+			}
+			sc.malformed(name, lineNo, RuleOversizedLine, fmt.Sprintf("longer than %d bytes", MaxRecordBytes))
+			if err == io.EOF {
+				return nil
+			}
+			continue
+		case err == io.EOF:
+			if len(chunk) > 0 {
+				lineNo++
+				sc.unterminated(f, snapshot, name, lineNo)
+			}
+			return nil
+		default:
+			return fmt.Errorf("audit: scan %s: %w", name, err)
+		}
+	}
+}
+
+// unterminated classifies a final line without '\n': torn, unless the file
+// has grown since the snapshot (an append was in flight; it is not read).
+func (sc *scanner) unterminated(f *os.File, snapshot int64, name string, lineNo uint64) {
+	if st, err := f.Stat(); err == nil && st.Size() > snapshot {
+		return
+	}
+	sc.malformed(name, lineNo, RuleTornFinalLine, "final line has no newline")
+}
+
+// line classifies one complete line ('\n' included).
+func (sc *scanner) line(name string, lineNo uint64, chunk []byte) {
+	sc.order++
+	r, err := Unmarshal(chunk)
+	if err != nil {
+		var de *DecodeError
+		if errors.As(err, &de) {
+			sc.malformed(name, lineNo, de.Rule, de.detail())
+		} else {
+			sc.malformed(name, lineNo, RuleInvalidJSON, err.Error())
+		}
+		return
+	}
+	if r.TS.Before(sc.cutoff) {
+		return
+	}
+	sc.rep.Records[r.Phase-1]++
+	switch r.Phase {
+	case PhaseLimited:
+		s := &sc.rep.Limited[r.LimitedBucket]
+		s.Records++
+		if s.Count > math.MaxUint64-r.Count {
+			s.Count = math.MaxUint64
+		} else {
+			s.Count += r.Count
+		}
+	case PhaseIntent:
+		st := sc.req(r.RequestID)
+		st.intents++
+		if st.intents == 1 {
+			st.first = UnpairedIntent{File: name, Line: lineNo, RequestID: r.RequestID, TS: r.TS}
+			st.order = sc.order
+		} else {
+			sc.malformed(name, lineNo, RuleDuplicateRequestID, "second intent for request_id "+r.RequestID)
+		}
+	case PhaseOutcome:
+		st := sc.req(r.RequestID)
+		st.outcomes++
+		if st.outcomes > 1 {
+			sc.malformed(name, lineNo, RuleDuplicateRequestID, "second outcome for request_id "+r.RequestID)
+		}
+	}
+}
+
+func (sc *scanner) req(id string) *reqState {
+	st, ok := sc.reqs[id]
+	if !ok {
+		st = &reqState{}
+		sc.reqs[id] = st
+	}
+	return st
+}
+
+func (sc *scanner) malformed(name string, lineNo uint64, rule Rule, detail string) {
+	sc.rep.MalformedRecords++
+	sc.rep.MalformedByRule[rule]++
+	if len(sc.rep.Malformed) < MaxReportedLines {
+		sc.rep.Malformed = append(sc.rep.Malformed, MalformedLine{File: name, Line: lineNo, Rule: rule, Detail: detail})
+	}
+}
+
+// finish counts the unpaired intents.
+func (sc *scanner) finish() {
+	var unpaired []*reqState
+	for _, st := range sc.reqs {
+		if st.intents > 0 && st.outcomes == 0 && st.first.TS.Before(sc.settled) {
+			sc.rep.IntentWithoutOutcome++
+			unpaired = append(unpaired, st)
+		}
+	}
+	slices.SortFunc(unpaired, func(a, b *reqState) int { return cmp.Compare(a.order, b.order) })
+	for _, st := range unpaired[:min(len(unpaired), MaxReportedLines)] {
+		sc.rep.Unpaired = append(sc.rep.Unpaired, st.first)
+	}
+}

@@ -1,0 +1,680 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// ActiveFileName is the name of the file appends go to, inside the store's
+// directory. Rotated generations are named
+// registrar-audit-<YYYYMMDDTHHMMSSZ>-<NNNNNN>.jsonl.
+const ActiveFileName = "registrar-audit.jsonl"
+
+// Defaults and limits of Options (registrar.audit_max_file_bytes and
+// registrar.audit_max_retained_files).
+const (
+	DefaultMaxFileBytes     = 8 << 20  // 8 MiB
+	MinMaxFileBytes         = 64 << 10 // 64 KiB
+	DefaultMaxRetainedFiles = 16
+)
+
+const (
+	generationPrefix = "registrar-audit-"
+	generationSuffix = ".jsonl"
+	stampLayout      = "20060102T150405Z"
+	maxSequence      = 999999
+	generationLen    = len(generationPrefix) + len(stampLayout) + 1 + 6 + len(generationSuffix)
+)
+
+// Options configures a Store. The zero value of every field but Dir selects
+// its default.
+type Options struct {
+	// Dir is the record directory (registrar.audit_record_dir). Open creates
+	// it 0700 if missing; it must not be a symlink or group/world-writable.
+	Dir string
+	// MaxFileBytes is the size in bytes at which the active file rotates
+	// (registrar.audit_max_file_bytes); 0 means DefaultMaxFileBytes, and
+	// anything below MinMaxFileBytes is refused.
+	MaxFileBytes uint64
+	// MaxRetainedFiles is how many rotated generations are kept, the
+	// active file not included (registrar.audit_max_retained_files); 0
+	// means DefaultMaxRetainedFiles. The store's disk use is therefore at
+	// most (MaxRetainedFiles+1) * MaxFileBytes.
+	MaxRetainedFiles uint32
+	// Logger receives rotation, retention and recovery messages; nil
+	// discards them. Records are never logged.
+	Logger *slog.Logger
+	// Now is the clock used to stamp records with a zero TS and to name
+	// rotated generations; nil means time.Now.
+	Now func() time.Time
+	// Observer, if non-nil, is told the outcome of every Append.
+	Observer Observer
+}
+
+// Observer is told about every Store.Append: the record's phase (0 if the
+// record was nil), the call's wall-clock duration and its error (nil on
+// success). It is called once per Append, after the outcome is known, on the
+// appending goroutine, with no store lock held; implementations must be safe
+// for concurrent use and should return quickly. Telemetry implements it
+// without this package importing OpenTelemetry.
+type Observer interface {
+	Appended(phase Phase, d time.Duration, err error)
+}
+
+// file is the part of *os.File the write path uses; tests substitute a
+// faulty one through hooks.
+type file interface {
+	io.Writer
+	Sync() error
+	Truncate(size int64) error
+	Close() error
+}
+
+var _ file = (*os.File)(nil)
+
+// hooks are the store's test seams. The zero value is production behaviour;
+// only export_test.go sets them.
+type hooks struct {
+	wrapFile     func(file) file
+	rename       func(oldpath, newpath string) error
+	remove       func(name string) error
+	minFileBytes uint64
+}
+
+// Store is the append-only audit record store. Append is the only write
+// path: every record is bounded, validated, serialized, written as one whole
+// line and fsynced before Append returns nil. A Store is safe for concurrent
+// use; concurrent appenders are committed in groups sharing one write and
+// one fsync, and each returns only after the fsync covering its own line.
+type Store struct {
+	dir         string
+	dirf        *os.File
+	maxFile     uint64
+	maxRetained uint32
+	log         *slog.Logger
+	now         func() time.Time
+	obs         Observer
+	h           hooks
+
+	mu       sync.Mutex
+	idle     *sync.Cond // broadcast when flushing turns false
+	queue    []*pending // appenders waiting for the next commit
+	spare    []*pending
+	flushing bool // a leader is committing; it owns the fields below
+	closed   bool
+
+	// Owned by the committing leader (the appender that set flushing), or
+	// by Close once flushing is false.
+	f         file
+	size      uint64 // bytes in the active file, all whole lines
+	dirDirty  bool   // a directory fsync failed; retried before the next write
+	broken    error  // sticky: a failed write could not be rolled back
+	lastStamp time.Time
+	lastSeq   int
+	buf       []byte
+}
+
+// pending is one appender's line in the commit queue.
+type pending struct {
+	line []byte
+	err  error
+	done chan verdict
+}
+
+// verdict is what a waiting appender receives: its result, or the order to
+// lead the next commit.
+type verdict struct {
+	err  error
+	lead bool
+}
+
+// Open opens (creating if needed) the store in opts.Dir. A directory it
+// creates is chmodded to 0700 whatever the umask; an existing one must not
+// be a symlink or group/world-writable (an *UnsafeStoreError names it and
+// its mode). The active file is opened 0600, append-only, without following
+// a symlink. A torn final line left by a crash is terminated with '\n' so
+// that no record is ever appended onto it (the scan reports it as
+// malformed). Generations beyond MaxRetainedFiles are trimmed (failures are
+// logged).
+func Open(opts Options) (*Store, error) { return open(opts, hooks{}) }
+
+func open(opts Options, h hooks) (*Store, error) {
+	if errPlatform != nil {
+		return nil, errPlatform
+	}
+	if opts.Dir == "" {
+		return nil, errors.New("audit: Options.Dir (registrar.audit_record_dir) is empty")
+	}
+	maxFile := opts.MaxFileBytes
+	if maxFile == 0 {
+		maxFile = DefaultMaxFileBytes
+	}
+	minFile := uint64(MinMaxFileBytes)
+	if h.minFileBytes != 0 {
+		minFile = h.minFileBytes
+	}
+	if maxFile < minFile {
+		return nil, fmt.Errorf("audit: Options.MaxFileBytes (registrar.audit_max_file_bytes) = %d is below the minimum %d", maxFile, minFile)
+	}
+	retained := opts.MaxRetainedFiles
+	if retained == 0 {
+		retained = DefaultMaxRetainedFiles
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	if h.rename == nil {
+		h.rename = os.Rename
+	}
+	if h.remove == nil {
+		h.remove = os.Remove
+	}
+	dirf, err := openDir(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		dir:         opts.Dir,
+		dirf:        dirf,
+		maxFile:     maxFile,
+		maxRetained: retained,
+		log:         logger.With("audit_dir", opts.Dir),
+		now:         now,
+		obs:         opts.Observer,
+		h:           h,
+	}
+	s.idle = sync.NewCond(&s.mu)
+	gens, err := s.generations()
+	if err != nil {
+		dirf.Close()
+		return nil, err
+	}
+	if n := len(gens); n > 0 {
+		s.lastStamp, s.lastSeq, _ = parseGeneration(gens[n-1])
+	}
+	if err := s.openActive(); err != nil {
+		dirf.Close()
+		return nil, err
+	}
+	s.trim()
+	return s, nil
+}
+
+// openDir validates (creating if missing) the record directory and returns
+// it open, for directory fsyncs.
+func openDir(path string) (*os.File, error) {
+	fi, err := os.Lstat(path)
+	created := false
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(path, 0o700); err != nil {
+			return nil, fmt.Errorf("audit: creating record directory: %w", err)
+		}
+		created = true
+		fi, err = os.Lstat(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("audit: record directory: %w", err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, &UnsafeStoreError{Path: path, Problem: "is a symlink"}
+	}
+	if !fi.IsDir() {
+		return nil, &UnsafeStoreError{Path: path, Problem: "is not a directory"}
+	}
+	d, err := os.OpenFile(path, os.O_RDONLY|oNoFollow|oNonBlock, 0)
+	if err != nil {
+		return nil, fmt.Errorf("audit: opening record directory: %w", err)
+	}
+	st, err := d.Stat()
+	if err == nil && (!st.IsDir() || !os.SameFile(fi, st)) {
+		err = &UnsafeStoreError{Path: path, Problem: "changed while being opened"}
+	}
+	if err == nil && created {
+		// Restate the mode: MkdirAll's is filtered by the umask.
+		if err = d.Chmod(0o700); err == nil {
+			st, err = d.Stat()
+		}
+	}
+	if err == nil {
+		if perm := st.Mode().Perm(); perm&0o022 != 0 {
+			err = &UnsafeStoreError{Path: path, Problem: fmt.Sprintf("has mode %#o (group- or world-writable; want 0700)", perm)}
+		}
+	}
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// openActive opens the existing active file, or creates it.
+func (s *Store) openActive() error {
+	p := filepath.Join(s.dir, ActiveFileName)
+	fi, err := os.Lstat(p)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("audit: active file: %w", err)
+	}
+	if exists {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return &UnsafeStoreError{Path: p, Problem: "is a symlink"}
+		}
+		if !fi.Mode().IsRegular() {
+			return &UnsafeStoreError{Path: p, Problem: "is not a regular file"}
+		}
+	}
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND|os.O_CREATE|oNoFollow, 0o600)
+	if err != nil {
+		return fmt.Errorf("audit: opening active file: %w", err)
+	}
+	size, err := s.checkActive(f, p, fi, exists)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	s.f, s.size = s.wrap(f), size
+	return nil
+}
+
+// checkActive verifies a just-opened active file and returns its size,
+// after terminating a torn final line.
+func (s *Store) checkActive(f *os.File, p string, fi fs.FileInfo, existed bool) (uint64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("audit: active file: %w", err)
+	}
+	if !st.Mode().IsRegular() || (existed && !os.SameFile(fi, st)) {
+		return 0, &UnsafeStoreError{Path: p, Problem: "changed while being opened"}
+	}
+	if perm := st.Mode().Perm(); perm != 0o600 {
+		if err := f.Chmod(0o600); err != nil {
+			return 0, fmt.Errorf("audit: restating active file mode: %w", err)
+		}
+		if existed {
+			s.log.Warn("audit active file mode tightened", "file", p, "was", fmt.Sprintf("%#o", perm))
+		}
+	}
+	if !existed {
+		if err := s.dirf.Sync(); err != nil {
+			return 0, fmt.Errorf("audit: fsync of record directory after creating the active file: %w", err)
+		}
+	}
+	size := st.Size()
+	if size > 0 {
+		var last [1]byte
+		if _, err := f.ReadAt(last[:], size-1); err != nil {
+			return 0, fmt.Errorf("audit: reading active file tail: %w", err)
+		}
+		if last[0] != '\n' {
+			// A crash tore the last write. Keep its bytes as evidence but
+			// end the line, so no record is ever appended onto it.
+			if _, err := f.Write([]byte{'\n'}); err != nil {
+				return 0, fmt.Errorf("audit: terminating torn final line: %w", err)
+			}
+			if err := f.Sync(); err != nil {
+				return 0, fmt.Errorf("audit: terminating torn final line: %w", err)
+			}
+			size++
+			s.log.Warn("audit active file ended in a torn line; terminated it (the scan reports it malformed)", "file", p)
+		}
+	}
+	return uint64(size), nil
+}
+
+// createActive creates a fresh active file after a rotation.
+func (s *Store) createActive() (file, error) {
+	p := filepath.Join(s.dir, ActiveFileName)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL|oNoFollow, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return s.wrap(f), nil
+}
+
+func (s *Store) wrap(f *os.File) file {
+	if s.h.wrapFile != nil {
+		return s.h.wrapFile(f)
+	}
+	return f
+}
+
+// Append writes r as one line and fsyncs it before returning nil. It is the
+// store's only write path and has no best-effort mode: every error must be
+// handled by the caller.
+//
+// The store applies the field bound (to a copy; r is not modified), stamps
+// a zero TS with its clock, canonicalises timestamps and validates phase
+// consistency (*PhaseError, *FieldError). A line larger than MaxFileBytes is
+// refused with a *TooLargeError before the file is touched. A failed write
+// or fsync is rolled back (the file keeps only whole lines) and returned as
+// a *WriteError; if the rollback itself fails, this and every later Append
+// return an error wrapping ErrBroken. After Close, Append returns ErrClosed.
+//
+// ctx is not used to cancel: once started, an append runs to completion
+// (a caller hanging up must not leave an intent half-recorded).
+func (s *Store) Append(ctx context.Context, r *Record) (err error) {
+	start := time.Now()
+	var phase Phase
+	if r != nil {
+		phase = r.Phase
+	}
+	if s.obs != nil {
+		defer func() { s.obs.Appended(phase, time.Since(start), err) }()
+	}
+	if r == nil {
+		return &FieldError{Field: "record", Problem: "is nil"}
+	}
+	rec := *r
+	if rec.TS.IsZero() {
+		rec.TS = s.now()
+	}
+	line, err := Marshal(&rec)
+	if err != nil {
+		return err
+	}
+	if n := uint64(len(line)); n > s.maxFile {
+		return &TooLargeError{LineBytes: n, MaxFileBytes: s.maxFile}
+	}
+	p := &pending{line: line, done: make(chan verdict, 1)}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.queue = append(s.queue, p)
+	if s.flushing {
+		s.mu.Unlock()
+		if v := <-p.done; !v.lead {
+			return v.err
+		}
+	} else {
+		s.flushing = true
+		s.mu.Unlock()
+	}
+	return s.lead(p)
+}
+
+// lead commits everything queued (self included), hands each waiter its
+// result, and passes leadership to the first appender queued meanwhile.
+func (s *Store) lead(self *pending) error {
+	s.mu.Lock()
+	batch := s.queue
+	s.queue = s.spare[:0]
+	s.mu.Unlock()
+
+	s.commit(batch)
+
+	s.mu.Lock()
+	for _, p := range batch {
+		if p != self {
+			p.done <- verdict{err: p.err}
+		}
+	}
+	clear(batch)
+	s.spare = batch[:0]
+	if len(s.queue) > 0 {
+		s.queue[0].done <- verdict{lead: true}
+	} else {
+		s.flushing = false
+		s.idle.Broadcast()
+	}
+	s.mu.Unlock()
+	return self.err
+}
+
+// commit writes batch's lines in order, rotating as needed, and sets each
+// pending's err. Lines sharing a file are written and fsynced together.
+func (s *Store) commit(batch []*pending) {
+	for i := 0; i < len(batch); {
+		if s.broken != nil {
+			for _, p := range batch[i:] {
+				p.err = s.broken
+			}
+			return
+		}
+		if s.size+uint64(len(batch[i].line)) > s.maxFile {
+			if err := s.rotate(); err != nil {
+				for _, p := range batch[i:] {
+					p.err = err
+				}
+				return
+			}
+		}
+		j, total := i, uint64(0)
+		for j < len(batch) && s.size+total+uint64(len(batch[j].line)) <= s.maxFile {
+			total += uint64(len(batch[j].line))
+			j++
+		}
+		var buf []byte
+		if j == i+1 {
+			buf = batch[i].line
+		} else {
+			s.buf = s.buf[:0]
+			for _, p := range batch[i:j] {
+				s.buf = append(s.buf, p.line...)
+			}
+			buf = s.buf
+		}
+		err := s.writeSync(buf)
+		for _, p := range batch[i:j] {
+			p.err = err
+		}
+		i = j
+	}
+}
+
+// writeSync appends buf (whole lines) and fsyncs. On failure the file is
+// truncated back to its last acknowledged size; if that fails, the store
+// is marked broken.
+func (s *Store) writeSync(buf []byte) error {
+	if s.dirDirty {
+		if err := s.dirf.Sync(); err != nil {
+			return &WriteError{Op: "sync directory", Err: err}
+		}
+		s.dirDirty = false
+	}
+	op := "write"
+	n, err := s.f.Write(buf)
+	if err == nil && n != len(buf) {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		op = "sync"
+		err = s.f.Sync()
+	}
+	if err == nil {
+		s.size += uint64(len(buf))
+		return nil
+	}
+	werr := &WriteError{Op: op, Err: err}
+	if rerr := s.rollback(); rerr != nil {
+		s.broken = fmt.Errorf("%w: %w; rolling back to %d bytes failed: %w", ErrBroken, werr, s.size, rerr)
+		s.log.Error("audit append failed and could not be rolled back; refusing further appends", "err", s.broken)
+		return s.broken
+	}
+	return werr
+}
+
+// rollback truncates the active file to its last acknowledged size. Only a
+// failed truncate is fatal: once it succeeded the file holds whole lines
+// only, and a failed fsync of the truncation is made good by the next
+// append's successful fsync (which no append is acknowledged without).
+func (s *Store) rollback() error {
+	if err := s.f.Truncate(int64(s.size)); err != nil {
+		return err
+	}
+	if err := s.f.Sync(); err != nil {
+		s.log.Warn("audit fsync after rolling back a failed append failed; the next append's fsync covers it", "err", err)
+	}
+	return nil
+}
+
+// rotate renames the active file to the next generation name, creates a
+// new active file and trims old generations.
+func (s *Store) rotate() error {
+	active := filepath.Join(s.dir, ActiveFileName)
+	var name string
+	var stamp time.Time
+	var seq int
+	for tries := 0; ; tries++ {
+		name, stamp, seq = s.nextGeneration()
+		if _, err := os.Lstat(filepath.Join(s.dir, name)); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		// Never rename over an existing file: skip the occupied name.
+		s.lastStamp, s.lastSeq = stamp, seq
+		if tries == 8 {
+			return &WriteError{Op: "rotate", Err: fmt.Errorf("no free generation name (last tried %s)", name)}
+		}
+	}
+	gen := filepath.Join(s.dir, name)
+	if err := s.h.rename(active, gen); err != nil {
+		return &WriteError{Op: "rotate", Err: err}
+	}
+	s.lastStamp, s.lastSeq = stamp, seq
+	if err := s.dirf.Sync(); err != nil {
+		s.dirDirty = true
+		s.log.Warn("audit fsync of record directory after rotation failed; retried before the next write", "err", err)
+	}
+	nf, err := s.createActive()
+	if err != nil {
+		if rerr := s.h.rename(gen, active); rerr != nil {
+			s.broken = fmt.Errorf("%w: rotated the active file to %s but could not create a new one (%v) nor restore it (%v)", ErrBroken, name, err, rerr)
+			s.log.Error("audit rotation failed half-way; refusing further appends", "err", s.broken)
+			return s.broken
+		}
+		return &WriteError{Op: "rotate", Err: err}
+	}
+	if err := s.f.Close(); err != nil {
+		s.log.Warn("audit closing rotated generation failed", "file", name, "err", err)
+	}
+	s.f, s.size = nf, 0
+	if err := s.dirf.Sync(); err != nil {
+		s.dirDirty = true
+		s.log.Warn("audit fsync of record directory after rotation failed; retried before the next write", "err", err)
+	}
+	s.log.Info("audit active file rotated", "generation", name)
+	s.trim()
+	return nil
+}
+
+// nextGeneration returns the next generation name. Stamps never go
+// backwards (a clock step back reuses the last stamp) and the sequence
+// orders names within one stamp, so names sort oldest first.
+func (s *Store) nextGeneration() (string, time.Time, int) {
+	stamp := s.now().UTC().Truncate(time.Second)
+	seq := 0
+	if !stamp.After(s.lastStamp) {
+		stamp, seq = s.lastStamp, s.lastSeq+1
+		if seq > maxSequence {
+			stamp, seq = stamp.Add(time.Second), 0
+		}
+	}
+	return generationName(stamp, seq), stamp, seq
+}
+
+func generationName(stamp time.Time, seq int) string {
+	b := make([]byte, 0, generationLen)
+	b = append(b, generationPrefix...)
+	b = stamp.AppendFormat(b, stampLayout)
+	b = append(b, '-')
+	b = fmt.Appendf(b, "%06d", seq)
+	return string(append(b, generationSuffix...))
+}
+
+// parseGeneration parses a rotated generation's name.
+func parseGeneration(name string) (time.Time, int, bool) {
+	if len(name) != generationLen || name[:len(generationPrefix)] != generationPrefix ||
+		name[len(name)-len(generationSuffix):] != generationSuffix {
+		return time.Time{}, 0, false
+	}
+	rest := name[len(generationPrefix) : len(name)-len(generationSuffix)]
+	stampText, seqText := rest[:len(stampLayout)], rest[len(stampLayout):]
+	if seqText[0] != '-' {
+		return time.Time{}, 0, false
+	}
+	seqText = seqText[1:]
+	for i := 0; i < len(seqText); i++ {
+		if seqText[i] < '0' || seqText[i] > '9' {
+			return time.Time{}, 0, false
+		}
+	}
+	seq, err := strconv.Atoi(seqText)
+	if err != nil {
+		return time.Time{}, 0, false
+	}
+	stamp, err := time.Parse(stampLayout, stampText)
+	if err != nil || stamp.Format(stampLayout) != stampText {
+		return time.Time{}, 0, false
+	}
+	return stamp, seq, true
+}
+
+// generations lists the rotated generations (regular files only), oldest
+// first.
+func (s *Store) generations() ([]string, error) {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("audit: listing record directory: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if _, _, ok := parseGeneration(e.Name()); ok {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil // os.ReadDir sorts by name, which is oldest first
+}
+
+// trim deletes the oldest generations beyond maxRetained. A failure is
+// logged and never fails an append.
+func (s *Store) trim() {
+	gens, err := s.generations()
+	if err != nil {
+		s.log.Warn("audit retention: listing generations failed", "err", err)
+		return
+	}
+	for i := 0; i < len(gens)-int(s.maxRetained); i++ {
+		err := s.h.remove(filepath.Join(s.dir, gens[i]))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("audit retention: removing an old generation failed", "file", gens[i], "err", err)
+		}
+	}
+}
+
+// Close waits for in-flight appends to finish and closes the store's files.
+// Later Appends return ErrClosed; a second Close returns nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for s.flushing {
+		s.idle.Wait()
+	}
+	s.mu.Unlock()
+	return errors.Join(s.f.Close(), s.dirf.Close())
+}

@@ -1,0 +1,14 @@
+//go:build !unix
+
+package audit
+
+import "errors"
+
+const (
+	oNoFollow = 0
+	oNonBlock = 0
+)
+
+// errPlatform refuses to run where O_NOFOLLOW is unavailable: the store
+// must never follow a symlink.
+var errPlatform = errors.New("audit: the record store needs a unix platform (O_NOFOLLOW)")
