@@ -1,0 +1,43 @@
+// Package embedded is the registrar's default Backend: bindings and issued
+// identities in a bbolt database, FileName in registrar.state_dir.
+//
+// # What is stored
+//
+// Two buckets, keyed by registration id, with JSON values that carry a
+// version ("v", always 1 for now) so the format can evolve; a value that
+// does not decode, or has another version, is a *CorruptRecordError naming
+// the bucket and key, never a panic and never "absent":
+//
+//	bindings:   {v, host, spec {component, service_name, reload}, role_id, created_at}
+//	identities: {v, role_id, secret_sha256, expires_at, issued_at}
+//
+// Times are UTC with millisecond precision. The role id is a random
+// version 4 UUID created by the first mint and kept by every remint; each
+// mint issues a fresh wrapped secret id (32 random bytes, base64url without
+// padding) that expires at Now + WrapTTL.
+//
+// # What is never stored
+//
+// The wrapped secret id itself: only its SHA-256 is kept, and a remint
+// replaces it, so the previous secret stops verifying. Backend.VerifySecret
+// checks a secret against the hash and expiry without consuming it; single
+// use belongs to the unwrap endpoint that will consume it.
+//
+// # Durability and concurrency
+//
+// Every Mint and Deregister is one bbolt write transaction: the answer is
+// decided and written atomically, and bbolt fsyncs the commit before the
+// call returns. A Backend is safe for concurrent use; bbolt serialises the
+// writers, so concurrent mints of one registration id create it exactly
+// once. A context already done is answered without touching the database;
+// a started transaction is not cancelled.
+//
+// # Locking
+//
+// bbolt holds an exclusive flock on the database file while it is open. A
+// second Open of the same state directory (typically a second daemon) waits
+// at most Options.OpenTimeout (DefaultOpenTimeout, 1 s) and then fails with
+// an error matching ErrLocked that names the file, instead of hanging.
+// The directory is created 0700 and the file kept 0600; a symlinked or
+// group/world-writable directory and a symlinked file are refused.
+package embedded
