@@ -1,0 +1,113 @@
+package registrar
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+)
+
+// The verbs answer every failure with exactly one of three error types:
+//
+//   - *RefusedError: a permanent refusal with its audit.Reason (determined;
+//     retrying the same request cannot succeed);
+//   - *ThrottledError: the admission throttle, the only retryable answer;
+//   - *UnavailableError: the registrar could not do or record the work.
+//
+// Each carries the invocation's request id. Use errors.As to tell them
+// apart; never a boolean or a string.
+
+// RefusedError is a permanent refusal.
+type RefusedError struct {
+	RequestID string
+	// RegistrationID is set when the refusal came after derivation.
+	RegistrationID string
+	Reason         audit.Reason
+	// Limited reports that the limiter suppressed this invocation's audit
+	// records (a pre-derivation refusal past its bucket). The caller's
+	// answer is the same either way.
+	Limited bool
+}
+
+func (e *RefusedError) Error() string {
+	if e.RegistrationID != "" {
+		return fmt.Sprintf("registrar: refused %s (registration %s)", e.Reason, e.RegistrationID)
+	}
+	return fmt.Sprintf("registrar: refused %s", e.Reason)
+}
+
+// ThrottledError is the admission throttle: the invocation was not
+// attempted, wrote no record and did no backend work. It is the only
+// retryable answer; RetryAfterSeconds (≥ 1, whole seconds, a duration and
+// never a timestamp) is when the caller's admission bucket holds a token.
+type ThrottledError struct {
+	RequestID         string
+	RetryAfterSeconds uint64
+}
+
+func (e *ThrottledError) Error() string {
+	return fmt.Sprintf("registrar: busy, retry after %d s", e.RetryAfterSeconds)
+}
+
+// UnavailableReason says why the registrar could not serve an invocation.
+type UnavailableReason uint8
+
+const (
+	// AuditUnwritable: a record could not be written and nothing was
+	// changed (the intent write failed, so nothing was created; or an
+	// outcome write failed after work that changed nothing).
+	AuditUnwritable UnavailableReason = iota + 1
+	// PostMintUnrecordable: the work changed the registry (an identity was
+	// created or re-issued, or removed) but its outcome record could not be
+	// written. The change stands; the audit trail lacks its outcome.
+	PostMintUnrecordable
+	// BackendUnavailable: the backend failed; its refusal was recorded.
+	BackendUnavailable
+)
+
+// String returns the wire spelling, e.g. "AuditUnwritable".
+func (r UnavailableReason) String() string {
+	switch r {
+	case AuditUnwritable:
+		return "AuditUnwritable"
+	case PostMintUnrecordable:
+		return "PostMintUnrecordable"
+	case BackendUnavailable:
+		return "BackendUnavailable"
+	}
+	return fmt.Sprintf("UnavailableReason(%d)", uint8(r))
+}
+
+// UnavailableError reports that the registrar could not do or record the
+// work. It is permanent until an operator acts.
+type UnavailableError struct {
+	RequestID      string
+	RegistrationID string
+	Reason         UnavailableReason
+	// Err is the underlying store or backend error.
+	Err error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("registrar: unavailable (%s): %v", e.Reason, e.Err)
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// RequestIDOf returns the request id carried by any of the verbs' errors.
+func RequestIDOf(err error) string {
+	var (
+		r *RefusedError
+		t *ThrottledError
+		u *UnavailableError
+	)
+	switch {
+	case errors.As(err, &r):
+		return r.RequestID
+	case errors.As(err, &t):
+		return t.RequestID
+	case errors.As(err, &u):
+		return u.RequestID
+	}
+	return ""
+}

@@ -1,0 +1,187 @@
+package registrar
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// ScopeName is the instrumentation scope of the verbs' spans and metrics.
+const ScopeName = "github.com/registrar-otel/registrar-otel/registrar"
+
+// Result is an invocation's result as the metrics and spans spell it.
+type Result uint8
+
+// The seven results. Every invocation ends in exactly one.
+const (
+	ResultFirstMint Result = iota
+	ResultIdempotentRemint
+	ResultIdentityRemoved
+	ResultIdempotentAlreadyAbsent
+	ResultRefused
+	ResultThrottled
+	ResultUnavailable
+
+	numResults = 7
+)
+
+// String returns the label value, e.g. "first_mint" or "throttled".
+func (r Result) String() string {
+	switch r {
+	case ResultFirstMint:
+		return "first_mint"
+	case ResultIdempotentRemint:
+		return "idempotent_remint"
+	case ResultIdentityRemoved:
+		return "identity_removed"
+	case ResultIdempotentAlreadyAbsent:
+		return "idempotent_already_absent"
+	case ResultRefused:
+		return "refused"
+	case ResultThrottled:
+		return "throttled"
+	case ResultUnavailable:
+		return "unavailable"
+	}
+	return "unknown"
+}
+
+// ResultOf classifies a verb's error (nil, *RefusedError, *ThrottledError,
+// *UnavailableError); ok is the result when err is nil.
+func ResultOf(ok Result, err error) Result {
+	var (
+		r *RefusedError
+		t *ThrottledError
+	)
+	switch {
+	case err == nil:
+		return ok
+	case errors.As(err, &t):
+		return ResultThrottled
+	case errors.As(err, &r):
+		return ResultRefused
+	}
+	return ResultUnavailable
+}
+
+func mintResult(o MintOutcome) Result {
+	if o == IdempotentRemint {
+		return ResultIdempotentRemint
+	}
+	return ResultFirstMint
+}
+
+func deregisterResult(o DeregisterOutcome) Result {
+	if o == AlreadyAbsent {
+		return ResultIdempotentAlreadyAbsent
+	}
+	return ResultIdentityRemoved
+}
+
+// instruments holds the verbs' tracer and metric instruments, with every
+// attribute set precomputed: recording costs no allocation for attributes.
+type instruments struct {
+	tracer       trace.Tracer
+	invocations  metric.Int64Counter
+	duration     metric.Float64Histogram
+	unrecordable metric.Int64Counter
+	byResult     [limiter.NumVerbs][numResults]metric.MeasurementOption
+	byVerb       [limiter.NumVerbs]metric.MeasurementOption
+	spanNames    [limiter.NumVerbs]string
+	verbAttr     [limiter.NumVerbs]attribute.KeyValue
+}
+
+// Span attribute keys.
+const (
+	AttrVerb           = attribute.Key("registrar.verb")
+	AttrRequestID      = attribute.Key("registrar.request_id")
+	AttrResult         = attribute.Key("registrar.result")
+	AttrRegistrationID = attribute.Key("registrar.registration_id")
+	AttrRefusalReason  = attribute.Key("registrar.refusal_reason")
+)
+
+// durationBuckets are in seconds: an admitted invocation costs two fsynced
+// appends plus backend work, so the interesting range is 100 µs to a few s.
+var durationBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) (*instruments, error) {
+	if tp == nil {
+		tp = tracenoop.NewTracerProvider()
+	}
+	if mp == nil {
+		mp = metricnoop.NewMeterProvider()
+	}
+	m := mp.Meter(ScopeName)
+	in := &instruments{tracer: tp.Tracer(ScopeName)}
+	var errs [3]error
+	in.invocations, errs[0] = m.Int64Counter("registrar.invocations",
+		metric.WithUnit("{invocation}"),
+		metric.WithDescription("Verb invocations by verb and result (first_mint, idempotent_remint, identity_removed, idempotent_already_absent, refused, throttled, unavailable)."))
+	in.duration, errs[1] = m.Float64Histogram("registrar.invocation.duration",
+		metric.WithUnit("s"),
+		metric.WithDescription("Time from an invocation's arrival at the verb layer to its answer, by verb and result."),
+		metric.WithExplicitBucketBoundaries(durationBuckets...))
+	in.unrecordable, errs[2] = m.Int64Counter("registrar.outcome.unrecordable",
+		metric.WithUnit("{invocation}"),
+		metric.WithDescription("Invocations that changed the registry but whose outcome record could not be written (answered PostMintUnrecordable)."))
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, err
+	}
+	for v := range limiter.NumVerbs {
+		verb := limiter.Verb(v)
+		in.spanNames[v] = "registrar." + verb.String()
+		in.verbAttr[v] = AttrVerb.String(verb.String())
+		in.byVerb[v] = metric.WithAttributeSet(attribute.NewSet(attribute.String("verb", verb.String())))
+		for r := range numResults {
+			in.byResult[v][r] = metric.WithAttributeSet(attribute.NewSet(
+				attribute.String("verb", verb.String()),
+				attribute.String("result", Result(r).String()),
+			))
+		}
+	}
+	return in, nil
+}
+
+// start opens the invocation's server span, a child of any trace context
+// the transport extracted into ctx.
+func (in *instruments) start(ctx context.Context, verb limiter.Verb, requestID string) (context.Context, trace.Span) {
+	return in.tracer.Start(ctx, in.spanNames[verb],
+		trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(in.verbAttr[verb], AttrRequestID.String(requestID)))
+}
+
+// finish records the invocation's result on its span and in the metrics,
+// and ends the span.
+func (in *instruments) finish(ctx context.Context, inv *invocation, start time.Time, registrationID string, ok Result, err error) {
+	result := ResultOf(ok, err)
+	elapsed := time.Since(start).Seconds()
+	in.invocations.Add(ctx, 1, in.byResult[inv.verb][result])
+	in.duration.Record(ctx, elapsed, in.byResult[inv.verb][result])
+	span := inv.span
+	if span.IsRecording() {
+		span.SetAttributes(AttrResult.String(result.String()))
+		if registrationID != "" {
+			span.SetAttributes(AttrRegistrationID.String(registrationID))
+		}
+		var r *RefusedError
+		if errors.As(err, &r) {
+			span.SetAttributes(AttrRefusalReason.String(r.Reason.String()))
+		}
+		if result == ResultUnavailable {
+			span.SetStatus(codes.Error, err.Error())
+		}
+	}
+	span.End()
+}
+
+func (in *instruments) noteUnrecordable(ctx context.Context, verb limiter.Verb) {
+	in.unrecordable.Add(ctx, 1, in.byVerb[verb])
+}

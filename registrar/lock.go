@@ -1,0 +1,68 @@
+package registrar
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// keyedMutex is one mutex per registration id, shared by both verbs, so a
+// mint and a deregister of one id never interleave. Entries live only while
+// held or awaited, so the map is bounded by the invocations in flight.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*keyedEntry
+}
+
+type keyedEntry struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lock locks key's mutex and returns its unlock.
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = make(map[string]*keyedEntry)
+	}
+	e, ok := k.m[key]
+	if !ok {
+		e = &keyedEntry{}
+		k.m[key] = e
+	}
+	e.refs++
+	k.mu.Unlock()
+
+	e.mu.Lock()
+	return func() {
+		e.mu.Unlock()
+		k.mu.Lock()
+		if e.refs--; e.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+}
+
+// requestIDs issues request ids: base64url of 9 random bytes drawn once per
+// process, '.', and a process-wide sequence number. Unique per invocation,
+// opaque to callers, at most 33 bytes.
+type requestIDs struct {
+	prefix string
+	seq    atomic.Uint64
+}
+
+func newRequestIDs() (*requestIDs, error) {
+	var b [9]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("registrar: request id prefix: %w", err)
+	}
+	return &requestIDs{prefix: base64.RawURLEncoding.EncodeToString(b[:]) + "."}, nil
+}
+
+func (r *requestIDs) next() string {
+	return r.prefix + strconv.FormatUint(r.seq.Add(1), 10)
+}

@@ -1,0 +1,137 @@
+package registrar
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+)
+
+// Spec is the service specification a mint binds to its registration id.
+// A remint with a different spec is refused stored_spec_conflict.
+type Spec struct {
+	Component   string `json:"component"`
+	ServiceName string `json:"service_name"`
+	Reload      string `json:"reload"`
+}
+
+// MintRequest is one mint invocation, as decoded by the transport.
+type MintRequest struct {
+	// CallerIdentity is the opaque identity the transport derived from the
+	// connection (never from the request body).
+	CallerIdentity string
+	ServiceName    string
+	Host           string
+	// Instance is 1..999 for a many-per-host component; 0 means absent.
+	Instance  uint32
+	Component string
+	Spec      Spec
+	// WrapTTLSeconds is the lifetime of the wrapped secret, 1 ≤ n ≤
+	// registrar.max_wrap_ttl_seconds.
+	WrapTTLSeconds uint64
+	// IdempotencyKey is accepted for the control plane's bookkeeping; the
+	// verbs are idempotent by derivation and do not use it.
+	IdempotencyKey string
+}
+
+// DeregisterRequest is one deregister invocation.
+type DeregisterRequest struct {
+	CallerIdentity string
+	ServiceName    string
+	Host           string
+	Instance       uint32
+	Component      string
+	IdempotencyKey string
+}
+
+// Material is the bootstrap material a mint hands out: a role id stable for
+// the registration, and a random single-use wrapped secret id that expires.
+type Material struct {
+	RoleID          string
+	WrappedSecretID string
+	ExpiresAt       time.Time
+}
+
+// LogValue redacts the secret: Material may be logged, its secret never.
+func (m Material) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("role_id", m.RoleID),
+		slog.String("wrapped_secret_id", "REDACTED"),
+		slog.Time("expires_at", m.ExpiresAt),
+	)
+}
+
+// MintOutcome is a successful mint's outcome.
+type MintOutcome uint8
+
+const (
+	// FirstMint created the binding and its identity.
+	FirstMint MintOutcome = iota + 1
+	// IdempotentRemint found the same host and spec bound and re-issued
+	// material.
+	IdempotentRemint
+)
+
+// String returns the wire spelling: "first_mint" or "idempotent_remint".
+func (o MintOutcome) String() string {
+	switch o {
+	case FirstMint:
+		return "first_mint"
+	case IdempotentRemint:
+		return "idempotent_remint"
+	}
+	return fmt.Sprintf("MintOutcome(%d)", uint8(o))
+}
+
+// AuditClass returns the outcome record's class.
+func (o MintOutcome) AuditClass() audit.OutcomeClass {
+	if o == IdempotentRemint {
+		return audit.ClassIdempotentRemint
+	}
+	return audit.ClassFirstMint
+}
+
+// DeregisterOutcome is a successful deregister's outcome.
+type DeregisterOutcome uint8
+
+const (
+	// Removed removed the binding and its identity.
+	Removed DeregisterOutcome = iota + 1
+	// AlreadyAbsent found nothing bound.
+	AlreadyAbsent
+)
+
+// String returns the wire spelling: "removed" or "already_absent".
+func (o DeregisterOutcome) String() string {
+	switch o {
+	case Removed:
+		return "removed"
+	case AlreadyAbsent:
+		return "already_absent"
+	}
+	return fmt.Sprintf("DeregisterOutcome(%d)", uint8(o))
+}
+
+// AuditClass returns the outcome record's class.
+func (o DeregisterOutcome) AuditClass() audit.OutcomeClass {
+	if o == AlreadyAbsent {
+		return audit.ClassIdempotentAlreadyAbsent
+	}
+	return audit.ClassIdentityRemoved
+}
+
+// MintResult is a successful mint.
+type MintResult struct {
+	RequestID      string
+	RegistrationID string
+	Outcome        MintOutcome
+	Material       Material
+}
+
+// DeregisterResult is a successful deregister.
+type DeregisterResult struct {
+	RequestID      string
+	RegistrationID string
+	Outcome        DeregisterOutcome
+}

@@ -1,0 +1,335 @@
+package registrar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// AuditLog is where the verbs write their intent and outcome records:
+// *audit.Store in production. Append is the only write and it is fallible;
+// the verbs handle every error.
+type AuditLog interface {
+	Append(ctx context.Context, r *audit.Record) error
+}
+
+// Config is the verbs' share of the [registrar] configuration.
+type Config struct {
+	// Components maps each configured component to its multiplicity.
+	Components map[string]config.Multiplicity
+	// MaxWrapTTLSeconds bounds a mint's wrap_ttl (registrar.max_wrap_ttl_seconds).
+	MaxWrapTTLSeconds uint32
+}
+
+// Deps are the verbs' collaborators.
+type Deps struct {
+	Limiter *limiter.Limiter
+	Audit   AuditLog
+	Backend Backend
+	// Now is the wall clock for record timestamps and material expiry;
+	// nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+	// TracerProvider and MeterProvider instrument every invocation; nil
+	// means no-op.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
+}
+
+// Verbs implements mint and deregister. It is safe for concurrent use.
+//
+// Each invocation runs, in order: the pure pre-derivation checks; the
+// limiter charge (predecision_refusal if a check failed, else admission),
+// before any record is written; the intent record; derivation of the
+// registration id; then, under that id's lock (shared by both verbs), the
+// backend work and the outcome record, written before the lock is released.
+// The limiter's lock is never held across backend work or a record write.
+type Verbs struct {
+	lim               *limiter.Limiter
+	log               AuditLog
+	backend           Backend
+	components        map[string]config.Multiplicity
+	maxWrapTTLSeconds uint32
+	now               func() time.Time
+	logger            *slog.Logger
+	locks             keyedMutex
+	ids               *requestIDs
+	tel               *instruments
+}
+
+// New returns the verbs. Every dependency but the clock, logger and
+// providers is required.
+func New(cfg Config, deps Deps) (*Verbs, error) {
+	switch {
+	case deps.Limiter == nil:
+		return nil, errors.New("registrar: New: nil limiter")
+	case deps.Audit == nil:
+		return nil, errors.New("registrar: New: nil audit log")
+	case deps.Backend == nil:
+		return nil, errors.New("registrar: New: nil backend")
+	case cfg.MaxWrapTTLSeconds == 0:
+		return nil, errors.New("registrar: New: max wrap TTL must be greater than 0")
+	}
+	comps := make(map[string]config.Multiplicity, len(cfg.Components))
+	for name, m := range cfg.Components {
+		if !m.Valid() {
+			return nil, fmt.Errorf("registrar: New: component %q has invalid multiplicity %d", name, m)
+		}
+		comps[name] = m
+	}
+	ids, err := newRequestIDs()
+	if err != nil {
+		return nil, err
+	}
+	tel, err := newInstruments(deps.TracerProvider, deps.MeterProvider)
+	if err != nil {
+		return nil, err
+	}
+	v := &Verbs{
+		lim:               deps.Limiter,
+		log:               deps.Audit,
+		backend:           deps.Backend,
+		components:        comps,
+		maxWrapTTLSeconds: cfg.MaxWrapTTLSeconds,
+		now:               deps.Now,
+		logger:            deps.Logger,
+		ids:               ids,
+		tel:               tel,
+	}
+	if v.now == nil {
+		v.now = time.Now
+	}
+	if v.logger == nil {
+		v.logger = slog.New(slog.DiscardHandler)
+	}
+	return v, nil
+}
+
+// invocation is the state one verb call threads through its steps.
+type invocation struct {
+	requestID string
+	verb      limiter.Verb
+	identity  string
+	requested *audit.Requested
+	span      trace.Span
+}
+
+// Mint creates (or idempotently re-issues) a service identity. The error is
+// nil, *RefusedError, *ThrottledError or *UnavailableError.
+func (v *Verbs) Mint(ctx context.Context, req MintRequest) (MintResult, error) {
+	start := time.Now()
+	inv, ctx := v.begin(ctx, limiter.Mint, req.CallerIdentity, req.ServiceName, req.Host, req.Instance)
+	res, err := v.mint(ctx, inv, &req)
+	res.RequestID = inv.requestID
+	v.tel.finish(ctx, inv, start, res.RegistrationID, mintResult(res.Outcome), err)
+	return res, err
+}
+
+// Deregister removes a service identity. The error is nil, *RefusedError,
+// *ThrottledError or *UnavailableError.
+func (v *Verbs) Deregister(ctx context.Context, req DeregisterRequest) (DeregisterResult, error) {
+	start := time.Now()
+	inv, ctx := v.begin(ctx, limiter.Deregister, req.CallerIdentity, req.ServiceName, req.Host, req.Instance)
+	res, err := v.deregister(ctx, inv, &req)
+	res.RequestID = inv.requestID
+	v.tel.finish(ctx, inv, start, res.RegistrationID, deregisterResult(res.Outcome), err)
+	return res, err
+}
+
+func (v *Verbs) begin(ctx context.Context, verb limiter.Verb, identity, serviceName, host string, instance uint32) (*invocation, context.Context) {
+	inv := &invocation{
+		requestID: v.ids.next(),
+		verb:      verb,
+		identity:  identity,
+		requested: &audit.Requested{ServiceName: serviceName, Host: host, Instance: instance},
+	}
+	ctx, inv.span = v.tel.start(ctx, verb, inv.requestID)
+	return inv, ctx
+}
+
+func (v *Verbs) mint(ctx context.Context, inv *invocation, req *MintRequest) (MintResult, error) {
+	var res MintResult
+	if reason := v.preDerivation(req.ServiceName, req.Host, req.Component, req.Instance, req); reason != 0 {
+		return res, v.refusePreDerivation(ctx, inv, reason)
+	}
+	wctx, err := v.admit(ctx, inv)
+	if err != nil {
+		return res, err
+	}
+	id, ok := derive(v.components[req.Component], req.Host, req.Component, req.Instance)
+	if !ok {
+		return res, v.refuse(wctx, inv, "", audit.ReasonDerivedKeyInvalid, "")
+	}
+	res.RegistrationID = id
+
+	unlock := v.locks.lock(id)
+	defer unlock() // after the outcome record: it is written under the lock
+	status, mat, err := v.backend.Mint(wctx, MintOp{
+		RegistrationID: id,
+		Host:           req.Host,
+		Spec:           req.Spec,
+		WrapTTL:        time.Duration(req.WrapTTLSeconds) * time.Second,
+		Now:            v.now(),
+	})
+	if err != nil {
+		return res, v.backendFailed(wctx, inv, id, err)
+	}
+	switch status {
+	case MintCollision:
+		return res, v.refuse(wctx, inv, id, audit.ReasonRegistrationIDCollision, "")
+	case MintSpecConflict:
+		return res, v.refuse(wctx, inv, id, audit.ReasonStoredSpecConflict, "")
+	case MintCreated, MintReissued:
+		res.Outcome = FirstMint
+		if status == MintReissued {
+			res.Outcome = IdempotentRemint
+		}
+		res.Material = mat
+		if err := v.writeOutcome(wctx, inv, id, &audit.Outcome{Class: res.Outcome.AuditClass()}); err != nil {
+			return res, v.unrecordable(wctx, inv, id, res.Outcome.String(), err)
+		}
+		return res, nil
+	}
+	return res, v.backendFailed(wctx, inv, id, fmt.Errorf("backend returned unknown mint status %d", status))
+}
+
+func (v *Verbs) deregister(ctx context.Context, inv *invocation, req *DeregisterRequest) (DeregisterResult, error) {
+	var res DeregisterResult
+	if reason := v.preDerivation(req.ServiceName, req.Host, req.Component, req.Instance, nil); reason != 0 {
+		return res, v.refusePreDerivation(ctx, inv, reason)
+	}
+	wctx, err := v.admit(ctx, inv)
+	if err != nil {
+		return res, err
+	}
+	id, ok := derive(v.components[req.Component], req.Host, req.Component, req.Instance)
+	if !ok {
+		return res, v.refuse(wctx, inv, "", audit.ReasonDerivedKeyInvalid, "")
+	}
+	res.RegistrationID = id
+
+	unlock := v.locks.lock(id)
+	defer unlock()
+	status, err := v.backend.Deregister(wctx, DeregisterOp{RegistrationID: id, Host: req.Host})
+	if err != nil {
+		return res, v.backendFailed(wctx, inv, id, err)
+	}
+	switch status {
+	case DeregisterHostMismatch:
+		return res, v.refuse(wctx, inv, id, audit.ReasonHostMismatch, "")
+	case DeregisterAbsent:
+		res.Outcome = AlreadyAbsent
+		if err := v.writeOutcome(wctx, inv, id, &audit.Outcome{Class: audit.ClassIdempotentAlreadyAbsent}); err != nil {
+			return res, &UnavailableError{RequestID: inv.requestID, RegistrationID: id, Reason: AuditUnwritable, Err: err}
+		}
+		return res, nil
+	case DeregisterRemoved:
+		res.Outcome = Removed
+		if err := v.writeOutcome(wctx, inv, id, &audit.Outcome{Class: audit.ClassIdentityRemoved}); err != nil {
+			return res, v.unrecordable(wctx, inv, id, res.Outcome.String(), err)
+		}
+		return res, nil
+	}
+	return res, v.backendFailed(wctx, inv, id, fmt.Errorf("backend returned unknown deregister status %d", status))
+}
+
+// refusePreDerivation is check point 1: charge predecision_refusal before
+// the intent write. No token → no records, one limited event (published by
+// the limiter), and the same real permanent refusal.
+func (v *Verbs) refusePreDerivation(ctx context.Context, inv *invocation, reason audit.Reason) error {
+	if d := v.lim.Charge(ctx, inv.identity, inv.verb, limiter.PredecisionRefusal); !d.Allowed {
+		return &RefusedError{RequestID: inv.requestID, Reason: reason, Limited: true}
+	}
+	wctx := context.WithoutCancel(ctx)
+	if err := v.writeIntent(wctx, inv); err != nil {
+		return &UnavailableError{RequestID: inv.requestID, Reason: AuditUnwritable, Err: err}
+	}
+	return v.refuse(wctx, inv, "", reason, "")
+}
+
+// admit is check point 2: charge admission before the intent write and
+// before any backend work. No token → the typed throttle, nothing written,
+// nothing attempted. Token → the intent record; if it cannot be written the
+// invocation is refused AuditUnwritable and nothing is created. The
+// returned context is not cancelled by the caller hanging up: once the
+// intent is written the work and its outcome record must finish.
+func (v *Verbs) admit(ctx context.Context, inv *invocation) (context.Context, error) {
+	if d := v.lim.Charge(ctx, inv.identity, inv.verb, limiter.Admission); !d.Allowed {
+		return nil, &ThrottledError{RequestID: inv.requestID, RetryAfterSeconds: d.RetryAfterSeconds}
+	}
+	wctx := context.WithoutCancel(ctx)
+	if err := v.writeIntent(wctx, inv); err != nil {
+		return nil, &UnavailableError{RequestID: inv.requestID, Reason: AuditUnwritable, Err: err}
+	}
+	return wctx, nil
+}
+
+// refuse writes a refused outcome and returns the refusal; a failed write
+// (nothing was changed) answers AuditUnwritable.
+func (v *Verbs) refuse(ctx context.Context, inv *invocation, id string, reason audit.Reason, detail string) error {
+	if err := v.writeOutcome(ctx, inv, id, &audit.Outcome{Class: audit.ClassRefused, Reason: reason, Detail: detail}); err != nil {
+		return &UnavailableError{RequestID: inv.requestID, RegistrationID: id, Reason: AuditUnwritable, Err: err}
+	}
+	return &RefusedError{RequestID: inv.requestID, RegistrationID: id, Reason: reason}
+}
+
+// backendFailed records backend_unavailable and answers BackendUnavailable
+// (AuditUnwritable if even that record cannot be written).
+func (v *Verbs) backendFailed(ctx context.Context, inv *invocation, id string, berr error) error {
+	v.logger.LogAttrs(ctx, slog.LevelError, "backend failed",
+		slog.String("request_id", inv.requestID), slog.String("registration_id", id), slog.Any("error", berr))
+	if err := v.writeOutcome(ctx, inv, id, &audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonBackendUnavailable, Detail: berr.Error()}); err != nil {
+		return &UnavailableError{RequestID: inv.requestID, RegistrationID: id, Reason: AuditUnwritable, Err: errors.Join(berr, err)}
+	}
+	return &UnavailableError{RequestID: inv.requestID, RegistrationID: id, Reason: BackendUnavailable, Err: berr}
+}
+
+// unrecordable answers a mutation whose outcome record could not be
+// written. The change stands; say so loudly.
+func (v *Verbs) unrecordable(ctx context.Context, inv *invocation, id, outcome string, err error) error {
+	v.logger.LogAttrs(ctx, slog.LevelError, "registry changed but its outcome record could not be written",
+		slog.String("request_id", inv.requestID), slog.String("registration_id", id),
+		slog.String("outcome", outcome), slog.Any("error", err))
+	v.tel.noteUnrecordable(ctx, inv.verb)
+	return &UnavailableError{RequestID: inv.requestID, RegistrationID: id, Reason: PostMintUnrecordable, Err: err}
+}
+
+func (v *Verbs) writeIntent(ctx context.Context, inv *invocation) error {
+	err := v.log.Append(ctx, &audit.Record{
+		Phase:          audit.PhaseIntent,
+		TS:             v.now(),
+		RequestID:      inv.requestID,
+		Verb:           inv.verb,
+		CallerIdentity: inv.identity,
+		Requested:      inv.requested,
+	})
+	if err == nil {
+		inv.span.AddEvent("audit.intent_written")
+	}
+	return err
+}
+
+func (v *Verbs) writeOutcome(ctx context.Context, inv *invocation, id string, o *audit.Outcome) error {
+	err := v.log.Append(ctx, &audit.Record{
+		Phase:          audit.PhaseOutcome,
+		TS:             v.now(),
+		RequestID:      inv.requestID,
+		Verb:           inv.verb,
+		CallerIdentity: inv.identity,
+		Requested:      inv.requested,
+		RegistrationID: id,
+		Outcome:        o,
+	})
+	if err == nil {
+		inv.span.AddEvent("audit.outcome_written")
+	}
+	return err
+}

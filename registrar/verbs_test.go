@@ -1,0 +1,247 @@
+package registrar_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/registrar"
+)
+
+func asRefused(t testing.TB, err error) *registrar.RefusedError {
+	t.Helper()
+	var r *registrar.RefusedError
+	if !errors.As(err, &r) {
+		t.Fatalf("got %T %v, want *RefusedError", err, err)
+	}
+	return r
+}
+
+// preDerivationCases covers every pre-derivation check, in order.
+var preDerivationCases = []struct {
+	name   string
+	mut    func(*registrar.MintRequest)
+	reason audit.Reason
+}{
+	{"service name not a DNS label", func(r *registrar.MintRequest) { r.ServiceName, r.Spec.ServiceName = "Review!", "Review!" }, audit.ReasonInvalidServiceName},
+	{"empty service name", func(r *registrar.MintRequest) { r.ServiceName, r.Spec.ServiceName = "", "" }, audit.ReasonInvalidServiceName},
+	{"service name with trailing dash", func(r *registrar.MintRequest) { r.ServiceName, r.Spec.ServiceName = "review-", "review-" }, audit.ReasonInvalidServiceName},
+	{"64-octet service name", func(r *registrar.MintRequest) { s := strings.Repeat("a", 64); r.ServiceName, r.Spec.ServiceName = s, s }, audit.ReasonInvalidServiceName},
+	{"host not a DNS label", func(r *registrar.MintRequest) { r.Host = "h1.example.com" }, audit.ReasonInvalidHost},
+	{"reserved prefix", func(r *registrar.MintRequest) { r.ServiceName, r.Spec.ServiceName = "registrar-x", "registrar-x" }, audit.ReasonReservedServiceName},
+	{"spec names another service", func(r *registrar.MintRequest) { r.Spec.ServiceName = "other" }, audit.ReasonSpecIdentityDisagreement},
+	{"component not configured", func(r *registrar.MintRequest) { r.Component = "nope" }, audit.ReasonComponentNotConfigured},
+	{"instance missing for many-per-host", func(r *registrar.MintRequest) { r.Instance = 0 }, audit.ReasonServiceInstanceMismatch},
+	{"instance above 999", func(r *registrar.MintRequest) { r.Instance = 1000 }, audit.ReasonServiceInstanceMismatch},
+	{"instance on one-per-host", func(r *registrar.MintRequest) { r.Component, r.Spec.Component = "edge-proxy", "edge-proxy" }, audit.ReasonServiceInstanceMismatch},
+	{"wrap ttl zero", func(r *registrar.MintRequest) { r.WrapTTLSeconds = 0 }, audit.ReasonInvalidWrapTTL},
+	{"wrap ttl above max", func(r *registrar.MintRequest) { r.WrapTTLSeconds = 1801 }, audit.ReasonInvalidWrapTTL},
+}
+
+func TestPreDerivationRefusalsAreRecordedWhileTheBucketHasTokens(t *testing.T) {
+	for _, tc := range preDerivationCases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 32, 512, failingBackend{t})
+			req := goodMint()
+			tc.mut(&req)
+			_, err := h.v.Mint(context.Background(), req)
+			r := asRefused(t, err)
+			if r.Reason != tc.reason || r.Limited || r.RegistrationID != "" || r.RequestID == "" {
+				t.Fatalf("got %+v, want reason %v, not limited, no registration id, a request id", r, tc.reason)
+			}
+			recs := h.log.all()
+			if len(recs) != 2 || recs[0].Phase != audit.PhaseIntent || recs[1].Phase != audit.PhaseOutcome {
+				t.Fatalf("records %+v, want intent then outcome", recs)
+			}
+			if o := recs[1].Outcome; o.Class != audit.ClassRefused || o.Reason != tc.reason || recs[1].RequestID != r.RequestID {
+				t.Fatalf("outcome %+v, want refused %v for request %s", o, tc.reason, r.RequestID)
+			}
+		})
+	}
+}
+
+func TestPreDerivationFloodIsLimitedButKeepsItsRealRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mut    func(*registrar.MintRequest)
+		reason audit.Reason
+	}{
+		{"non-DNS-label service name", func(r *registrar.MintRequest) { r.ServiceName = "Not A Label" }, audit.ReasonInvalidServiceName},
+		{"unconfigured component", func(r *registrar.MintRequest) { r.Component = "unconfigured" }, audit.ReasonComponentNotConfigured},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const burst, flood = 3, 50
+			h := newHarness(t, burst, 512, failingBackend{t})
+			req := goodMint()
+			tc.mut(&req)
+			for i := range flood {
+				_, err := h.v.Mint(context.Background(), req)
+				var thr *registrar.ThrottledError
+				if errors.As(err, &thr) {
+					t.Fatalf("invocation %d answered the throttle; a pre-derivation refusal keeps its real answer", i)
+				}
+				r := asRefused(t, err)
+				if r.Reason != tc.reason || r.Limited != (i >= burst) {
+					t.Fatalf("invocation %d: got %+v, want %v, limited=%v", i, r, tc.reason, i >= burst)
+				}
+			}
+			if got := len(h.log.all()); got != 2*burst {
+				t.Fatalf("%d records after the flood, want %d (intent+outcome for the burst only)", got, 2*burst)
+			}
+			evs := h.sink.all()
+			if len(evs) != flood-burst {
+				t.Fatalf("%d limited events, want one per limited invocation: %d", len(evs), flood-burst)
+			}
+			for _, ev := range evs {
+				if ev.Bucket != limiter.PredecisionRefusal || ev.Verb != limiter.Mint || ev.Identity != req.CallerIdentity {
+					t.Fatalf("event %+v, want predecision_refusal/mint/%s", ev, req.CallerIdentity)
+				}
+			}
+		})
+	}
+}
+
+func TestRefusalFloodDoesNotStarveAConcurrentMint(t *testing.T) {
+	b := newMemBackend(t)
+	h := newHarness(t, 2, 512, b)
+	bad := goodMint()
+	bad.ServiceName = "BAD"
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for range 500 {
+			h.v.Mint(ctx, bad)
+		}
+	})
+	var res registrar.MintResult
+	var err error
+	wg.Go(func() { res, err = h.v.Mint(ctx, goodMint()) })
+	wg.Wait()
+	if err != nil || res.Outcome != registrar.FirstMint {
+		t.Fatalf("well-formed mint during the flood: %+v, %v; want first_mint", res, err)
+	}
+	var intent, outcome bool
+	for _, r := range h.log.all() {
+		if r.RequestID == res.RequestID {
+			intent = intent || r.Phase == audit.PhaseIntent
+			outcome = outcome || (r.Phase == audit.PhaseOutcome && r.Outcome.Class == audit.ClassFirstMint)
+		}
+	}
+	if !intent || !outcome {
+		t.Fatalf("admitted mint recorded intent=%v outcome=%v, want both", intent, outcome)
+	}
+	if got := h.sink.count.Count(limiter.Admission); got != 0 {
+		t.Fatalf("admission counter moved to %d during a refusal flood", got)
+	}
+}
+
+func TestChargePrecedesIntentWriteOnBothArms(t *testing.T) {
+	for _, arm := range []string{"pre-derivation", "admission"} {
+		t.Run(arm, func(t *testing.T) {
+			b := newMemBackend(t)
+			h := newHarness(t, 32, 512, b)
+			req := goodMint()
+			if arm == "pre-derivation" {
+				req.Component = "unconfigured"
+			}
+			// At the intent write the caller's entry must already exist:
+			// the charge happened first.
+			h.log.onAppend = func(r *audit.Record) {
+				if r.Phase == audit.PhaseIntent && h.lim.Stats().Entries != 1 {
+					t.Errorf("intent written with %d limiter entries: the charge did not precede it", h.lim.Stats().Entries)
+				}
+			}
+			// And the backend is reached only after the intent.
+			b.before = func() {
+				if h.log.count(audit.PhaseIntent) != 1 {
+					t.Errorf("backend reached before the intent record")
+				}
+			}
+			h.v.Mint(context.Background(), req)
+			if h.log.count(audit.PhaseIntent) != 1 {
+				t.Fatalf("no intent written")
+			}
+		})
+	}
+}
+
+func TestAdmissionThrottle(t *testing.T) {
+	for _, verb := range []limiter.Verb{limiter.Mint, limiter.Deregister} {
+		t.Run(verb.String(), func(t *testing.T) {
+			b := newMemBackend(t)
+			h := newHarness(t, 32, 2, b)
+			ctx := context.Background()
+			call := func() error {
+				if verb == limiter.Mint {
+					_, err := h.v.Mint(ctx, goodMint())
+					return err
+				}
+				_, err := h.v.Deregister(ctx, goodDeregister())
+				return err
+			}
+			for range 2 {
+				if err := call(); err != nil {
+					t.Fatalf("within the burst: %v", err)
+				}
+			}
+			calls, records := b.calls, len(h.log.all())
+			err := call()
+			var thr *registrar.ThrottledError
+			if !errors.As(err, &thr) {
+				t.Fatalf("got %T %v, want *ThrottledError", err, err)
+			}
+			if thr.RetryAfterSeconds < 1 || thr.RequestID == "" {
+				t.Fatalf("throttle %+v, want retry-after ≥ 1 and a request id", thr)
+			}
+			var u *registrar.UnavailableError
+			var r *registrar.RefusedError
+			if errors.As(err, &u) || errors.As(err, &r) {
+				t.Fatal("the throttle is also a permanent answer")
+			}
+			if b.calls != calls || len(h.log.all()) != records {
+				t.Fatalf("throttled invocation reached the backend (%d→%d calls) or wrote records (%d→%d)", calls, b.calls, records, len(h.log.all()))
+			}
+			evs := h.sink.all()
+			if len(evs) != 1 || evs[0].Bucket != limiter.Admission || evs[0].Verb != verb || evs[0].RetryAfterSeconds != thr.RetryAfterSeconds {
+				t.Fatalf("events %+v, want one admission event for %v with the same retry-after", evs, verb)
+			}
+		})
+	}
+}
+
+func TestThrottleRequiresNoBackend(t *testing.T) {
+	h := newHarness(t, 32, 1, failingBackend{t})
+	h.lim.Charge(context.Background(), "unix-peer:uid=1000", limiter.Mint, limiter.Admission) // drain
+	_, err := h.v.Mint(context.Background(), goodMint())
+	var thr *registrar.ThrottledError
+	if !errors.As(err, &thr) {
+		t.Fatalf("got %v, want the throttle", err)
+	}
+	if n := len(h.log.all()); n != 0 {
+		t.Fatalf("%d records written by a throttled invocation", n)
+	}
+}
+
+func TestBringUpWaveIsNotThrottled(t *testing.T) {
+	b := newMemBackend(t)
+	h := newHarness(t, 32, 512, b)
+	ctx := context.Background()
+	for host := range 64 {
+		for inst := range 8 {
+			req := goodMint()
+			req.Host = fmt.Sprintf("h%d", host)
+			req.Instance = uint32(inst + 1)
+			if _, err := h.v.Mint(ctx, req); err != nil {
+				t.Fatalf("mint %s/%d: %v", req.Host, req.Instance, err)
+			}
+		}
+	}
+	if got := h.sink.count.Count(limiter.Admission); got != 0 {
+		t.Fatalf("the reference wave of 512 mints was limited %d times", got)
+	}
+}
