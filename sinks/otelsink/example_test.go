@@ -1,0 +1,52 @@
+package otelsink_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/sinks/counting"
+	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+)
+
+// The OTel sink wraps the counting sink: every event is counted in the
+// bucket's own OTel counter and still reaches the counting sink.
+func Example() {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+
+	counts := counting.New()
+	sink, err := otelsink.New(counts, mp)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	sink.Limited(ctx, limiter.Event{Identity: "spiffe://example/a", Verb: limiter.Mint, Bucket: limiter.Admission, RetryAfterSeconds: 2})
+	sink.Limited(ctx, limiter.Event{Identity: "spiffe://example/a", Verb: limiter.Mint, Bucket: limiter.Admission, RetryAfterSeconds: 3})
+	sink.Limited(ctx, limiter.Event{Identity: "spiffe://example/b", Verb: limiter.Deregister, Bucket: limiter.PredecisionRefusal, RetryAfterSeconds: 1})
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				verb, _ := dp.Attributes.Value("verb")
+				if dp.Value > 0 {
+					fmt.Printf("%s{verb=%s} %d\n", m.Name, verb.AsString(), dp.Value)
+				}
+			}
+		}
+	}
+	fmt.Printf("counting sink: %+v\n", counts.Counts())
+	// Unordered output:
+	// registrar.limited.admission{verb=mint} 2
+	// registrar.limited.predecision_refusal{verb=deregister} 1
+	// counting sink: {PredecisionRefusal:1 Admission:2}
+}

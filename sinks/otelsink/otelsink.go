@@ -1,0 +1,141 @@
+package otelsink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName is the instrumentation scope of the sink's counters.
+const ScopeName = "github.com/registrar-otel/registrar-otel/sinks/otelsink"
+
+// Instrument names, one counter per bucket (see the package doc for the
+// Prometheus names they produce).
+const (
+	PredecisionRefusalCounter = "registrar.limited.predecision_refusal"
+	AdmissionCounter          = "registrar.limited.admission"
+)
+
+// EventName is the span event added for a limited invocation.
+const EventName = "registrar.limited"
+
+// Span event attribute keys.
+const (
+	AttrLimitedBucket = attribute.Key("registrar.limited_bucket")
+	AttrVerb          = attribute.Key("registrar.verb")
+	AttrRetryAfter    = attribute.Key("registrar.retry_after_s")
+)
+
+// counterSpec names and describes each bucket's counter, indexed by
+// limiter.Bucket.
+var counterSpec = [limiter.NumBuckets]struct{ name, description string }{
+	limiter.PredecisionRefusal: {
+		PredecisionRefusalCounter,
+		"Invocations that failed a pre-derivation check while their caller's predecision_refusal bucket was empty: " +
+			"no audit records were written, the caller still got its real, permanent refusal. " +
+			"Counted per verb; never summed with registrar.limited.admission.",
+	},
+	limiter.Admission: {
+		AdmissionCounter,
+		"Invocations that passed every pre-derivation check while their caller's admission bucket was empty: " +
+			"throttled, answered RegistrarBusy with a retry-after, no audit records and no backend work. " +
+			"Counted per verb; never summed with registrar.limited.predecision_refusal.",
+	},
+}
+
+// Sink counts limited invocations per bucket and verb in OpenTelemetry
+// counters, adds a span event to the invocation's recording span, and
+// forwards every event to the sink it wraps.
+//
+// A Sink is safe for concurrent use. Its zero value is not usable; build it
+// with New.
+type Sink struct {
+	next     limiter.Sink
+	counters [limiter.NumBuckets]metric.Int64Counter
+	// addOpts holds one hoisted option slice per (bucket, verb): passing an
+	// existing slice to a variadic parameter allocates nothing.
+	addOpts [limiter.NumBuckets][limiter.NumVerbs][]metric.AddOption
+	// eventAttrs holds the span event's constant attributes per (bucket,
+	// verb); admission appends the retry-after.
+	eventAttrs [limiter.NumBuckets][limiter.NumVerbs][2]attribute.KeyValue
+}
+
+var _ limiter.Sink = (*Sink)(nil)
+
+// New returns a Sink that forwards to next (nil means limiter.Discard) and
+// records through mp (nil means a no-op provider). It creates the two
+// counters and adds zero to each (counter, verb) series so that all four
+// exist from the first collection.
+func New(next limiter.Sink, mp metric.MeterProvider) (*Sink, error) {
+	if next == nil {
+		next = limiter.Discard
+	}
+	if mp == nil {
+		mp = metricnoop.NewMeterProvider()
+	}
+	m := mp.Meter(ScopeName)
+	s := &Sink{next: next}
+	var errs []error
+	for b := range limiter.NumBuckets {
+		c, err := m.Int64Counter(counterSpec[b].name,
+			metric.WithUnit("{invocation}"),
+			metric.WithDescription(counterSpec[b].description))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("otelsink: counter %s: %w", counterSpec[b].name, err))
+			continue
+		}
+		s.counters[b] = c
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for b := range limiter.NumBuckets {
+		bucket := limiter.Bucket(b).String()
+		for v := range limiter.NumVerbs {
+			verb := limiter.Verb(v).String()
+			s.addOpts[b][v] = []metric.AddOption{
+				metric.WithAttributeSet(attribute.NewSet(attribute.String("verb", verb))),
+			}
+			s.eventAttrs[b][v] = [2]attribute.KeyValue{AttrLimitedBucket.String(bucket), AttrVerb.String(verb)}
+			// Zero, without a span: creates the series, carries no exemplar.
+			s.counters[b].Add(context.Background(), 0, s.addOpts[b][v]...)
+		}
+	}
+	return s, nil
+}
+
+// Limited counts ev, adds the registrar.limited event to the span in ctx if
+// it is recording, and forwards ev to the wrapped sink. An event with an
+// invalid bucket or verb is forwarded but neither counted nor annotated:
+// it has no series to go to.
+func (s *Sink) Limited(ctx context.Context, ev limiter.Event) {
+	if ev.Bucket.Valid() && ev.Verb.Valid() {
+		s.counters[ev.Bucket].Add(ctx, 1, s.addOpts[ev.Bucket][ev.Verb]...)
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			s.annotate(span, ev)
+		}
+	}
+	s.next.Limited(ctx, ev)
+}
+
+// annotate is kept out of Limited so that the non-recording path stays
+// small; it allocates the event's attribute slice.
+func (s *Sink) annotate(span trace.Span, ev limiter.Event) {
+	base := s.eventAttrs[ev.Bucket][ev.Verb]
+	if ev.Bucket != limiter.Admission {
+		span.AddEvent(EventName, trace.WithAttributes(base[0], base[1]))
+		return
+	}
+	retry := ev.RetryAfterSeconds
+	if retry > math.MaxInt64 {
+		retry = math.MaxInt64
+	}
+	span.AddEvent(EventName, trace.WithAttributes(base[0], base[1], AttrRetryAfter.Int64(int64(retry))))
+}

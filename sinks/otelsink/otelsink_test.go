@@ -1,0 +1,281 @@
+package otelsink_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/sinks/counting"
+	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// newReader returns a MeterProvider with a ManualReader attached.
+func newReader(t testing.TB) (*sdkmetric.MeterProvider, *sdkmetric.ManualReader) {
+	t.Helper()
+	r := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	return mp, r
+}
+
+// collect returns name → verb → value for every int64 sum in r, and the
+// collected metrics themselves.
+func collect(t *testing.T, r *sdkmetric.ManualReader) (map[string]map[string]int64, []metricdata.Metrics) {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatalf("Collect: %v", err)
+	}
+	got := map[string]map[string]int64{}
+	var all []metricdata.Metrics
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			all = append(all, m)
+			sum, ok := m.Data.(metricdata.Sum[int64])
+			if !ok {
+				t.Fatalf("%s: data is %T, want metricdata.Sum[int64]", m.Name, m.Data)
+			}
+			if !sum.IsMonotonic {
+				t.Errorf("%s: not monotonic, want a counter", m.Name)
+			}
+			got[m.Name] = map[string]int64{}
+			for _, dp := range sum.DataPoints {
+				if dp.Attributes.Len() != 1 {
+					t.Errorf("%s: attributes %v, want exactly {verb}", m.Name, dp.Attributes.ToSlice())
+				}
+				verb, ok := dp.Attributes.Value("verb")
+				if !ok {
+					t.Fatalf("%s: data point without a verb attribute: %v", m.Name, dp.Attributes.ToSlice())
+				}
+				got[m.Name][verb.AsString()] = dp.Value
+			}
+		}
+	}
+	return got, all
+}
+
+var counterOf = [limiter.NumBuckets]string{
+	limiter.PredecisionRefusal: otelsink.PredecisionRefusalCounter,
+	limiter.Admission:          otelsink.AdmissionCounter,
+}
+
+func TestLimitedEventsMoveOnlyTheirBucketsCounterPerVerb(t *testing.T) {
+	for b := range limiter.NumBuckets {
+		bucket := limiter.Bucket(b)
+		t.Run(bucket.String(), func(t *testing.T) {
+			mp, r := newReader(t)
+			counts := counting.New()
+			s, err := otelsink.New(counts, mp)
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			ctx := context.Background()
+			for range 3 {
+				s.Limited(ctx, limiter.Event{Identity: "spiffe://a", Verb: limiter.Mint, Bucket: bucket, RetryAfterSeconds: 2})
+			}
+			s.Limited(ctx, limiter.Event{Identity: "spiffe://b", Verb: limiter.Deregister, Bucket: bucket, RetryAfterSeconds: 1})
+
+			got, _ := collect(t, r)
+			other := counterOf[1-b]
+			want := map[string]map[string]int64{
+				counterOf[b]: {"mint": 3, "deregister": 1},
+				other:        {"mint": 0, "deregister": 0},
+			}
+			for name, byVerb := range want {
+				for verb, n := range byVerb {
+					if g := got[name][verb]; g != n {
+						t.Errorf("%s{verb=%q} = %d, want %d", name, verb, g, n)
+					}
+				}
+			}
+			if len(got) != 2 {
+				t.Errorf("got %d counters %v, want exactly the two per-bucket counters", len(got), got)
+			}
+			if n := counts.Count(bucket); n != 4 {
+				t.Errorf("counting sink saw %d events on %s, want 4 (every event forwarded)", n, bucket)
+			}
+			if n := counts.Count(limiter.Bucket(1 - b)); n != 0 {
+				t.Errorf("counting sink saw %d events on the other bucket, want 0", n)
+			}
+		})
+	}
+}
+
+func TestNewExportsEveryVerbSeriesAtZero(t *testing.T) {
+	mp, r := newReader(t)
+	if _, err := otelsink.New(nil, mp); err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	got, _ := collect(t, r)
+	for _, name := range counterOf {
+		for _, verb := range []string{"mint", "deregister"} {
+			v, ok := got[name][verb]
+			if !ok || v != 0 {
+				t.Errorf("%s{verb=%q} = %d (present %v), want 0 and present", name, verb, v, ok)
+			}
+		}
+	}
+}
+
+func TestCountersHaveUnitAndDescription(t *testing.T) {
+	mp, r := newReader(t)
+	if _, err := otelsink.New(nil, mp); err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	_, all := collect(t, r)
+	seen := map[string]bool{}
+	for _, m := range all {
+		seen[m.Name] = true
+		if m.Unit != "{invocation}" {
+			t.Errorf("%s: unit %q, want {invocation}", m.Name, m.Unit)
+		}
+		if m.Description == "" {
+			t.Errorf("%s: empty description", m.Name)
+		}
+	}
+	for _, name := range counterOf {
+		if !seen[name] {
+			t.Errorf("instrument %s not collected", name)
+		}
+	}
+}
+
+func TestInvalidEventsAreForwardedButNotCounted(t *testing.T) {
+	mp, r := newReader(t)
+	var fwd recordingSink
+	s, err := otelsink.New(&fwd, mp)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	s.Limited(context.Background(), limiter.Event{Verb: limiter.Mint, Bucket: limiter.Bucket(7)})
+	s.Limited(context.Background(), limiter.Event{Verb: limiter.Verb(9), Bucket: limiter.Admission})
+	if fwd.n != 2 {
+		t.Errorf("forwarded %d events, want 2", fwd.n)
+	}
+	got, _ := collect(t, r)
+	for name, byVerb := range got {
+		for verb, v := range byVerb {
+			if v != 0 {
+				t.Errorf("%s{verb=%q} = %d, want 0", name, verb, v)
+			}
+		}
+	}
+}
+
+func TestNilNextAndNilProviderWork(t *testing.T) {
+	s, err := otelsink.New(nil, nil)
+	if err != nil {
+		t.Fatalf("New(nil, nil): %v", err)
+	}
+	s.Limited(context.Background(), limiter.Event{Verb: limiter.Mint, Bucket: limiter.Admission, RetryAfterSeconds: 1})
+}
+
+type recordingSink struct{ n int }
+
+func (r *recordingSink) Limited(context.Context, limiter.Event) { r.n++ }
+
+func TestSpanEvent(t *testing.T) {
+	tests := []struct {
+		name      string
+		ev        limiter.Event
+		wantAttrs map[attribute.Key]attribute.Value
+	}{
+		{
+			name: "admission carries bucket, verb and retry-after",
+			ev:   limiter.Event{Identity: "spiffe://a", Verb: limiter.Mint, Bucket: limiter.Admission, RetryAfterSeconds: 7},
+			wantAttrs: map[attribute.Key]attribute.Value{
+				otelsink.AttrLimitedBucket: attribute.StringValue("admission"),
+				otelsink.AttrVerb:          attribute.StringValue("mint"),
+				otelsink.AttrRetryAfter:    attribute.Int64Value(7),
+			},
+		},
+		{
+			name: "predecision_refusal carries no retry-after",
+			ev:   limiter.Event{Identity: "spiffe://a", Verb: limiter.Deregister, Bucket: limiter.PredecisionRefusal, RetryAfterSeconds: 3},
+			wantAttrs: map[attribute.Key]attribute.Value{
+				otelsink.AttrLimitedBucket: attribute.StringValue("predecision_refusal"),
+				otelsink.AttrVerb:          attribute.StringValue("deregister"),
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			s, err := otelsink.New(nil, nil)
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			ctx, span := tp.Tracer("test").Start(context.Background(), "registrar.mint")
+			s.Limited(ctx, tc.ev)
+			span.End()
+
+			ended := rec.Ended()
+			if len(ended) != 1 {
+				t.Fatalf("got %d ended spans, want 1", len(ended))
+			}
+			events := ended[0].Events()
+			if len(events) != 1 {
+				t.Fatalf("got %d span events, want 1", len(events))
+			}
+			if events[0].Name != otelsink.EventName {
+				t.Errorf("event name %q, want %q", events[0].Name, otelsink.EventName)
+			}
+			got := map[attribute.Key]attribute.Value{}
+			for _, kv := range events[0].Attributes {
+				got[kv.Key] = kv.Value
+			}
+			if len(got) != len(tc.wantAttrs) {
+				t.Errorf("event attributes %v, want %v", got, tc.wantAttrs)
+			}
+			for k, want := range tc.wantAttrs {
+				if g, ok := got[k]; !ok || g != want {
+					t.Errorf("attribute %s = %v (present %v), want %v", k, g.String(), ok, want.String())
+				}
+			}
+		})
+	}
+}
+
+// spySpan is a non-recording span that counts the events added to it.
+type spySpan struct {
+	trace.Span
+	events int
+}
+
+func (s *spySpan) IsRecording() bool                     { return false }
+func (s *spySpan) AddEvent(string, ...trace.EventOption) { s.events++ }
+
+func TestNonRecordingSpanGetsNoEvent(t *testing.T) {
+	s, err := otelsink.New(nil, nil)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	spy := &spySpan{Span: tracenoop.Span{}}
+	ctx := trace.ContextWithSpan(context.Background(), spy)
+	for b := range limiter.NumBuckets {
+		s.Limited(ctx, limiter.Event{Verb: limiter.Mint, Bucket: limiter.Bucket(b), RetryAfterSeconds: 1})
+	}
+	if spy.events != 0 {
+		t.Errorf("non-recording span got %d events, want 0", spy.events)
+	}
+
+	// And a real SDK span that is not sampled records nothing either.
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.NeverSample()))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ctx, span := tp.Tracer("test").Start(context.Background(), "registrar.mint")
+	s.Limited(ctx, limiter.Event{Verb: limiter.Mint, Bucket: limiter.Admission, RetryAfterSeconds: 1})
+	span.End()
+	if n := len(rec.Ended()); n != 0 {
+		t.Errorf("unsampled span was recorded (%d spans), want none", n)
+	}
+}

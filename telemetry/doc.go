@@ -1,0 +1,122 @@
+// Package telemetry builds the daemon's OpenTelemetry providers and
+// exporters from the [telemetry] configuration table, serves the
+// Prometheus exposition, and registers the instruments of the limiter, the
+// coalescer and the audit store.
+//
+// # Providers and exporters
+//
+// New returns a Telemetry holding a MeterProvider and a TracerProvider
+// whose resource carries service.name (telemetry.service_name) and, when
+// given, service.version.
+//
+//   - Metrics are read by the OTel Prometheus exporter, registered on a
+//     private registry (never the global one) and served on GET /metrics by
+//     Handler; GET /healthz answers 200 "ok". The daemon binds
+//     telemetry.metrics_listen with Listen and runs Serve.
+//   - When telemetry.otlp_endpoint is set (a base URL such as
+//     http://collector:4318), metrics are also pushed every
+//     MetricExportInterval to <endpoint>/v1/metrics and spans are batched to
+//     <endpoint>/v1/traces, both OTLP/HTTP protobuf, gzip-compressed. When
+//     it is unset no OTLP exporter exists at all: nothing is sent, nothing
+//     is logged about a missing collector.
+//   - Root spans are sampled with probability telemetry.trace_sample_ratio;
+//     a span with a parent follows its parent's decision (parent-based), so
+//     a caller's sampled traceparent is always honoured.
+//   - A counter incremented inside a sampled span keeps the span's trace id
+//     as an exemplar. A scrape that asks for OpenMetrics
+//     (Accept: application/openmetrics-text) shows it after the sample:
+//     registrar_limited_admission_total{verb="mint"} 7 # {span_id="…",trace_id="…"} 1
+//   - Shutdown stops the metrics server and flushes both providers.
+//
+// # Series
+//
+// Names are a contract with the dashboards and alert rules. Labels are
+// only verb, bucket, result and phase: never a caller identity or a request
+// id. Series carry no otel_scope_* labels; target_info carries the
+// resource. The series of this package and of sinks/otelsink exist from
+// the first scrape (counters at zero, one series per label value), so an
+// increase() over the first event is never lost; the histograms and the
+// registrar's own series appear on first use.
+//
+// Limited invocations (package sinks/otelsink), two counters never summed:
+//
+//	registrar_limited_predecision_refusal_total{verb}
+//	    Invocations that failed a pre-derivation check while the caller's
+//	    predecision_refusal bucket was empty. They got their real refusal;
+//	    only their audit records were suppressed. A rising rate means some
+//	    caller floods malformed requests.
+//	registrar_limited_admission_total{verb}
+//	    Invocations throttled at admission (answered RegistrarBusy with a
+//	    retry-after). A rising rate means legitimate traffic is being held
+//	    back: a bring-up wave may stall. Exemplars link to the traces.
+//
+// Invocations (package registrar):
+//
+//	registrar_invocations_total{verb,result}
+//	    result is first_mint, idempotent_remint, identity_removed,
+//	    idempotent_already_absent, refused, throttled or unavailable.
+//	registrar_invocation_duration_seconds{verb,result}
+//	    Histogram, 100 µs .. 10 s.
+//	registrar_outcome_unrecordable_total{verb}
+//	    Registry changes whose outcome record could not be written.
+//
+// Limiter (RegisterLimiter):
+//
+//	registrar_limiter_entries
+//	    Gauge: entries in the limiter map, capped at 256 (limiter.MaxEntries).
+//	    Near the cap, new keys are about to share the overflow buckets.
+//	registrar_limiter_overflow_charges_total{verb,bucket}
+//	    Charges that fell on the shared overflow bucket of (verb, bucket)
+//	    because the map was full of refilling entries. Should stay 0; any
+//	    increase points at an identity unstable across connections.
+//	registrar_limiter_reclaimed_entries_total
+//	    Entries removed at full burst to keep the map small. Normal churn.
+//
+// Coalescer (RegisterCoalesce):
+//
+//	registrar_coalesce_open_windows
+//	    Gauge: open coalescing windows, capped at 256
+//	    (coalesce.MaxOpenWindows).
+//	registrar_coalesce_records_total{bucket}
+//	    Counted "limited" audit records written, one per closed window.
+//	registrar_coalesce_early_flushes_total
+//	    Windows written early because the window map was at its cap.
+//	registrar_coalesce_record_write_failures_total
+//	    Counted records that could not be written: flood evidence lost.
+//
+// Audit store (NewAuditObserver):
+//
+//	registrar_audit_appends_total{phase}
+//	    Successful appends; phase is intent, outcome or limited.
+//	registrar_audit_append_failures_total{phase}
+//	    Failed appends. A failed intent refuses the mint.
+//	registrar_audit_append_duration_seconds
+//	    Histogram of every append's duration (write + fsync).
+//
+// # Reading the histogram buckets
+//
+// Each histogram exports cumulative buckets: _bucket{le="X"} counts the
+// observations of at most X seconds, le="+Inf" counts them all and equals
+// _count, and _sum is their total in seconds.
+//
+// registrar_audit_append_duration_seconds has the bounds 50, 100, 250,
+// 500 µs; 1, 2.5, 5, 10, 25, 50, 100, 250, 500 ms; 1, 2.5, 5 s. An append
+// is a write and an fsync: a healthy local SSD lands at or below
+// le="0.001"; mass between le="0.01" and le="0.1" is a slow or network
+// disk; anything above le="0.5" is storage trouble, which every admitted
+// invocation waits on twice (intent and outcome). The +Inf bucket beyond
+// 5 s holds appends that a client has likely given up on.
+//
+// registrar_invocation_duration_seconds (the registrar's) has the bounds
+// 100, 250, 500 µs; 1 ms .. 10 s in 1-2.5-5 steps. A limited
+// invocation writes nothing and lands in the lowest buckets; an admitted
+// one costs two appends plus backend work.
+//
+// For a quantile, aggregate the buckets by le before the quantile:
+// histogram_quantile(0.99, sum by (le) (rate(X_bucket[5m]))).
+//
+// # Concurrency
+//
+// Telemetry, the registered callbacks and the audit observer are safe for
+// concurrent use.
+package telemetry

@@ -1,0 +1,276 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/coalesce"
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+)
+
+// ScopeName is the instrumentation scope of the instruments this package
+// registers.
+const ScopeName = "github.com/registrar-otel/registrar-otel/telemetry"
+
+// OTel instrument names. The Prometheus exporter turns each into the
+// series named in its comment (dots become underscores, a counter gains
+// _total, a unit in braces adds no suffix, the unit s adds _seconds).
+const (
+	// registrar_limiter_entries
+	LimiterEntries = "registrar.limiter.entries"
+	// registrar_limiter_overflow_charges_total{verb,bucket}
+	LimiterOverflowCharges = "registrar.limiter.overflow_charges"
+	// registrar_limiter_reclaimed_entries_total
+	LimiterReclaimedEntries = "registrar.limiter.reclaimed_entries"
+
+	// registrar_coalesce_open_windows
+	CoalesceOpenWindows = "registrar.coalesce.open_windows"
+	// registrar_coalesce_records_total{bucket}
+	CoalesceRecords = "registrar.coalesce.records"
+	// registrar_coalesce_early_flushes_total
+	CoalesceEarlyFlushes = "registrar.coalesce.early_flushes"
+	// registrar_coalesce_record_write_failures_total
+	CoalesceRecordWriteFailures = "registrar.coalesce.record_write_failures"
+
+	// registrar_audit_appends_total{phase}
+	AuditAppends = "registrar.audit.appends"
+	// registrar_audit_append_failures_total{phase}
+	AuditAppendFailures = "registrar.audit.append_failures"
+	// registrar_audit_append_duration_seconds (histogram)
+	AuditAppendDuration = "registrar.audit.append.duration"
+)
+
+// auditAppendBuckets are the audit append duration histogram's upper
+// bounds, in seconds. An append is a write and an fsync: tens of µs on a
+// fast SSD with a write cache, milliseconds on a spinning disk or a
+// network volume, seconds when the storage is in trouble.
+var auditAppendBuckets = []float64{
+	0.00005, 0.0001, 0.00025, 0.0005,
+	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+	0.1, 0.25, 0.5, 1, 2.5, 5,
+}
+
+// Attribute keys of the series this package exports. None ever carries an
+// identity or a request id.
+const (
+	attrVerb   = "verb"
+	attrBucket = "bucket"
+	attrPhase  = "phase"
+)
+
+func meterOf(mp metric.MeterProvider) metric.Meter {
+	if mp == nil {
+		mp = metricnoop.NewMeterProvider()
+	}
+	return mp.Meter(ScopeName)
+}
+
+// toInt64 converts a uint64 count for an int64 instrument, saturating
+// instead of wrapping to a negative value.
+func toInt64(n uint64) int64 {
+	if n > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(n)
+}
+
+// RegisterLimiter registers the limiter's map instruments on mp (nil means
+// a no-op provider), observed by one callback that calls stats once per
+// collection:
+//
+//   - registrar.limiter.entries (gauge, {entry}): entries in the map; the
+//     cap is limiter.MaxEntries (256);
+//   - registrar.limiter.overflow_charges{verb,bucket} (counter, {charge}):
+//     charges that fell on the shared overflow bucket of (verb, bucket);
+//   - registrar.limiter.reclaimed_entries (counter, {entry}): full entries
+//     reclaimed to make room.
+//
+// stats must be safe to call from the collecting goroutine
+// (limiter.Limiter.Stats is). The registration lasts as long as mp.
+func RegisterLimiter(mp metric.MeterProvider, stats func() limiter.Stats) error {
+	if stats == nil {
+		return errors.New("telemetry: RegisterLimiter: nil stats func")
+	}
+	m := meterOf(mp)
+	var (
+		entries, overflow, reclaimed metric.Int64Observable
+		errs                         [3]error
+	)
+	entries, errs[0] = m.Int64ObservableGauge(LimiterEntries,
+		metric.WithUnit("{entry}"),
+		metric.WithDescription(fmt.Sprintf(
+			"Entries in the limiter's per-(identity, verb, bucket) map; the cap is %d. "+
+				"At the cap, charges of new keys fall on the shared overflow buckets.", limiter.MaxEntries)))
+	overflow, errs[1] = m.Int64ObservableCounter(LimiterOverflowCharges,
+		metric.WithUnit("{charge}"),
+		metric.WithDescription("Charges that fell on the shared overflow bucket of (verb, bucket) because the limiter map was full "+
+			"of entries still refilling. Any increase is a sign of an identity unstable across connections."))
+	reclaimed, errs[2] = m.Int64ObservableCounter(LimiterReclaimedEntries,
+		metric.WithUnit("{entry}"),
+		metric.WithDescription("Limiter map entries removed, always at full burst, since start."))
+	if err := errors.Join(errs[:]...); err != nil {
+		return fmt.Errorf("telemetry: RegisterLimiter: %w", err)
+	}
+	var byKey [limiter.NumVerbs][limiter.NumBuckets][]metric.ObserveOption
+	for v := range limiter.NumVerbs {
+		for b := range limiter.NumBuckets {
+			byKey[v][b] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
+				attribute.String(attrVerb, limiter.Verb(v).String()),
+				attribute.String(attrBucket, limiter.Bucket(b).String()),
+			))}
+		}
+	}
+	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s := stats()
+		o.ObserveInt64(entries, int64(s.Entries))
+		o.ObserveInt64(reclaimed, toInt64(s.Reclaimed))
+		for v := range limiter.NumVerbs {
+			for b := range limiter.NumBuckets {
+				o.ObserveInt64(overflow, toInt64(s.OverflowCharges[v][b]), byKey[v][b]...)
+			}
+		}
+		return nil
+	}, entries, overflow, reclaimed)
+	if err != nil {
+		return fmt.Errorf("telemetry: RegisterLimiter: %w", err)
+	}
+	return nil
+}
+
+// RegisterCoalesce registers the coalescer's instruments on mp (nil means a
+// no-op provider), observed by one callback that calls stats once per
+// collection:
+//
+//   - registrar.coalesce.open_windows (gauge, {window}): open coalescing
+//     windows; the cap is coalesce.MaxOpenWindows (256);
+//   - registrar.coalesce.records{bucket} (counter, {record}): counted
+//     "limited" records written;
+//   - registrar.coalesce.early_flushes (counter, {window}): windows closed
+//     early because the window map was at its cap;
+//   - registrar.coalesce.record_write_failures (counter, {record}): counted
+//     records that could not be written.
+func RegisterCoalesce(mp metric.MeterProvider, stats func() coalesce.Stats) error {
+	if stats == nil {
+		return errors.New("telemetry: RegisterCoalesce: nil stats func")
+	}
+	m := meterOf(mp)
+	var (
+		open, records, early, failures metric.Int64Observable
+		errs                           [4]error
+	)
+	open, errs[0] = m.Int64ObservableGauge(CoalesceOpenWindows,
+		metric.WithUnit("{window}"),
+		metric.WithDescription(fmt.Sprintf(
+			"Open coalescing windows, one per (identity, verb, bucket) limited recently; the cap is %d, "+
+				"at which the oldest window is written early.", coalesce.MaxOpenWindows)))
+	records, errs[1] = m.Int64ObservableCounter(CoalesceRecords,
+		metric.WithUnit("{record}"),
+		metric.WithDescription("Counted limited records written to the audit store, one per closed coalescing window, by limited bucket."))
+	early, errs[2] = m.Int64ObservableCounter(CoalesceEarlyFlushes,
+		metric.WithUnit("{window}"),
+		metric.WithDescription("Coalescing windows written before their deadline because the open-window map was at its cap."))
+	failures, errs[3] = m.Int64ObservableCounter(CoalesceRecordWriteFailures,
+		metric.WithUnit("{record}"),
+		metric.WithDescription("Counted limited records that could not be written to the audit store: evidence of a flood was lost."))
+	if err := errors.Join(errs[:]...); err != nil {
+		return fmt.Errorf("telemetry: RegisterCoalesce: %w", err)
+	}
+	var byBucket [limiter.NumBuckets][]metric.ObserveOption
+	for b := range limiter.NumBuckets {
+		byBucket[b] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
+			attribute.String(attrBucket, limiter.Bucket(b).String())))}
+	}
+	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s := stats()
+		o.ObserveInt64(open, int64(s.OpenWindows))
+		for b := range limiter.NumBuckets {
+			o.ObserveInt64(records, toInt64(s.Records[b]), byBucket[b]...)
+		}
+		o.ObserveInt64(early, toInt64(s.EarlyFlushes))
+		o.ObserveInt64(failures, toInt64(s.WriteFailures))
+		return nil
+	}, open, records, early, failures)
+	if err != nil {
+		return fmt.Errorf("telemetry: RegisterCoalesce: %w", err)
+	}
+	return nil
+}
+
+// numPhaseSlots indexes per-phase options: 0 for an unknown phase, then
+// the three audit phases at their own values.
+const numPhaseSlots = int(audit.PhaseLimited) + 1
+
+// auditObserver is the audit.Observer NewAuditObserver returns.
+type auditObserver struct {
+	appends  metric.Int64Counter
+	failures metric.Int64Counter
+	duration metric.Float64Histogram
+	byPhase  [numPhaseSlots][]metric.AddOption
+}
+
+// NewAuditObserver returns an audit.Observer recording on mp (nil means a
+// no-op provider):
+//
+//   - registrar.audit.appends{phase} (counter, {record}): successful appends;
+//   - registrar.audit.append_failures{phase} (counter, {record}): failed
+//     appends;
+//   - registrar.audit.append.duration (histogram, s, auditAppendBuckets):
+//     every append's duration, successful or not.
+//
+// phase is "intent", "outcome", "limited", or "unknown" for a nil record.
+// The appends and failures series of the three phases exist at zero from
+// the start, so an alert on the first failure fires. The observer is safe
+// for concurrent use and does not allocate.
+func NewAuditObserver(mp metric.MeterProvider) (audit.Observer, error) {
+	m := meterOf(mp)
+	o := &auditObserver{}
+	var errs [3]error
+	o.appends, errs[0] = m.Int64Counter(AuditAppends,
+		metric.WithUnit("{record}"),
+		metric.WithDescription("Audit records appended (written and synced) to the audit store, by phase (intent, outcome, limited)."))
+	o.failures, errs[1] = m.Int64Counter(AuditAppendFailures,
+		metric.WithUnit("{record}"),
+		metric.WithDescription("Audit record appends that failed, by phase. A failed intent append refuses the mint; "+
+			"a failed outcome append leaves a registry change unrecorded."))
+	o.duration, errs[2] = m.Float64Histogram(AuditAppendDuration,
+		metric.WithUnit("s"),
+		metric.WithDescription("Duration of one audit append, write and fsync included, successful or not."),
+		metric.WithExplicitBucketBoundaries(auditAppendBuckets...))
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, fmt.Errorf("telemetry: NewAuditObserver: %w", err)
+	}
+	for i := range numPhaseSlots {
+		name := "unknown"
+		if p := audit.Phase(i); p.Valid() {
+			name = p.String()
+		}
+		o.byPhase[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(attrPhase, name)))}
+		if i != 0 {
+			o.appends.Add(context.Background(), 0, o.byPhase[i]...)
+			o.failures.Add(context.Background(), 0, o.byPhase[i]...)
+		}
+	}
+	return o, nil
+}
+
+// Appended implements audit.Observer.
+func (o *auditObserver) Appended(phase audit.Phase, d time.Duration, err error) {
+	ctx := context.Background()
+	slot := 0
+	if phase.Valid() {
+		slot = int(phase)
+	}
+	if err != nil {
+		o.failures.Add(ctx, 1, o.byPhase[slot]...)
+	} else {
+		o.appends.Add(ctx, 1, o.byPhase[slot]...)
+	}
+	o.duration.Record(ctx, d.Seconds())
+}

@@ -1,0 +1,356 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/otlptranslator"
+	"github.com/registrar-otel/registrar-otel/config"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// The configuration keys named in New's and Listen's errors.
+const (
+	keyMetricsListen    = "telemetry.metrics_listen"
+	keyOTLPEndpoint     = "telemetry.otlp_endpoint"
+	keyServiceName      = "telemetry.service_name"
+	keyTraceSampleRatio = "telemetry.trace_sample_ratio"
+)
+
+// OTLP/HTTP signal paths, appended to telemetry.otlp_endpoint the way
+// OTEL_EXPORTER_OTLP_ENDPOINT is treated by every OpenTelemetry SDK.
+const (
+	tracesPath  = "v1/traces"
+	metricsPath = "v1/metrics"
+)
+
+// MetricExportInterval is how often metrics are pushed over OTLP when
+// telemetry.otlp_endpoint is set. Prometheus scrapes are independent of it.
+const MetricExportInterval = 30 * time.Second
+
+// readHeaderTimeout bounds a scraper that connects and never sends its
+// request headers.
+const readHeaderTimeout = 10 * time.Second
+
+// Options are the parts of New's input that do not come from the
+// configuration file.
+type Options struct {
+	// Logger receives the metrics server's and the exposition's errors;
+	// nil discards them.
+	Logger *slog.Logger
+	// ServiceVersion becomes the service.version resource attribute; ""
+	// leaves it out.
+	ServiceVersion string
+	// ExtraReaders are added to the MeterProvider beside the Prometheus
+	// exporter (and the OTLP reader). For tests: a ManualReader.
+	ExtraReaders []sdkmetric.Reader
+	// ExtraSpanProcessors are added to the TracerProvider beside the OTLP
+	// batch processor. For tests: a tracetest.SpanRecorder.
+	ExtraSpanProcessors []sdktrace.SpanProcessor
+}
+
+// Telemetry owns the daemon's OpenTelemetry providers, the Prometheus
+// exposition and, when configured, the OTLP/HTTP exporters.
+//
+// A Telemetry is safe for concurrent use. Build it with New; release it with
+// Shutdown, which flushes both providers.
+type Telemetry struct {
+	logger   *slog.Logger
+	registry *prometheus.Registry
+	mp       *sdkmetric.MeterProvider
+	tp       *sdktrace.TracerProvider
+	handler  http.Handler
+
+	mu       sync.Mutex
+	closed   bool
+	servers  []*http.Server
+	shutOnce sync.Once
+	shutErr  error
+}
+
+// New builds the providers from cfg:
+//
+//   - a MeterProvider whose readers are the OTel Prometheus exporter,
+//     registered on a private prometheus.Registry served by Handler, and,
+//     when cfg.OTLPEndpoint is set, a periodic OTLP/HTTP reader pushing to
+//     <endpoint>/v1/metrics every MetricExportInterval;
+//   - a TracerProvider sampling parent-based with cfg.TraceSampleRatio for
+//     root spans, exporting in batches to <endpoint>/v1/traces when
+//     cfg.OTLPEndpoint is set.
+//
+// With cfg.OTLPEndpoint empty no OTLP exporter is built, whatever the
+// OTEL_EXPORTER_OTLP_* environment says: nothing is sent and nothing is
+// logged about an absent collector. Counters incremented inside a sampled
+// span carry its trace id as an exemplar.
+//
+// New does not listen: the daemon calls Listen and Serve when
+// cfg.MetricsListen is set. Errors name the configuration key at fault
+// (as *config.KeyError where a rule was broken).
+func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, error) {
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	tracesURL, metricsURL, err := checkConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	res, err := newResource(ctx, cfg.ServiceName, o.ServiceVersion, logger)
+	if err != nil {
+		return nil, err
+	}
+
+	t := &Telemetry{logger: logger, registry: prometheus.NewRegistry()}
+	otlp := cfg.OTLPEndpoint != ""
+
+	promExporter, err := otelprom.New(
+		otelprom.WithRegisterer(t.registry),
+		otelprom.WithTranslationStrategy(otlptranslator.UnderscoreEscapingWithSuffixes),
+		// Every series would otherwise carry otel_scope_name/version/schema_url
+		// labels: noise to an operator, and the instrument names are unique.
+		otelprom.WithoutScopeInfo(),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: Prometheus exporter: %w", err)
+	}
+	mopts := []sdkmetric.Option{
+		sdkmetric.WithResource(res),
+		sdkmetric.WithReader(promExporter),
+		// The SDK's default, stated so that OTEL_METRICS_EXEMPLAR_FILTER
+		// cannot switch off the trace links the dashboards rely on.
+		sdkmetric.WithExemplarFilter(exemplar.TraceBasedFilter),
+	}
+	topts := []sdktrace.TracerProviderOption{
+		sdktrace.WithResource(res),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(cfg.TraceSampleRatio))),
+	}
+	if otlp {
+		mexp, err := otlpmetrichttp.New(ctx,
+			otlpmetrichttp.WithEndpointURL(metricsURL),
+			otlpmetrichttp.WithCompression(otlpmetrichttp.GzipCompression))
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: %s %q: building the OTLP/HTTP metric exporter: %w", keyOTLPEndpoint, cfg.OTLPEndpoint, err)
+		}
+		texp, err := otlptracehttp.New(ctx,
+			otlptracehttp.WithEndpointURL(tracesURL),
+			otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
+		if err != nil {
+			_ = mexp.Shutdown(ctx)
+			return nil, fmt.Errorf("telemetry: %s %q: building the OTLP/HTTP span exporter: %w", keyOTLPEndpoint, cfg.OTLPEndpoint, err)
+		}
+		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp, sdkmetric.WithInterval(MetricExportInterval))))
+		topts = append(topts, sdktrace.WithBatcher(texp))
+	}
+	for _, r := range o.ExtraReaders {
+		mopts = append(mopts, sdkmetric.WithReader(r))
+	}
+	for _, sp := range o.ExtraSpanProcessors {
+		topts = append(topts, sdktrace.WithSpanProcessor(sp))
+	}
+	t.mp = sdkmetric.NewMeterProvider(mopts...)
+	t.tp = sdktrace.NewTracerProvider(topts...)
+	t.handler = t.newHandler()
+	if otlp {
+		logger.Info("telemetry: OTLP/HTTP export enabled", slog.String("traces", tracesURL), slog.String("metrics", metricsURL))
+	}
+	return t, nil
+}
+
+// checkConfig validates cfg, naming every broken key at once, and returns
+// the OTLP signal URLs ("" when OTLP is off).
+func checkConfig(cfg config.Telemetry) (tracesURL, metricsURL string, err error) {
+	var errs []error
+	if strings.TrimSpace(cfg.ServiceName) == "" {
+		errs = append(errs, &config.KeyError{Key: keyServiceName, Value: cfg.ServiceName, Rule: "must be a non-empty string"})
+	}
+	if r := cfg.TraceSampleRatio; math.IsNaN(r) || r < 0 || r > 1 {
+		errs = append(errs, &config.KeyError{Key: keyTraceSampleRatio, Value: r, Rule: "must be between 0 and 1"})
+	}
+	if cfg.OTLPEndpoint != "" {
+		u, perr := url.Parse(cfg.OTLPEndpoint)
+		switch {
+		case perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "":
+			errs = append(errs, &config.KeyError{Key: keyOTLPEndpoint, Value: cfg.OTLPEndpoint, Rule: "must be an http:// or https:// URL with a host"})
+		case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+			// The exporters would silently drop these parts; say so instead.
+			// Redacted: the message must not echo a password.
+			errs = append(errs, &config.KeyError{Key: keyOTLPEndpoint, Value: u.Redacted(), Rule: "must not carry credentials, a query or a fragment"})
+		default:
+			tracesURL = signalURL(u, tracesPath)
+			metricsURL = signalURL(u, metricsPath)
+		}
+	}
+	if len(errs) > 0 {
+		return "", "", fmt.Errorf("telemetry: %w", errors.Join(errs...))
+	}
+	return tracesURL, metricsURL, nil
+}
+
+// signalURL appends the signal's path to the endpoint's own path:
+// http://c:4318 → http://c:4318/v1/traces; http://c/otlp → http://c/otlp/v1/traces.
+func signalURL(base *url.URL, signal string) string {
+	u := *base
+	u.Path = path.Join("/", base.Path, signal)
+	u.RawPath = ""
+	return u.String()
+}
+
+// newResource describes the daemon: OTEL_RESOURCE_ATTRIBUTES first, then
+// the SDK's own attributes, then service.name (and service.version), which
+// therefore always come from the configuration.
+func newResource(ctx context.Context, serviceName, serviceVersion string, logger *slog.Logger) (*resource.Resource, error) {
+	attrs := []resource.Option{
+		resource.WithFromEnv(),
+		resource.WithTelemetrySDK(),
+		resource.WithSchemaURL(semconv.SchemaURL),
+	}
+	service := []attribute.KeyValue{semconv.ServiceName(serviceName)}
+	if serviceVersion != "" {
+		service = append(service, semconv.ServiceVersion(serviceVersion))
+	}
+	res, err := resource.New(ctx, append(attrs, resource.WithAttributes(service...))...)
+	if err != nil {
+		if res == nil || !errors.Is(err, resource.ErrPartialResource) {
+			return nil, fmt.Errorf("telemetry: building the resource: %w", err)
+		}
+		// A malformed OTEL_RESOURCE_ATTRIBUTES drops its bad entries only.
+		logger.Warn("telemetry: resource partly built", slog.Any("error", err))
+	}
+	return res, nil
+}
+
+// MeterProvider returns the provider every instrument is created on.
+func (t *Telemetry) MeterProvider() metric.MeterProvider { return t.mp }
+
+// TracerProvider returns the provider the verbs' spans are created on.
+func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tp }
+
+// Handler returns the metrics listener's handler:
+//
+//   - GET /metrics: the Prometheus exposition, in the OpenMetrics format
+//     (with exemplars) when the scraper's Accept header asks for it, else
+//     the classic text format;
+//   - GET /healthz: 200 "ok" while the process serves.
+func (t *Telemetry) Handler() http.Handler { return t.handler }
+
+func (t *Telemetry) newHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(t.registry, promhttp.HandlerOpts{
+		EnableOpenMetrics: true,
+		ErrorLog:          promLogger{t.logger},
+		// A metric that fails to collect is logged and left out; the rest
+		// of the scrape is still served.
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: 4,
+		Timeout:             10 * time.Second,
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+	})
+	return mux
+}
+
+// promLogger adapts slog to promhttp.Logger.
+type promLogger struct{ l *slog.Logger }
+
+func (p promLogger) Println(v ...any) {
+	p.l.Warn("telemetry: metrics exposition", slog.String("error", strings.TrimSpace(fmt.Sprintln(v...))))
+}
+
+// Listen binds the metrics listener on addr (telemetry.metrics_listen,
+// host:port; port 0 picks a free port, read it from the listener's Addr).
+// Serve it with Serve.
+func (t *Telemetry) Listen(addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %w", &config.KeyError{Key: keyMetricsListen, Value: addr, Rule: "could not be listened on: " + err.Error()})
+	}
+	return l, nil
+}
+
+// ErrClosed is returned by Serve after Shutdown has begun.
+var ErrClosed = errors.New("telemetry: shut down")
+
+// Serve serves Handler on l until Shutdown, then returns nil. It closes l.
+// Any other error is the listener's failure. Serve after Shutdown closes l
+// and returns ErrClosed.
+func (t *Telemetry) Serve(l net.Listener) error {
+	srv := &http.Server{
+		Handler:           t.handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ErrorLog:          slog.NewLogLogger(t.logger.Handler(), slog.LevelWarn),
+	}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		_ = l.Close()
+		return ErrClosed
+	}
+	t.servers = append(t.servers, srv)
+	t.mu.Unlock()
+	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("telemetry: serving metrics on %s: %w", l.Addr(), err)
+	}
+	return nil
+}
+
+// ForceFlush exports every finished span and the current metrics through
+// the OTLP exporters (a no-op for Prometheus, which is pulled).
+func (t *Telemetry) ForceFlush(ctx context.Context) error {
+	return errors.Join(t.tp.ForceFlush(ctx), t.mp.ForceFlush(ctx))
+}
+
+// Shutdown stops the metrics server (waiting, within ctx, for in-flight
+// scrapes), then flushes and shuts down the TracerProvider and the
+// MeterProvider, in that order, so the last spans and the final metric
+// values reach the collector. It is safe on a nil Telemetry and idempotent:
+// later calls return the first call's result.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	t.shutOnce.Do(func() {
+		t.mu.Lock()
+		t.closed = true
+		servers := t.servers
+		t.servers = nil
+		t.mu.Unlock()
+		var errs []error
+		for _, srv := range servers {
+			if err := srv.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("telemetry: stopping the metrics server: %w", err))
+			}
+		}
+		if err := t.tp.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("telemetry: shutting down the tracer provider: %w", err))
+		}
+		if err := t.mp.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("telemetry: shutting down the meter provider: %w", err))
+		}
+		t.shutErr = errors.Join(errs...)
+	})
+	return t.shutErr
+}
