@@ -1,0 +1,83 @@
+package wire_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/registrar-otel/registrar-otel/wire"
+)
+
+// BenchmarkMintOverSocket drives mints through the real unix socket with
+// keep-alive: admitted (the real verbs over in-memory fakes, a burst that
+// never runs out), throttled (the admission bucket drained), and the peer
+// to compare them with: the same server plumbing (listener, connection
+// cap, identity, timeouts, client) with a handler that answers a fixed 200
+// JSON.
+func BenchmarkMintOverSocket(b *testing.B) {
+	ctx := context.Background()
+	run := func(b *testing.B, c *wire.Client, wantStatus int) {
+		b.Helper()
+		b.ReportAllocs()
+		req := goodMint()
+		for b.Loop() {
+			res, err := c.Mint(ctx, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res.StatusCode != wantStatus {
+				b.Fatalf("status got %d, want %d: %s", res.StatusCode, wantStatus, res.Body)
+			}
+		}
+	}
+
+	b.Run("admitted", func(b *testing.B) {
+		rv := newRealVerbs(b, 32, 1<<31, newMemBackend(), &memLog{discard: true})
+		s := newServer(b, rv.v, fixedHolder(b, 0, 0))
+		c := wire.NewUnixClient(serveUnix(b, s))
+		defer c.CloseIdleConnections()
+		run(b, c, http.StatusOK)
+	})
+
+	b.Run("throttled", func(b *testing.B) {
+		backend := newMemBackend()
+		rv := newRealVerbs(b, 32, 1, backend, &memLog{discard: true})
+		s := newServer(b, rv.v, fixedHolder(b, 0, 0))
+		c := wire.NewUnixClient(serveUnix(b, s))
+		defer c.CloseIdleConnections()
+		// Spend the one admission token; the limiter's clock stands still,
+		// so none comes back.
+		if res, err := c.Mint(ctx, goodMint()); err != nil || !res.OK() {
+			b.Fatalf("draining mint: %+v, %v", res, err)
+		}
+		calls := backend.callCount()
+		run(b, c, http.StatusTooManyRequests)
+		if got := backend.callCount(); got != calls {
+			b.Fatalf("backend calls got %d, want %d: a throttled mint reached the backend", got, calls)
+		}
+	})
+
+	b.Run("noop-handler", func(b *testing.B) {
+		s := newServer(b, unreachableVerbs(b), fixedHolder(b, 0, 0))
+		health := []byte(`{"protocol_version":1,"registrar_health":{"limiter":{"limited_predecision_refusal":0,"limited_admission":0}}}` + "\n")
+		wire.SetHandler(s, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(health)
+		}))
+		c := wire.NewUnixClient(serveUnix(b, s))
+		defer c.CloseIdleConnections()
+		run(b, c, http.StatusOK)
+	})
+}
+
+func BenchmarkDecodeMint(b *testing.B) {
+	body := []byte(mintBody)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, err := wire.DecodeMint(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

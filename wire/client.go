@@ -1,0 +1,267 @@
+package wire
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/health"
+	"go.opentelemetry.io/otel/propagation"
+)
+
+// MaxResponseBytes bounds a response body the client reads (1 MiB).
+const MaxResponseBytes = 1 << 20
+
+// Client speaks the protocol to a registrar over its unix socket or over
+// TCP with mutual TLS. A refusal is not an error: it is a Response with
+// Class set. The error is for what kept the client from getting a
+// protocol answer (dialling, TLS, a body that is not the protocol's). A
+// Client is safe for concurrent use.
+type Client struct {
+	base       string
+	hc         *http.Client
+	propagator propagation.TextMapPropagator
+}
+
+type clientConfig struct {
+	propagator  propagation.TextMapPropagator
+	noKeepAlive bool
+	timeout     time.Duration
+}
+
+// ClientOption configures a Client.
+type ClientOption func(*clientConfig)
+
+// WithPropagator sets how the client propagates the trace context of each
+// call's ctx into the request headers. The default is
+// propagation.TraceContext{} (traceparent, tracestate): a caller with a
+// span in ctx makes the registrar's span its child. nil propagates
+// nothing.
+func WithPropagator(p propagation.TextMapPropagator) ClientOption {
+	return func(c *clientConfig) { c.propagator = p }
+}
+
+// WithoutKeepAlive makes every call use a connection of its own, closed
+// after the answer.
+func WithoutKeepAlive() ClientOption {
+	return func(c *clientConfig) { c.noKeepAlive = true }
+}
+
+// WithTimeout bounds each call, from dialling to the end of the body
+// (default: none besides the call's ctx).
+func WithTimeout(d time.Duration) ClientOption {
+	return func(c *clientConfig) { c.timeout = d }
+}
+
+// NewUnixClient returns a client of the registrar listening on the unix
+// socket at socketPath.
+func NewUnixClient(socketPath string, opts ...ClientOption) *Client {
+	cfg := clientOptions(opts)
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socketPath)
+		},
+		DisableKeepAlives: cfg.noKeepAlive,
+		IdleConnTimeout:   DefaultIdleTimeout / 2, // before the server drops it
+	}
+	// The host is a placeholder: the dialer ignores it.
+	return newClient("http://registrar", tr, cfg)
+}
+
+// NewTLSClient returns a client of the registrar listening on addr
+// (host:port) with mutual TLS. tlsConfig carries the client certificate
+// and the roots that verify the server; it is cloned.
+func NewTLSClient(addr string, tlsConfig *tls.Config, opts ...ClientOption) *Client {
+	cfg := clientOptions(opts)
+	var tc *tls.Config
+	if tlsConfig != nil {
+		tc = tlsConfig.Clone()
+	} else {
+		tc = &tls.Config{}
+	}
+	if tc.MinVersion == 0 {
+		tc.MinVersion = tls.VersionTLS13
+	}
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{}).DialContext,
+		TLSClientConfig:     tc,
+		TLSHandshakeTimeout: DefaultReadHeaderTimeout,
+		DisableKeepAlives:   cfg.noKeepAlive,
+		IdleConnTimeout:     DefaultIdleTimeout / 2,
+	}
+	return newClient("https://"+addr, tr, cfg)
+}
+
+func clientOptions(opts []ClientOption) clientConfig {
+	cfg := clientConfig{propagator: propagation.TraceContext{}}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	return cfg
+}
+
+func newClient(base string, tr *http.Transport, cfg clientConfig) *Client {
+	return &Client{
+		base:       base,
+		hc:         &http.Client{Transport: tr, Timeout: cfg.timeout},
+		propagator: cfg.propagator,
+	}
+}
+
+// CloseIdleConnections closes the client's kept-alive connections.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+
+// Response is a decoded answer. The members that do not apply to the
+// answer's shape are zero.
+type Response struct {
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// ProtocolVersion is the answer's protocol_version (1).
+	ProtocolVersion int
+	// RequestID names the invocation (the verbs' id, or a "wire." id for a
+	// request no verb saw).
+	RequestID string
+	// RegistrationID is set on success, and on a refusal that came after
+	// derivation.
+	RegistrationID string
+	// Outcome is set on success: first_mint, idempotent_remint, removed,
+	// already_absent.
+	Outcome string
+	// Material is set on a mint success.
+	Material *Material
+	// Class, ErrorID are set on a refusal; Class is the identifier's.
+	Class   Class
+	ErrorID ErrorID
+	// Reason is RegistrarUnavailable's reason.
+	Reason string
+	// Detail is RequestMalformed's detail.
+	Detail string
+	// RetryAfter is RegistrarBusy's retry_after, whole seconds.
+	RetryAfter uint64
+	// RetryAfterHeader is the Retry-After header as received ("" if none).
+	RetryAfterHeader string
+	// Health is registrar_health decoded; members this client does not
+	// know are ignored. RawHealth is it as received.
+	Health    health.Container
+	RawHealth json.RawMessage
+	// Body is the response body as received.
+	Body []byte
+}
+
+// OK reports a success (200 with an outcome, or a health answer).
+func (r *Response) OK() bool { return r.StatusCode == http.StatusOK && r.ErrorID == "" }
+
+// Retryable reports a retryable refusal (RegistrarBusy): retry after
+// RetryAfter seconds.
+func (r *Response) Retryable() bool { return r.Class == Retryable }
+
+// Mint calls POST /v1/mint. A zero ProtocolVersion is sent as 1.
+func (c *Client) Mint(ctx context.Context, req MintRequest) (*Response, error) {
+	if req.ProtocolVersion == 0 {
+		req.ProtocolVersion = ProtocolVersion
+	}
+	return c.post(ctx, PathMint, &req)
+}
+
+// Deregister calls POST /v1/deregister. A zero ProtocolVersion is sent as 1.
+func (c *Client) Deregister(ctx context.Context, req DeregisterRequest) (*Response, error) {
+	if req.ProtocolVersion == 0 {
+		req.ProtocolVersion = ProtocolVersion
+	}
+	return c.post(ctx, PathDeregister, &req)
+}
+
+// Health calls GET /v1/health.
+func (c *Client) Health(ctx context.Context) (*Response, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+PathHealth, nil)
+	if err != nil {
+		return nil, fmt.Errorf("wire: health request: %w", err)
+	}
+	return c.do(ctx, hreq)
+}
+
+func (c *Client) post(ctx context.Context, path string, v any) (*Response, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("wire: encode %s request: %w", path, err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("wire: %s request: %w", path, err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	return c.do(ctx, hreq)
+}
+
+func (c *Client) do(ctx context.Context, hreq *http.Request) (*Response, error) {
+	if c.propagator != nil {
+		c.propagator.Inject(ctx, propagation.HeaderCarrier(hreq.Header))
+	}
+	hres, err := c.hc.Do(hreq)
+	if err != nil {
+		return nil, fmt.Errorf("wire: %s %s: %w", hreq.Method, hreq.URL.Path, err)
+	}
+	defer hres.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(hres.Body, MaxResponseBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("wire: %s %s: reading the response: %w", hreq.Method, hreq.URL.Path, err)
+	}
+	resp := &Response{StatusCode: hres.StatusCode, RetryAfterHeader: hres.Header.Get("Retry-After"), Body: body}
+	if len(body) > MaxResponseBytes {
+		return resp, fmt.Errorf("wire: %s %s: response exceeds %d bytes", hreq.Method, hreq.URL.Path, MaxResponseBytes)
+	}
+	if err := resp.decode(); err != nil {
+		return resp, fmt.Errorf("wire: %s %s: HTTP %d: %w", hreq.Method, hreq.URL.Path, hres.StatusCode, err)
+	}
+	return resp, nil
+}
+
+// anyResponse is the union of the response shapes.
+type anyResponse struct {
+	ProtocolVersion int             `json:"protocol_version"`
+	RequestID       string          `json:"request_id"`
+	RegistrationID  string          `json:"registration_id"`
+	Outcome         string          `json:"outcome"`
+	Material        *Material       `json:"material"`
+	Class           Class           `json:"class"`
+	Error           *ErrorBody      `json:"error"`
+	RegistrarHealth json.RawMessage `json:"registrar_health"`
+}
+
+func (r *Response) decode() error {
+	var u anyResponse
+	if err := json.Unmarshal(r.Body, &u); err != nil {
+		return fmt.Errorf("not a protocol response: %w", err)
+	}
+	r.ProtocolVersion = u.ProtocolVersion
+	r.RequestID, r.RegistrationID, r.Outcome, r.Material = u.RequestID, u.RegistrationID, u.Outcome, u.Material
+	r.Class = u.Class
+	if u.Error != nil {
+		r.ErrorID, r.Reason, r.Detail, r.RetryAfter = u.Error.ID, u.Error.Reason, u.Error.Detail, u.Error.RetryAfter
+	}
+	r.RawHealth = u.RegistrarHealth
+	if len(u.RegistrarHealth) > 0 {
+		if err := json.Unmarshal(u.RegistrarHealth, &r.Health); err != nil {
+			return fmt.Errorf("registrar_health: %w", err)
+		}
+	}
+	switch {
+	case u.ProtocolVersion != ProtocolVersion:
+		return fmt.Errorf("protocol_version %d, want %d", u.ProtocolVersion, ProtocolVersion)
+	case r.StatusCode != http.StatusOK && u.Error == nil:
+		return errors.New("a refusal without an error member")
+	case len(u.RegistrarHealth) == 0:
+		return errors.New("no registrar_health")
+	}
+	return nil
+}

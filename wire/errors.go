@@ -1,0 +1,185 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/registrar"
+)
+
+// ErrorID is one of the nine error identifiers of the closed set. The class
+// and the HTTP status are properties of the identifier, never of the
+// particular refusal.
+type ErrorID string
+
+// The closed set of error identifiers, in the spec's table order.
+const (
+	// ServiceLabelInvalid: invalid_service_name, invalid_host,
+	// reserved_service_name. 422.
+	ServiceLabelInvalid ErrorID = "ServiceLabelInvalid"
+	// ServiceInstanceMismatch: component_not_configured,
+	// service_instance_mismatch. 422.
+	ServiceInstanceMismatch ErrorID = "ServiceInstanceMismatch"
+	// ServiceSpecConflict: spec_identity_disagreement, stored_spec_conflict.
+	// 409.
+	ServiceSpecConflict ErrorID = "ServiceSpecConflict"
+	// ServiceRequestInvalid: invalid_wrap_ttl, derived_key_invalid. 422.
+	ServiceRequestInvalid ErrorID = "ServiceRequestInvalid"
+	// ServiceNameCollision: registration_id_collision. 409.
+	ServiceNameCollision ErrorID = "ServiceNameCollision"
+	// ServiceHostMismatch: host_mismatch. 409.
+	ServiceHostMismatch ErrorID = "ServiceHostMismatch"
+	// RegistrarUnavailable carries a reason: AuditUnwritable,
+	// PostMintUnrecordable or BackendUnavailable. 503.
+	RegistrarUnavailable ErrorID = "RegistrarUnavailable"
+	// RegistrarBusy is the admission throttle, the only retryable
+	// identifier. It carries retry_after (whole seconds, ≥ 1), repeated in
+	// the Retry-After header. 429.
+	RegistrarBusy ErrorID = "RegistrarBusy"
+	// RequestMalformed: the codec rejected the request before any verb ran
+	// (never charged, never recorded). It carries detail. 400 (404 for an
+	// unknown path, 405 for a wrong method).
+	RequestMalformed ErrorID = "RequestMalformed"
+)
+
+// IDs returns the closed set of identifiers in the spec's table order.
+func IDs() []ErrorID {
+	return []ErrorID{
+		ServiceLabelInvalid, ServiceInstanceMismatch, ServiceSpecConflict, ServiceRequestInvalid,
+		ServiceNameCollision, ServiceHostMismatch, RegistrarUnavailable, RegistrarBusy, RequestMalformed,
+	}
+}
+
+// Valid reports whether id is one of the nine identifiers.
+func (id ErrorID) Valid() bool { return id.HTTPStatus() != 0 }
+
+// Class is the class of an identifier: permanent or retryable.
+type Class string
+
+// The two classes.
+const (
+	// Permanent: retrying the same request cannot succeed until something
+	// else changes (the request, the configuration, or an operator acts).
+	Permanent Class = "permanent"
+	// Retryable: retry after the advertised delay. Only RegistrarBusy.
+	Retryable Class = "retryable"
+)
+
+// Class returns the identifier's class; "" for a value outside the set.
+func (id ErrorID) Class() Class {
+	switch id {
+	case ServiceLabelInvalid, ServiceInstanceMismatch, ServiceSpecConflict, ServiceRequestInvalid,
+		ServiceNameCollision, ServiceHostMismatch, RegistrarUnavailable, RequestMalformed:
+		return Permanent
+	case RegistrarBusy:
+		return Retryable
+	}
+	return ""
+}
+
+// HTTPStatus returns the identifier's HTTP status; 0 for a value outside
+// the set. RequestMalformed is 400; the server answers it 404 for an
+// unknown path and 405 for a wrong method.
+func (id ErrorID) HTTPStatus() int {
+	switch id {
+	case ServiceLabelInvalid, ServiceInstanceMismatch, ServiceRequestInvalid:
+		return http.StatusUnprocessableEntity
+	case ServiceSpecConflict, ServiceNameCollision, ServiceHostMismatch:
+		return http.StatusConflict
+	case RegistrarUnavailable:
+		return http.StatusServiceUnavailable
+	case RegistrarBusy:
+		return http.StatusTooManyRequests
+	case RequestMalformed:
+		return http.StatusBadRequest
+	}
+	return 0
+}
+
+// IDForReason maps a verb refusal reason to its identifier. It is the one
+// exhaustive switch over audit.Reason: every reason is named and there is
+// no default branch, so a new reason is unmapped (ok false) until it is
+// added here, and the test that walks every reason fails. A pre-derivation
+// refusal maps the same whether or not the limiter suppressed its records.
+// audit.ReasonBackendUnavailable maps to RegistrarUnavailable with the
+// reason BackendUnavailable.
+func IDForReason(r audit.Reason) (id ErrorID, ok bool) {
+	switch r {
+	case audit.ReasonInvalidServiceName, audit.ReasonInvalidHost, audit.ReasonReservedServiceName:
+		return ServiceLabelInvalid, true
+	case audit.ReasonComponentNotConfigured, audit.ReasonServiceInstanceMismatch:
+		return ServiceInstanceMismatch, true
+	case audit.ReasonSpecIdentityDisagreement, audit.ReasonStoredSpecConflict:
+		return ServiceSpecConflict, true
+	case audit.ReasonInvalidWrapTTL, audit.ReasonDerivedKeyInvalid:
+		return ServiceRequestInvalid, true
+	case audit.ReasonRegistrationIDCollision:
+		return ServiceNameCollision, true
+	case audit.ReasonHostMismatch:
+		return ServiceHostMismatch, true
+	case audit.ReasonBackendUnavailable:
+		return RegistrarUnavailable, true
+	}
+	return "", false
+}
+
+// unavailableReason returns the wire spelling of an UnavailableReason; ok
+// is false for a value outside the three.
+func unavailableReason(r registrar.UnavailableReason) (string, bool) {
+	switch r {
+	case registrar.AuditUnwritable, registrar.PostMintUnrecordable, registrar.BackendUnavailable:
+		return r.String(), true
+	}
+	return "", false
+}
+
+// errInternal marks a verb answer the wire cannot map (an error of an
+// unknown type, an unmapped reason or outcome). It is answered 500 and
+// logged; it is unreachable while the mapping tests pass.
+var errInternal = errors.New("wire: unmappable verb answer")
+
+// refusalFor maps a verb error to its HTTP status and refusal body (without
+// registrar_health). A throttle also returns its retry-after seconds for
+// the header. An error it cannot map returns errInternal (wrapped with what
+// was not mappable).
+func refusalFor(err error) (status int, body RefusalResponse, retryAfter uint64, ierr error) {
+	var (
+		ref *registrar.RefusedError
+		thr *registrar.ThrottledError
+		una *registrar.UnavailableError
+	)
+	body.ProtocolVersion = ProtocolVersion
+	switch {
+	case errors.As(err, &thr):
+		retryAfter = max(thr.RetryAfterSeconds, 1) // the contract says ≥ 1; never advertise 0
+		body.RequestID = thr.RequestID
+		body.Error = ErrorBody{ID: RegistrarBusy, RetryAfter: retryAfter}
+	case errors.As(err, &ref):
+		id, ok := IDForReason(ref.Reason)
+		if !ok {
+			return 0, body, 0, internalf("refusal reason %d has no identifier", uint8(ref.Reason))
+		}
+		body.RequestID, body.RegistrationID = ref.RequestID, ref.RegistrationID
+		body.Error = ErrorBody{ID: id}
+		if id == RegistrarUnavailable {
+			body.Error.Reason = registrar.BackendUnavailable.String()
+		}
+	case errors.As(err, &una):
+		reason, ok := unavailableReason(una.Reason)
+		if !ok {
+			return 0, body, 0, internalf("unavailable reason %d has no spelling", uint8(una.Reason))
+		}
+		body.RequestID, body.RegistrationID = una.RequestID, una.RegistrationID
+		body.Error = ErrorBody{ID: RegistrarUnavailable, Reason: reason}
+	default:
+		return 0, body, 0, internalf("verb error of type %T", err)
+	}
+	body.Class = body.Error.ID.Class()
+	return body.Error.ID.HTTPStatus(), body, retryAfter, nil
+}
+
+func internalf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errInternal}, args...)...)
+}

@@ -1,0 +1,120 @@
+package wire_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/wire"
+)
+
+func TestEveryIdentifierHasTheSpecsClassAndStatus(t *testing.T) {
+	want := []struct {
+		id     wire.ErrorID
+		class  wire.Class
+		status int
+	}{
+		{wire.ServiceLabelInvalid, wire.Permanent, 422},
+		{wire.ServiceInstanceMismatch, wire.Permanent, 422},
+		{wire.ServiceSpecConflict, wire.Permanent, 409},
+		{wire.ServiceRequestInvalid, wire.Permanent, 422},
+		{wire.ServiceNameCollision, wire.Permanent, 409},
+		{wire.ServiceHostMismatch, wire.Permanent, 409},
+		{wire.RegistrarUnavailable, wire.Permanent, 503},
+		{wire.RegistrarBusy, wire.Retryable, 429},
+		{wire.RequestMalformed, wire.Permanent, 400},
+	}
+	ids := wire.IDs()
+	if len(ids) != len(want) {
+		t.Fatalf("IDs() has %d identifiers, want %d", len(ids), len(want))
+	}
+	for i, w := range want {
+		t.Run(string(w.id), func(t *testing.T) {
+			if ids[i] != w.id {
+				t.Errorf("IDs()[%d] = %s, want %s (the spec's table order)", i, ids[i], w.id)
+			}
+			if got := w.id.Class(); got != w.class {
+				t.Errorf("class got %q, want %q", got, w.class)
+			}
+			if got := w.id.HTTPStatus(); got != w.status {
+				t.Errorf("HTTP status got %d, want %d", got, w.status)
+			}
+			if !w.id.Valid() {
+				t.Errorf("Valid() = false")
+			}
+		})
+	}
+}
+
+func TestRegistrarBusyIsTheOnlyRetryableIdentifier(t *testing.T) {
+	for _, id := range wire.IDs() {
+		if got, want := id.Class() == wire.Retryable, id == wire.RegistrarBusy; got != want {
+			t.Errorf("%s retryable got %v, want %v", id, got, want)
+		}
+	}
+	if c, s := wire.ErrorID("Nope").Class(), wire.ErrorID("Nope").HTTPStatus(); c != "" || s != 0 || wire.ErrorID("Nope").Valid() {
+		t.Errorf("an id outside the set got class %q status %d, want none", c, s)
+	}
+}
+
+// TestEveryRefusalReasonMapsToItsIdentifier walks every audit.Reason: a
+// reason added without a case in IDForReason fails here.
+func TestEveryRefusalReasonMapsToItsIdentifier(t *testing.T) {
+	want := map[audit.Reason]wire.ErrorID{
+		audit.ReasonInvalidServiceName:       wire.ServiceLabelInvalid,
+		audit.ReasonInvalidHost:              wire.ServiceLabelInvalid,
+		audit.ReasonReservedServiceName:      wire.ServiceLabelInvalid,
+		audit.ReasonSpecIdentityDisagreement: wire.ServiceSpecConflict,
+		audit.ReasonComponentNotConfigured:   wire.ServiceInstanceMismatch,
+		audit.ReasonServiceInstanceMismatch:  wire.ServiceInstanceMismatch,
+		audit.ReasonInvalidWrapTTL:           wire.ServiceRequestInvalid,
+		audit.ReasonDerivedKeyInvalid:        wire.ServiceRequestInvalid,
+		audit.ReasonRegistrationIDCollision:  wire.ServiceNameCollision,
+		audit.ReasonStoredSpecConflict:       wire.ServiceSpecConflict,
+		audit.ReasonHostMismatch:             wire.ServiceHostMismatch,
+		audit.ReasonBackendUnavailable:       wire.RegistrarUnavailable,
+	}
+	n := 0
+	for r := audit.Reason(1); r.Valid(); r++ {
+		n++
+		t.Run(r.String(), func(t *testing.T) {
+			id, ok := wire.IDForReason(r)
+			if !ok {
+				t.Fatalf("reason %v (%d) has no identifier: add it to IDForReason's switch", r, uint8(r))
+			}
+			if id != want[r] {
+				t.Errorf("got %s, want %s", id, want[r])
+			}
+			if id == wire.RegistrarBusy || id == wire.RequestMalformed {
+				t.Errorf("a verb refusal mapped to %s", id)
+			}
+		})
+	}
+	if n != 12 {
+		t.Errorf("walked %d reasons, want 12", n)
+	}
+	for _, r := range []audit.Reason{0, 13, 255} {
+		if id, ok := wire.IDForReason(r); ok {
+			t.Errorf("reason %d outside the set mapped to %s", uint8(r), id)
+		}
+	}
+}
+
+func TestMalformedErrorDetailIsBounded(t *testing.T) {
+	// A duplicated 50 000-byte member name: the detail names it, cut short.
+	huge := fmt.Sprintf(`{"protocol_version":1,"%s":1,"%[1]s":2}`, strings.Repeat("k", 50000))
+	_, err := wire.DecodeDeregister([]byte(huge))
+	var me *wire.MalformedError
+	if !errors.As(err, &me) {
+		t.Fatalf("got %v, want a *MalformedError", err)
+	}
+	if len(me.Detail) == 0 || len(me.Detail) > wire.MaxDetailBytes {
+		t.Errorf("detail is %d bytes, want 1..%d: %q", len(me.Detail), wire.MaxDetailBytes, me.Detail)
+	}
+	if http.StatusText(wire.RequestMalformed.HTTPStatus()) != "Bad Request" {
+		t.Errorf("RequestMalformed is not 400")
+	}
+}

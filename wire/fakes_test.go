@@ -1,0 +1,256 @@
+package wire_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/health"
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/sinks/counting"
+	"github.com/registrar-otel/registrar-otel/wire"
+)
+
+// fakeVerbs answers with the functions it is given; a nil function fails
+// the test if reached (the seam that proves a request never reached the
+// verbs).
+type fakeVerbs struct {
+	t          testing.TB
+	mint       func(context.Context, registrar.MintRequest) (registrar.MintResult, error)
+	deregister func(context.Context, registrar.DeregisterRequest) (registrar.DeregisterResult, error)
+	calls      atomic.Int64
+}
+
+var _ wire.Verbs = (*fakeVerbs)(nil)
+
+func (f *fakeVerbs) Mint(ctx context.Context, req registrar.MintRequest) (registrar.MintResult, error) {
+	f.calls.Add(1)
+	if f.mint == nil {
+		f.t.Errorf("verbs reached: Mint(%+v)", req)
+		return registrar.MintResult{}, errors.New("unreachable")
+	}
+	return f.mint(ctx, req)
+}
+
+func (f *fakeVerbs) Deregister(ctx context.Context, req registrar.DeregisterRequest) (registrar.DeregisterResult, error) {
+	f.calls.Add(1)
+	if f.deregister == nil {
+		f.t.Errorf("verbs reached: Deregister(%+v)", req)
+		return registrar.DeregisterResult{}, errors.New("unreachable")
+	}
+	return f.deregister(ctx, req)
+}
+
+// unreachableVerbs fails the test if either verb is called.
+func unreachableVerbs(t testing.TB) *fakeVerbs { return &fakeVerbs{t: t} }
+
+// fixedHolder is a health holder with fixed counts: stable bytes.
+func fixedHolder(t testing.TB, pr, adm uint64) *health.Holder {
+	t.Helper()
+	h, err := health.NewHolder(func(c *health.Container) {
+		c.Limiter = health.LimiterMember{LimitedPredecisionRefusal: pr, LimitedAdmission: adm}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// memLog is an in-memory registrar.AuditLog that validates every record
+// the way the store does.
+type memLog struct {
+	mu      sync.Mutex
+	records []audit.Record
+	// discard keeps only a count (benchmarks).
+	discard bool
+	n       int
+}
+
+func (m *memLog) Append(_ context.Context, r *audit.Record) error {
+	if !m.discard {
+		if _, err := audit.Marshal(r); err != nil {
+			return fmt.Errorf("memLog: invalid record: %w", err)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.n++
+	if !m.discard {
+		m.records = append(m.records, *r)
+	}
+	return nil
+}
+
+func (m *memLog) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.n
+}
+
+// failingBackend fails the test if reached: no backend work happened.
+type failingBackend struct{ t testing.TB }
+
+func (f failingBackend) Mint(context.Context, registrar.MintOp) (registrar.MintStatus, registrar.Material, error) {
+	f.t.Errorf("backend Mint reached")
+	return 0, registrar.Material{}, errors.New("unreachable")
+}
+
+func (f failingBackend) Deregister(context.Context, registrar.DeregisterOp) (registrar.DeregisterStatus, error) {
+	f.t.Errorf("backend Deregister reached")
+	return 0, errors.New("unreachable")
+}
+
+// memBackend is an in-memory registrar.Backend.
+type memBackend struct {
+	mu       sync.Mutex
+	bindings map[string]binding
+	calls    int
+}
+
+type binding struct {
+	host string
+	spec registrar.Spec
+}
+
+func newMemBackend() *memBackend { return &memBackend{bindings: map[string]binding{}} }
+
+func (b *memBackend) Mint(_ context.Context, op registrar.MintOp) (registrar.MintStatus, registrar.Material, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls++
+	mat := registrar.Material{RoleID: "role-" + op.RegistrationID, WrappedSecretID: "secret", ExpiresAt: op.Now.Add(op.WrapTTL)}
+	cur, ok := b.bindings[op.RegistrationID]
+	switch {
+	case !ok:
+		b.bindings[op.RegistrationID] = binding{op.Host, op.Spec}
+		return registrar.MintCreated, mat, nil
+	case cur.host != op.Host:
+		return registrar.MintCollision, registrar.Material{}, nil
+	case cur.spec != op.Spec:
+		return registrar.MintSpecConflict, registrar.Material{}, nil
+	}
+	return registrar.MintReissued, mat, nil
+}
+
+func (b *memBackend) Deregister(_ context.Context, op registrar.DeregisterOp) (registrar.DeregisterStatus, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls++
+	cur, ok := b.bindings[op.RegistrationID]
+	switch {
+	case !ok:
+		return registrar.DeregisterAbsent, nil
+	case cur.host != op.Host:
+		return registrar.DeregisterHostMismatch, nil
+	}
+	delete(b.bindings, op.RegistrationID)
+	return registrar.DeregisterRemoved, nil
+}
+
+func (b *memBackend) callCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.calls
+}
+
+var testComponents = map[string]config.Multiplicity{
+	"review":        config.ManyPerHost,
+	"edge-proxy":    config.OnePerHost,
+	"control-plane": config.OnePerDeployment,
+}
+
+// realVerbs is the real *registrar.Verbs over fakes, with a limiter whose
+// clock stands still (no token ever refills).
+type realVerbs struct {
+	v      *registrar.Verbs
+	log    *memLog
+	counts *counting.Sink
+}
+
+func newRealVerbs(t testing.TB, prBurst, admBurst uint32, backend registrar.Backend, log *memLog) *realVerbs {
+	t.Helper()
+	counts := counting.New()
+	lim, err := limiter.New(limiter.Config{
+		PredecisionRefusal: limiter.BucketConfig{Burst: prBurst, RefillInterval: time.Second},
+		Admission:          limiter.BucketConfig{Burst: admBurst, RefillInterval: 500 * time.Millisecond},
+		Now:                func() limiter.Instant { return 0 },
+	}, counts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := registrar.New(registrar.Config{Components: testComponents, MaxWrapTTLSeconds: 1800}, registrar.Deps{
+		Limiter: lim,
+		Audit:   log,
+		Backend: backend,
+		Now:     func() time.Time { return time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &realVerbs{v: v, log: log, counts: counts}
+}
+
+// serveUnix starts s on a real unix socket in a temporary directory and
+// returns the socket path. Cleanup shuts the server down and waits for
+// Serve to return.
+func serveUnix(t testing.TB, s *wire.Server) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "run", "r.sock")
+	l, err := wire.ListenUnix(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveOn(t, s, l)
+	return path
+}
+
+// serveOn serves l until cleanup.
+func serveOn(t testing.TB, s *wire.Server, l net.Listener) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(l) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve returned %v, want http.ErrServerClosed", err)
+		}
+	})
+}
+
+func newServer(t testing.TB, v wire.Verbs, h *health.Holder) *wire.Server {
+	t.Helper()
+	s, err := wire.NewServer(wire.Options{Verbs: v, Health: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func goodMint() wire.MintRequest {
+	return wire.MintRequest{
+		ServiceName: "review",
+		Host:        "h1",
+		Instance:    7,
+		Component:   "review",
+		Spec:        wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"},
+		WrapTTL:     300,
+	}
+}
+
+func goodDeregister() wire.DeregisterRequest {
+	return wire.DeregisterRequest{ServiceName: "review", Host: "h1", Instance: 7, Component: "review"}
+}

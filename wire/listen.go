@@ -1,0 +1,173 @@
+package wire
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Sentinel errors of ListenUnix, wrapped with the path.
+var (
+	// ErrSocketInUse: another process answers on the socket path.
+	ErrSocketInUse = errors.New("wire: another process is listening on the socket")
+	// ErrNotSocket: something that is not a socket exists at the path.
+	ErrNotSocket = errors.New("wire: the socket path exists and is not a socket")
+	// ErrUnsafeDir: the socket's directory is a symlink, not a directory,
+	// group- or world-writable, or owned by another user.
+	ErrUnsafeDir = errors.New("wire: unsafe socket directory")
+)
+
+// staleDialTimeout bounds the probe of an existing socket. A socket
+// nobody listens on refuses at once; the bound only matters for a
+// listener with a full backlog, which counts as live.
+const staleDialTimeout = time.Second
+
+// ListenUnix listens on the unix socket at path, with the protocol's
+// permissions:
+//
+//   - a missing parent directory is created 0700 (chmod after mkdir, so the
+//     umask does not matter); an existing one is used as it is, provided it
+//     is a real directory (not a symlink), owned by this user or root, and
+//     neither group- nor world-writable;
+//   - a socket file left at path by a dead process is removed; if a process
+//     answers on it, or path is not a socket, ListenUnix refuses
+//     (ErrSocketInUse, ErrNotSocket);
+//   - the socket is chmod 0600 before the listener is returned, so before
+//     anything is accepted. Between bind and chmod only this user can reach
+//     it: the directory admits nobody else.
+//
+// Closing the listener removes the socket file.
+func ListenUnix(path string) (net.Listener, error) {
+	if path == "" {
+		return nil, errors.New("wire: ListenUnix: empty socket path")
+	}
+	dir := filepath.Dir(path)
+	if err := socketDir(dir); err != nil {
+		return nil, err
+	}
+	if err := removeStale(path); err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("wire: listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("wire: chmod 0600 %s: %w", path, err)
+	}
+	return l, nil
+}
+
+// socketDir creates dir 0700 if it is missing and checks it either way.
+func socketDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("wire: create socket directory %s: %w", dir, err)
+		}
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("wire: chmod 0700 %s: %w", dir, err)
+		}
+		if fi, err = os.Lstat(dir); err != nil {
+			return fmt.Errorf("wire: socket directory %s: %w", dir, err)
+		}
+	case err != nil:
+		return fmt.Errorf("wire: socket directory %s: %w", dir, err)
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%w: %s is a symlink", ErrUnsafeDir, dir)
+	case !fi.IsDir():
+		return fmt.Errorf("%w: %s is not a directory", ErrUnsafeDir, dir)
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("%w: %s is group- or world-writable (mode %04o)", ErrUnsafeDir, dir, fi.Mode().Perm())
+	}
+	if owner, ok := fileOwner(fi); ok {
+		if uid := uint32(os.Geteuid()); owner != uid && owner != 0 {
+			return fmt.Errorf("%w: %s is owned by uid %d, not by this user (%d) or root", ErrUnsafeDir, dir, owner, uid)
+		}
+	}
+	return nil
+}
+
+// removeStale removes a socket at path nobody answers on.
+func removeStale(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("wire: socket path %s: %w", path, err)
+	case fi.Mode().Type() != fs.ModeSocket:
+		return fmt.Errorf("%w: %s (mode %s); remove it or choose another socket_path", ErrNotSocket, path, fi.Mode())
+	}
+	c, err := net.DialTimeout("unix", path, staleDialTimeout)
+	if err == nil {
+		c.Close()
+		return fmt.Errorf("%w: %s; is another daemon running?", ErrSocketInUse, path)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("wire: probing the existing socket %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("wire: removing the stale socket %s: %w", path, err)
+	}
+	return nil
+}
+
+// ListenTLS listens on addr (host:port) with mutual TLS: TLS 1.3 at least,
+// HTTP/1.1, the certificate and key from certFile and keyFile, and a
+// client certificate required and verified against the CAs in
+// clientCAFile. A caller without a valid certificate fails the handshake
+// and never reaches the protocol. Errors name the file at fault.
+func ListenTLS(addr, certFile, keyFile, clientCAFile string) (net.Listener, error) {
+	cfg, err := ServerTLSConfig(certFile, keyFile, clientCAFile)
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("wire: listen on %s: %w", addr, err)
+	}
+	return tls.NewListener(l, cfg), nil
+}
+
+// ServerTLSConfig is ListenTLS's configuration.
+func ServerTLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, fmt.Errorf("wire: TLS certificate file: %w", err)
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("wire: TLS key file: %w", err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("wire: TLS certificate file %s with key file %s: %w", certFile, keyFile, err)
+	}
+	caPEM, err := os.ReadFile(clientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("wire: TLS client CA file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("wire: TLS client CA file %s: no PEM certificate in it", clientCAFile)
+	}
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    pool,
+		NextProtos:   []string{"http/1.1"},
+	}, nil
+}

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package wire
+
+import (
+	"errors"
+	"net"
+)
+
+// peerUID is implemented on Linux only (SO_PEERCRED). Elsewhere a unix
+// connection has no identity and never reaches the verbs.
+func peerUID(*net.UnixConn) (uint32, error) {
+	return 0, errors.New("wire: peer credentials are supported on Linux only")
+}

@@ -1,0 +1,602 @@
+package wire
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/health"
+	"github.com/registrar-otel/registrar-otel/registrar"
+	"go.opentelemetry.io/otel/propagation"
+)
+
+// The endpoints.
+const (
+	PathMint       = "/v1/mint"
+	PathDeregister = "/v1/deregister"
+	PathHealth     = "/v1/health"
+)
+
+// Defaults for the zero values of Options.
+const (
+	DefaultMaxConns          = 64
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 10 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+)
+
+// MaxHeaderBytes bounds a request's header block (16 KiB).
+const MaxHeaderBytes = 16 << 10
+
+// Verbs is what the server drives: *registrar.Verbs. The error is nil,
+// *registrar.RefusedError, *registrar.ThrottledError or
+// *registrar.UnavailableError; anything else is answered 500.
+type Verbs interface {
+	Mint(ctx context.Context, req registrar.MintRequest) (registrar.MintResult, error)
+	Deregister(ctx context.Context, req registrar.DeregisterRequest) (registrar.DeregisterResult, error)
+}
+
+var _ Verbs = (*registrar.Verbs)(nil)
+
+// Options configure a Server. Verbs and Health are required; a zero limit
+// or timeout means its default.
+type Options struct {
+	Verbs Verbs
+	// Health is the shared registrar_health snapshot, served on every
+	// response as it is (never computed per request).
+	Health *health.Holder
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+	// MaxConns caps the connections open at once over all listeners
+	// (default 64). Past the cap the server stops accepting until one
+	// closes; the kernel's backlog holds the rest. A listener waiting in
+	// Accept holds one token meanwhile, so with n listeners at least
+	// MaxConns-n+1 connections are always available to any one of them.
+	MaxConns int
+	// ReadHeaderTimeout bounds reading a request's headers (and the TLS
+	// handshake), default 5 s.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, default 10 s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a request from the end of its headers to the end
+	// of its response, default 30 s.
+	WriteTimeout time.Duration
+	// IdleTimeout bounds a keep-alive connection's wait for its next
+	// request, default 60 s.
+	IdleTimeout time.Duration
+}
+
+// Server serves the protocol on any number of listeners. It is safe for
+// concurrent use: Serve may run for several listeners at once, and
+// Shutdown from any goroutine.
+type Server struct {
+	verbs   Verbs
+	health  *health.Holder
+	logger  *slog.Logger
+	srv     *http.Server
+	handler http.Handler
+	// conns is the connection semaphore shared by every listener: a token
+	// is taken before Accept and given back when the connection closes.
+	conns chan struct{}
+	ids   *wireIDs
+}
+
+// NewServer returns a server; call Serve for each listener.
+func NewServer(o Options) (*Server, error) {
+	var errs []error
+	if o.Verbs == nil {
+		errs = append(errs, errors.New("wire: NewServer: nil Verbs"))
+	}
+	if o.Health == nil {
+		errs = append(errs, errors.New("wire: NewServer: nil Health"))
+	}
+	if o.MaxConns < 0 {
+		errs = append(errs, fmt.Errorf("wire: NewServer: MaxConns %d is negative", o.MaxConns))
+	}
+	for _, t := range []struct {
+		name string
+		d    time.Duration
+	}{{"ReadHeaderTimeout", o.ReadHeaderTimeout}, {"ReadTimeout", o.ReadTimeout}, {"WriteTimeout", o.WriteTimeout}, {"IdleTimeout", o.IdleTimeout}} {
+		if t.d < 0 {
+			errs = append(errs, fmt.Errorf("wire: NewServer: %s %v is negative", t.name, t.d))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	ids, err := newWireIDs()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		verbs:  o.Verbs,
+		health: o.Health,
+		logger: o.Logger,
+		conns:  make(chan struct{}, orDefault(o.MaxConns, DefaultMaxConns)),
+		ids:    ids,
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	s.handler = http.HandlerFunc(s.serveHTTP)
+	s.srv = &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: orDefault(o.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+		ReadTimeout:       orDefault(o.ReadTimeout, DefaultReadTimeout),
+		WriteTimeout:      orDefault(o.WriteTimeout, DefaultWriteTimeout),
+		IdleTimeout:       orDefault(o.IdleTimeout, DefaultIdleTimeout),
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ConnContext:       s.connContext,
+		ConnState:         s.connState,
+		// HTTP/1.1 only: a non-nil empty map turns HTTP/2 off.
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		// Handshake failures and the like: a caller can provoke them at
+		// will, so they are debug logs, never louder.
+		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
+	}
+	return s, nil
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Serve accepts connections on l until Shutdown, then returns
+// http.ErrServerClosed. The connection cap is shared with every other
+// listener of the server. A unix listener's callers are identified by
+// their peer credentials, a TLS listener's (from ListenTLS) by their
+// verified client certificate; connections of any other kind never reach
+// the verbs.
+func (s *Server) Serve(l net.Listener) error {
+	if l == nil {
+		return errors.New("wire: Serve: nil listener")
+	}
+	return s.srv.Serve(&capListener{Listener: l, conns: s.conns, done: make(chan struct{})})
+}
+
+// Shutdown stops accepting on every listener, closes idle connections and
+// waits for in-flight requests to finish, or for ctx to end (then it
+// returns ctx's error and the remaining connections stay open until they
+// finish or time out).
+func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+
+// Handler returns the protocol's handler, for tests and embedding. A
+// request reaches the verbs only if its identity is known: from a TLS
+// connection's verified certificate, from the unix peer credentials the
+// server's own connections carry, or from WithIdentity on the request's
+// context.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// capListener takes a connection token before each Accept. The token is
+// given back by the server's ConnState hook when the connection closes,
+// so the accepted connection keeps its own type (the TLS server needs a
+// *tls.Conn, the identity a *net.UnixConn).
+type capListener struct {
+	net.Listener
+	conns     chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *capListener) Accept() (net.Conn, error) {
+	select {
+	case l.conns <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.conns
+		return nil, err
+	}
+	return c, nil
+}
+
+func (l *capListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+func (s *Server) connState(_ net.Conn, st http.ConnState) {
+	if st == http.StateClosed || st == http.StateHijacked {
+		select {
+		case <-s.conns:
+		default: // not taken by a capListener (cannot happen): nothing to give back
+		}
+	}
+}
+
+// identityKey is the context key of a connection's caller identity.
+type identityKey struct{}
+
+// connIdentity is a connection's identity, or why it has none.
+type connIdentity struct {
+	id      string
+	problem string
+}
+
+// WithIdentity returns ctx carrying the caller identity the handler passes
+// to the verbs, for a transport the server does not know (and for tests of
+// Handler). The server's own connections set it from the peer credentials;
+// a TLS request's certificate identity takes precedence over it.
+func WithIdentity(ctx context.Context, identity string) context.Context {
+	return context.WithValue(ctx, identityKey{}, connIdentity{id: identity})
+}
+
+// UnixIdentity is the identity of a unix-socket caller with user id uid.
+func UnixIdentity(uid uint32) string { return "unix-peer:uid=" + strconv.FormatUint(uint64(uid), 10) }
+
+// connContext runs in the accept loop: a unix connection's identity comes
+// from SO_PEERCRED, read once per connection. Only the uid is used: a pid
+// (or anything else per connection) would let a caller reset its bucket by
+// reconnecting.
+func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return ctx // TLS: the identity is read from r.TLS once the handshake is done
+	}
+	uid, err := peerUID(uc)
+	if err != nil {
+		s.logger.LogAttrs(ctx, slog.LevelWarn, "unix peer credentials unavailable", slog.Any("error", err))
+		return context.WithValue(ctx, identityKey{}, connIdentity{problem: "the peer credentials of the connection could not be read"})
+	}
+	return WithIdentity(ctx, UnixIdentity(uid))
+}
+
+// identity returns the request's caller identity, or the problem that left
+// it unknown.
+func identity(r *http.Request) (id, problem string) {
+	if r.TLS != nil {
+		return tlsIdentity(r.TLS)
+	}
+	ci, ok := r.Context().Value(identityKey{}).(connIdentity)
+	switch {
+	case !ok:
+		return "", "the identity of the connection could not be determined"
+	case ci.problem != "":
+		return "", ci.problem
+	case ci.id == "":
+		return "", "the identity of the connection is empty"
+	}
+	return ci.id, ""
+}
+
+// tlsIdentity is registrar-client:<first URI SAN, else first DNS SAN> of
+// the verified client certificate.
+func tlsIdentity(cs *tls.ConnectionState) (id, problem string) {
+	if len(cs.VerifiedChains) == 0 || len(cs.VerifiedChains[0]) == 0 {
+		return "", "the client certificate was not verified"
+	}
+	leaf := cs.VerifiedChains[0][0]
+	if len(leaf.URIs) > 0 && leaf.URIs[0] != nil {
+		if u := leaf.URIs[0].String(); u != "" {
+			return "registrar-client:" + u, ""
+		}
+	}
+	if len(leaf.DNSNames) > 0 && leaf.DNSNames[0] != "" {
+		return "registrar-client:" + leaf.DNSNames[0], ""
+	}
+	return "", "the client certificate has no URI or DNS subject alternative name to identify the caller"
+}
+
+// wireIDs issues the request ids of answers no verb produced (malformed
+// requests, internal errors): "wire." + base64url of 9 random bytes drawn
+// once per server + "." + a sequence number. The "wire." prefix keeps
+// them apart from the verbs' ids, which name audit records; these never
+// do.
+type wireIDs struct {
+	prefix string
+	seq    atomic.Uint64
+	// fixed replaces the generator in tests (golden fixtures).
+	fixed func() string
+}
+
+func newWireIDs() (*wireIDs, error) {
+	var b [9]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("wire: request id prefix: %w", err)
+	}
+	return &wireIDs{prefix: "wire." + base64.RawURLEncoding.EncodeToString(b[:]) + "."}, nil
+}
+
+func (w *wireIDs) next() string {
+	if w.fixed != nil {
+		return w.fixed()
+	}
+	return w.prefix + strconv.FormatUint(w.seq.Add(1), 10)
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case PathMint:
+		if r.Method != http.MethodPost {
+			s.methodNotAllowed(w, r, http.MethodPost)
+			return
+		}
+		s.mint(w, r)
+	case PathDeregister:
+		if r.Method != http.MethodPost {
+			s.methodNotAllowed(w, r, http.MethodPost)
+			return
+		}
+		s.deregister(w, r)
+	case PathHealth:
+		if r.Method != http.MethodGet {
+			s.methodNotAllowed(w, r, http.MethodGet)
+			return
+		}
+		s.write(w, http.StatusOK, &HealthResponse{ProtocolVersion: ProtocolVersion, RegistrarHealth: s.healthJSON()}, 0)
+	default:
+		s.malformed(w, r, http.StatusNotFound, "unknown path: the endpoints are POST "+PathMint+", POST "+PathDeregister+" and GET "+PathHealth)
+	}
+}
+
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	s.malformed(w, r, http.StatusMethodNotAllowed, "method not allowed: "+r.URL.Path+" accepts "+allow+" only")
+}
+
+// readRequest does everything before a verb runs: identity, content type,
+// body. ok false means a RequestMalformed answer was written.
+func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) (id string, ok bool) {
+	id, problem := identity(r)
+	if problem != "" {
+		s.malformed(w, r, http.StatusBadRequest, problem)
+		return "", false
+	}
+	if problem := checkContentType(r.Header.Get("Content-Type")); problem != "" {
+		s.malformed(w, r, http.StatusBadRequest, problem)
+		return "", false
+	}
+	if r.ContentLength > MaxBodyBytes {
+		s.malformed(w, r, http.StatusBadRequest, fmt.Sprintf("request body exceeds %d bytes", MaxBodyBytes))
+		return "", false
+	}
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxBodyBytes)); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.malformed(w, r, http.StatusBadRequest, fmt.Sprintf("request body exceeds %d bytes", MaxBodyBytes))
+		} else {
+			s.malformed(w, r, http.StatusBadRequest, "request body could not be read")
+		}
+		return "", false
+	}
+	return id, true
+}
+
+// checkContentType accepts application/json, with or without parameters;
+// a charset, if given, must be utf-8.
+func checkContentType(ct string) (problem string) {
+	if ct == "" {
+		return "Content-Type: required, want application/json"
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return "Content-Type: want application/json"
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return "Content-Type: the charset must be utf-8"
+	}
+	return ""
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func getBuf() *bytes.Buffer { return bufPool.Get().(*bytes.Buffer) }
+
+func putBuf(b *bytes.Buffer) {
+	if b.Cap() > 2*MaxBodyBytes {
+		return // never keep an outsized buffer
+	}
+	b.Reset()
+	bufPool.Put(b)
+}
+
+// verbContext is the request's context with the caller's W3C trace
+// context extracted, so the verbs' server span is the caller's child.
+func verbContext(r *http.Request) context.Context {
+	return propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+}
+
+func (s *Server) mint(w http.ResponseWriter, r *http.Request) {
+	buf := getBuf()
+	defer putBuf(buf)
+	caller, ok := s.readRequest(w, r, buf)
+	if !ok {
+		return
+	}
+	req, err := DecodeMint(buf.Bytes())
+	if err != nil {
+		s.malformedErr(w, r, err)
+		return
+	}
+	res, err := s.verbs.Mint(verbContext(r), registrar.MintRequest{
+		CallerIdentity: caller,
+		ServiceName:    req.ServiceName,
+		Host:           req.Host,
+		Instance:       req.Instance,
+		Component:      req.Component,
+		Spec:           registrar.Spec(req.Spec),
+		WrapTTLSeconds: req.WrapTTL,
+		IdempotencyKey: req.IdempotencyKey,
+	})
+	if err != nil {
+		s.refuse(w, r, err)
+		return
+	}
+	var outcome string
+	switch res.Outcome {
+	case registrar.FirstMint:
+		outcome = "first_mint"
+	case registrar.IdempotentRemint:
+		outcome = "idempotent_remint"
+	default:
+		s.internal(w, r, res.RequestID, internalf("mint outcome %d has no spelling", uint8(res.Outcome)))
+		return
+	}
+	s.write(w, http.StatusOK, &MintResponse{
+		ProtocolVersion: ProtocolVersion,
+		RequestID:       res.RequestID,
+		RegistrationID:  res.RegistrationID,
+		Outcome:         outcome,
+		Material: Material{
+			RoleID:          res.Material.RoleID,
+			WrappedSecretID: res.Material.WrappedSecretID,
+			ExpiresAt:       res.Material.ExpiresAt.UTC().Format(TimeLayout),
+		},
+		RegistrarHealth: s.healthJSON(),
+	}, 0)
+}
+
+func (s *Server) deregister(w http.ResponseWriter, r *http.Request) {
+	buf := getBuf()
+	defer putBuf(buf)
+	caller, ok := s.readRequest(w, r, buf)
+	if !ok {
+		return
+	}
+	req, err := DecodeDeregister(buf.Bytes())
+	if err != nil {
+		s.malformedErr(w, r, err)
+		return
+	}
+	res, err := s.verbs.Deregister(verbContext(r), registrar.DeregisterRequest{
+		CallerIdentity: caller,
+		ServiceName:    req.ServiceName,
+		Host:           req.Host,
+		Instance:       req.Instance,
+		Component:      req.Component,
+		IdempotencyKey: req.IdempotencyKey,
+	})
+	if err != nil {
+		s.refuse(w, r, err)
+		return
+	}
+	var outcome string
+	switch res.Outcome {
+	case registrar.Removed:
+		outcome = "removed"
+	case registrar.AlreadyAbsent:
+		outcome = "already_absent"
+	default:
+		s.internal(w, r, res.RequestID, internalf("deregister outcome %d has no spelling", uint8(res.Outcome)))
+		return
+	}
+	s.write(w, http.StatusOK, &DeregisterResponse{
+		ProtocolVersion: ProtocolVersion,
+		RequestID:       res.RequestID,
+		RegistrationID:  res.RegistrationID,
+		Outcome:         outcome,
+		RegistrarHealth: s.healthJSON(),
+	}, 0)
+}
+
+// refuse answers a verb error.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	status, body, retryAfter, ierr := refusalFor(err)
+	if ierr != nil {
+		s.internal(w, r, registrar.RequestIDOf(err), fmt.Errorf("%w (verb error: %v)", ierr, err))
+		return
+	}
+	body.RegistrarHealth = s.healthJSON()
+	s.write(w, status, &body, retryAfter)
+}
+
+// internal answers what the wire cannot map: 500, RegistrarUnavailable
+// without a reason. Unreachable while the mapping tests pass.
+func (s *Server) internal(w http.ResponseWriter, r *http.Request, requestID string, err error) {
+	if requestID == "" {
+		requestID = s.ids.next()
+	}
+	s.logger.LogAttrs(r.Context(), slog.LevelError, "internal error: verb answer has no wire mapping",
+		slog.String("request_id", requestID), slog.String("path", r.URL.Path), slog.Any("error", err))
+	s.write(w, http.StatusInternalServerError, &RefusalResponse{
+		ProtocolVersion: ProtocolVersion,
+		RequestID:       requestID,
+		Class:           Permanent,
+		Error:           ErrorBody{ID: RegistrarUnavailable},
+		RegistrarHealth: s.healthJSON(),
+	}, 0)
+}
+
+func (s *Server) malformedErr(w http.ResponseWriter, r *http.Request, err error) {
+	var me *MalformedError
+	if errors.As(err, &me) {
+		s.malformed(w, r, http.StatusBadRequest, me.Detail)
+		return
+	}
+	s.malformed(w, r, http.StatusBadRequest, "request rejected by the codec")
+}
+
+// malformed answers RequestMalformed. It runs before any verb: nothing is
+// charged or recorded. The log is debug-level: a caller controls how many
+// of these it provokes.
+func (s *Server) malformed(w http.ResponseWriter, r *http.Request, status int, detail string) {
+	id := s.ids.next()
+	detail = boundDetail(detail)
+	s.logger.LogAttrs(r.Context(), slog.LevelDebug, "request malformed",
+		slog.String("request_id", id), slog.String("path", boundDetail(r.URL.Path)), slog.String("detail", detail))
+	s.write(w, status, &RefusalResponse{
+		ProtocolVersion: ProtocolVersion,
+		RequestID:       id,
+		Class:           Permanent,
+		Error:           ErrorBody{ID: RequestMalformed, Detail: detail},
+		RegistrarHealth: s.healthJSON(),
+	}, 0)
+}
+
+// emptyHealth is served if the holder has no snapshot (it always has one:
+// health.NewHolder refreshes once).
+var emptyHealth = json.RawMessage(`{}`)
+
+func (s *Server) healthJSON() json.RawMessage {
+	if snap := s.health.Current(); snap != nil && len(snap.JSON) > 0 {
+		return snap.JSON
+	}
+	return emptyHealth
+}
+
+var (
+	headerJSON    = []string{"application/json"}
+	headerNoStore = []string{"no-store"}
+)
+
+// write encodes v and answers with it. retryAfter > 0 sets Retry-After.
+func (s *Server) write(w http.ResponseWriter, status int, v any, retryAfter uint64) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.logger.LogAttrs(context.Background(), slog.LevelError, "encoding a response failed", slog.Any("error", err))
+		status = http.StatusInternalServerError
+		b = []byte(`{"protocol_version":1,"request_id":"` + s.ids.next() + `","class":"permanent","error":{"id":"RegistrarUnavailable"},"registrar_health":{}}`)
+		retryAfter = 0
+	}
+	b = append(b, '\n')
+	h := w.Header()
+	h["Content-Type"] = headerJSON
+	// Material is a secret: no cache may keep any answer.
+	h["Cache-Control"] = headerNoStore
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	if retryAfter > 0 {
+		h["Retry-After"] = []string{strconv.FormatUint(retryAfter, 10)}
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(b) // a caller that hung up cannot be answered
+}

@@ -1,0 +1,245 @@
+package wire_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/wire"
+)
+
+// testPKI is a CA with a server certificate for 127.0.0.1, written to files.
+type testPKI struct {
+	ca                        *x509.Certificate
+	caKey                     *ecdsa.PrivateKey
+	caFile, certFile, keyFile string
+	roots                     *x509.CertPool
+	serial                    int64
+	notBefore, notAfter       time.Time
+	dir                       string
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	p := &testPKI{dir: t.TempDir(), notBefore: time.Now().Add(-time.Hour), notAfter: time.Now().Add(time.Hour)}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "registrar test CA"},
+		NotBefore:             p.notBefore,
+		NotAfter:              p.notAfter,
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ca, err = x509.ParseCertificate(der); err != nil {
+		t.Fatal(err)
+	}
+	p.caKey = key
+	p.serial = 1
+	p.roots = x509.NewCertPool()
+	p.roots.AddCert(p.ca)
+	p.caFile = p.write(t, "ca.pem", "CERTIFICATE", der)
+
+	srv := p.issue(t, "registrar", nil, nil, []net.IP{net.IPv4(127, 0, 0, 1)}, x509.ExtKeyUsageServerAuth)
+	p.certFile = p.write(t, "server.pem", "CERTIFICATE", srv.Certificate[0])
+	keyDER, err := x509.MarshalECPrivateKey(srv.PrivateKey.(*ecdsa.PrivateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.keyFile = p.write(t, "server-key.pem", "EC PRIVATE KEY", keyDER)
+	return p
+}
+
+func (p *testPKI) write(t *testing.T, name, typ string, der []byte) string {
+	t.Helper()
+	path := filepath.Join(p.dir, name)
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// issue signs a leaf with the given SANs.
+func (p *testPKI) issue(t *testing.T, cn string, uris []string, dns []string, ips []net.IP, usage x509.ExtKeyUsage) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.serial++
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(p.serial),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    p.notBefore,
+		NotAfter:     p.notAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		DNSNames:     dns,
+		IPAddresses:  ips,
+	}
+	for _, u := range uris {
+		pu, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl.URIs = append(tmpl.URIs, pu)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+func TestMutualTLSIdentityComesFromTheClientCertificate(t *testing.T) {
+	pki := newTestPKI(t)
+	var seen atomic.Value
+	v := &fakeVerbs{t: t, deregister: func(_ context.Context, req registrar.DeregisterRequest) (registrar.DeregisterResult, error) {
+		seen.Store(req.CallerIdentity)
+		return registrar.DeregisterResult{RequestID: "r.1", RegistrationID: "h1-review-007", Outcome: registrar.Removed}, nil
+	}}
+	s := newServer(t, v, fixedHolder(t, 0, 0))
+	l, err := wire.ListenTLS("127.0.0.1:0", pki.certFile, pki.keyFile, pki.caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveOn(t, s, l)
+	addr := l.Addr().String()
+
+	for _, tc := range []struct {
+		name       string
+		uris, dns  []string
+		want       string // "" for a RequestMalformed answer
+		wantDetail string
+	}{
+		{name: "URI SAN", uris: []string{"spiffe://registrar.test/control-plane"}, want: "registrar-client:spiffe://registrar.test/control-plane"},
+		{name: "URI SAN first, DNS SAN ignored", uris: []string{"spiffe://registrar.test/a", "spiffe://registrar.test/b"}, dns: []string{"ctl.example"}, want: "registrar-client:spiffe://registrar.test/a"},
+		{name: "DNS SAN fallback", dns: []string{"ctl.example", "other.example"}, want: "registrar-client:ctl.example"},
+		{name: "no SAN", wantDetail: "no URI or DNS subject alternative name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seen.Store("")
+			before := v.calls.Load()
+			cert := pki.issue(t, "client", tc.uris, tc.dns, nil, x509.ExtKeyUsageClientAuth)
+			c := wire.NewTLSClient(addr, &tls.Config{RootCAs: pki.roots, Certificates: []tls.Certificate{cert}})
+			defer c.CloseIdleConnections()
+			res, err := c.Deregister(context.Background(), goodDeregister())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" {
+				if res.StatusCode != 400 || res.ErrorID != wire.RequestMalformed || !strings.Contains(res.Detail, tc.wantDetail) {
+					t.Fatalf("got %d %s %q, want 400 RequestMalformed containing %q", res.StatusCode, res.ErrorID, res.Detail, tc.wantDetail)
+				}
+				if v.calls.Load() != before {
+					t.Fatalf("a caller without an identity reached the verbs")
+				}
+				return
+			}
+			if !res.OK() {
+				t.Fatalf("got %d %s %s, want a success", res.StatusCode, res.ErrorID, res.Detail)
+			}
+			if got, _ := seen.Load().(string); got != tc.want {
+				t.Fatalf("caller identity got %q, want %q", got, tc.want)
+			}
+		})
+	}
+
+	t.Run("no client certificate", func(t *testing.T) {
+		before := v.calls.Load()
+		c := wire.NewTLSClient(addr, &tls.Config{RootCAs: pki.roots})
+		defer c.CloseIdleConnections()
+		res, err := c.Deregister(context.Background(), goodDeregister())
+		if err == nil {
+			t.Fatalf("got %d %s, want the handshake to fail", res.StatusCode, res.ErrorID)
+		}
+		if !strings.Contains(err.Error(), "certificate required") {
+			t.Errorf("got %v, want the server's certificate-required alert", err)
+		}
+		if v.calls.Load() != before {
+			t.Fatalf("a caller without a certificate reached the verbs")
+		}
+	})
+
+	t.Run("certificate of another CA", func(t *testing.T) {
+		other := newTestPKI(t)
+		cert := other.issue(t, "client", []string{"spiffe://elsewhere/x"}, nil, nil, x509.ExtKeyUsageClientAuth)
+		c := wire.NewTLSClient(addr, &tls.Config{RootCAs: pki.roots, Certificates: []tls.Certificate{cert}})
+		defer c.CloseIdleConnections()
+		res, err := c.Health(context.Background())
+		if err == nil {
+			t.Fatalf("got %d, want the handshake to fail", res.StatusCode)
+		}
+		if !strings.Contains(err.Error(), "certificate") {
+			t.Errorf("got %v, want a certificate alert", err)
+		}
+	})
+}
+
+func TestListenTLSNamesTheFileAtFault(t *testing.T) {
+	pki := newTestPKI(t)
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.pem")
+	if err := os.WriteFile(garbage, []byte("not PEM at all\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.pem")
+	for _, tc := range []struct {
+		name                string
+		cert, key, clientCA string
+		want                string
+	}{
+		{"missing certificate", missing, pki.keyFile, pki.caFile, missing},
+		{"missing key", pki.certFile, missing, pki.caFile, missing},
+		{"missing client CA", pki.certFile, pki.keyFile, missing, missing},
+		{"certificate not PEM", garbage, pki.keyFile, pki.caFile, garbage},
+		{"key not PEM", pki.certFile, garbage, pki.caFile, garbage},
+		{"client CA not PEM", pki.certFile, pki.keyFile, garbage, "client CA file " + garbage},
+		{"key of another certificate", pki.certFile, pki.caFile, pki.caFile, pki.certFile},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := wire.ListenTLS("127.0.0.1:0", tc.cert, tc.key, tc.clientCA)
+			if err == nil {
+				l.Close()
+				t.Fatal("got a listener, want an error")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %q, want it to name %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestServerTLSConfigRequiresTLS13AndClientCertificates(t *testing.T) {
+	pki := newTestPKI(t)
+	cfg, err := wire.ServerTLSConfig(pki.certFile, pki.keyFile, pki.caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MinVersion != tls.VersionTLS13 || cfg.ClientAuth != tls.RequireAndVerifyClientCert || cfg.ClientCAs == nil {
+		t.Fatalf("got min version %x, client auth %v, client CAs %v; want TLS 1.3, RequireAndVerifyClientCert, a pool", cfg.MinVersion, cfg.ClientAuth, cfg.ClientCAs)
+	}
+}
