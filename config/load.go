@@ -568,3 +568,21 @@ func errorRank(err error) int {
 	}
 	return len(keyRank) // environment variables that name no key
 }
+
+// Keys returns every key this version knows, dotted and in documentation
+// order, with the component table as registrar.components.<name>.multiplicity.
+// The docs test checks each one is documented in every language.
+func Keys() []string {
+	var keys []string
+	for _, f := range registrarFields {
+		if f.name == "components" {
+			keys = append(keys, "registrar.components.<name>.multiplicity")
+			continue
+		}
+		keys = append(keys, "registrar."+f.name)
+	}
+	for _, f := range telemetryFields {
+		keys = append(keys, "telemetry."+f.name)
+	}
+	return keys
+}

@@ -363,6 +363,23 @@ func (s *shard) find(identity string, h uint64, verb Verb, bucket Bucket) (int, 
 	}
 }
 
+// Sweep reclaims every entry refilled to its full burst at the limiter's
+// clock, below the cap too, and returns how many it removed. Removing a
+// full entry is indistinguishable from keeping it (both yield a full bucket
+// on next use), so this changes no decision; the daemon calls it on its
+// tick so the entry count drains back after a burst of identity churn
+// instead of staying at the cap until the next miss there. It is O(1) while
+// no entry can be full yet.
+func (l *Limiter) Sweep() int {
+	now := l.now()
+	if now < Instant(l.reclaimAt.Load()) {
+		return 0
+	}
+	before := l.reclaimed.Load()
+	l.reclaim(now)
+	return int(l.reclaimed.Load() - before)
+}
+
 // reclaim removes every entry that is refilled to its full burst at now —
 // a full entry is indistinguishable from an absent one — and never an entry
 // below full. It holds every shard lock, rebuilds each shard's table from

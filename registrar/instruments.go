@@ -147,7 +147,31 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) (*instrume
 			))
 		}
 	}
+	// Every counter series exists from the first scrape, at zero: rate()
+	// and increase() then see the first event, and a throttle ratio has
+	// its denominator from the start.
+	ctx := context.Background()
+	for v := range limiter.NumVerbs {
+		in.unrecordable.Add(ctx, 0, in.byVerb[v])
+		for r := range numResults {
+			if possible(limiter.Verb(v), Result(r)) {
+				in.invocations.Add(ctx, 0, in.byResult[v][r])
+			}
+		}
+	}
 	return in, nil
+}
+
+// possible reports whether verb can end in result (a mint never removes,
+// a deregister never mints), so only real series are created up front.
+func possible(verb limiter.Verb, r Result) bool {
+	switch r {
+	case ResultFirstMint, ResultIdempotentRemint:
+		return verb == limiter.Mint
+	case ResultIdentityRemoved, ResultIdempotentAlreadyAbsent:
+		return verb == limiter.Deregister
+	}
+	return true
 }
 
 // start opens the invocation's server span, a child of any trace context

@@ -1,0 +1,63 @@
+# registrar-otel — run `make` (or `make help`) for the targets.
+
+GO          ?= go
+BIN         := bin/registrar-otel
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME    ?= 10s
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## build bin/registrar-otel
+	$(GO) build -o $(BIN) ./cmd/registrar-otel
+
+.PHONY: run
+run: build ## the daemon on embedded defaults (no config file; state under ./var/)
+	./$(BIN) serve
+
+.PHONY: test
+test: vet ## go vet, the race-enabled test suite, and every benchmark once
+	$(GO) test -race -count=1 ./...
+	$(MAKE) bench-smoke
+
+.PHONY: vet
+vet: ## go vet both modules
+	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
+
+.PHONY: bench-smoke
+bench-smoke: ## run every benchmark once so none rots
+	$(GO) test -run='^$$' -bench=. -benchtime=1x ./...
+	cd bench && $(GO) test -run='^$$' -bench=. -benchtime=1x ./...
+
+.PHONY: bench
+bench: ## the benchmarks, with the peer comparison (bench/ module)
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+	cd bench && $(GO) test -run='^$$' -bench=. -benchmem -count=3 ./...
+
+.PHONY: fuzz-smoke
+fuzz-smoke: ## run each fuzz target for FUZZTIME (default 10s)
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list='^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f"; \
+	    $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+.PHONY: golden
+golden: ## regenerate golden fixtures (review the diff!)
+	$(GO) test ./... -run 'Golden' -update
+
+.PHONY: lint
+lint: vet ## gofmt, go vet and staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) run $(STATICCHECK) ./...
+	cd bench && $(GO) run $(STATICCHECK) ./...
+
+.PHONY: clean
+clean: ## remove build output (never var/)
+	rm -rf bin

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/limiter"
+)
+
+// auditStore writes records into a fresh store and returns its directory.
+// Records are stamped an hour ago, well past the settle grace.
+func auditStore(t *testing.T, recs ...*audit.Record) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "audit")
+	at := time.Now().Add(-time.Hour)
+	s, err := audit.Open(audit.Options{Dir: dir, Now: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, r := range recs {
+		if err := s.Append(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func scanIntent(id string) *audit.Record {
+	return &audit.Record{
+		Phase: audit.PhaseIntent, RequestID: id, Verb: limiter.Mint, CallerIdentity: "unix-peer:uid=1000",
+		Requested: &audit.Requested{ServiceName: "review", Host: "h1"},
+	}
+}
+
+func scanOutcome(id string) *audit.Record {
+	r := scanIntent(id)
+	r.Phase = audit.PhaseOutcome
+	r.Outcome = &audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonComponentNotConfigured}
+	return r
+}
+
+func scanLimited(b limiter.Bucket, n uint64) *audit.Record {
+	end := time.Now().Add(-time.Hour)
+	return &audit.Record{
+		Phase: audit.PhaseLimited, Verb: limiter.Mint, CallerIdentity: "unix-peer:uid=1000",
+		LimitedBucket: b, Count: n, WindowStart: end.Add(-time.Minute), WindowEnd: end,
+	}
+}
+
+func auditScanOutput(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = runAuditScan(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestAuditScanCleanStoreExits0(t *testing.T) {
+	dir := auditStore(t, scanIntent("q1"), scanOutcome("q1"), scanLimited(limiter.Admission, 7))
+	code, out, errs := auditScanOutput("--dir", dir)
+	if code != auditScanClean {
+		t.Fatalf("exit %d, want 0; stderr %s", code, errs)
+	}
+	for _, want := range []string{"intent_without_outcome: 0", "malformed_records: 0", "admission", "1 records, 7 invocations", "result: clean"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestAuditScanAnomaliesExit1(t *testing.T) {
+	dir := auditStore(t, scanIntent("crashed"), scanIntent("q2"), scanOutcome("q2"))
+	f, err := os.OpenFile(filepath.Join(dir, audit.ActiveFileName), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("not json\n")
+	f.Close()
+
+	code, out, _ := auditScanOutput("--dir", dir)
+	if code != auditScanAnomalies {
+		t.Fatalf("exit %d, want 1:\n%s", code, out)
+	}
+	for _, want := range []string{
+		"intent_without_outcome: 1", "registrar-audit.jsonl:1 request_id crashed",
+		"malformed_records: 1", "registrar-audit.jsonl:4 invalid_json", "ANOMALIES FOUND",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestAuditScanJSONIsStable(t *testing.T) {
+	dir := auditStore(t, scanIntent("crashed"), scanLimited(limiter.PredecisionRefusal, 3))
+	code, out, errs := auditScanOutput("--dir", dir, "--json", "--window", "48h")
+	if code != auditScanAnomalies {
+		t.Fatalf("exit %d, want 1; stderr %s", code, errs)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("--json output is not JSON: %v\n%s", err, out)
+	}
+	keys := slices.Sorted(maps.Keys(got))
+	want := []string{"anomalies", "dir", "files", "grace_seconds", "intent_without_outcome", "limited", "malformed",
+		"malformed_by_rule", "malformed_records", "now", "records", "skipped", "unpaired_intents", "window_seconds"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("got keys %v, want %v", keys, want)
+	}
+	if got["window_seconds"] != float64(48*3600) || got["intent_without_outcome"] != float64(1) || got["anomalies"] != true {
+		t.Errorf("got %v", got)
+	}
+	lim := got["limited"].(map[string]any)
+	if p := lim["predecision_refusal"].(map[string]any); p["records"] != float64(1) || p["count"] != float64(3) {
+		t.Errorf("got limited %v, want predecision_refusal {1, 3}", lim)
+	}
+	if got["malformed"] == nil || got["skipped"] == nil {
+		t.Error("empty lists are null; want []")
+	}
+}
+
+func TestAuditScanUsageAndUnreadableStoreExit2(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"--bogus"}, "flag provided but not defined"},
+		{"positional argument", []string{"extra"}, "unexpected argument"},
+		{"bad window", []string{"--window", "soon"}, "invalid value"},
+		{"negative window", []string{"--window", "-1h"}, "must be positive"},
+		{"missing store", []string{"--dir", filepath.Join(t.TempDir(), "none")}, "cannot read the record store"},
+		{"store is a file", []string{"--dir", file}, "cannot read the record store"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errs := auditScanOutput(tc.args...)
+			if code != auditScanFailed || !strings.Contains(errs, tc.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, errs, tc.want)
+			}
+		})
+	}
+	if code, _, errs := auditScanOutput("-h"); code != auditScanClean || !strings.Contains(errs, "usage: registrar-otel audit scan") {
+		t.Errorf("-h: exit %d, stderr %q; want 0 and the usage", code, errs)
+	}
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeConfigForCheck writes a TOML document to a fresh temporary file.
+func writeConfigForCheck(t *testing.T, doc string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "registrar-otel.toml")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func configCheckOutput(args, environ []string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = configCheck(args, environ, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestConfigCheckSummarisesTheEmbeddedDefaults(t *testing.T) {
+	code, stdout, stderr := configCheckOutput(nil, nil)
+	if code != 0 {
+		t.Fatalf("exit status = %d, want 0; stderr:\n%s", code, stderr)
+	}
+	want := `configuration OK: embedded defaults
+registrar:
+  socket_path                 var/run/registrar.sock
+  tls_listen                  (none: no TCP listener)
+  state_dir                   var/lib
+  audit_record_dir            var/audit (rotate at 8388608 bytes, keep 16 files)
+  admission bucket            burst 512, one token every 500 ms
+  predecision_refusal bucket  burst 32, one token every 1000 ms
+  coalesce window             60 s
+  maintenance interval        1000 ms
+  max wrap_ttl                1800 s
+components:
+  control-plane  one-per-deployment
+  edge-proxy     one-per-host
+  review         many-per-host
+telemetry:
+  metrics_listen      127.0.0.1:9464
+  otlp_endpoint       (none: no OTLP export)
+  service_name        registrar-otel
+  trace_sample_ratio  1
+`
+	if stdout != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", stdout, want)
+	}
+	if stderr != "" {
+		t.Errorf("stderr = %q, want nothing", stderr)
+	}
+}
+
+func TestConfigCheckSummarisesAFileWithItsUnknownKeys(t *testing.T) {
+	path := writeConfigForCheck(t, `[registrar]
+tls_listen = ":8443"
+tls_cert_file = "c.pem"
+tls_key_file = "k.pem"
+tls_client_ca_file = "ca.pem"
+audit_store_backend = "segmented"
+[registrar.components.review]
+multiplicity = "many-per-host"
+[telemetry]
+metrics_listen = ""
+`)
+	code, stdout, stderr := configCheckOutput([]string{"--config", path}, nil)
+	if code != 0 {
+		t.Fatalf("exit status = %d, want 0; stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		"configuration OK: " + path + "\n",
+		"  tls_listen                  :8443 (cert c.pem, key k.pem, client CA ca.pem)\n",
+		"  unknown keys kept           registrar.audit_store_backend\n",
+		"components:\n  review  many-per-host\ntelemetry:\n",
+		"  metrics_listen      (disabled)\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if want := `level=WARN msg="unknown configuration key kept untouched; this version does not use it" key=registrar.audit_store_backend source=` + path + "\n"; stderr != want {
+		t.Errorf("stderr = %q, want the one warning %q", stderr, want)
+	}
+}
+
+func TestConfigCheckPrintsEveryErrorAndExits2(t *testing.T) {
+	path := writeConfigForCheck(t, `[registrar]
+rate_limit_admission_burst = 0
+rate_limit_predecision_refusal_burst = -3
+rate_limit_coalesce_window_seconds = "60"
+`)
+	code, stdout, stderr := configCheckOutput([]string{"--config=" + path}, nil)
+	if code != 2 {
+		t.Errorf("exit status = %d, want 2", code)
+	}
+	if stdout != "" {
+		t.Errorf("stdout = %q, want nothing", stdout)
+	}
+	want := `registrar.rate_limit_admission_burst must be greater than 0; a zero burst throttles the first legitimate mint
+registrar.rate_limit_predecision_refusal_burst must be an unsigned integer, got -3
+registrar.rate_limit_coalesce_window_seconds must be an unsigned integer, got "60"
+config check: 3 errors in ` + path + "\n"
+	if stderr != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", stderr, want)
+	}
+}
+
+func TestConfigCheckAppliesTheEnvironment(t *testing.T) {
+	code, stdout, stderr := configCheckOutput(nil, []string{"REGISTRAR_OTEL_REGISTRAR__RATE_LIMIT_ADMISSION_BURST=600"})
+	if code != 0 || !strings.Contains(stdout, "  admission bucket            burst 600, one token every 500 ms\n") {
+		t.Errorf("exit status %d, stdout:\n%s\nstderr:\n%s\nwant burst 600 from the environment", code, stdout, stderr)
+	}
+
+	code, _, stderr = configCheckOutput(nil, []string{"REGISTRAR_OTEL_REGISTRAR__RATE_LIMIT_ADMISSION_BURST=-1"})
+	want := `registrar.rate_limit_admission_burst must be an unsigned integer, got "-1" (from environment variable REGISTRAR_OTEL_REGISTRAR__RATE_LIMIT_ADMISSION_BURST)
+config check: 1 error in embedded defaults
+`
+	if code != 2 || stderr != want {
+		t.Errorf("exit status %d, stderr:\n%s\nwant 2 and:\n%s", code, stderr, want)
+	}
+}
+
+func TestRunConfigCheckReadsTheProcessEnvironment(t *testing.T) {
+	t.Setenv("REGISTRAR_OTEL_REGISTRAR__RATE_LIMIT_COALESCE_WINDOW_SECONDS", "0")
+	var out, errb bytes.Buffer
+	if code := runConfigCheck(nil, &out, &errb); code != 2 {
+		t.Errorf("exit status = %d, want 2 (stdout %q)", code, out.String())
+	}
+	if !strings.HasPrefix(errb.String(), "registrar.rate_limit_coalesce_window_seconds must be greater than 0") {
+		t.Errorf("stderr = %q, want the coalesce window error", errb.String())
+	}
+}
+
+func TestConfigCheckFileProblems(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "absent.toml")
+	code, _, stderr := configCheckOutput([]string{"--config", missing}, nil)
+	if want := missing + ": cannot read configuration file: no such file or directory\nconfig check: 1 error in " + missing + "\n"; code != 2 || stderr != want {
+		t.Errorf("missing file: exit status %d, stderr %q; want 2, %q", code, stderr, want)
+	}
+
+	bad := writeConfigForCheck(t, "[registrar]\nrate_limit_admission_burst 512\n")
+	code, _, stderr = configCheckOutput([]string{"--config", bad}, nil)
+	if want := bad + ":2:28: invalid TOML: expected character =\nconfig check: 1 error in " + bad + "\n"; code != 2 || stderr != want {
+		t.Errorf("syntax error: exit status %d, stderr %q; want 2, %q", code, stderr, want)
+	}
+}
+
+func TestConfigCheckUsage(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		args     []string
+		code     int
+		inStderr string
+	}{
+		{"help", []string{"-h"}, 0, "usage: registrar-otel config check [--config FILE]"},
+		{"unknown flag", []string{"--verbose"}, 2, "flag provided but not defined: -verbose"},
+		{"flag without value", []string{"--config"}, 2, "flag needs an argument: -config"},
+		{"empty file name", []string{"--config="}, 2, "--config needs a file name"},
+		{"positional argument", []string{"registrar-otel.toml"}, 2, `unexpected argument "registrar-otel.toml"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := configCheckOutput(c.args, nil)
+			if code != c.code {
+				t.Errorf("exit status = %d, want %d", code, c.code)
+			}
+			if !strings.Contains(stderr, c.inStderr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr, c.inStderr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout = %q, want nothing", stdout)
+			}
+		})
+	}
+}

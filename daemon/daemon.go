@@ -1,0 +1,331 @@
+// Package daemon wires the registrar daemon together and runs it: the audit
+// store, the embedded backend, the limiter with its sink chain
+// (coalesce → otelsink → counting), the shared health snapshot, the verbs,
+// the wire listeners, telemetry, and the single maintenance tick loop.
+//
+// Run returns when its context is cancelled (SIGTERM/SIGINT in
+// cmd/registrar-otel), after a graceful shutdown: the listeners stop
+// accepting and in-flight invocations finish, the tick loop stops, every
+// open coalescing window is flushed to a counted record, and the store,
+// backend and telemetry providers are closed and flushed, in that order.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/backend/embedded"
+	"github.com/registrar-otel/registrar-otel/coalesce"
+	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/health"
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/sinks/counting"
+	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
+	"github.com/registrar-otel/registrar-otel/telemetry"
+	"github.com/registrar-otel/registrar-otel/wire"
+)
+
+// ShutdownTimeout bounds how long in-flight invocations may take to finish
+// once shutdown starts.
+const ShutdownTimeout = 15 * time.Second
+
+// Daemon is a configured, opened daemon. Build it with New, run it with Run.
+type Daemon struct {
+	cfg    config.Config
+	logger *slog.Logger
+
+	tel       *telemetry.Telemetry
+	metricsL  net.Listener
+	store     *audit.Store
+	backend   *embedded.Backend
+	counts    *counting.Sink
+	coalescer *coalesce.Sink
+	limiter   *limiter.Limiter
+	health    *health.Holder
+	verbs     *registrar.Verbs
+	server    *wire.Server
+	listeners []net.Listener
+
+	closers []func() error // in reverse order of opening
+}
+
+// New opens every component. On error, whatever was opened is closed again
+// and the error names the component.
+func New(cfg config.Config, logger *slog.Logger) (d *Daemon, err error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	d = &Daemon{cfg: cfg, logger: logger}
+	defer func() {
+		if err != nil {
+			d.close()
+			d = nil
+		}
+	}()
+	r := cfg.Registrar
+
+	d.tel, err = telemetry.New(context.Background(), cfg.Telemetry, telemetry.Options{
+		Logger:         logger.With("component", "telemetry"),
+		ServiceVersion: Version,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("daemon: telemetry: %w", err)
+	}
+	d.closers = append(d.closers, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+		defer cancel()
+		return d.tel.Shutdown(ctx)
+	})
+	mp, tp := d.tel.MeterProvider(), d.tel.TracerProvider()
+	auditObs, err := telemetry.NewAuditObserver(mp)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: telemetry: %w", err)
+	}
+
+	d.store, err = audit.Open(audit.Options{
+		Dir:              r.AuditRecordDir,
+		MaxFileBytes:     r.AuditMaxFileBytes,
+		MaxRetainedFiles: r.AuditMaxRetainedFiles,
+		Logger:           logger.With("component", "audit"),
+		Observer:         auditObs,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("daemon: audit store: %w", err)
+	}
+	d.closers = append(d.closers, d.store.Close)
+
+	d.backend, err = embedded.Open(r.StateDir, embedded.Options{Logger: logger.With("component", "backend")})
+	if err != nil {
+		return nil, fmt.Errorf("daemon: embedded backend: %w", err)
+	}
+	d.closers = append(d.closers, d.backend.Close)
+
+	// The sink chain: coalesce → otelsink → counting. Each wraps the next
+	// and forwards every event, so the counting sink stays the single
+	// per-bucket counter the health member reads.
+	d.counts = counting.New()
+	otelSink, err := otelsink.New(d.counts, mp)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: otel sink: %w", err)
+	}
+	d.coalescer, err = coalesce.New(coalesce.Options{
+		Next:   otelSink,
+		Store:  d.store,
+		Window: time.Duration(r.RateLimitCoalesceWindowSeconds) * time.Second,
+		Logger: logger.With("component", "coalesce"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("daemon: coalescer: %w", err)
+	}
+	d.limiter, err = limiter.New(limiter.Config{
+		PredecisionRefusal: limiter.BucketConfig{
+			Burst:          r.RateLimitPredecisionRefusalBurst,
+			RefillInterval: time.Duration(r.RateLimitPredecisionRefusalRefillIntervalMS) * time.Millisecond,
+		},
+		Admission: limiter.BucketConfig{
+			Burst:          r.RateLimitAdmissionBurst,
+			RefillInterval: time.Duration(r.RateLimitAdmissionRefillIntervalMS) * time.Millisecond,
+		},
+	}, d.coalescer)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: limiter: %w", err)
+	}
+	d.health, err = health.NewHolder(health.LimiterSource(d.counts))
+	if err != nil {
+		return nil, fmt.Errorf("daemon: health: %w", err)
+	}
+	d.verbs, err = registrar.New(registrar.Config{
+		Components:        r.Components,
+		MaxWrapTTLSeconds: r.MaxWrapTTLSeconds,
+	}, registrar.Deps{
+		Limiter:        d.limiter,
+		Audit:          d.store,
+		Backend:        d.backend,
+		Logger:         logger.With("component", "registrar"),
+		TracerProvider: tp,
+		MeterProvider:  mp,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("daemon: verbs: %w", err)
+	}
+	if err := telemetry.RegisterLimiter(mp, d.limiter.Stats); err != nil {
+		return nil, fmt.Errorf("daemon: telemetry: %w", err)
+	}
+	if err := telemetry.RegisterCoalesce(mp, d.coalescer.Stats); err != nil {
+		return nil, fmt.Errorf("daemon: telemetry: %w", err)
+	}
+	d.server, err = wire.NewServer(wire.Options{
+		Verbs:  d.verbs,
+		Health: d.health,
+		Logger: logger.With("component", "wire"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("daemon: wire server: %w", err)
+	}
+
+	ul, err := wire.ListenUnix(r.SocketPath)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: unix listener: %w", err)
+	}
+	d.listeners = append(d.listeners, ul)
+	d.closers = append(d.closers, ignoreClosed(ul.Close))
+	if r.TLSListen != "" {
+		tl, err := wire.ListenTLS(r.TLSListen, r.TLSCertFile, r.TLSKeyFile, r.TLSClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("daemon: TLS listener: %w", err)
+		}
+		d.listeners = append(d.listeners, tl)
+		d.closers = append(d.closers, ignoreClosed(tl.Close))
+	}
+	if cfg.Telemetry.MetricsListen != "" {
+		d.metricsL, err = d.tel.Listen(cfg.Telemetry.MetricsListen)
+		if err != nil {
+			return nil, fmt.Errorf("daemon: metrics listener: %w", err)
+		}
+		d.closers = append(d.closers, ignoreClosed(d.metricsL.Close))
+	}
+	return d, nil
+}
+
+// Version is the daemon's version, reported as service.version.
+var Version = "dev"
+
+// SocketAddr returns the unix listener's address.
+func (d *Daemon) SocketAddr() net.Addr { return d.listeners[0].Addr() }
+
+// MetricsAddr returns the metrics listener's address, or nil when
+// telemetry.metrics_listen is empty.
+func (d *Daemon) MetricsAddr() net.Addr {
+	if d.metricsL == nil {
+		return nil
+	}
+	return d.metricsL.Addr()
+}
+
+// Run serves until ctx is done or a listener fails, then shuts down
+// gracefully. It returns nil after a shutdown asked for by ctx.
+func (d *Daemon) Run(ctx context.Context) error {
+	defer d.close()
+	r := d.cfg.Registrar
+	addrs := make([]string, len(d.listeners))
+	for i, l := range d.listeners {
+		addrs[i] = l.Addr().String()
+	}
+	metrics := "disabled"
+	if d.metricsL != nil {
+		metrics = "http://" + d.metricsL.Addr().String() + "/metrics"
+	}
+	d.logger.LogAttrs(ctx, slog.LevelInfo, "registrar-otel serving",
+		slog.String("config", d.cfg.Source),
+		slog.Any("listeners", addrs),
+		slog.String("metrics", metrics),
+		slog.String("audit_record_dir", r.AuditRecordDir),
+		slog.String("state_dir", r.StateDir),
+		slog.Int("components", len(r.Components)),
+		slog.Uint64("admission_burst", uint64(r.RateLimitAdmissionBurst)),
+		slog.Uint64("predecision_refusal_burst", uint64(r.RateLimitPredecisionRefusalBurst)))
+
+	serveErr := make(chan error, len(d.listeners)+1)
+	for _, l := range d.listeners {
+		go func() {
+			if err := d.server.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				serveErr <- fmt.Errorf("daemon: serving %s: %w", l.Addr(), err)
+			}
+		}()
+	}
+	if d.metricsL != nil {
+		go func() {
+			if err := d.tel.Serve(d.metricsL); err != nil {
+				serveErr <- fmt.Errorf("daemon: serving metrics on %s: %w", d.metricsL.Addr(), err)
+			}
+		}()
+	}
+
+	tickCtx, stopTick := context.WithCancel(context.WithoutCancel(ctx))
+	var ticking sync.WaitGroup
+	ticking.Go(func() {
+		tickLoop(tickCtx, time.Duration(r.MaintenanceIntervalMS)*time.Millisecond, d.logger, d.tickTasks()...)
+	})
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		d.logger.LogAttrs(ctx, slog.LevelInfo, "shutting down")
+	case runErr = <-serveErr:
+		d.logger.LogAttrs(ctx, slog.LevelError, "listener failed, shutting down", slog.Any("error", runErr))
+	}
+
+	// 1. Stop accepting and let in-flight invocations finish: after this
+	//    no limited event can arrive.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
+	defer cancel()
+	if err := d.server.Shutdown(sctx); err != nil {
+		d.logger.LogAttrs(sctx, slog.LevelWarn, "in-flight invocations did not finish in time", slog.Any("error", err))
+	}
+	// 2. Stop the tick loop.
+	stopTick()
+	ticking.Wait()
+	// 3. Flush every open coalescing window, so no counted record is lost
+	//    to the restart.
+	open := d.coalescer.Stats().OpenWindows
+	d.coalescer.Flush(sctx, time.Now())
+	st := d.coalescer.Stats()
+	d.logger.LogAttrs(sctx, slog.LevelInfo, "flushed coalescing windows",
+		slog.Int("windows", open), slog.Uint64("write_failures", st.WriteFailures))
+	return runErr
+}
+
+// tickTasks are the maintenance pass, in order: close due coalescing
+// windows, sweep limiter entries back at full burst, then refresh the health
+// snapshot (last, so it reflects the pass).
+func (d *Daemon) tickTasks() []tickTask {
+	return []tickTask{
+		{"coalesce", func(ctx context.Context, now time.Time) error {
+			d.coalescer.Tick(ctx, now)
+			return nil
+		}},
+		{"limiter-sweep", func(context.Context, time.Time) error {
+			d.limiter.Sweep()
+			return nil
+		}},
+		{"health", func(context.Context, time.Time) error { return d.health.Refresh() }},
+	}
+}
+
+// close closes every opened component in reverse order, logging failures.
+func (d *Daemon) close() {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		if err := d.closers[i](); err != nil {
+			d.logger.LogAttrs(context.Background(), slog.LevelWarn, "close failed", slog.Any("error", err))
+		}
+	}
+	d.closers = nil
+}
+
+// ignoreClosed wraps a listener's Close: after Shutdown it is already
+// closed, which is not a failure.
+func ignoreClosed(f func() error) func() error {
+	return func() error {
+		if err := f(); err != nil && !errors.Is(err, net.ErrClosed) {
+			return err
+		}
+		return nil
+	}
+}
+
+// Run opens a daemon from cfg and runs it until ctx is done.
+func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+	d, err := New(cfg, logger)
+	if err != nil {
+		return err
+	}
+	return d.Run(ctx)
+}

@@ -1,0 +1,41 @@
+package daemon
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// tickTask is one step of the maintenance pass. A task that fails logs
+// and returns; the loop continues.
+type tickTask struct {
+	name string
+	run  func(ctx context.Context, now time.Time) error
+}
+
+// tickLoop is the daemon's single maintenance loop: every interval it runs
+// each task in order (close due coalescing windows, then refresh the
+// health snapshot, so the snapshot already counts what was just closed).
+// There is no second scheduler and no timer per key. It returns when ctx
+// is done.
+func tickLoop(ctx context.Context, interval time.Duration, logger *slog.Logger, tasks ...tickTask) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			runTasks(ctx, now, logger, tasks)
+		}
+	}
+}
+
+func runTasks(ctx context.Context, now time.Time, logger *slog.Logger, tasks []tickTask) {
+	for _, task := range tasks {
+		if err := task.run(ctx, now); err != nil {
+			logger.LogAttrs(ctx, slog.LevelWarn, "maintenance task failed",
+				slog.String("task", task.name), slog.Any("error", err))
+		}
+	}
+}
