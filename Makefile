@@ -20,9 +20,19 @@ run: build ## the daemon on embedded defaults (no config file; state under ./var
 	./$(BIN) serve
 
 .PHONY: test
-test: vet ## go vet, the race-enabled test suite, and every benchmark once
+test: vet dashboards-check ## go vet, promtool rule tests, the race-enabled suite (golden, end-to-end, real Prometheus), every benchmark once
 	$(GO) test -race -count=1 ./...
 	$(MAKE) bench-smoke
+
+.PHONY: e2e
+e2e: ## only the end-to-end tests: the real binary, socket, Prometheus server and OTLP receiver
+	$(GO) test -race -count=1 -run 'TestEndToEnd|TestSIGTERM|TestPrometheus|TestWave' -v ./cmd/registrar-otel
+
+.PHONY: dashboards-check
+dashboards-check: ## promtool check/test the alert rules and validate the Grafana dashboard
+	promtool check rules dashboards/alerts.yml
+	cd dashboards && promtool test rules alerts_test.yml
+	$(GO) test -count=1 ./dashboards
 
 .PHONY: vet
 vet: ## go vet both modules

@@ -32,6 +32,8 @@ var commands = map[string]command{
 	"config check": {"validate a configuration file (or the embedded defaults) and print every error", runConfigCheck},
 	"audit scan":   {"scan the audit record store for anomalies and summarise limited traffic", runAuditScan},
 	"sizing":       {"run a bring-up wave through the admission sizing formula", runSizing},
+	"load wave":    {"mint a bring-up wave against a running daemon and summarise it", runLoadWave},
+	"load flood":   {"flood one bucket of a running daemon and summarise it", runLoadFlood},
 }
 
 func main() {

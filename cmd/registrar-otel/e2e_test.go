@@ -1,0 +1,344 @@
+package main
+
+// End-to-end tests: they build the real binary, start `serve` on a
+// temporary directory, talk to it over its unix socket (with the binary's
+// own client subcommands and with the wire client), stop it with SIGTERM,
+// and read what it left behind with `audit scan`.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/wire"
+)
+
+// binary is the registrar-otel binary built once for every e2e test.
+var binary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "registrar-otel-e2e-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "registrar-otel")
+	out, err := exec.Command("go", "build", "-race", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	bin, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// daemonProc is a running `registrar-otel serve`.
+type daemonProc struct {
+	t          *testing.T
+	bin, dir   string
+	config     string
+	socket     string
+	auditDir   string
+	metricsURL string
+	cmd        *exec.Cmd
+	logs       *syncBuffer
+	exited     chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var metricsRE = regexp.MustCompile(`metrics=(http://[^ ]+/metrics)`)
+
+// startDaemon writes a configuration (the [registrar] paths under a temp
+// dir, plus extra TOML lines) and starts serve. It returns once the daemon
+// logs that it is serving — read from its own log, not by waiting.
+func startDaemon(t *testing.T, registrarExtra, telemetryExtra string) *daemonProc {
+	t.Helper()
+	bin := buildBinary(t)
+	// A short base: unix socket paths are limited to 107 bytes.
+	dir, err := os.MkdirTemp("", "reg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	d := &daemonProc{
+		t: t, bin: bin, dir: dir,
+		config:   filepath.Join(dir, "registrar.toml"),
+		socket:   filepath.Join(dir, "run", "registrar.sock"),
+		auditDir: filepath.Join(dir, "audit"),
+		logs:     &syncBuffer{},
+		exited:   make(chan error, 1),
+	}
+	cfg := fmt.Sprintf(`[registrar]
+socket_path = %q
+state_dir = %q
+audit_record_dir = %q
+%s
+[registrar.components.review]
+multiplicity = "many-per-host"
+
+[registrar.components.edge-proxy]
+multiplicity = "one-per-host"
+
+[telemetry]
+metrics_listen = "127.0.0.1:0"
+%s
+`, d.socket, filepath.Join(dir, "lib"), d.auditDir, registrarExtra, telemetryExtra)
+	if err := os.WriteFile(d.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.cmd = exec.Command(bin, "serve", "--config", d.config)
+	stderr, err := d.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.cmd.Stdout = d.logs
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(d.logs, line)
+			if strings.Contains(line, "registrar-otel serving") {
+				select {
+				case ready <- line:
+				default:
+				}
+			}
+		}
+		d.exited <- d.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			d.cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", d.logs.String())
+		}
+	})
+	select {
+	case line := <-ready:
+		if m := metricsRE.FindStringSubmatch(line); m != nil {
+			d.metricsURL = m[1]
+		}
+	case err := <-d.exited:
+		t.Fatalf("daemon exited before serving: %v\n%s", err, d.logs.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("daemon did not report serving within 60 s:\n%s", d.logs.String())
+	}
+	return d
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (d *daemonProc) stop() {
+	d.t.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		d.t.Fatal(err)
+	}
+	select {
+	case err := <-d.exited:
+		if err != nil {
+			d.t.Fatalf("daemon exited with %v after SIGTERM:\n%s", err, d.logs.String())
+		}
+	case <-time.After(60 * time.Second):
+		d.t.Fatalf("daemon did not exit within 60 s of SIGTERM:\n%s", d.logs.String())
+	}
+}
+
+// run runs the binary and returns its exit status and output.
+func (d *daemonProc) run(args ...string) (int, string, string) {
+	d.t.Helper()
+	cmd := exec.Command(d.bin, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		d.t.Fatalf("running %v: %v", args, err)
+	}
+	return code, out.String(), errOut.String()
+}
+
+// scanReport is the part of `audit scan --json` the tests read.
+type scanReport struct {
+	Anomalies            bool   `json:"anomalies"`
+	IntentWithoutOutcome uint64 `json:"intent_without_outcome"`
+	MalformedRecords     uint64 `json:"malformed_records"`
+	Records              struct {
+		Intent, Outcome, Limited uint64
+	} `json:"records"`
+	Limited map[string]struct {
+		Records uint64 `json:"records"`
+		Count   uint64 `json:"count"`
+	} `json:"limited"`
+}
+
+func (d *daemonProc) scan() (int, scanReport) {
+	d.t.Helper()
+	code, out, errOut := d.run("audit", "scan", "--dir", d.auditDir, "--json")
+	var rep scanReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		d.t.Fatalf("audit scan --json: %v\nstdout: %s\nstderr: %s", err, out, errOut)
+	}
+	return code, rep
+}
+
+func TestEndToEndMintDeregisterScan(t *testing.T) {
+	d := startDaemon(t, "", "")
+	flags := []string{"--socket", d.socket, "--service-name", "review", "--host", "h1", "--instance", "7", "--component", "review"}
+
+	code, out, errOut := d.run(append([]string{"mint"}, flags...)...)
+	if code != exitOK || !strings.HasPrefix(out, "first_mint h1-review-007") || !strings.Contains(out, "wrapped_secret_id:") {
+		t.Fatalf("mint: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = d.run(append([]string{"mint", "--json"}, flags...)...)
+	var mint struct {
+		Outcome        string          `json:"outcome"`
+		RegistrationID string          `json:"registration_id"`
+		Health         json.RawMessage `json:"registrar_health"`
+	}
+	if err := json.Unmarshal([]byte(out), &mint); err != nil || code != exitOK || mint.Outcome != "idempotent_remint" || len(mint.Health) == 0 {
+		t.Fatalf("remint --json: exit %d, %+v, %v\n%s", code, mint, err, out)
+	}
+	bad := []string{"mint", "--socket", d.socket, "--service-name", "Review", "--host", "h1", "--instance", "7", "--component", "review"}
+	if code, _, errOut := d.run(bad...); code != exitPermanent || !strings.Contains(errOut, "ServiceLabelInvalid") {
+		t.Fatalf("bad mint: exit %d, %s; want 1 and ServiceLabelInvalid", code, errOut)
+	}
+	if code, out, errOut := d.run(append([]string{"deregister"}, flags...)...); code != exitOK || !strings.HasPrefix(out, "removed h1-review-007") {
+		t.Fatalf("deregister: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := d.run(append([]string{"deregister"}, flags...)...); code != exitOK || !strings.HasPrefix(out, "already_absent") {
+		t.Fatalf("second deregister: exit %d\n%s", code, out)
+	}
+	d.stop()
+
+	code, rep := d.scan()
+	if code != 0 || rep.Anomalies || rep.IntentWithoutOutcome != 0 || rep.MalformedRecords != 0 {
+		t.Fatalf("audit scan after a clean run: exit %d, %+v", code, rep)
+	}
+	if rep.Records.Intent != 5 || rep.Records.Outcome != 5 {
+		t.Fatalf("records %+v, want 5 intents and 5 outcomes", rep.Records)
+	}
+	if !strings.Contains(d.logs.String(), "flushed coalescing windows") {
+		t.Fatalf("no shutdown flush in the log:\n%s", d.logs.String())
+	}
+}
+
+func TestSIGTERMDuringAFloodLeavesCountsOfEveryLimitedInvocation(t *testing.T) {
+	// Small buckets that do not refill during the test, and a window far
+	// longer than the test, so every counted record is written by the
+	// shutdown flush.
+	d := startDaemon(t, `rate_limit_admission_burst = 5
+rate_limit_admission_refill_interval_ms = 3600000
+rate_limit_predecision_refusal_burst = 5
+rate_limit_predecision_refusal_refill_interval_ms = 3600000
+rate_limit_coalesce_window_seconds = 3600`, "")
+	client := wire.NewUnixClient(d.socket)
+	var (
+		mu                     sync.Mutex
+		refusals, busy, admits int
+		answered               int
+		signalled              bool
+	)
+	good := wire.MintRequest{ProtocolVersion: 1, ServiceName: "review", Host: "h1", Instance: 1, Component: "review",
+		Spec: wire.Spec{Component: "review", ServiceName: "review"}, WrapTTL: 60}
+	malformed := good
+	malformed.ServiceName = "Not-A-Label!"
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				req := good
+				if (w+i)%2 == 0 {
+					req = malformed
+				}
+				resp, err := client.Mint(context.Background(), req)
+				if err != nil {
+					return // the daemon has stopped listening
+				}
+				mu.Lock()
+				answered++
+				switch {
+				case resp.OK():
+					admits++
+				case resp.ErrorID == wire.RegistrarBusy:
+					busy++
+				case resp.ErrorID == wire.ServiceLabelInvalid:
+					refusals++
+				default:
+					t.Errorf("unexpected answer %s", resp.ErrorID)
+				}
+				if answered == 400 && !signalled {
+					signalled = true
+					d.cmd.Process.Signal(syscall.SIGTERM)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case err := <-d.exited:
+		if err != nil {
+			t.Fatalf("daemon exit: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("daemon did not exit")
+	}
+	if refusals <= 5 || busy == 0 {
+		t.Fatalf("flood answered %d refusals and %d busy before shutdown; want both buckets limited", refusals, busy)
+	}
+	code, rep := d.scan()
+	if code != 0 || rep.Anomalies {
+		t.Fatalf("audit scan: exit %d, %+v", code, rep)
+	}
+	// The first 5 refusals were recorded in full; every later one was
+	// limited. Every busy answer was a limited admission.
+	if got, want := rep.Limited["predecision_refusal"].Count, uint64(refusals-5); got != want {
+		t.Fatalf("counted predecision_refusal %d, want %d (refusals %d − burst 5)", got, want, refusals)
+	}
+	if got, want := rep.Limited["admission"].Count, uint64(busy); got != want {
+		t.Fatalf("counted admission %d, want the %d RegistrarBusy answers the client saw", got, want)
+	}
+	if rep.Limited["admission"].Records != 1 || rep.Limited["predecision_refusal"].Records != 1 {
+		t.Fatalf("counted records %+v, want one per bucket (one window per key)", rep.Limited)
+	}
+}

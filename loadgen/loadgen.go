@@ -1,0 +1,372 @@
+// Package loadgen drives a running registrar the way operators need to
+// exercise it: a bring-up wave (the legitimate burst the admission bucket is
+// sized for) and a flood of one bucket (what the limiter exists to bound).
+//
+// A wave mints hosts × modules_per_host registrations of one
+// many-per-host component under one root span, "bringup.wave", whose
+// context every mint carries as traceparent, so the registrar's spans are
+// its children in one trace. A throttled mint is retried after its
+// retry_after plus a little jitter, as a well-behaved control plane does, so
+// a wave larger than the burst completes, late by about
+// (mints − burst) × refill_interval_ms / 1000 seconds.
+//
+// A flood sends N requests aimed at one bucket and does not retry:
+// predecision_refusal floods send a service name that is not a DNS label
+// (each caller still gets ServiceLabelInvalid), admission floods remint one
+// registration (throttled past the burst).
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/wire"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// Client is the part of *wire.Client the driver uses.
+type Client interface {
+	Mint(ctx context.Context, req wire.MintRequest) (*wire.Response, error)
+}
+
+// Progress is a live view of a run.
+type Progress struct {
+	Target    uint64 // mints to complete (wave) or requests to send (flood)
+	Done      uint64 // completed mints (wave) or answered requests (flood)
+	Admitted  uint64
+	Throttled uint64 // RegistrarBusy answers (each retry counts)
+	Refused   uint64 // permanent refusals
+	Failed    uint64 // transport errors
+	Elapsed   time.Duration
+}
+
+// Report is a finished run.
+type Report struct {
+	Progress
+	// Requests is every call made, retries included.
+	Requests uint64
+	// ByID counts refusals by identifier.
+	ByID map[wire.ErrorID]uint64
+	// MaxRetryAfter is the largest retry_after seen (seconds).
+	MaxRetryAfter uint64
+	// P50, P99 are per-call latencies.
+	P50, P99 time.Duration
+	// TraceID is the wave's trace (empty for a flood).
+	TraceID string
+	// FirstError is the first transport error, if any.
+	FirstError error
+}
+
+// Throughput is answered calls per second.
+func (r *Report) Throughput() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Requests) / r.Elapsed.Seconds()
+}
+
+// WaveOptions configure a bring-up wave.
+type WaveOptions struct {
+	Hosts          int
+	ModulesPerHost int
+	// Concurrency is the number of mints in flight (default 16).
+	Concurrency int
+	// Component is a many-per-host component (default "review"); the
+	// service name is the component's name.
+	Component string
+	// WrapTTL is each mint's wrap_ttl in seconds (default 300).
+	WrapTTL uint64
+	// Tracer opens the bringup.wave root span; nil means no span.
+	Tracer trace.Tracer
+	// OnProgress, if set, is called about every ProgressEvery.
+	OnProgress    func(Progress)
+	ProgressEvery time.Duration
+	// Sleep waits for d or ctx; nil means a real timer. Tests inject a fake.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Jitter returns the extra wait added to a retry_after; nil means
+	// uniform in [0, 250 ms): callers with several outstanding requests
+	// jitter their own retries, the daemon's retry_after is deterministic.
+	Jitter func() time.Duration
+}
+
+// FloodOptions configure a flood of one bucket.
+type FloodOptions struct {
+	Bucket      limiter.Bucket
+	Requests    int
+	Concurrency int
+	Component   string
+	Host        string // the one host every request names (default "flood-h1")
+	// Instance is used for an admission flood of a many-per-host
+	// component (default 1).
+	Instance      uint32
+	OnProgress    func(Progress)
+	ProgressEvery time.Duration
+}
+
+// run holds a run's counters.
+type run struct {
+	start     time.Time
+	target    uint64
+	done      atomic.Uint64
+	admitted  atomic.Uint64
+	throttled atomic.Uint64
+	refused   atomic.Uint64
+	failed    atomic.Uint64
+	requests  atomic.Uint64
+	maxRetry  atomic.Uint64
+
+	mu       sync.Mutex
+	byID     map[wire.ErrorID]uint64
+	lat      []time.Duration
+	firstErr error
+}
+
+func newRun(target uint64) *run {
+	return &run{start: time.Now(), target: target, byID: map[wire.ErrorID]uint64{}}
+}
+
+func (r *run) progress() Progress {
+	return Progress{
+		Target: r.target, Done: r.done.Load(), Admitted: r.admitted.Load(), Throttled: r.throttled.Load(),
+		Refused: r.refused.Load(), Failed: r.failed.Load(), Elapsed: time.Since(r.start),
+	}
+}
+
+// call makes one request and classifies its answer. It returns the
+// response (nil on a transport error).
+func (r *run) call(ctx context.Context, c Client, req wire.MintRequest) *wire.Response {
+	t0 := time.Now()
+	resp, err := c.Mint(ctx, req)
+	d := time.Since(t0)
+	r.requests.Add(1)
+	r.mu.Lock()
+	r.lat = append(r.lat, d)
+	if err != nil && r.firstErr == nil {
+		r.firstErr = err
+	}
+	if err == nil && !resp.OK() {
+		r.byID[resp.ErrorID]++
+	}
+	r.mu.Unlock()
+	switch {
+	case err != nil:
+		r.failed.Add(1)
+		return nil
+	case resp.OK():
+		r.admitted.Add(1)
+	case resp.Retryable():
+		r.throttled.Add(1)
+		for {
+			cur := r.maxRetry.Load()
+			if resp.RetryAfter <= cur || r.maxRetry.CompareAndSwap(cur, resp.RetryAfter) {
+				break
+			}
+		}
+	default:
+		r.refused.Add(1)
+	}
+	return resp
+}
+
+func (r *run) report() Report {
+	rep := Report{Progress: r.progress(), Requests: r.requests.Load(), MaxRetryAfter: r.maxRetry.Load()}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rep.ByID = r.byID
+	rep.FirstError = r.firstErr
+	if n := len(r.lat); n > 0 {
+		slices.Sort(r.lat)
+		rep.P50 = r.lat[(n-1)*50/100]
+		rep.P99 = r.lat[(n-1)*99/100]
+	}
+	return rep
+}
+
+// watch calls f with the run's progress every d until stop is closed.
+func watch(r *run, f func(Progress), d time.Duration, stop <-chan struct{}) {
+	if f == nil {
+		return
+	}
+	if d <= 0 {
+		d = 250 * time.Millisecond
+	}
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			f(r.progress())
+		}
+	}
+}
+
+// ErrBadOptions is wrapped by every option error.
+var ErrBadOptions = errors.New("loadgen: bad options")
+
+// Wave mints a bring-up wave and returns its report. It returns early only
+// when ctx is done; transport errors are counted, and such a mint is not
+// retried.
+func Wave(ctx context.Context, c Client, o WaveOptions) (Report, error) {
+	if o.Hosts < 1 || o.ModulesPerHost < 1 || o.ModulesPerHost > 999 {
+		return Report{}, fmt.Errorf("%w: hosts must be ≥ 1 and modules per host 1..999 (instances of a many-per-host component)", ErrBadOptions)
+	}
+	if o.Concurrency < 1 {
+		o.Concurrency = 16
+	}
+	if o.Component == "" {
+		o.Component = "review"
+	}
+	if o.WrapTTL == 0 {
+		o.WrapTTL = 300
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleep
+	}
+	if o.Jitter == nil {
+		o.Jitter = func() time.Duration { return rand.N(250 * time.Millisecond) }
+	}
+	tracer := o.Tracer
+	if tracer == nil {
+		tracer = noop.NewTracerProvider().Tracer("")
+	}
+	ctx, span := tracer.Start(ctx, "bringup.wave", trace.WithAttributes(
+		attribute.Int("bringup.hosts", o.Hosts),
+		attribute.Int("bringup.modules_per_host", o.ModulesPerHost),
+		attribute.Int("bringup.mints", o.Hosts*o.ModulesPerHost),
+	))
+	defer span.End()
+
+	r := newRun(uint64(o.Hosts) * uint64(o.ModulesPerHost))
+	stop := make(chan struct{})
+	var watching sync.WaitGroup
+	watching.Go(func() { watch(r, o.OnProgress, o.ProgressEvery, stop) })
+
+	type job struct {
+		host     string
+		instance uint32
+	}
+	jobs := make(chan job)
+	var workers sync.WaitGroup
+	for range o.Concurrency {
+		workers.Go(func() {
+			for j := range jobs {
+				req := wire.MintRequest{
+					ProtocolVersion: wire.ProtocolVersion,
+					ServiceName:     o.Component,
+					Host:            j.host,
+					Instance:        j.instance,
+					Component:       o.Component,
+					Spec:            wire.Spec{Component: o.Component, ServiceName: o.Component, Reload: "systemctl reload " + o.Component},
+					WrapTTL:         o.WrapTTL,
+				}
+				for {
+					resp := r.call(ctx, c, req)
+					if resp == nil || !resp.Retryable() {
+						break
+					}
+					if err := o.Sleep(ctx, time.Duration(resp.RetryAfter)*time.Second+o.Jitter()); err != nil {
+						break
+					}
+				}
+				r.done.Add(1)
+			}
+		})
+	}
+feed:
+	for h := range o.Hosts {
+		for m := range o.ModulesPerHost {
+			select {
+			case jobs <- job{host: fmt.Sprintf("wave-h%04d", h+1), instance: uint32(m + 1)}:
+			case <-ctx.Done():
+				break feed
+			}
+		}
+	}
+	close(jobs)
+	workers.Wait()
+	close(stop)
+	watching.Wait()
+
+	rep := r.report()
+	if sc := span.SpanContext(); sc.IsValid() {
+		rep.TraceID = sc.TraceID().String()
+	}
+	span.SetAttributes(attribute.Int64("bringup.throttled", int64(rep.Throttled)))
+	return rep, ctx.Err()
+}
+
+// Flood sends o.Requests requests aimed at one bucket, without retrying.
+func Flood(ctx context.Context, c Client, o FloodOptions) (Report, error) {
+	if o.Requests < 1 {
+		return Report{}, fmt.Errorf("%w: requests must be ≥ 1", ErrBadOptions)
+	}
+	if !o.Bucket.Valid() {
+		return Report{}, fmt.Errorf("%w: unknown bucket", ErrBadOptions)
+	}
+	if o.Concurrency < 1 {
+		o.Concurrency = 16
+	}
+	if o.Component == "" {
+		o.Component = "review"
+	}
+	if o.Host == "" {
+		o.Host = "flood-h1"
+	}
+	if o.Instance == 0 {
+		o.Instance = 1
+	}
+	req := wire.MintRequest{
+		ProtocolVersion: wire.ProtocolVersion,
+		ServiceName:     o.Component,
+		Host:            o.Host,
+		Instance:        o.Instance,
+		Component:       o.Component,
+		Spec:            wire.Spec{Component: o.Component, ServiceName: o.Component, Reload: "systemctl reload " + o.Component},
+		WrapTTL:         300,
+	}
+	if o.Bucket == limiter.PredecisionRefusal {
+		// Not a DNS label: refused before derivation, at no backend cost.
+		req.ServiceName = "Flood!"
+		req.Spec.ServiceName = req.ServiceName
+	}
+	r := newRun(uint64(o.Requests))
+	stop := make(chan struct{})
+	var watching sync.WaitGroup
+	watching.Go(func() { watch(r, o.OnProgress, o.ProgressEvery, stop) })
+	var next atomic.Int64
+	var workers sync.WaitGroup
+	for range o.Concurrency {
+		workers.Go(func() {
+			for next.Add(1) <= int64(o.Requests) && ctx.Err() == nil {
+				r.call(ctx, c, req)
+				r.done.Add(1)
+			}
+		})
+	}
+	workers.Wait()
+	close(stop)
+	watching.Wait()
+	return r.report(), ctx.Err()
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

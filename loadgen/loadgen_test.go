@@ -1,0 +1,141 @@
+package loadgen_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/loadgen"
+	"github.com/registrar-otel/registrar-otel/wire"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// fakeRegistrar answers mints from a real limiter: admitted within the
+// admission bucket, RegistrarBusy with the limiter's retry-after past it,
+// ServiceLabelInvalid for a service name that is not a label. It records
+// the trace context each call carried.
+type fakeRegistrar struct {
+	lim *limiter.Limiter
+
+	mu       sync.Mutex
+	traceIDs map[trace.TraceID]int
+	hosts    map[string]bool
+}
+
+func newFake(t *testing.T, burst uint32, interval time.Duration) *fakeRegistrar {
+	start := time.Now()
+	lim, err := limiter.New(limiter.Config{
+		PredecisionRefusal: limiter.BucketConfig{Burst: 3, RefillInterval: time.Second},
+		Admission:          limiter.BucketConfig{Burst: burst, RefillInterval: interval},
+		Now:                func() limiter.Instant { return limiter.Instant(time.Since(start)) },
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fakeRegistrar{lim: lim, traceIDs: map[trace.TraceID]int{}, hosts: map[string]bool{}}
+}
+
+func (f *fakeRegistrar) Mint(ctx context.Context, req wire.MintRequest) (*wire.Response, error) {
+	f.mu.Lock()
+	f.traceIDs[trace.SpanContextFromContext(ctx).TraceID()]++
+	f.mu.Unlock()
+	if req.ServiceName != req.Component {
+		return &wire.Response{StatusCode: http.StatusUnprocessableEntity, Class: wire.Permanent, ErrorID: wire.ServiceLabelInvalid}, nil
+	}
+	d := f.lim.Charge(ctx, "c", limiter.Mint, limiter.Admission)
+	if !d.Allowed {
+		return &wire.Response{StatusCode: http.StatusTooManyRequests, Class: wire.Retryable, ErrorID: wire.RegistrarBusy, RetryAfter: d.RetryAfterSeconds}, nil
+	}
+	f.mu.Lock()
+	f.hosts[req.Host] = true
+	f.mu.Unlock()
+	return &wire.Response{StatusCode: http.StatusOK, Outcome: "first_mint"}, nil
+}
+
+func TestWaveWithinTheBurstIsNeverThrottled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t, 512, 500*time.Millisecond)
+		rep, err := loadgen.Wave(context.Background(), f, loadgen.WaveOptions{Hosts: 64, ModulesPerHost: 8, Concurrency: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Admitted != 512 || rep.Throttled != 0 || rep.Done != 512 || rep.Requests != 512 {
+			t.Fatalf("report %+v, want 512 admitted and nothing throttled", rep.Progress)
+		}
+	})
+}
+
+func TestLargerWaveCompletesInTheSizedExtraTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// 100 × 8 = 800 mints, burst 512, one token per 500 ms:
+		// (800 − 512) × 500 / 1000 = 144 s extra.
+		f := newFake(t, 512, 500*time.Millisecond)
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		var ticks int
+		rep, err := loadgen.Wave(context.Background(), f, loadgen.WaveOptions{
+			Hosts: 100, ModulesPerHost: 8, Concurrency: 16,
+			Tracer:     tp.Tracer("test"),
+			OnProgress: func(loadgen.Progress) { ticks++ },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Admitted != 800 || rep.Done != 800 || rep.Throttled == 0 || rep.MaxRetryAfter != 1 {
+			t.Fatalf("report %+v (max retry-after %d), want all 800 admitted after some throttles with retry_after 1", rep.Progress, rep.MaxRetryAfter)
+		}
+		if rep.Elapsed < 144*time.Second || rep.Elapsed > 147*time.Second {
+			t.Fatalf("wave took %v, want the sized 144 s extra (+ jitter)", rep.Elapsed)
+		}
+		if len(f.hosts) != 100 {
+			t.Fatalf("mints named %d hosts, want 100", len(f.hosts))
+		}
+		// One trace: the root span's, carried by every call.
+		spans := rec.Ended()
+		if len(spans) != 1 || spans[0].Name() != "bringup.wave" {
+			t.Fatalf("spans %v, want the one bringup.wave root", spans)
+		}
+		root := spans[0].SpanContext().TraceID()
+		if len(f.traceIDs) != 1 || f.traceIDs[root] != int(rep.Requests) || rep.TraceID != root.String() {
+			t.Fatalf("calls carried traces %v, want all %d in the root's %s", f.traceIDs, rep.Requests, root)
+		}
+		if ticks == 0 {
+			t.Fatal("no progress reported during a 144 s wave")
+		}
+	})
+}
+
+func TestFloodEachBucket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(t, 5, time.Hour)
+		rep, err := loadgen.Flood(context.Background(), f, loadgen.FloodOptions{Bucket: limiter.Admission, Requests: 40, Concurrency: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Admitted != 5 || rep.Throttled != 35 || rep.Requests != 40 || rep.ByID[wire.RegistrarBusy] != 35 {
+			t.Fatalf("admission flood %+v, want 5 admitted and 35 throttled (no retries)", rep)
+		}
+		rep, err = loadgen.Flood(context.Background(), f, loadgen.FloodOptions{Bucket: limiter.PredecisionRefusal, Requests: 30, Concurrency: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Refused != 30 || rep.Throttled != 0 || rep.ByID[wire.ServiceLabelInvalid] != 30 {
+			t.Fatalf("refusal flood %+v, want 30 real refusals and no throttle", rep)
+		}
+	})
+}
+
+func TestBadOptions(t *testing.T) {
+	if _, err := loadgen.Wave(context.Background(), nil, loadgen.WaveOptions{Hosts: 1, ModulesPerHost: 1000}); err == nil {
+		t.Error("1000 modules per host accepted")
+	}
+	if _, err := loadgen.Flood(context.Background(), nil, loadgen.FloodOptions{Bucket: limiter.Admission}); err == nil {
+		t.Error("a flood of 0 requests accepted")
+	}
+}
