@@ -59,15 +59,14 @@ type Daemon struct {
 
 // New opens every component. On error, whatever was opened is closed again
 // and the error names the component.
-func New(cfg config.Config, logger *slog.Logger) (d *Daemon, err error) {
+func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	d = &Daemon{cfg: cfg, logger: logger}
+	d := &Daemon{cfg: cfg, logger: logger}
 	defer func() {
 		if err != nil {
-			d.close()
-			d = nil
+			d.close() // whatever was opened before the failure
 		}
 	}()
 	r := cfg.Registrar

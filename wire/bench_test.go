@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/telemetry"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -33,6 +36,24 @@ func BenchmarkMintOverSocket(b *testing.B) {
 
 	b.Run("admitted", func(b *testing.B) {
 		rv := newRealVerbs(b, 32, 1<<31, newMemBackend(), &memLog{discard: true})
+		s := newServer(b, rv.v, fixedHolder(b, 0, 0))
+		c := wire.NewUnixClient(serveUnix(b, s))
+		defer c.CloseIdleConnections()
+		run(b, c, http.StatusOK)
+	})
+
+	// The same admitted mint with the production telemetry: the SDK meter
+	// provider behind the Prometheus exporter, and every span sampled and
+	// recorded (the worst case: telemetry.trace_sample_ratio = 1).
+	b.Run("admitted-instrumented", func(b *testing.B) {
+		tel, err := telemetry.New(ctx, config.Telemetry{ServiceName: "bench", TraceSampleRatio: 1}, telemetry.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tel.Shutdown(ctx)
+		rv := newRealVerbs(b, 32, 1<<31, newMemBackend(), &memLog{discard: true}, func(d *registrar.Deps) {
+			d.TracerProvider, d.MeterProvider = tel.TracerProvider(), tel.MeterProvider()
+		})
 		s := newServer(b, rv.v, fixedHolder(b, 0, 0))
 		c := wire.NewUnixClient(serveUnix(b, s))
 		defer c.CloseIdleConnections()

@@ -177,7 +177,7 @@ type realVerbs struct {
 	counts *counting.Sink
 }
 
-func newRealVerbs(t testing.TB, prBurst, admBurst uint32, backend registrar.Backend, log *memLog) *realVerbs {
+func newRealVerbs(t testing.TB, prBurst, admBurst uint32, backend registrar.Backend, log *memLog, opts ...func(*registrar.Deps)) *realVerbs {
 	t.Helper()
 	counts := counting.New()
 	lim, err := limiter.New(limiter.Config{
@@ -188,12 +188,16 @@ func newRealVerbs(t testing.TB, prBurst, admBurst uint32, backend registrar.Back
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := registrar.New(registrar.Config{Components: testComponents, MaxWrapTTLSeconds: 1800}, registrar.Deps{
+	deps := registrar.Deps{
 		Limiter: lim,
 		Audit:   log,
 		Backend: backend,
 		Now:     func() time.Time { return time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC) },
-	})
+	}
+	for _, o := range opts {
+		o(&deps)
+	}
+	v, err := registrar.New(registrar.Config{Components: testComponents, MaxWrapTTLSeconds: 1800}, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
