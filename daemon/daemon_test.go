@@ -174,4 +174,3 @@ func TestNewFailsCleanlyAndNamesTheComponent(t *testing.T) {
 	}
 	d.close()
 }
-
