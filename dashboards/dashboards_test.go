@@ -35,7 +35,7 @@ const (
 	goldenNamesFile = "../telemetry/testdata/metrics_names.golden"
 
 	datasourceRef = "${datasource}"
-	runbookBase   = "https://registrar-otel.example/docs/en/metrics/#"
+	runbookBase   = "https://registrar-otel.example/docs/metrics/#"
 
 	limitedPredecision = "registrar_limited_predecision_refusal_total"
 	limitedAdmission   = "registrar_limited_admission_total"

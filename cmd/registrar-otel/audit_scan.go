@@ -7,11 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/limiter"
 )
 
@@ -30,11 +33,12 @@ const (
 func runAuditScan(args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("registrar-otel audit scan", flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	dir := flags.String("dir", "var/audit", "audit record `directory` (registrar.audit_record_dir)")
+	dir := flags.String("dir", "", "audit record `directory` (default: registrar.audit_record_dir of --config, or of the embedded defaults: var/audit)")
+	cfgPath := flags.String("config", "", "the daemon's configuration `file`, to find registrar.audit_record_dir")
 	window := flags.Duration("window", audit.DefaultScanWindow, "lookback `duration`: older records are ignored")
 	asJSON := flags.Bool("json", false, "print one JSON object instead of text")
 	flags.Usage = func() {
-		fmt.Fprint(flags.Output(), "usage: registrar-otel audit scan [--dir D] [--window 720h] [--json]\n\n"+
+		fmt.Fprint(flags.Output(), "usage: registrar-otel audit scan [--dir D | --config F] [--window 720h] [--json]\n\n"+
 			"Scans the audit record store (read-only) for intents without an outcome (older than\n"+
 			"a 60 s settle grace) and malformed lines, and summarises limited (counted) records\n"+
 			"per bucket. Exits 0 when clean, 1 when anomalies are found, 2 on a usage error or an\n"+
@@ -57,8 +61,13 @@ func runAuditScan(args []string, stdout, stderr io.Writer) int {
 		return auditScanFailed
 	}
 	if *dir == "" {
-		fmt.Fprintln(stderr, "audit scan: --dir needs a directory")
-		return auditScanFailed
+		logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+		cfg, err := config.Load(*cfgPath, os.Environ(), logger)
+		if err != nil {
+			printErrors(stderr, err)
+			return auditScanFailed
+		}
+		*dir = cfg.Registrar.AuditRecordDir
 	}
 	rep, err := audit.Scan(context.Background(), audit.ScanOptions{Dir: *dir, Window: *window})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -154,5 +155,28 @@ func TestAuditScanUsageAndUnreadableStoreExit2(t *testing.T) {
 	}
 	if code, _, errs := auditScanOutput("-h"); code != auditScanClean || !strings.Contains(errs, "usage: registrar-otel audit scan") {
 		t.Errorf("-h: exit %d, stderr %q; want 0 and the usage", code, errs)
+	}
+}
+
+func TestAuditScanFindsTheDirectoryInTheConfig(t *testing.T) {
+	dir := t.TempDir()
+	records := filepath.Join(dir, "records")
+	cfg := filepath.Join(dir, "registrar.toml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[registrar]\naudit_record_dir = %q\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n", records)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Missing directory: the scan names it (exit 2), proving it was read
+	// from the configuration.
+	var out, errOut bytes.Buffer
+	if code := runAuditScan([]string{"--config", cfg}, &out, &errOut); code != auditScanFailed || !strings.Contains(errOut.String(), records) {
+		t.Fatalf("exit %d, stderr %q; want 2 naming %s", code, errOut.String(), records)
+	}
+	if err := os.Mkdir(records, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := runAuditScan([]string{"--config", cfg}, &out, &errOut); code != auditScanClean {
+		t.Fatalf("exit %d on an empty store from --config, want 0; stderr %s", code, errOut.String())
 	}
 }
