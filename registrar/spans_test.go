@@ -1,0 +1,159 @@
+package registrar_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/sinks/counting"
+	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// traced is the verbs with the production sink chain's OTel link
+// (otelsink → counting) and a span recorder.
+func traced(t *testing.T, prBurst, admBurst uint32, backend registrar.Backend) (*registrar.Verbs, *tracetest.SpanRecorder) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	sink, err := otelsink.New(counting.New(), mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := limiter.New(limiter.Config{
+		PredecisionRefusal: limiter.BucketConfig{Burst: prBurst, RefillInterval: time.Second},
+		Admission:          limiter.BucketConfig{Burst: admBurst, RefillInterval: 1500 * time.Millisecond},
+		Now:                func() limiter.Instant { return 0 },
+	}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := registrar.New(registrar.Config{Components: map[string]config.Multiplicity{"review": config.ManyPerHost}, MaxWrapTTLSeconds: 1800},
+		registrar.Deps{Limiter: lim, Audit: &memLog{}, Backend: backend, TracerProvider: tp, MeterProvider: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, rec
+}
+
+func attrs(kvs []attribute.KeyValue) map[string]string {
+	m := map[string]string{}
+	for _, kv := range kvs {
+		m[string(kv.Key)] = kv.Value.Emit()
+	}
+	return m
+}
+
+func lastSpan(t *testing.T, rec *tracetest.SpanRecorder) sdktrace.ReadOnlySpan {
+	t.Helper()
+	spans := rec.Ended()
+	if len(spans) == 0 {
+		t.Fatal("no span ended")
+	}
+	return spans[len(spans)-1]
+}
+
+func events(s sdktrace.ReadOnlySpan) map[string]map[string]string {
+	m := map[string]map[string]string{}
+	for _, e := range s.Events() {
+		m[e.Name] = attrs(e.Attributes)
+	}
+	return m
+}
+
+func TestAdmittedMintSpanCarriesTheAuditEvents(t *testing.T) {
+	v, rec := traced(t, 32, 512, newMemBackend(t))
+	res, err := v.Mint(context.Background(), goodMint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := lastSpan(t, rec)
+	a := attrs(s.Attributes())
+	if s.Name() != "registrar.mint" || s.SpanKind() != trace.SpanKindServer {
+		t.Fatalf("span %s (%v), want the server span registrar.mint", s.Name(), s.SpanKind())
+	}
+	want := map[string]string{"registrar.verb": "mint", "registrar.request_id": res.RequestID, "registrar.result": "first_mint", "registrar.registration_id": "h1-review-007"}
+	for k, w := range want {
+		if a[k] != w {
+			t.Errorf("attribute %s = %q, want %q", k, a[k], w)
+		}
+	}
+	ev := events(s)
+	if _, ok := ev["audit.intent_written"]; !ok {
+		t.Error("no audit.intent_written event")
+	}
+	if _, ok := ev["audit.outcome_written"]; !ok {
+		t.Error("no audit.outcome_written event")
+	}
+	if _, ok := ev["registrar.limited"]; ok {
+		t.Error("an admitted mint carries registrar.limited")
+	}
+}
+
+func TestThrottledMintSpanCarriesTheLimitedEventWithRetryAfter(t *testing.T) {
+	v, rec := traced(t, 32, 1, newMemBackend(t))
+	v.Mint(context.Background(), goodMint()) // spends the one token
+	_, err := v.Mint(context.Background(), goodMint())
+	if err == nil {
+		t.Fatal("second mint admitted")
+	}
+	s := lastSpan(t, rec)
+	if got := attrs(s.Attributes())["registrar.result"]; got != "throttled" {
+		t.Fatalf("result %q, want throttled", got)
+	}
+	ev := events(s)
+	lim, ok := ev["registrar.limited"]
+	if !ok {
+		t.Fatalf("events %v, want registrar.limited", ev)
+	}
+	// 1.5 s per token, rounded up: retry after 2 s.
+	if lim["registrar.limited_bucket"] != "admission" || lim["registrar.verb"] != "mint" || lim["registrar.retry_after_s"] != "2" {
+		t.Fatalf("registrar.limited %v, want admission/mint/retry_after_s=2", lim)
+	}
+	if _, ok := ev["audit.intent_written"]; ok {
+		t.Fatal("a throttled mint wrote an intent")
+	}
+}
+
+func TestLimitedRefusalSpanCarriesTheEventAndItsRealRefusal(t *testing.T) {
+	v, rec := traced(t, 1, 512, failingBackend{t})
+	bad := goodMint()
+	bad.ServiceName = "Not-A-Label"
+	v.Mint(context.Background(), bad) // recorded
+	v.Mint(context.Background(), bad) // limited
+	s := lastSpan(t, rec)
+	a := attrs(s.Attributes())
+	if a["registrar.result"] != "refused" || a["registrar.refusal_reason"] != "invalid_service_name" {
+		t.Fatalf("attributes %v, want result refused with its real reason", a)
+	}
+	lim, ok := events(s)["registrar.limited"]
+	if !ok || lim["registrar.limited_bucket"] != "predecision_refusal" {
+		t.Fatalf("registrar.limited %v, want predecision_refusal", lim)
+	}
+	if _, ok := lim["registrar.retry_after_s"]; ok {
+		t.Fatal("a pre-derivation limit carries a retry-after: it is not a throttle")
+	}
+}
+
+func TestInvocationSpanIsAChildOfTheCallersContext(t *testing.T) {
+	v, rec := traced(t, 32, 512, newMemBackend(t))
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})
+	ctx := trace.ContextWithRemoteSpanContext(context.Background(), parent)
+	if _, err := v.Deregister(ctx, goodDeregister()); err != nil {
+		t.Fatal(err)
+	}
+	s := lastSpan(t, rec)
+	if s.Name() != "registrar.deregister" || s.Parent().SpanID() != sid || s.SpanContext().TraceID() != tid {
+		t.Fatalf("span %s parent %v trace %v, want a child of %v", s.Name(), s.Parent().SpanID(), s.SpanContext().TraceID(), sid)
+	}
+}
