@@ -155,23 +155,35 @@ func (v *Verbs) begin(ctx context.Context, verb limiter.Verb, identity, serviceN
 	return inv, ctx
 }
 
+// arrive runs what both verbs do before their backend work, in order: the
+// pure pre-derivation checks and check point 1; check point 2 and the intent
+// record; derivation of the registration id; and that id's lock. On success
+// the caller does its backend work and writes its outcome record, then
+// unlocks: the outcome is written under the lock. mint is nil for
+// deregister.
+func (v *Verbs) arrive(ctx context.Context, inv *invocation, component string, mint *MintRequest) (wctx context.Context, id string, unlock func(), err error) {
+	r := inv.requested
+	if reason := v.preDerivation(r.ServiceName, r.Host, component, r.Instance, mint); reason != 0 {
+		return nil, "", nil, v.refusePreDerivation(ctx, inv, reason)
+	}
+	if wctx, err = v.admit(ctx, inv); err != nil {
+		return nil, "", nil, err
+	}
+	id, ok := derive(v.components[component], r.Host, component, r.Instance)
+	if !ok {
+		return nil, "", nil, v.refuse(wctx, inv, "", audit.ReasonDerivedKeyInvalid, "")
+	}
+	return wctx, id, v.locks.lock(id), nil
+}
+
 func (v *Verbs) mint(ctx context.Context, inv *invocation, req *MintRequest) (MintResult, error) {
 	var res MintResult
-	if reason := v.preDerivation(req.ServiceName, req.Host, req.Component, req.Instance, req); reason != 0 {
-		return res, v.refusePreDerivation(ctx, inv, reason)
-	}
-	wctx, err := v.admit(ctx, inv)
+	wctx, id, unlock, err := v.arrive(ctx, inv, req.Component, req)
 	if err != nil {
 		return res, err
 	}
-	id, ok := derive(v.components[req.Component], req.Host, req.Component, req.Instance)
-	if !ok {
-		return res, v.refuse(wctx, inv, "", audit.ReasonDerivedKeyInvalid, "")
-	}
-	res.RegistrationID = id
-
-	unlock := v.locks.lock(id)
 	defer unlock() // after the outcome record: it is written under the lock
+	res.RegistrationID = id
 	status, mat, err := v.backend.Mint(wctx, MintOp{
 		RegistrationID: id,
 		Host:           req.Host,
@@ -203,21 +215,12 @@ func (v *Verbs) mint(ctx context.Context, inv *invocation, req *MintRequest) (Mi
 
 func (v *Verbs) deregister(ctx context.Context, inv *invocation, req *DeregisterRequest) (DeregisterResult, error) {
 	var res DeregisterResult
-	if reason := v.preDerivation(req.ServiceName, req.Host, req.Component, req.Instance, nil); reason != 0 {
-		return res, v.refusePreDerivation(ctx, inv, reason)
-	}
-	wctx, err := v.admit(ctx, inv)
+	wctx, id, unlock, err := v.arrive(ctx, inv, req.Component, nil)
 	if err != nil {
 		return res, err
 	}
-	id, ok := derive(v.components[req.Component], req.Host, req.Component, req.Instance)
-	if !ok {
-		return res, v.refuse(wctx, inv, "", audit.ReasonDerivedKeyInvalid, "")
-	}
-	res.RegistrationID = id
-
-	unlock := v.locks.lock(id)
 	defer unlock()
+	res.RegistrationID = id
 	status, err := v.backend.Deregister(wctx, DeregisterOp{RegistrationID: id, Host: req.Host})
 	if err != nil {
 		return res, v.backendFailed(wctx, inv, id, err)
