@@ -19,8 +19,17 @@ build: ## build bin/registrar-otel
 run: build ## the daemon on embedded defaults (no config file; state under ./var/)
 	./$(BIN) serve
 
+.PHONY: deps
+deps: ## install what the tests need beyond Go when missing: promtool and prometheus (Debian's prometheus package; needs root)
+	@if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; then \
+	  echo "promtool and prometheus present"; \
+	else \
+	  echo "installing Debian's prometheus package (promtool, prometheus) for the rule and scrape tests"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus; \
+	fi
+
 .PHONY: test
-test: vet dashboards-check ## go vet, promtool rule tests, the race-enabled suite (golden, end-to-end, real Prometheus), every benchmark once
+test: deps vet dashboards-check ## go vet, promtool rule tests, the race-enabled suite (golden, end-to-end, real Prometheus), every benchmark once
 	$(GO) test -race -count=1 ./...
 	$(MAKE) bench-smoke
 
