@@ -67,9 +67,12 @@ fuzz-smoke: ## run each fuzz target for FUZZTIME (default 10s)
 	  done; \
 	done
 
+GOLDEN_PKGS := ./audit ./config ./telemetry ./wire
+
 .PHONY: golden
-golden: ## regenerate golden fixtures (review the diff!)
-	$(GO) test ./... -run 'Golden' -update
+golden: ## regenerate the golden fixtures (audit lines, config errors, wire payloads, /metrics names); review the diff
+	$(GO) test -count=1 $(GOLDEN_PKGS) -run 'Golden|InvalidFixtures' -update
+	@git status --short -- $(addsuffix /testdata,$(GOLDEN_PKGS))
 
 .PHONY: lint
 lint: vet ## gofmt, go vet and staticcheck

@@ -408,5 +408,10 @@ func checkEndpoint(key, v string) *KeyError {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
 		return &KeyError{Key: key, Value: v, Rule: "must be an http:// or https:// URL with a host"}
 	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		// The OTLP exporters would silently drop these parts; say so
+		// instead. Redacted: the message must not echo a password.
+		return &KeyError{Key: key, Value: u.Redacted(), Rule: "must not carry credentials, a query or a fragment"}
+	}
 	return nil
 }

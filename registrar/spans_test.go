@@ -47,7 +47,7 @@ func traced(t *testing.T, prBurst, admBurst uint32, backend registrar.Backend) (
 func attrs(kvs []attribute.KeyValue) map[string]string {
 	m := map[string]string{}
 	for _, kv := range kvs {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
