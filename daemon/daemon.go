@@ -97,13 +97,13 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 		Observer:         auditObs,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("daemon: audit store: %w", err)
+		return nil, fmt.Errorf("daemon: audit store (registrar.audit_record_dir %s): %w", r.AuditRecordDir, err)
 	}
 	d.closers = append(d.closers, d.store.Close)
 
 	d.backend, err = embedded.Open(r.StateDir, embedded.Options{Logger: logger.With("component", "backend")})
 	if err != nil {
-		return nil, fmt.Errorf("daemon: embedded backend: %w", err)
+		return nil, fmt.Errorf("daemon: embedded backend (registrar.state_dir %s): %w", r.StateDir, err)
 	}
 	d.closers = append(d.closers, d.backend.Close)
 
@@ -172,14 +172,14 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 
 	ul, err := wire.ListenUnix(r.SocketPath)
 	if err != nil {
-		return nil, fmt.Errorf("daemon: unix listener: %w", err)
+		return nil, fmt.Errorf("daemon: unix listener (registrar.socket_path %s): %w", r.SocketPath, err)
 	}
 	d.listeners = append(d.listeners, ul)
 	d.closers = append(d.closers, ignoreClosed(ul.Close))
 	if r.TLSListen != "" {
 		tl, err := wire.ListenTLS(r.TLSListen, r.TLSCertFile, r.TLSKeyFile, r.TLSClientCAFile)
 		if err != nil {
-			return nil, fmt.Errorf("daemon: TLS listener: %w", err)
+			return nil, fmt.Errorf("daemon: TLS listener (registrar.tls_listen %s, tls_cert_file, tls_key_file, tls_client_ca_file): %w", r.TLSListen, err)
 		}
 		d.listeners = append(d.listeners, tl)
 		d.closers = append(d.closers, ignoreClosed(tl.Close))
@@ -187,7 +187,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	if cfg.Telemetry.MetricsListen != "" {
 		d.metricsL, err = d.tel.Listen(cfg.Telemetry.MetricsListen)
 		if err != nil {
-			return nil, fmt.Errorf("daemon: metrics listener: %w", err)
+			return nil, fmt.Errorf("daemon: metrics listener (telemetry.metrics_listen %s): %w", cfg.Telemetry.MetricsListen, err)
 		}
 		d.closers = append(d.closers, ignoreClosed(d.metricsL.Close))
 	}

@@ -16,8 +16,10 @@
 //	 "wrap_ttl":300,"idempotency_key":"k"}
 //
 // A deregister request has the same members without spec and wrap_ttl.
-// instance and idempotency_key are optional; instance 0 is the same as
-// absent (the verbs' convention). DecodeMint documents the codec's rules:
+// instance and idempotency_key are optional; an explicit instance 0 is
+// malformed (omit the member), because the verbs read 0 as absent and the
+// "instance present exactly when many-per-host" rule must see what the
+// caller sent. DecodeMint documents the codec's rules:
 // one JSON object of valid UTF-8, protocol_version exactly 1, strict
 // non-negative integers, explicit null rejected, duplicate member names
 // rejected, unknown members ignored at every level.
@@ -37,7 +39,7 @@
 // expires_at is RFC 3339 UTC with milliseconds (TimeLayout).
 // registrar_health is the shared snapshot (package health) embedded as it
 // was last published on the daemon's tick, on every response: successes,
-// refusals, 400/404/405 and 500 alike. Every response is
+// refusals, 400 and 500 alike. Every response is
 // Content-Type: application/json and Cache-Control: no-store.
 //
 // # Identifiers
@@ -53,7 +55,7 @@
 //	ServiceHostMismatch      –             permanent  409
 //	RegistrarUnavailable     reason        permanent  503
 //	RegistrarBusy            retry_after   retryable  429 + Retry-After
-//	RequestMalformed         detail        permanent  400 (404, 405)
+//	RequestMalformed         detail        permanent  400
 //
 // IDForReason is the one exhaustive switch from the verbs' refusal reasons
 // to identifiers. A pre-derivation refusal the limiter suppressed gets the
@@ -69,9 +71,9 @@
 //     "." + a sequence number. It names the answer in the server's debug log;
 //     no verb ran, so no audit record has it, and the "wire." prefix keeps
 //     it apart from the verbs' ids.
-//   - An unknown path is answered 404 and a wrong method 405 (with Allow),
-//     both with the RequestMalformed body; every other codec rejection,
-//     an oversize body included, is 400 (413 is not in the closed set).
+//   - An unknown path and a wrong method (with Allow) are RequestMalformed
+//     like every other codec rejection, an oversize body included: 400, the
+//     identifier's one status (404, 405 and 413 are not in the closed set).
 //   - POST bodies must be sent as application/json (parameters allowed; a
 //     charset must be utf-8); a missing or other Content-Type is
 //     RequestMalformed.

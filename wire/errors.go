@@ -39,8 +39,8 @@ const (
 	// the Retry-After header. 429.
 	RegistrarBusy ErrorID = "RegistrarBusy"
 	// RequestMalformed: the codec rejected the request before any verb ran
-	// (never charged, never recorded). It carries detail. 400 (404 for an
-	// unknown path, 405 for a wrong method).
+	// (never charged, never recorded), an unknown path and a wrong method
+	// included. It carries detail. 400.
 	RequestMalformed ErrorID = "RequestMalformed"
 )
 
@@ -80,8 +80,8 @@ func (id ErrorID) Class() Class {
 }
 
 // HTTPStatus returns the identifier's HTTP status; 0 for a value outside
-// the set. RequestMalformed is 400; the server answers it 404 for an
-// unknown path and 405 for a wrong method.
+// the set. RequestMalformed is 400 for every codec rejection, an unknown
+// path and a wrong method included.
 func (id ErrorID) HTTPStatus() int {
 	switch id {
 	case ServiceLabelInvalid, ServiceInstanceMismatch, ServiceRequestInvalid:

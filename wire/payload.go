@@ -176,9 +176,10 @@ func quoteName(s string) string {
 //   - service_name, host, component are strings; spec is an object of the
 //     strings component, service_name, reload; wrap_ttl is a non-negative
 //     integer that fits 64 bits; all required;
-//   - instance, if present, is a non-negative integer that fits 32 bits
-//     (null is rejected: omit it instead); idempotency_key, if present, is a
-//     string;
+//   - instance, if present, is a positive integer that fits 32 bits (null
+//     and 0 are rejected: omit it instead, since the verbs read 0 as
+//     "absent" and "instance present exactly when many-per-host" must not
+//     be fooled); idempotency_key, if present, is a string;
 //   - a member name appears at most once per object; names are exact
 //     (case-sensitive); unknown members are ignored at every level.
 //
@@ -201,7 +202,7 @@ func DecodeMint(body []byte) (MintRequest, error) {
 			req.Host = d.str(name, val)
 			return 1
 		case "instance":
-			req.Instance = uint32(d.uint(name, val, 32))
+			req.Instance = d.instance(val)
 		case "component":
 			req.Component = d.str(name, val)
 			return 2
@@ -240,7 +241,7 @@ func DecodeDeregister(body []byte) (DeregisterRequest, error) {
 			req.Host = d.str(name, val)
 			return 1
 		case "instance":
-			req.Instance = uint32(d.uint(name, val, 32))
+			req.Instance = d.instance(val)
 		case "component":
 			req.Component = d.str(name, val)
 			return 2
@@ -588,6 +589,17 @@ func (d *decodeState) uint(path string, val []byte, bits int) uint64 {
 		return 0
 	}
 	return n
+}
+
+// instance decodes the instance member: a positive integer of 32 bits.
+// An explicit 0 is malformed rather than "absent", so a present instance
+// always reaches the verbs as present.
+func (d *decodeState) instance(val []byte) uint32 {
+	if string(val) == "0" {
+		d.memberErr("instance: must be 1 or more when present (omit it for a component without instances)")
+		return 0
+	}
+	return uint32(d.uint("instance", val, 32))
 }
 
 // spec decodes the spec member.

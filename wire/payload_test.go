@@ -48,7 +48,6 @@ func mintDecodeCases() []mintDecodeCase {
 		// Accepted.
 		{name: "full request", body: mintBody, want: wantMint(nil)},
 		{name: "without instance", body: replaceMember(mintBody, `"instance":7,`, ``), want: wantMint(func(r *wire.MintRequest) { r.Instance = 0 })},
-		{name: "instance zero is absent", body: replaceMember(mintBody, `"instance":7`, `"instance":0`), want: wantMint(func(r *wire.MintRequest) { r.Instance = 0 })},
 		{name: "largest instance", body: replaceMember(mintBody, `"instance":7`, `"instance":4294967295`), want: wantMint(func(r *wire.MintRequest) { r.Instance = 4294967295 })},
 		{name: "without idempotency key", body: replaceMember(mintBody, `,"idempotency_key":"k1"`, ``), want: wantMint(func(r *wire.MintRequest) { r.IdempotencyKey = "" })},
 		{name: "wrap ttl zero is the verbs' to refuse", body: replaceMember(mintBody, `"wrap_ttl":300`, `"wrap_ttl":0`), want: wantMint(func(r *wire.MintRequest) { r.WrapTTL = 0 })},
@@ -81,6 +80,7 @@ func mintDecodeCases() []mintDecodeCase {
 		{name: "boolean host", body: replaceMember(mintBody, `"host":"h1"`, `"host":true`), wantDetail: "host: must be a string, got a boolean"},
 		{name: "missing component", body: replaceMember(mintBody, `"component":"review","spec"`, `"spec"`), wantDetail: "component: required"},
 		{name: "null instance", body: replaceMember(mintBody, `"instance":7`, `"instance":null`), wantDetail: "instance: must not be null"},
+		{name: "instance zero is not absence", body: replaceMember(mintBody, `"instance":7`, `"instance":0`), wantDetail: "instance: must be 1 or more when present"},
 		{name: "negative instance", body: replaceMember(mintBody, `"instance":7`, `"instance":-1`), wantDetail: "instance: must be a non-negative integer, got a negative number"},
 		{name: "fractional instance", body: replaceMember(mintBody, `"instance":7`, `"instance":7.5`), wantDetail: "instance: must be an integer"},
 		{name: "instance with an exponent", body: replaceMember(mintBody, `"instance":7`, `"instance":7e0`), wantDetail: "instance: must be an integer"},
@@ -135,6 +135,7 @@ func deregisterDecodeCases() []deregisterDecodeCase {
 		{name: "protocol_version 0", body: replaceMember(deregisterBody, `"protocol_version":1`, `"protocol_version":0`), wantDetail: "protocol_version: must be 1"},
 		{name: "missing service_name", body: replaceMember(deregisterBody, `"service_name":"review",`, ``), wantDetail: "service_name: required"},
 		{name: "null instance", body: replaceMember(deregisterBody, `"instance":7`, `"instance":null`), wantDetail: "instance: must not be null"},
+		{name: "instance zero is not absence", body: replaceMember(deregisterBody, `"instance":7`, `"instance":0`), wantDetail: "instance: must be 1 or more when present"},
 		{name: "negative instance", body: replaceMember(deregisterBody, `"instance":7`, `"instance":-7`), wantDetail: "instance: must be a non-negative integer"},
 		{name: "missing host", body: replaceMember(deregisterBody, `"host":"h1",`, ``), wantDetail: "host: required"},
 		{name: "missing component", body: replaceMember(deregisterBody, `"component":"review",`, ``), wantDetail: "component: required"},

@@ -94,6 +94,9 @@ type Server struct {
 	// is taken before Accept and given back when the connection closes.
 	conns chan struct{}
 	ids   *wireIDs
+	// inflight counts handlers running on the server's own connections,
+	// so Shutdown can wait for every verb call to finish.
+	inflight sync.WaitGroup
 }
 
 // NewServer returns a server; call Serve for each listener.
@@ -135,7 +138,11 @@ func NewServer(o Options) (*Server, error) {
 	}
 	s.handler = http.HandlerFunc(s.serveHTTP)
 	s.srv = &http.Server{
-		Handler:           s.handler,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.inflight.Add(1)
+			defer s.inflight.Done()
+			s.handler.ServeHTTP(w, r)
+		}),
 		ReadHeaderTimeout: orDefault(o.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		ReadTimeout:       orDefault(o.ReadTimeout, DefaultReadTimeout),
 		WriteTimeout:      orDefault(o.WriteTimeout, DefaultWriteTimeout),
@@ -173,10 +180,22 @@ func (s *Server) Serve(l net.Listener) error {
 }
 
 // Shutdown stops accepting on every listener, closes idle connections and
-// waits for in-flight requests to finish, or for ctx to end (then it
-// returns ctx's error and the remaining connections stay open until they
-// finish or time out).
-func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+// waits for in-flight requests to finish. If ctx ends first, it closes
+// every remaining connection and still waits for the handlers running on
+// them to return, then returns ctx's error: a verb call is never abandoned
+// half-way, and when Shutdown returns no verb is running and no limited
+// event can arrive (the daemon flushes its coalescing windows and closes
+// the store only then).
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		s.logger.LogAttrs(context.Background(), slog.LevelWarn,
+			"shutdown: closing connections still busy after the grace period, waiting for their verb calls", slog.Any("error", err))
+		_ = s.srv.Close()
+	}
+	s.inflight.Wait()
+	return err
+}
 
 // Handler returns the protocol's handler, for tests and embedding. A
 // request reaches the verbs only if its identity is known: from a TLS
@@ -345,13 +364,16 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.write(w, http.StatusOK, &HealthResponse{ProtocolVersion: ProtocolVersion, RegistrarHealth: s.healthJSON()}, 0)
 	default:
-		s.malformed(w, r, http.StatusNotFound, "unknown path: the endpoints are POST "+PathMint+", POST "+PathDeregister+" and GET "+PathHealth)
+		s.malformed(w, r, http.StatusBadRequest, "unknown path: the endpoints are POST "+PathMint+", POST "+PathDeregister+" and GET "+PathHealth)
 	}
 }
 
+// methodNotAllowed answers RequestMalformed with its one status, 400 (the
+// status is a property of the identifier), and says in Allow which method
+// the path takes.
 func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 	w.Header().Set("Allow", allow)
-	s.malformed(w, r, http.StatusMethodNotAllowed, "method not allowed: "+r.URL.Path+" accepts "+allow+" only")
+	s.malformed(w, r, http.StatusBadRequest, "method not allowed: "+r.URL.Path+" accepts "+allow+" only")
 }
 
 // readRequest does everything before a verb runs: identity, content type,

@@ -24,12 +24,24 @@ import (
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
+// binDir holds the binary built for the e2e tests; TestMain removes it.
+var binDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
 // binary is the registrar-otel binary built once for every e2e test.
 var binary = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "registrar-otel-e2e-")
 	if err != nil {
 		return "", err
 	}
+	binDir = dir
 	bin := filepath.Join(dir, "registrar-otel")
 	out, err := exec.Command("go", "build", "-race", "-o", bin, ".").CombinedOutput()
 	if err != nil {

@@ -79,6 +79,20 @@ func BenchmarkLimitedRecordingSpan(b *testing.B) {
 	}
 }
 
+// BenchmarkLimitedRecordingSpanRefusal is a predecision_refusal event on a
+// recording span: its event option is hoisted whole, so the allocations
+// left are the SDK's own (the event and exemplar storage).
+func BenchmarkLimitedRecordingSpanRefusal(b *testing.B) {
+	s := benchSink(b, nil)
+	ctx := spanContext(b, sdktrace.AlwaysSample())
+	ev := benchEvent
+	ev.Bucket, ev.RetryAfterSeconds = limiter.PredecisionRefusal, 0
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Limited(ctx, ev)
+	}
+}
+
 func BenchmarkChainOtelsinkCounting(b *testing.B) {
 	s := benchSink(b, counting.New())
 	ctx := spanContext(b, sdktrace.NeverSample())

@@ -65,6 +65,9 @@ type Sink struct {
 	// eventAttrs holds the span event's constant attributes per (bucket,
 	// verb); admission appends the retry-after.
 	eventAttrs [limiter.NumBuckets][limiter.NumVerbs][2]attribute.KeyValue
+	// refusalEvent is the whole, hoisted event option of a
+	// predecision_refusal event per verb: it has no per-event value.
+	refusalEvent [limiter.NumVerbs]trace.EventOption
 }
 
 var _ limiter.Sink = (*Sink)(nil)
@@ -104,6 +107,9 @@ func New(next limiter.Sink, mp metric.MeterProvider) (*Sink, error) {
 				metric.WithAttributeSet(attribute.NewSet(attribute.String("verb", verb))),
 			}
 			s.eventAttrs[b][v] = [2]attribute.KeyValue{AttrLimitedBucket.String(bucket), AttrVerb.String(verb)}
+			if limiter.Bucket(b) == limiter.PredecisionRefusal {
+				s.refusalEvent[v] = trace.WithAttributes(s.eventAttrs[b][v][:]...)
+			}
 			// Zero, without a span: creates the series, carries no exemplar.
 			s.counters[b].Add(context.Background(), 0, s.addOpts[b][v]...)
 		}
@@ -128,11 +134,11 @@ func (s *Sink) Limited(ctx context.Context, ev limiter.Event) {
 // annotate is kept out of Limited so that the non-recording path stays
 // small; it allocates the event's attribute slice.
 func (s *Sink) annotate(span trace.Span, ev limiter.Event) {
-	base := s.eventAttrs[ev.Bucket][ev.Verb]
 	if ev.Bucket != limiter.Admission {
-		span.AddEvent(EventName, trace.WithAttributes(base[0], base[1]))
+		span.AddEvent(EventName, s.refusalEvent[ev.Verb])
 		return
 	}
+	base := s.eventAttrs[ev.Bucket][ev.Verb]
 	retry := ev.RetryAfterSeconds
 	if retry > math.MaxInt64 {
 		retry = math.MaxInt64
