@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/coalesce"
+	"github.com/registrar-otel/registrar-otel/internal/fakes"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
@@ -32,7 +33,7 @@ func BenchmarkProductionChain(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			s, err := coalesce.New(coalesce.Options{Next: o, Store: &memStore{}, Window: time.Hour})
+			s, err := coalesce.New(coalesce.Options{Next: o, Store: &fakes.AuditLog{}, Window: time.Hour})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -13,36 +13,10 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/coalesce"
+	"github.com/registrar-otel/registrar-otel/internal/fakes"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 )
-
-// memStore is an in-memory Appender that validates like the real store
-// and can be told to fail.
-type memStore struct {
-	mu      sync.Mutex
-	records []audit.Record
-	err     error
-}
-
-func (m *memStore) Append(_ context.Context, r *audit.Record) error {
-	if _, err := audit.Marshal(r); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.err != nil {
-		return m.err
-	}
-	m.records = append(m.records, *r)
-	return nil
-}
-
-func (m *memStore) all() []audit.Record {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]audit.Record(nil), m.records...)
-}
 
 // clock is a settable clock. Its readings carry no monotonic reading, so
 // comparisons use the wall values the test sets.
@@ -55,7 +29,7 @@ var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 type rig struct {
 	s     *coalesce.Sink
-	store *memStore
+	store *fakes.AuditLog
 	count *counting.Sink
 	clk   *clock
 	logs  *bytes.Buffer
@@ -63,7 +37,7 @@ type rig struct {
 
 func newRig(t testing.TB, window time.Duration) *rig {
 	t.Helper()
-	r := &rig{store: &memStore{}, count: counting.New(), clk: &clock{t0}, logs: &bytes.Buffer{}}
+	r := &rig{store: &fakes.AuditLog{}, count: counting.New(), clk: &clock{t0}, logs: &bytes.Buffer{}}
 	s, err := coalesce.New(coalesce.Options{
 		Next:   r.count,
 		Store:  r.store,
@@ -96,7 +70,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	if _, err := coalesce.New(coalesce.Options{Window: time.Minute}); err == nil {
 		t.Error("nil store accepted")
 	}
-	if _, err := coalesce.New(coalesce.Options{Store: &memStore{}}); err == nil {
+	if _, err := coalesce.New(coalesce.Options{Store: &fakes.AuditLog{}}); err == nil {
 		t.Error("zero window accepted")
 	}
 }
@@ -115,7 +89,7 @@ func TestFloodMakesOneRecordPerWindowPerKey(t *testing.T) {
 			}
 			r.clk.advance(time.Minute)
 			r.s.Tick(context.Background(), r.clk.now())
-			recs := r.store.all()
+			recs := r.store.Records()
 			if len(recs) != 2 {
 				t.Fatalf("%d records for a flood of %d per bucket, want 2 (one per key): the store must not grow with the flood", len(recs), n)
 			}
@@ -150,7 +124,7 @@ func TestKeysAreIdentityVerbAndBucket(t *testing.T) {
 	r.flood("a", limiter.Deregister, limiter.Admission, 5)
 	r.flood("a", limiter.Mint, limiter.PredecisionRefusal, 6)
 	r.s.Tick(context.Background(), t0.Add(time.Minute))
-	recs := r.store.all()
+	recs := r.store.Records()
 	if len(recs) != 4 || sumCounts(recs) != 18 {
 		t.Fatalf("%d records summing %d, want 4 summing 18", len(recs), sumCounts(recs))
 	}
@@ -161,13 +135,13 @@ func TestLateTickStampsTheDeadline(t *testing.T) {
 	r.flood("a", limiter.Mint, limiter.Admission, 5)
 	// A tick before the deadline writes nothing.
 	r.s.Tick(context.Background(), t0.Add(59*time.Second))
-	if n := len(r.store.all()); n != 0 {
+	if n := len(r.store.Records()); n != 0 {
 		t.Fatalf("%d records before the deadline", n)
 	}
 	// A very late tick: the record still claims exactly the window.
 	r.clk.advance(3 * time.Hour)
 	r.s.Tick(context.Background(), r.clk.now())
-	recs := r.store.all()
+	recs := r.store.Records()
 	if len(recs) != 1 {
 		t.Fatalf("%d records, want 1", len(recs))
 	}
@@ -183,12 +157,12 @@ func TestEventsAfterTheDeadlineOpenTheNextWindow(t *testing.T) {
 	r.clk.advance(90 * time.Second) // past the deadline, no tick yet
 	r.flood("a", limiter.Mint, limiter.Admission, 7)
 	r.s.Tick(context.Background(), r.clk.now())
-	recs := r.store.all()
+	recs := r.store.Records()
 	if len(recs) != 1 || recs[0].Count != 5 {
 		t.Fatalf("records %+v, want the first window alone with count 5", recs)
 	}
 	r.s.Tick(context.Background(), r.clk.now().Add(time.Minute))
-	recs = r.store.all()
+	recs = r.store.Records()
 	if len(recs) != 2 || recs[1].Count != 7 || !recs[1].WindowStart.Equal(t0.Add(90*time.Second)) {
 		t.Fatalf("second window %+v, want count 7 opened at +90 s", recs[1])
 	}
@@ -207,7 +181,7 @@ func TestCapFlushesOldestEarlyAndLosesNothing(t *testing.T) {
 		}
 		r.clk.advance(100 * time.Millisecond)
 	}
-	early := r.store.all()
+	early := r.store.Records()
 	if len(early) != 44 || r.s.Stats().EarlyFlushes != 44 {
 		t.Fatalf("%d early records (%d counted), want 44", len(early), r.s.Stats().EarlyFlushes)
 	}
@@ -224,7 +198,7 @@ func TestCapFlushesOldestEarlyAndLosesNothing(t *testing.T) {
 		}
 	}
 	r.s.Flush(context.Background(), r.clk.now())
-	all := r.store.all()
+	all := r.store.Records()
 	if len(all) != keys || sumCounts(all) != uint64(total) {
 		t.Fatalf("%d records summing %d, want %d records summing %d", len(all), sumCounts(all), keys, total)
 	}
@@ -237,7 +211,7 @@ func TestFlushWritesEveryOpenWindowAtTheFlushInstant(t *testing.T) {
 	r.flood("b", limiter.Deregister, limiter.PredecisionRefusal, 2)
 	r.clk.advance(5 * time.Second)
 	r.s.Flush(context.Background(), r.clk.now())
-	recs := r.store.all()
+	recs := r.store.Records()
 	if len(recs) != 2 {
 		t.Fatalf("%d records after flush, want 2", len(recs))
 	}
@@ -257,7 +231,7 @@ func TestWallClockStepCannotInvertAWindow(t *testing.T) {
 	// A flush instant before the window's start (a clock stepped back)
 	// is clamped to the start: the record stays valid.
 	r.s.Flush(context.Background(), t0.Add(-time.Hour))
-	recs := r.store.all()
+	recs := r.store.Records()
 	if len(recs) != 1 || !recs[0].WindowEnd.Equal(recs[0].WindowStart) {
 		t.Fatalf("records %+v, want one with window_end = window_start", recs)
 	}
@@ -267,7 +241,7 @@ func TestFailedWriteIsLoggedCountedAndRefusesNothing(t *testing.T) {
 	for _, close := range []string{"tick", "flush", "early"} {
 		t.Run(close, func(t *testing.T) {
 			r := newRig(t, time.Minute)
-			r.store.err = errors.New("disk full")
+			r.store.FailPhase(audit.PhaseLimited, errors.New("disk full"))
 			r.flood("a", limiter.Mint, limiter.Admission, 4)
 			switch close {
 			case "tick":
@@ -287,7 +261,7 @@ func TestFailedWriteIsLoggedCountedAndRefusesNothing(t *testing.T) {
 			}
 			// The sink keeps working, and every event still reached the
 			// counting sink.
-			r.store.err = nil
+			r.store.FailPhase(audit.PhaseLimited, nil)
 			r.flood("a", limiter.Mint, limiter.Admission, 1)
 			r.s.Flush(context.Background(), t0.Add(time.Second))
 			if c := r.count.Count(limiter.Admission); c < 5 {
@@ -309,7 +283,7 @@ func TestConcurrentEventsAreAllCounted(t *testing.T) {
 	}
 	wg.Wait()
 	r.s.Flush(context.Background(), t0)
-	if got := sumCounts(r.store.all()); got != 8000 {
+	if got := sumCounts(r.store.Records()); got != 8000 {
 		t.Fatalf("records sum to %d, want 8000", got)
 	}
 }

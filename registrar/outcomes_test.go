@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/internal/fakes"
 	"github.com/registrar-otel/registrar-otel/registrar"
 )
 
@@ -21,7 +22,7 @@ func asUnavailable(t testing.TB, err error) *registrar.UnavailableError {
 }
 
 func TestMintAndDeregisterOutcomes(t *testing.T) {
-	b := newMemBackend(t)
+	b := fakes.NewBackend(t)
 	h := newHarness(t, 32, 512, b)
 	ctx := context.Background()
 
@@ -74,7 +75,7 @@ func TestMintAndDeregisterOutcomes(t *testing.T) {
 	}
 
 	// Every invocation wrote an intent and an outcome of the same request.
-	recs := h.log.all()
+	recs := h.log.Records()
 	if len(recs) != 2*8 {
 		t.Fatalf("%d records for 8 invocations, want 16", len(recs))
 	}
@@ -95,27 +96,27 @@ func TestMintAndDeregisterOutcomes(t *testing.T) {
 }
 
 func TestDerivedKeyInvalidIsRecorded(t *testing.T) {
-	h := newHarness(t, 32, 512, failingBackend{t})
+	h := newHarness(t, 32, 512, fakes.FailingBackend{T: t})
 	req := goodMint()
 	req.Component, req.Spec.Component, req.Instance = "Bad_Component", "Bad_Component", 0
 	_, err := h.v.Mint(context.Background(), req)
 	if r := asRefused(t, err); r.Reason != audit.ReasonDerivedKeyInvalid || r.RegistrationID != "" {
 		t.Fatalf("got %+v, want derived_key_invalid with no registration id", r)
 	}
-	if h.log.count(audit.PhaseOutcome) != 1 {
+	if h.log.Count(audit.PhaseOutcome) != 1 {
 		t.Fatal("derived_key_invalid not recorded")
 	}
 }
 
 func TestIntentWriteFailureCreatesNothing(t *testing.T) {
-	b := newMemBackend(t)
+	b := fakes.NewBackend(t)
 	h := newHarness(t, 32, 512, b)
-	h.log.failPhase(audit.PhaseIntent, errors.New("disk full"))
+	h.log.FailPhase(audit.PhaseIntent, errors.New("disk full"))
 	_, err := h.v.Mint(context.Background(), goodMint())
 	if u := asUnavailable(t, err); u.Reason != registrar.AuditUnwritable {
 		t.Fatalf("got %v, want AuditUnwritable", u.Reason)
 	}
-	if b.calls != 0 || b.has("h1-review-007") {
+	if b.Calls() != 0 || b.Has("h1-review-007") {
 		t.Fatal("the backend was reached although the intent was not written")
 	}
 	// The same holds for a pre-derivation refusal: it is answered
@@ -129,15 +130,15 @@ func TestIntentWriteFailureCreatesNothing(t *testing.T) {
 }
 
 func TestOutcomeWriteFailureAfterMutation(t *testing.T) {
-	b := newMemBackend(t)
+	b := fakes.NewBackend(t)
 	h := newHarness(t, 32, 512, b)
-	h.log.failPhase(audit.PhaseOutcome, errors.New("disk full"))
+	h.log.FailPhase(audit.PhaseOutcome, errors.New("disk full"))
 	res, err := h.v.Mint(context.Background(), goodMint())
 	u := asUnavailable(t, err)
 	if u.Reason != registrar.PostMintUnrecordable || u.RegistrationID != "h1-review-007" || res.RequestID == "" {
 		t.Fatalf("got %+v, want PostMintUnrecordable for h1-review-007", u)
 	}
-	if !b.has("h1-review-007") {
+	if !b.Has("h1-review-007") {
 		t.Fatal("the binding does not exist after PostMintUnrecordable")
 	}
 	// A deregister that removes is a mutation too.
@@ -153,21 +154,21 @@ func TestOutcomeWriteFailureAfterMutation(t *testing.T) {
 }
 
 func TestBackendFailureIsRecordedAndAnsweredUnavailable(t *testing.T) {
-	b := newMemBackend(t)
-	b.err = errors.New("bbolt: timeout")
+	b := fakes.NewBackend(t)
+	b.Err = errors.New("bbolt: timeout")
 	h := newHarness(t, 32, 512, b)
 	_, err := h.v.Mint(context.Background(), goodMint())
-	if u := asUnavailable(t, err); u.Reason != registrar.BackendUnavailable || !errors.Is(err, b.err) {
+	if u := asUnavailable(t, err); u.Reason != registrar.BackendUnavailable || !errors.Is(err, b.Err) {
 		t.Fatalf("got %+v, want BackendUnavailable wrapping the backend error", u)
 	}
-	recs := h.log.all()
+	recs := h.log.Records()
 	if len(recs) != 2 || recs[1].Outcome.Reason != audit.ReasonBackendUnavailable {
 		t.Fatalf("records %+v, want an outcome refused backend_unavailable", recs)
 	}
 }
 
 func TestConcurrentMintsOfOneIDYieldOneFirstMint(t *testing.T) {
-	b := newMemBackend(t)
+	b := fakes.NewBackend(t)
 	h := newHarness(t, 32, 512, b)
 	var (
 		wg    sync.WaitGroup
@@ -193,10 +194,9 @@ func TestConcurrentMintsOfOneIDYieldOneFirstMint(t *testing.T) {
 }
 
 func TestMintAndDeregisterOfOneIDNeverInterleave(t *testing.T) {
-	// memBackend fails the test if two calls for one id overlap; the
-	// outcome record is written under the same lock, so each outcome
-	// directly follows... at least its own backend call.
-	b := newMemBackend(t)
+	// The fake backend fails the test if two calls for one id overlap, and
+	// the outcome record is written under the same lock as the call.
+	b := fakes.NewBackend(t)
 	h := newHarness(t, 32, 4096, b)
 	var wg sync.WaitGroup
 	for i := range 200 {
@@ -213,7 +213,7 @@ func TestMintAndDeregisterOfOneIDNeverInterleave(t *testing.T) {
 	// serial history: a removal only after a mint, already_absent only
 	// when nothing is bound, first_mint only when nothing is bound.
 	bound := false
-	for _, r := range h.log.all() {
+	for _, r := range h.log.Records() {
 		if r.Phase != audit.PhaseOutcome {
 			continue
 		}
@@ -241,7 +241,7 @@ func TestMintAndDeregisterOfOneIDNeverInterleave(t *testing.T) {
 }
 
 func TestRequestIDsAreUnique(t *testing.T) {
-	h := newHarness(t, 1000, 1000, newMemBackend(t))
+	h := newHarness(t, 1000, 1000, fakes.NewBackend(t))
 	seen := map[string]bool{}
 	for range 500 {
 		res, _ := h.v.Mint(context.Background(), goodMint())

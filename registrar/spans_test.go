@@ -5,16 +5,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/config"
-	"github.com/registrar-otel/registrar-otel/limiter"
-	"github.com/registrar-otel/registrar-otel/registrar"
-	"github.com/registrar-otel/registrar-otel/sinks/counting"
-	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/internal/fakes"
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/sinks/counting"
+	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 )
 
 // traced is the verbs with the production sink chain's OTel link
@@ -37,7 +39,7 @@ func traced(t *testing.T, prBurst, admBurst uint32, backend registrar.Backend) (
 		t.Fatal(err)
 	}
 	v, err := registrar.New(registrar.Config{Components: map[string]config.Multiplicity{"review": config.ManyPerHost}, MaxWrapTTLSeconds: 1800},
-		registrar.Deps{Limiter: lim, Audit: &memLog{}, Backend: backend, TracerProvider: tp, MeterProvider: mp})
+		registrar.Deps{Limiter: lim, Audit: &fakes.AuditLog{}, Backend: backend, TracerProvider: tp, MeterProvider: mp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,7 @@ func events(s sdktrace.ReadOnlySpan) map[string]map[string]string {
 }
 
 func TestAdmittedMintSpanCarriesTheAuditEvents(t *testing.T) {
-	v, rec := traced(t, 32, 512, newMemBackend(t))
+	v, rec := traced(t, 32, 512, fakes.NewBackend(t))
 	res, err := v.Mint(context.Background(), goodMint())
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +101,7 @@ func TestAdmittedMintSpanCarriesTheAuditEvents(t *testing.T) {
 }
 
 func TestThrottledMintSpanCarriesTheLimitedEventWithRetryAfter(t *testing.T) {
-	v, rec := traced(t, 32, 1, newMemBackend(t))
+	v, rec := traced(t, 32, 1, fakes.NewBackend(t))
 	v.Mint(context.Background(), goodMint()) // spends the one token
 	_, err := v.Mint(context.Background(), goodMint())
 	if err == nil {
@@ -124,7 +126,7 @@ func TestThrottledMintSpanCarriesTheLimitedEventWithRetryAfter(t *testing.T) {
 }
 
 func TestLimitedRefusalSpanCarriesTheEventAndItsRealRefusal(t *testing.T) {
-	v, rec := traced(t, 1, 512, failingBackend{t})
+	v, rec := traced(t, 1, 512, fakes.FailingBackend{T: t})
 	bad := goodMint()
 	bad.ServiceName = "Not-A-Label"
 	v.Mint(context.Background(), bad) // recorded
@@ -144,7 +146,7 @@ func TestLimitedRefusalSpanCarriesTheEventAndItsRealRefusal(t *testing.T) {
 }
 
 func TestInvocationSpanIsAChildOfTheCallersContext(t *testing.T) {
-	v, rec := traced(t, 32, 512, newMemBackend(t))
+	v, rec := traced(t, 32, 512, fakes.NewBackend(t))
 	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
 	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
 	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/internal/fakes"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
 )
@@ -46,7 +47,7 @@ var preDerivationCases = []struct {
 func TestPreDerivationRefusalsAreRecordedWhileTheBucketHasTokens(t *testing.T) {
 	for _, tc := range preDerivationCases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, 32, 512, failingBackend{t})
+			h := newHarness(t, 32, 512, fakes.FailingBackend{T: t})
 			req := goodMint()
 			tc.mut(&req)
 			_, err := h.v.Mint(context.Background(), req)
@@ -54,7 +55,7 @@ func TestPreDerivationRefusalsAreRecordedWhileTheBucketHasTokens(t *testing.T) {
 			if r.Reason != tc.reason || r.Limited || r.RegistrationID != "" || r.RequestID == "" {
 				t.Fatalf("got %+v, want reason %v, not limited, no registration id, a request id", r, tc.reason)
 			}
-			recs := h.log.all()
+			recs := h.log.Records()
 			if len(recs) != 2 || recs[0].Phase != audit.PhaseIntent || recs[1].Phase != audit.PhaseOutcome {
 				t.Fatalf("records %+v, want intent then outcome", recs)
 			}
@@ -76,7 +77,7 @@ func TestPreDerivationFloodIsLimitedButKeepsItsRealRefusal(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const burst, flood = 3, 50
-			h := newHarness(t, burst, 512, failingBackend{t})
+			h := newHarness(t, burst, 512, fakes.FailingBackend{T: t})
 			req := goodMint()
 			tc.mut(&req)
 			for i := range flood {
@@ -90,7 +91,7 @@ func TestPreDerivationFloodIsLimitedButKeepsItsRealRefusal(t *testing.T) {
 					t.Fatalf("invocation %d: got %+v, want %v, limited=%v", i, r, tc.reason, i >= burst)
 				}
 			}
-			if got := len(h.log.all()); got != 2*burst {
+			if got := len(h.log.Records()); got != 2*burst {
 				t.Fatalf("%d records after the flood, want %d (intent+outcome for the burst only)", got, 2*burst)
 			}
 			evs := h.sink.all()
@@ -107,7 +108,7 @@ func TestPreDerivationFloodIsLimitedButKeepsItsRealRefusal(t *testing.T) {
 }
 
 func TestRefusalFloodDoesNotStarveAConcurrentMint(t *testing.T) {
-	b := newMemBackend(t)
+	b := fakes.NewBackend(t)
 	h := newHarness(t, 2, 512, b)
 	bad := goodMint()
 	bad.ServiceName = "BAD"
@@ -126,7 +127,7 @@ func TestRefusalFloodDoesNotStarveAConcurrentMint(t *testing.T) {
 		t.Fatalf("well-formed mint during the flood: %+v, %v; want first_mint", res, err)
 	}
 	var intent, outcome bool
-	for _, r := range h.log.all() {
+	for _, r := range h.log.Records() {
 		if r.RequestID == res.RequestID {
 			intent = intent || r.Phase == audit.PhaseIntent
 			outcome = outcome || (r.Phase == audit.PhaseOutcome && r.Outcome.Class == audit.ClassFirstMint)
@@ -143,7 +144,7 @@ func TestRefusalFloodDoesNotStarveAConcurrentMint(t *testing.T) {
 func TestChargePrecedesIntentWriteOnBothArms(t *testing.T) {
 	for _, arm := range []string{"pre-derivation", "admission"} {
 		t.Run(arm, func(t *testing.T) {
-			b := newMemBackend(t)
+			b := fakes.NewBackend(t)
 			h := newHarness(t, 32, 512, b)
 			req := goodMint()
 			if arm == "pre-derivation" {
@@ -151,19 +152,19 @@ func TestChargePrecedesIntentWriteOnBothArms(t *testing.T) {
 			}
 			// At the intent write the caller's entry must already exist:
 			// the charge happened first.
-			h.log.onAppend = func(r *audit.Record) {
+			h.log.OnAppend = func(r *audit.Record) {
 				if r.Phase == audit.PhaseIntent && h.lim.Stats().Entries != 1 {
 					t.Errorf("intent written with %d limiter entries: the charge did not precede it", h.lim.Stats().Entries)
 				}
 			}
 			// And the backend is reached only after the intent.
-			b.before = func() {
-				if h.log.count(audit.PhaseIntent) != 1 {
+			b.Before = func() {
+				if h.log.Count(audit.PhaseIntent) != 1 {
 					t.Errorf("backend reached before the intent record")
 				}
 			}
 			h.v.Mint(context.Background(), req)
-			if h.log.count(audit.PhaseIntent) != 1 {
+			if h.log.Count(audit.PhaseIntent) != 1 {
 				t.Fatalf("no intent written")
 			}
 		})
@@ -173,7 +174,7 @@ func TestChargePrecedesIntentWriteOnBothArms(t *testing.T) {
 func TestAdmissionThrottle(t *testing.T) {
 	for _, verb := range []limiter.Verb{limiter.Mint, limiter.Deregister} {
 		t.Run(verb.String(), func(t *testing.T) {
-			b := newMemBackend(t)
+			b := fakes.NewBackend(t)
 			h := newHarness(t, 32, 2, b)
 			ctx := context.Background()
 			call := func() error {
@@ -189,7 +190,7 @@ func TestAdmissionThrottle(t *testing.T) {
 					t.Fatalf("within the burst: %v", err)
 				}
 			}
-			calls, records := b.calls, len(h.log.all())
+			calls, records := b.Calls(), len(h.log.Records())
 			err := call()
 			var thr *registrar.ThrottledError
 			if !errors.As(err, &thr) {
@@ -203,8 +204,8 @@ func TestAdmissionThrottle(t *testing.T) {
 			if errors.As(err, &u) || errors.As(err, &r) {
 				t.Fatal("the throttle is also a permanent answer")
 			}
-			if b.calls != calls || len(h.log.all()) != records {
-				t.Fatalf("throttled invocation reached the backend (%d→%d calls) or wrote records (%d→%d)", calls, b.calls, records, len(h.log.all()))
+			if b.Calls() != calls || len(h.log.Records()) != records {
+				t.Fatalf("throttled invocation reached the backend (%d→%d calls) or wrote records (%d→%d)", calls, b.Calls(), records, len(h.log.Records()))
 			}
 			evs := h.sink.all()
 			if len(evs) != 1 || evs[0].Bucket != limiter.Admission || evs[0].Verb != verb || evs[0].RetryAfterSeconds != thr.RetryAfterSeconds {
@@ -215,20 +216,20 @@ func TestAdmissionThrottle(t *testing.T) {
 }
 
 func TestThrottleRequiresNoBackend(t *testing.T) {
-	h := newHarness(t, 32, 1, failingBackend{t})
+	h := newHarness(t, 32, 1, fakes.FailingBackend{T: t})
 	h.lim.Charge(context.Background(), "unix-peer:uid=1000", limiter.Mint, limiter.Admission) // drain
 	_, err := h.v.Mint(context.Background(), goodMint())
 	var thr *registrar.ThrottledError
 	if !errors.As(err, &thr) {
 		t.Fatalf("got %v, want the throttle", err)
 	}
-	if n := len(h.log.all()); n != 0 {
+	if n := len(h.log.Records()); n != 0 {
 		t.Fatalf("%d records written by a throttled invocation", n)
 	}
 }
 
 func TestBringUpWaveIsNotThrottled(t *testing.T) {
-	b := newMemBackend(t)
+	b := fakes.NewBackend(t)
 	h := newHarness(t, 32, 512, b)
 	ctx := context.Background()
 	for host := range 64 {

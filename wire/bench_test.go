@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/internal/fakes"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/telemetry"
 	"github.com/registrar-otel/registrar-otel/wire"
@@ -35,7 +36,7 @@ func BenchmarkMintOverSocket(b *testing.B) {
 	}
 
 	b.Run("admitted", func(b *testing.B) {
-		rv := newRealVerbs(b, 32, 1<<31, newMemBackend(), &memLog{discard: true})
+		rv := newRealVerbs(b, 32, 1<<31, fakes.NewBackend(nil), &fakes.AuditLog{Discard: true})
 		s := newServer(b, rv.v, fixedHolder(b, 0, 0))
 		c := wire.NewUnixClient(serveUnix(b, s))
 		defer c.CloseIdleConnections()
@@ -51,7 +52,7 @@ func BenchmarkMintOverSocket(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer tel.Shutdown(ctx)
-		rv := newRealVerbs(b, 32, 1<<31, newMemBackend(), &memLog{discard: true}, func(d *registrar.Deps) {
+		rv := newRealVerbs(b, 32, 1<<31, fakes.NewBackend(nil), &fakes.AuditLog{Discard: true}, func(d *registrar.Deps) {
 			d.TracerProvider, d.MeterProvider = tel.TracerProvider(), tel.MeterProvider()
 		})
 		s := newServer(b, rv.v, fixedHolder(b, 0, 0))
@@ -61,8 +62,8 @@ func BenchmarkMintOverSocket(b *testing.B) {
 	})
 
 	b.Run("throttled", func(b *testing.B) {
-		backend := newMemBackend()
-		rv := newRealVerbs(b, 32, 1, backend, &memLog{discard: true})
+		backend := fakes.NewBackend(nil)
+		rv := newRealVerbs(b, 32, 1, backend, &fakes.AuditLog{Discard: true})
 		s := newServer(b, rv.v, fixedHolder(b, 0, 0))
 		c := wire.NewUnixClient(serveUnix(b, s))
 		defer c.CloseIdleConnections()
@@ -71,9 +72,9 @@ func BenchmarkMintOverSocket(b *testing.B) {
 		if res, err := c.Mint(ctx, goodMint()); err != nil || !res.OK() {
 			b.Fatalf("draining mint: %+v, %v", res, err)
 		}
-		calls := backend.callCount()
+		calls := backend.Calls()
 		run(b, c, http.StatusTooManyRequests)
-		if got := backend.callCount(); got != calls {
+		if got := backend.Calls(); got != calls {
 			b.Fatalf("backend calls got %d, want %d: a throttled mint reached the backend", got, calls)
 		}
 	})

@@ -3,18 +3,16 @@ package wire_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/health"
+	"github.com/registrar-otel/registrar-otel/internal/fakes"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
@@ -66,103 +64,6 @@ func fixedHolder(t testing.TB, pr, adm uint64) *health.Holder {
 	return h
 }
 
-// memLog is an in-memory registrar.AuditLog that validates every record
-// the way the store does.
-type memLog struct {
-	mu      sync.Mutex
-	records []audit.Record
-	// discard keeps only a count (benchmarks).
-	discard bool
-	n       int
-}
-
-func (m *memLog) Append(_ context.Context, r *audit.Record) error {
-	if !m.discard {
-		if _, err := audit.Marshal(r); err != nil {
-			return fmt.Errorf("memLog: invalid record: %w", err)
-		}
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.n++
-	if !m.discard {
-		m.records = append(m.records, *r)
-	}
-	return nil
-}
-
-func (m *memLog) count() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.n
-}
-
-// failingBackend fails the test if reached: no backend work happened.
-type failingBackend struct{ t testing.TB }
-
-func (f failingBackend) Mint(context.Context, registrar.MintOp) (registrar.MintStatus, registrar.Material, error) {
-	f.t.Errorf("backend Mint reached")
-	return 0, registrar.Material{}, errors.New("unreachable")
-}
-
-func (f failingBackend) Deregister(context.Context, registrar.DeregisterOp) (registrar.DeregisterStatus, error) {
-	f.t.Errorf("backend Deregister reached")
-	return 0, errors.New("unreachable")
-}
-
-// memBackend is an in-memory registrar.Backend.
-type memBackend struct {
-	mu       sync.Mutex
-	bindings map[string]binding
-	calls    int
-}
-
-type binding struct {
-	host string
-	spec registrar.Spec
-}
-
-func newMemBackend() *memBackend { return &memBackend{bindings: map[string]binding{}} }
-
-func (b *memBackend) Mint(_ context.Context, op registrar.MintOp) (registrar.MintStatus, registrar.Material, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.calls++
-	mat := registrar.Material{RoleID: "role-" + op.RegistrationID, WrappedSecretID: "secret", ExpiresAt: op.Now.Add(op.WrapTTL)}
-	cur, ok := b.bindings[op.RegistrationID]
-	switch {
-	case !ok:
-		b.bindings[op.RegistrationID] = binding{op.Host, op.Spec}
-		return registrar.MintCreated, mat, nil
-	case cur.host != op.Host:
-		return registrar.MintCollision, registrar.Material{}, nil
-	case cur.spec != op.Spec:
-		return registrar.MintSpecConflict, registrar.Material{}, nil
-	}
-	return registrar.MintReissued, mat, nil
-}
-
-func (b *memBackend) Deregister(_ context.Context, op registrar.DeregisterOp) (registrar.DeregisterStatus, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.calls++
-	cur, ok := b.bindings[op.RegistrationID]
-	switch {
-	case !ok:
-		return registrar.DeregisterAbsent, nil
-	case cur.host != op.Host:
-		return registrar.DeregisterHostMismatch, nil
-	}
-	delete(b.bindings, op.RegistrationID)
-	return registrar.DeregisterRemoved, nil
-}
-
-func (b *memBackend) callCount() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.calls
-}
-
 var testComponents = map[string]config.Multiplicity{
 	"review":        config.ManyPerHost,
 	"edge-proxy":    config.OnePerHost,
@@ -173,11 +74,11 @@ var testComponents = map[string]config.Multiplicity{
 // clock stands still (no token ever refills).
 type realVerbs struct {
 	v      *registrar.Verbs
-	log    *memLog
+	log    *fakes.AuditLog
 	counts *counting.Sink
 }
 
-func newRealVerbs(t testing.TB, prBurst, admBurst uint32, backend registrar.Backend, log *memLog, opts ...func(*registrar.Deps)) *realVerbs {
+func newRealVerbs(t testing.TB, prBurst, admBurst uint32, backend registrar.Backend, log *fakes.AuditLog, opts ...func(*registrar.Deps)) *realVerbs {
 	t.Helper()
 	counts := counting.New()
 	lim, err := limiter.New(limiter.Config{

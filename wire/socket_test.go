@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/registrar-otel/registrar-otel/internal/fakes"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/wire"
@@ -30,7 +31,7 @@ func TestPreDerivationFloodOverTheSocketKeepsItsRealRefusal(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const burst, flood = 3, 40
-			rv := newRealVerbs(t, burst, 512, failingBackend{t}, &memLog{})
+			rv := newRealVerbs(t, burst, 512, fakes.FailingBackend{T: t}, &fakes.AuditLog{})
 			s := newServer(t, rv.v, fixedHolder(t, 0, 0))
 			c := wire.NewUnixClient(serveUnix(t, s))
 			defer c.CloseIdleConnections()
@@ -51,12 +52,12 @@ func TestPreDerivationFloodOverTheSocketKeepsItsRealRefusal(t *testing.T) {
 					t.Fatalf("call %d: request_id %q registration_id %q, want an id and no registration", i, res.RequestID, res.RegistrationID)
 				}
 				if i == burst-1 {
-					if got := rv.log.count(); got != 2*burst {
+					if got := rv.log.Len(); got != 2*burst {
 						t.Fatalf("%d records within the burst, want %d", got, 2*burst)
 					}
 				}
 			}
-			if got := rv.log.count(); got != 2*burst {
+			if got := rv.log.Len(); got != 2*burst {
 				t.Fatalf("%d records after the flood, want %d (intent and outcome for the burst only)", got, 2*burst)
 			}
 			if got := rv.counts.Count(limiter.PredecisionRefusal); got != flood-burst {
@@ -71,8 +72,8 @@ func TestPreDerivationFloodOverTheSocketKeepsItsRealRefusal(t *testing.T) {
 
 func TestThrottleOverTheSocket(t *testing.T) {
 	const burst = 2
-	backend := newMemBackend()
-	rv := newRealVerbs(t, 32, burst, backend, &memLog{})
+	backend := fakes.NewBackend(nil)
+	rv := newRealVerbs(t, 32, burst, backend, &fakes.AuditLog{})
 	s := newServer(t, rv.v, fixedHolder(t, 0, 0))
 	c := wire.NewUnixClient(serveUnix(t, s))
 	defer c.CloseIdleConnections()
@@ -90,7 +91,7 @@ func TestThrottleOverTheSocket(t *testing.T) {
 			t.Fatalf("mint %d: expires_at: %v", i, err)
 		}
 	}
-	records, calls := rv.log.count(), backend.callCount()
+	records, calls := rv.log.Len(), backend.Calls()
 
 	res, err := c.Mint(ctx, goodMint())
 	if err != nil {
@@ -105,10 +106,10 @@ func TestThrottleOverTheSocket(t *testing.T) {
 	if got, want := res.RetryAfterHeader, strconv.FormatUint(res.RetryAfter, 10); got != want {
 		t.Errorf("Retry-After header got %q, want the payload's %q", got, want)
 	}
-	if got := backend.callCount(); got != calls {
+	if got := backend.Calls(); got != calls {
 		t.Errorf("backend calls got %d, want %d: the throttle reached the backend", got, calls)
 	}
-	if got := rv.log.count(); got != records {
+	if got := rv.log.Len(); got != records {
 		t.Errorf("records got %d, want %d: the throttle wrote a record", got, records)
 	}
 	if got := rv.counts.Count(limiter.Admission); got != 1 {
@@ -134,7 +135,7 @@ func (l *countingListener) Accept() (net.Conn, error) {
 // TestTwoConnectionsOfOneCallerSpendOneBucket: the identity is the uid, not
 // anything per connection, so reconnecting does not buy a fresh bucket.
 func TestTwoConnectionsOfOneCallerSpendOneBucket(t *testing.T) {
-	rv := newRealVerbs(t, 32, 1, newMemBackend(), &memLog{})
+	rv := newRealVerbs(t, 32, 1, fakes.NewBackend(nil), &fakes.AuditLog{})
 	s := newServer(t, rv.v, fixedHolder(t, 0, 0))
 	path := filepath.Join(t.TempDir(), "run", "r.sock")
 	ul, err := wire.ListenUnix(path)
@@ -226,7 +227,7 @@ func TestRequestFieldsReachTheVerbs(t *testing.T) {
 // burst of one, a run of malformed requests leaves the token in place for
 // the next well-formed mint, and writes nothing.
 func TestMalformedRequestsAreNeitherChargedNorRecorded(t *testing.T) {
-	rv := newRealVerbs(t, 1, 1, newMemBackend(), &memLog{})
+	rv := newRealVerbs(t, 1, 1, fakes.NewBackend(nil), &fakes.AuditLog{})
 	s := newServer(t, rv.v, fixedHolder(t, 0, 0))
 	c := wire.NewUnixClient(serveUnix(t, s))
 	defer c.CloseIdleConnections()
@@ -242,7 +243,7 @@ func TestMalformedRequestsAreNeitherChargedNorRecorded(t *testing.T) {
 			t.Fatalf("call %d: got %d %s, want 400 RequestMalformed", i, res.StatusCode, res.ErrorID)
 		}
 	}
-	if got := rv.log.count(); got != 0 {
+	if got := rv.log.Len(); got != 0 {
 		t.Fatalf("%d records after malformed requests, want 0", got)
 	}
 	res, err := c.Mint(ctx, goodMint())
