@@ -103,12 +103,8 @@ func runMint(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "mint: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
-	if c.instance > 1<<32-1 {
-		fmt.Fprintf(stderr, "mint: --instance %d is out of range\n", c.instance)
+	cl, ok := c.parsed(fs, stderr, "mint")
+	if !ok {
 		return exitUsage
 	}
 	if *specService == "" {
@@ -116,11 +112,6 @@ func runMint(args []string, stdout, stderr io.Writer) int {
 	}
 	if *specComponent == "" {
 		*specComponent = c.comp
-	}
-	cl, err := c.client(stderr)
-	if err != nil {
-		printErrors(stderr, err)
-		return exitUsage
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
@@ -147,17 +138,8 @@ func runDeregister(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "deregister: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
-	if c.instance > 1<<32-1 {
-		fmt.Fprintf(stderr, "deregister: --instance %d is out of range\n", c.instance)
-		return exitUsage
-	}
-	cl, err := c.client(stderr)
-	if err != nil {
-		printErrors(stderr, err)
+	cl, ok := c.parsed(fs, stderr, "deregister")
+	if !ok {
 		return exitUsage
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
@@ -171,6 +153,26 @@ func runDeregister(args []string, stdout, stderr io.Writer) int {
 		IdempotencyKey:  c.idempotencyKey,
 	})
 	return answer(stdout, stderr, "deregister", c.asJSON, resp, err)
+}
+
+// parsed checks what both client subcommands share after flag parsing (no
+// stray argument, an instance that fits 32 bits) and builds the client. It
+// reports false after printing why.
+func (c *connFlags) parsed(fs *flag.FlagSet, stderr io.Writer, verb string) (*wire.Client, bool) {
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", verb, fs.Arg(0))
+		return nil, false
+	}
+	if c.instance > 1<<32-1 {
+		fmt.Fprintf(stderr, "%s: --instance %d is out of range\n", verb, c.instance)
+		return nil, false
+	}
+	cl, err := c.client(stderr)
+	if err != nil {
+		printErrors(stderr, err)
+		return nil, false
+	}
+	return cl, true
 }
 
 func clientUsage(fs *flag.FlagSet, w io.Writer, name, what string) func() {
