@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/registrar-otel/registrar-otel/internal/buildinfo"
 	"log/slog"
 	"net"
 	"net/http"
@@ -73,7 +74,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 
 	d.tel, err = telemetry.New(context.Background(), cfg.Telemetry, telemetry.Options{
 		Logger:         logger.With("component", "telemetry"),
-		ServiceVersion: Version,
+		ServiceVersion: buildinfo.Version,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("daemon: telemetry: %w", err)
@@ -193,9 +194,6 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	}
 	return d, nil
 }
-
-// Version is the daemon's version, reported as service.version.
-var Version = "dev"
 
 // SocketAddr returns the unix listener's address.
 func (d *Daemon) SocketAddr() net.Addr { return d.listeners[0].Addr() }
