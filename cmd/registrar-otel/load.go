@@ -236,6 +236,7 @@ func runLoad(stdout, stderr io.Writer, lf *loadFlags, sum *loadSummary, what str
 
 	// The first SIGINT or SIGTERM interrupts the run gracefully; after it
 	// the default handling is back, so a second one aborts at once.
+	pp := newProgressPrinter(stderr, lf.mode(stderr), lf.progressEvery)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sigs := make(chan os.Signal, 1)
@@ -248,14 +249,13 @@ func runLoad(stdout, stderr io.Writer, lf *loadFlags, sum *loadSummary, what str
 		case got = <-sigs:
 			signal.Stop(sigs)
 			close(sigSeen)
-			fmt.Fprintf(stderr, "\ninterrupted (%s): finishing the calls in flight; press Ctrl-C again to abort\n", sigName(got))
+			pp.note(fmt.Sprintf("interrupted (%s): finishing the calls in flight; press Ctrl-C again to abort", sigName(got)))
 			cancel()
 		case <-runDone:
 		}
 	}()
 	defer signal.Stop(sigs)
 
-	pp := newProgressPrinter(stderr, lf.mode(stderr), lf.progressEvery)
 	if !lf.asJSON {
 		fmt.Fprintf(stdout, "%s against %s\n", what, socket)
 	}

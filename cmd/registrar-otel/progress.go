@@ -73,3 +73,14 @@ func (pp *progressPrinter) finish() {
 		}
 	}
 }
+
+// note prints a line of its own between progress updates: on a terminal it
+// replaces the live line, which the next update draws again below it.
+func (pp *progressPrinter) note(line string) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	if pp.mode == progressLive && pp.drawn {
+		fmt.Fprint(pp.w, "\r\033[K")
+	}
+	fmt.Fprintln(pp.w, line)
+}
