@@ -62,6 +62,13 @@ func TestEveryCommandRejectsABadFlagWithAHint(t *testing.T) {
 			}
 		}
 	}
+	for _, verb := range []string{"mint", "deregister"} {
+		code, out, errOut := runDispatch(verb, "--host", "h1")
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "registrar-otel "+verb+": --service-name, --component required") ||
+			!strings.Contains(errOut, "Run 'registrar-otel "+verb+" -h' for usage.") {
+			t.Errorf("%s without its identity flags: exit %d, stderr %q", verb, code, errOut)
+		}
+	}
 	code, _, errOut := runDispatch("mint", "--no-such-flag")
 	if code != exitUsage || !strings.Contains(errOut, "unknown flag --no-such-flag") {
 		t.Errorf("mint --no-such-flag: exit %d, %q", code, errOut)

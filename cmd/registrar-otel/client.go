@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/config"
@@ -155,10 +156,20 @@ func runDeregister(args []string, stdout, stderr io.Writer) int {
 	return answer(stdout, stderr, "deregister", addr, c.asJSON, resp, err)
 }
 
-// parsed checks what both client subcommands share after flag parsing (an
-// instance that fits 32 bits) and builds the client. It reports false after
+// parsed checks what both client subcommands share after flag parsing (the
+// identity's three flags given, an instance that fits 32 bits) and builds the client. It reports false after
 // printing why.
 func (c *connFlags) parsed(stderr io.Writer, verb string) (*wire.Client, daemonAddr, bool) {
+	var missing []string
+	for _, f := range []struct{ name, val string }{{"--service-name", c.serviceName}, {"--host", c.host}, {"--component", c.comp}} {
+		if f.val == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		usageError(stderr, verb, "%s required (--service-name, --host and --component name the identity)", strings.Join(missing, ", "))
+		return nil, daemonAddr{}, false
+	}
 	if c.instance > 1<<32-1 {
 		usageError(stderr, verb, "--instance %d is out of range (1..999, or 0 for none)", c.instance)
 		return nil, daemonAddr{}, false

@@ -59,7 +59,7 @@ func TestLoadWaveOnATerminalEndsTheLiveLineAtTheFinalCount(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("load wave: %v\n%s", err, stdout.String())
 	}
-	<-done // EIO on master after the last writer closed
+	<-done                                                // EIO on master after the last writer closed
 	out := strings.ReplaceAll(tty.String(), "\r\n", "\n") // the pty's output processing
 	draws := strings.Split(out, "\r\x1b[K")
 	if len(draws) < 2 {

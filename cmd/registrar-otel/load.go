@@ -244,7 +244,9 @@ func runLoad(stdout, stderr io.Writer, lf *loadFlags, sum *loadSummary, what str
 	var got os.Signal
 	runDone := make(chan struct{})
 	sigSeen := make(chan struct{})
+	watcherDone := make(chan struct{})
 	go func() {
+		defer close(watcherDone)
 		select {
 		case got = <-sigs:
 			signal.Stop(sigs)
@@ -261,6 +263,7 @@ func runLoad(stdout, stderr io.Writer, lf *loadFlags, sum *loadSummary, what str
 	}
 	rep, err := run(ctx, client, tel, pp.update)
 	close(runDone)
+	<-watcherDone // from here on, sigs is read only below
 	pp.finish()
 	interrupted := false
 	select {
@@ -281,7 +284,14 @@ func runLoad(stdout, stderr io.Writer, lf *loadFlags, sum *loadSummary, what str
 	// refreshed the snapshot, and the counted records written so far. An
 	// interrupted run does not wait for the tick.
 	if lf.settle > 0 && !interrupted {
-		time.Sleep(lf.settle)
+		// A Ctrl-C now skips the wait; the run itself completed.
+		t := time.NewTimer(lf.settle)
+		select {
+		case <-t.C:
+		case <-sigs:
+			signal.Stop(sigs)
+		}
+		t.Stop()
 	}
 	if h, err := client.Health(context.Background()); err == nil && h.OK() {
 		l := h.Health.Limiter
