@@ -67,10 +67,10 @@ fuzz-smoke: ## run each fuzz target for FUZZTIME (default 10s)
 	  done; \
 	done
 
-GOLDEN_PKGS := ./audit ./config ./telemetry ./wire
+GOLDEN_PKGS := ./audit ./config ./telemetry ./wire ./cmd/registrar-otel
 
 .PHONY: golden
-golden: ## regenerate the golden fixtures (audit lines, config errors, wire payloads, /metrics names); review the diff
+golden: ## regenerate the golden fixtures (audit lines, config errors, wire payloads, /metrics names, --json outputs); review the diff
 	$(GO) test -count=1 $(GOLDEN_PKGS) -run 'Golden|InvalidFixtures' -update
 	@git status --short -- $(addsuffix /testdata,$(GOLDEN_PKGS))
 
@@ -80,6 +80,22 @@ lint: vet ## gofmt, go vet and staticcheck
 	$(GO) run $(STATICCHECK) ./...
 	cd bench && $(GO) run $(STATICCHECK) ./...
 
+.PHONY: docs-deps
+docs-deps: ## install mkdocs and mkdocs-material when missing (Debian's packages; needs root)
+	@if command -v mkdocs >/dev/null 2>&1 && { dpkg-query -W -f='$${Status}' mkdocs-material 2>/dev/null | grep -q 'ok installed' || \
+	     "$$(sed -n '1s/^#! *//p' "$$(command -v mkdocs)")" -c 'import material' 2>/dev/null; }; then \
+	  echo "mkdocs and mkdocs-material present"; \
+	else \
+	  echo "installing Debian's mkdocs and mkdocs-material for the docs site"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mkdocs mkdocs-material; \
+	fi
+
+.PHONY: docs
+docs: docs-deps ## build the docs site into site/ (English at the root, Korean under ko/) with mkdocs build --strict
+	rm -rf site
+	mkdocs build --strict --config-file mkdocs.yml
+	mkdocs build --strict --config-file mkdocs.ko.yml
+
 .PHONY: clean
 clean: ## remove build output (never var/)
-	rm -rf bin
+	rm -rf bin site

@@ -122,10 +122,14 @@ func load(source string, fileProvider koanf.Provider, environ []string, logger *
 	}
 
 	for _, u := range d.unknown {
+		attrs := []any{"key", u.key, "source", source}
+		if s := SuggestKey(u.key); s != "" {
+			attrs = append(attrs, "did_you_mean", s)
+		}
 		if u.kept {
-			logger.Warn("unknown configuration key kept untouched; this version does not use it", "key", u.key, "source", source)
+			logger.Warn("unknown configuration key kept untouched; this version does not use it", attrs...)
 		} else {
-			logger.Warn("unknown configuration key ignored", "key", u.key, "source", source)
+			logger.Warn("unknown configuration key ignored", attrs...)
 		}
 	}
 	if len(errs) > 0 {

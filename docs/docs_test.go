@@ -25,6 +25,7 @@ var langs = []string{"en", "ko"}
 // requiredPages are the pages every language must have.
 var requiredPages = []string{
 	"index.md", "configuration.md", "operations.md", "metrics.md", "audit.md", "wire.md", "design.md",
+	"commands.md",
 }
 
 // heading is one markdown heading outside a code block.
@@ -308,8 +309,9 @@ func TestRelativeLinksResolve(t *testing.T) {
 	}
 }
 
-// mkdocsConfig is what the test reads from mkdocs.yml: enough to check the
-// site shape without a YAML dependency (the file is plain block YAML).
+// mkdocsConfig is what the test reads from a mkdocs configuration: enough
+// to check the site shape without a YAML dependency (the files are plain
+// block YAML).
 type mkdocsConfig struct {
 	raw     string
 	navRefs []string
@@ -317,11 +319,11 @@ type mkdocsConfig struct {
 
 var navRefRe = regexp.MustCompile(`^\s*-\s+(?:[^:]+:\s+)?([A-Za-z0-9_./-]+\.md)\s*$`)
 
-func readMkdocs(t *testing.T) mkdocsConfig {
+func readMkdocs(t *testing.T, name string) mkdocsConfig {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "mkdocs.yml"))
+	raw, err := os.ReadFile(filepath.Join("..", name))
 	if err != nil {
-		t.Fatalf("read mkdocs.yml: %v", err)
+		t.Fatalf("read %s: %v", name, err)
 	}
 	cfg := mkdocsConfig{raw: string(raw)}
 	inNav := false
@@ -342,44 +344,73 @@ func readMkdocs(t *testing.T) mkdocsConfig {
 	return cfg
 }
 
+// The site is two mkdocs builds that Debian's mkdocs 1.4 and
+// mkdocs-material 8.2 can run without plugins: mkdocs.yml (English, the
+// site root) and mkdocs.ko.yml (Korean, under ko/), which inherits the
+// first. Each lists every page of its tree, in the same order, and both
+// carry the language switch. `make docs` builds them with --strict.
 func TestMkdocsListsBothLanguagesAndEveryPage(t *testing.T) {
-	cfg := readMkdocs(t)
-	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^docs_dir:\s*docs\s*$`),
-		regexp.MustCompile(`(?m)^\s+docs_structure:\s*folder\s*$`),
-		regexp.MustCompile(`(?m)^\s+-\s+i18n:\s*$`),
-		regexp.MustCompile(`(?m)^\s+-\s+locale:\s*en\s*$`),
-		regexp.MustCompile(`(?m)^\s+-\s+locale:\s*ko\s*$`),
-		regexp.MustCompile(`(?m)^\s+name:\s*English\s*$`),
-		regexp.MustCompile(`(?m)^\s+name:\s*한국어\s*$`),
-		regexp.MustCompile(`(?m)^\s+default:\s*true\s*$`),
-		regexp.MustCompile(`(?m)^\s+-\s+attr_list\s*$`),
-		regexp.MustCompile(`(?m)^\s+-\s+admonition\s*$`),
-		regexp.MustCompile(`(?m)^\s+-\s+tables\s*$`),
-		regexp.MustCompile(`(?m)^\s+-\s+toc:\s*$`),
-		regexp.MustCompile(`(?m)^\s+permalink:\s*true\s*$`),
-	} {
-		if !want.MatchString(cfg.raw) {
-			t.Errorf("mkdocs.yml does not match %s", want)
-		}
+	sites := []struct {
+		file, lang string
+		want       []*regexp.Regexp
+	}{
+		{"mkdocs.yml", "en", []*regexp.Regexp{
+			regexp.MustCompile(`(?m)^docs_dir:\s*docs/en\s*$`),
+			regexp.MustCompile(`(?m)^site_dir:\s*site\s*$`),
+			regexp.MustCompile(`(?m)^\s+name:\s*material\s*$`),
+			regexp.MustCompile(`(?m)^\s+language:\s*en\s*$`),
+			regexp.MustCompile(`(?m)^\s+-\s+attr_list\s*$`),
+			regexp.MustCompile(`(?m)^\s+-\s+admonition\s*$`),
+			regexp.MustCompile(`(?m)^\s+-\s+tables\s*$`),
+			regexp.MustCompile(`(?m)^\s+-\s+toc:\s*$`),
+			regexp.MustCompile(`(?m)^\s+permalink:\s*true\s*$`),
+			regexp.MustCompile(`(?m)^\s+link:\s*ko/\s*$`),
+		}},
+		{"mkdocs.ko.yml", "ko", []*regexp.Regexp{
+			regexp.MustCompile(`(?m)^INHERIT:\s*mkdocs.yml\s*$`),
+			regexp.MustCompile(`(?m)^docs_dir:\s*docs/ko\s*$`),
+			regexp.MustCompile(`(?m)^site_dir:\s*site/ko\s*$`),
+			regexp.MustCompile(`(?m)^\s+language:\s*kr\s*$`), // Material 8.2's code for Korean
+		}},
 	}
-	if strings.Contains(cfg.raw, "\t") {
-		t.Errorf("mkdocs.yml contains a tab; YAML indentation must be spaces")
-	}
-	if len(cfg.navRefs) == 0 {
-		t.Fatalf("mkdocs.yml has no nav pages")
-	}
-	for _, ref := range cfg.navRefs {
-		for _, lang := range langs {
-			if _, err := os.Stat(filepath.Join(lang, filepath.FromSlash(ref))); err != nil {
-				t.Errorf("nav page %s does not exist in docs/%s: %v", ref, lang, err)
+	var navs [][]string
+	for _, site := range sites {
+		cfg := readMkdocs(t, site.file)
+		for _, want := range append(site.want,
+			regexp.MustCompile(`(?m)^\s+-\s+name:\s*English\s*$`),
+			regexp.MustCompile(`(?m)^\s+-\s+name:\s*한국어\s*$`),
+		) {
+			if !want.MatchString(cfg.raw) {
+				t.Errorf("%s does not match %s", site.file, want)
 			}
 		}
-	}
-	for _, name := range markdownPages(t, "en") {
-		if !slices.Contains(cfg.navRefs, name) {
-			t.Errorf("docs/en/%s is not in the mkdocs.yml nav", name)
+		// Only plugins Debian ships: the built-in search.
+		if m := regexp.MustCompile(`(?m)^\s+-\s+(i18n|static-i18n|mkdocs-static-i18n)\b`).FindString(cfg.raw); m != "" {
+			t.Errorf("%s names a plugin Debian does not ship: %s", site.file, m)
 		}
+		if strings.Contains(cfg.raw, "exclude_docs") {
+			t.Errorf("%s uses exclude_docs, which needs mkdocs ≥ 1.5", site.file)
+		}
+		if strings.Contains(cfg.raw, "\t") {
+			t.Errorf("%s contains a tab; YAML indentation must be spaces", site.file)
+		}
+		if len(cfg.navRefs) == 0 {
+			t.Fatalf("%s has no nav pages", site.file)
+		}
+		for _, ref := range cfg.navRefs {
+			if _, err := os.Stat(filepath.Join(site.lang, filepath.FromSlash(ref))); err != nil {
+				t.Errorf("%s: nav page %s does not exist in docs/%s: %v", site.file, ref, site.lang, err)
+			}
+		}
+		for _, name := range markdownPages(t, site.lang) {
+			if !slices.Contains(cfg.navRefs, name) {
+				t.Errorf("docs/%s/%s is not in the %s nav", site.lang, name, site.file)
+			}
+		}
+		navs = append(navs, cfg.navRefs)
+	}
+	if !slices.Equal(navs[0], navs[1]) {
+		t.Errorf("the navs differ: en %v, ko %v", navs[0], navs[1])
 	}
 }
 

@@ -14,6 +14,12 @@
 // predecision_refusal floods send a service name that is not a DNS label
 // (each caller still gets ServiceLabelInvalid), admission floods remint one
 // registration (throttled past the burst).
+//
+// Cancelling a run's ctx interrupts it the way an operator's Ctrl-C should:
+// no new call starts and no throttled mint is retried, but the calls in
+// flight finish and are counted, so the report agrees with what the daemon
+// recorded. Report.Interrupted says so, with what completed, what was
+// abandoned while waiting to retry, and what never started.
 package loadgen
 
 import (
@@ -41,12 +47,24 @@ type Client interface {
 // Progress is a live view of a run.
 type Progress struct {
 	Target    uint64 // mints to complete (wave) or requests to send (flood)
-	Done      uint64 // completed mints (wave) or answered requests (flood)
+	Done      uint64 // completed mints (wave: admitted, refused or failed) or answered requests (flood)
 	Admitted  uint64
 	Throttled uint64 // RegistrarBusy answers (each retry counts)
 	Refused   uint64 // permanent refusals
 	Failed    uint64 // transport errors
+	// Abandoned counts the mints of an interrupted wave that were waiting
+	// to retry after RegistrarBusy (each was throttled, none admitted).
+	Abandoned uint64
 	Elapsed   time.Duration
+}
+
+// NotStarted is the part of the target that was never sent (an
+// interrupted run).
+func (p Progress) NotStarted() uint64 {
+	if n := p.Done + p.Abandoned; n < p.Target {
+		return p.Target - n
+	}
+	return 0
 }
 
 // Report is a finished run.
@@ -64,6 +82,9 @@ type Report struct {
 	TraceID string
 	// FirstError is the first transport error, if any.
 	FirstError error
+	// Interrupted is set when the run's ctx was cancelled before it
+	// finished: the counts are what completed until then.
+	Interrupted bool
 }
 
 // Throughput is answered calls per second.
@@ -121,6 +142,7 @@ type run struct {
 	throttled atomic.Uint64
 	refused   atomic.Uint64
 	failed    atomic.Uint64
+	abandoned atomic.Uint64
 	requests  atomic.Uint64
 	maxRetry  atomic.Uint64
 
@@ -137,15 +159,17 @@ func newRun(target uint64) *run {
 func (r *run) progress() Progress {
 	return Progress{
 		Target: r.target, Done: r.done.Load(), Admitted: r.admitted.Load(), Throttled: r.throttled.Load(),
-		Refused: r.refused.Load(), Failed: r.failed.Load(), Elapsed: time.Since(r.start),
+		Refused: r.refused.Load(), Failed: r.failed.Load(), Abandoned: r.abandoned.Load(), Elapsed: time.Since(r.start),
 	}
 }
 
 // call makes one request and classifies its answer. It returns the
-// response (nil on a transport error).
+// response (nil on a transport error). The call is not cut short when ctx
+// is cancelled (an interrupted run lets calls in flight finish, so what it
+// counts is what the daemon did); ctx's values (the trace) are kept.
 func (r *run) call(ctx context.Context, c Client, req wire.MintRequest) *wire.Response {
 	t0 := time.Now()
-	resp, err := c.Mint(ctx, req)
+	resp, err := c.Mint(context.WithoutCancel(ctx), req)
 	d := time.Since(t0)
 	r.requests.Add(1)
 	r.mu.Lock()
@@ -191,7 +215,9 @@ func (r *run) report() Report {
 	return rep
 }
 
-// watch calls f with the run's progress every d until stop is closed.
+// watch calls f with the run's progress every d until stop is closed, and
+// once more then with the final counts, so a live display ends at the true
+// final count.
 func watch(r *run, f func(Progress), d time.Duration, stop <-chan struct{}) {
 	if f == nil {
 		return
@@ -204,6 +230,7 @@ func watch(r *run, f func(Progress), d time.Duration, stop <-chan struct{}) {
 	for {
 		select {
 		case <-stop:
+			f(r.progress())
 			return
 		case <-t.C:
 			f(r.progress())
@@ -261,6 +288,9 @@ func Wave(ctx context.Context, c Client, o WaveOptions) (Report, error) {
 	for range o.Concurrency {
 		workers.Go(func() {
 			for j := range jobs {
+				if ctx.Err() != nil {
+					continue // interrupted: never started
+				}
 				req := wire.MintRequest{
 					ProtocolVersion: wire.ProtocolVersion,
 					ServiceName:     o.Component,
@@ -273,13 +303,14 @@ func Wave(ctx context.Context, c Client, o WaveOptions) (Report, error) {
 				for {
 					resp := r.call(ctx, c, req)
 					if resp == nil || !resp.Retryable() {
+						r.done.Add(1)
 						break
 					}
-					if err := o.Sleep(ctx, time.Duration(resp.RetryAfter)*time.Second+o.Jitter()); err != nil {
+					if ctx.Err() != nil || o.Sleep(ctx, time.Duration(resp.RetryAfter)*time.Second+o.Jitter()) != nil {
+						r.abandoned.Add(1) // interrupted while waiting to retry
 						break
 					}
 				}
-				r.done.Add(1)
 			}
 		})
 	}
@@ -299,6 +330,7 @@ feed:
 	watching.Wait()
 
 	rep := r.report()
+	rep.Interrupted = ctx.Err() != nil
 	if sc := span.SpanContext(); sc.IsValid() {
 		rep.TraceID = sc.TraceID().String()
 	}
@@ -357,7 +389,9 @@ func Flood(ctx context.Context, c Client, o FloodOptions) (Report, error) {
 	workers.Wait()
 	close(stop)
 	watching.Wait()
-	return r.report(), ctx.Err()
+	rep := r.report()
+	rep.Interrupted = ctx.Err() != nil
+	return rep, ctx.Err()
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

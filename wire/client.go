@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/health"
@@ -26,6 +27,7 @@ const MaxResponseBytes = 1 << 20
 // Client is safe for concurrent use.
 type Client struct {
 	base       string
+	endpoint   string // what messages name: "unix socket PATH" or "ADDR (TLS)"
 	hc         *http.Client
 	propagator propagation.TextMapPropagator
 }
@@ -72,8 +74,11 @@ func NewUnixClient(socketPath string, opts ...ClientOption) *Client {
 		DisableKeepAlives: cfg.noKeepAlive,
 		IdleConnTimeout:   DefaultIdleTimeout / 2, // before the server drops it
 	}
-	// The host is a placeholder: the dialer ignores it.
-	return newClient("http://registrar", tr, cfg)
+	// The host is a placeholder: the dialer ignores it, and errors name
+	// the socket instead of the placeholder URL.
+	c := newClient("http://registrar", tr, cfg)
+	c.endpoint = "unix socket " + socketPath
+	return c
 }
 
 // NewTLSClient returns a client of the registrar listening on addr
@@ -97,7 +102,9 @@ func NewTLSClient(addr string, tlsConfig *tls.Config, opts ...ClientOption) *Cli
 		DisableKeepAlives:   cfg.noKeepAlive,
 		IdleConnTimeout:     DefaultIdleTimeout / 2,
 	}
-	return newClient("https://"+addr, tr, cfg)
+	c := newClient("https://"+addr, tr, cfg)
+	c.endpoint = addr + " (TLS)"
+	return c
 }
 
 func clientOptions(opts []ClientOption) clientConfig {
@@ -209,7 +216,13 @@ func (c *Client) do(ctx context.Context, hreq *http.Request) (*Response, error) 
 	}
 	hres, err := c.hc.Do(hreq)
 	if err != nil {
-		return nil, fmt.Errorf("wire: %s %s: %w", hreq.Method, hreq.URL.Path, err)
+		// net/http wraps the cause in a *url.Error naming the request URL,
+		// which for the unix socket is a placeholder; name the endpoint.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("wire: %s %s on %s: %w", hreq.Method, hreq.URL.Path, c.endpoint, err)
 	}
 	defer hres.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(hres.Body, MaxResponseBytes+1))

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,40 +23,40 @@ const (
 	auditScanFailed    = 2 // usage error, or the store could not be read
 )
 
+var auditScanUsage = usageSpec{
+	name:     "audit scan",
+	synopsis: "[--dir DIR | --config FILE] [--window 720h] [--json]",
+	what: `Scans the audit record store (read-only; safe while the daemon runs) for
+intents without an outcome (older than a 60 s settle grace) and malformed
+lines, and summarises the limited (counted) records per bucket.
+
+Exit status: 0 when the store is clean, 1 when anomalies are found, 2 on a
+usage error or an unreadable store.`,
+	examples: []string{
+		"registrar-otel audit scan",
+		"registrar-otel audit scan --config /etc/registrar-otel/registrar.toml --window 24h --json",
+	},
+}
+
 // runAuditScan implements `registrar-otel audit scan [--dir D] [--window
 // 720h] [--json]` (args are what follows "audit scan"). It scans the record
 // store read-only and prints a report: text by default, one JSON object
 // with --json. It returns 0 when the store is clean, 1 when it found
 // anomalies, and 2 on a usage error or an unreadable store.
 func runAuditScan(args []string, stdout, stderr io.Writer) int {
-	flags := flag.NewFlagSet("registrar-otel audit scan", flag.ContinueOnError)
-	flags.SetOutput(stderr)
+	flags := newFlagSet("audit scan")
 	dir := flags.String("dir", "", "audit record `directory` (default: registrar.audit_record_dir of --config, or of the embedded defaults: var/audit)")
-	cfgPath := flags.String("config", "", "the daemon's configuration `file`, to find registrar.audit_record_dir")
+	cfgPath := flags.String("config", "", "the daemon's configuration `file`, to find registrar.audit_record_dir (default: the embedded defaults, as make run)")
 	window := flags.Duration("window", audit.DefaultScanWindow, "lookback `duration`: older records are ignored")
-	asJSON := flags.Bool("json", false, "print one JSON object instead of text")
-	flags.Usage = func() {
-		fmt.Fprint(flags.Output(), "usage: registrar-otel audit scan [--dir D | --config F] [--window 720h] [--json]\n\n"+
-			"Scans the audit record store (read-only) for intents without an outcome (older than\n"+
-			"a 60 s settle grace) and malformed lines, and summarises limited (counted) records\n"+
-			"per bucket. Exits 0 when clean, 1 when anomalies are found, 2 on a usage error or an\n"+
-			"unreadable store.\n\n")
-		flags.PrintDefaults()
-	}
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return auditScanClean
+	asJSON := flags.Bool("json", false, "print one JSON object instead of text (schema: docs, operations, --json schemas)")
+	if code, ok := parseFlags(flags, auditScanUsage, args, stdout, stderr); !ok {
+		if code == exitUsage {
+			return auditScanFailed
 		}
-		return auditScanFailed // flag has printed the error and the usage
-	}
-	if flags.NArg() > 0 {
-		fmt.Fprintf(stderr, "audit scan: unexpected argument %q\n", flags.Arg(0))
-		flags.Usage()
-		return auditScanFailed
+		return code
 	}
 	if *window <= 0 {
-		fmt.Fprintf(stderr, "audit scan: --window must be positive, got %s\n", *window)
-		return auditScanFailed
+		return usageError(stderr, "audit scan", "--window must be positive, got %s", *window)
 	}
 	if *dir == "" {
 		logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))

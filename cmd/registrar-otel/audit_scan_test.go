@@ -138,7 +138,7 @@ func TestAuditScanUsageAndUnreadableStoreExit2(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown flag", []string{"--bogus"}, "flag provided but not defined"},
+		{"unknown flag", []string{"--bogus"}, "unknown flag --bogus"},
 		{"positional argument", []string{"extra"}, "unexpected argument"},
 		{"bad window", []string{"--window", "soon"}, "invalid value"},
 		{"negative window", []string{"--window", "-1h"}, "must be positive"},
@@ -153,8 +153,8 @@ func TestAuditScanUsageAndUnreadableStoreExit2(t *testing.T) {
 			}
 		})
 	}
-	if code, _, errs := auditScanOutput("-h"); code != auditScanClean || !strings.Contains(errs, "usage: registrar-otel audit scan") {
-		t.Errorf("-h: exit %d, stderr %q; want 0 and the usage", code, errs)
+	if code, out, _ := auditScanOutput("-h"); code != auditScanClean || !strings.Contains(out, "usage: registrar-otel audit scan") {
+		t.Errorf("-h: exit %d, stdout %q; want 0 and the usage", code, out)
 	}
 }
 

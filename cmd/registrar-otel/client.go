@@ -10,19 +10,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/wire"
-)
-
-// Exit statuses of the client subcommands, by the answer's class.
-const (
-	exitOK        = 0  // success
-	exitPermanent = 1  // a permanent refusal: retrying the same request cannot succeed
-	exitUsage     = 2  // bad flags or configuration
-	exitTransport = 3  // no protocol answer: the daemon is unreachable or answered garbage
-	exitRetryable = 75 // RegistrarBusy (EX_TEMPFAIL): retry after retry_after seconds
 )
 
 // connFlags are the flags every client subcommand shares.
@@ -37,14 +29,14 @@ type connFlags struct {
 }
 
 func (c *connFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.socket, "socket", "", "the daemon's unix socket (default: registrar.socket_path of --config, or of the embedded defaults)")
-	fs.StringVar(&c.config, "config", "", "configuration file to read registrar.socket_path from")
+	fs.StringVar(&c.socket, "socket", "", "the daemon's unix socket `path` (default: registrar.socket_path of --config, or of the embedded defaults: "+defaultSocket()+")")
+	fs.StringVar(&c.config, "config", "", "the daemon's configuration `file`, to find registrar.socket_path (default: the embedded defaults, as make run)")
 	fs.StringVar(&c.tlsAddr, "tls-addr", "", "connect over TCP with mutual TLS to host:port instead of the socket")
 	fs.StringVar(&c.cert, "tls-cert", "", "client certificate (PEM) for --tls-addr")
 	fs.StringVar(&c.key, "tls-key", "", "client key (PEM) for --tls-addr")
 	fs.StringVar(&c.ca, "tls-ca", "", "CA certificate (PEM) that signed the daemon's certificate, for --tls-addr")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "give up on the call after this long")
-	fs.BoolVar(&c.asJSON, "json", false, "print the daemon's answer as JSON, unchanged")
+	fs.BoolVar(&c.asJSON, "json", false, "print the daemon's answer (the wire protocol's response object) unchanged on stdout")
 	fs.StringVar(&c.serviceName, "service-name", "", "the service's name (a DNS label)")
 	fs.StringVar(&c.host, "host", "", "the host the service runs on (a DNS label)")
 	fs.StringVar(&c.comp, "component", "", "the configured component")
@@ -52,58 +44,69 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.idempotencyKey, "idempotency-key", "", "an idempotency key to send (optional)")
 }
 
-// client builds the wire client the flags describe.
-func (c *connFlags) client(stderr io.Writer) (*wire.Client, error) {
+// client builds the wire client the flags describe, and says where it
+// connects (the socket path or the TLS address) for error messages.
+func (c *connFlags) client(stderr io.Writer) (*wire.Client, daemonAddr, error) {
 	opts := []wire.ClientOption{wire.WithTimeout(c.timeout)}
 	if c.tlsAddr != "" {
 		if c.cert == "" || c.key == "" || c.ca == "" {
-			return nil, errors.New("--tls-addr needs --tls-cert, --tls-key and --tls-ca")
+			return nil, daemonAddr{}, errors.New("--tls-addr needs --tls-cert, --tls-key and --tls-ca")
 		}
 		cert, err := tls.LoadX509KeyPair(c.cert, c.key)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+			return nil, daemonAddr{}, fmt.Errorf("--tls-cert/--tls-key: %w", err)
 		}
 		pem, err := os.ReadFile(c.ca)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-ca: %w", err)
+			return nil, daemonAddr{}, fmt.Errorf("--tls-ca: %w", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate found", c.ca)
+			return nil, daemonAddr{}, fmt.Errorf("--tls-ca %s: no PEM certificate found", c.ca)
 		}
 		return wire.NewTLSClient(c.tlsAddr, &tls.Config{
 			MinVersion:   tls.VersionTLS13,
 			Certificates: []tls.Certificate{cert},
 			RootCAs:      pool,
-		}, opts...), nil
+		}, opts...), daemonAddr{tls: c.tlsAddr}, nil
 	}
-	socket := c.socket
-	if socket == "" {
-		logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-		cfg, err := config.Load(c.config, os.Environ(), logger)
-		if err != nil {
-			return nil, err
-		}
-		socket = cfg.Registrar.SocketPath
+	socket, err := resolveSocket(c.socket, c.config, stderr)
+	if err != nil {
+		return nil, daemonAddr{}, err
 	}
-	return wire.NewUnixClient(socket, opts...), nil
+	return wire.NewUnixClient(socket, opts...), daemonAddr{socket: socket, fromConfig: c.config}, nil
 }
+
+// resolveSocket is --socket, or registrar.socket_path of --config (or of
+// the embedded defaults with the environment's overrides).
+func resolveSocket(socket, cfgPath string, stderr io.Writer) (string, error) {
+	if socket != "" {
+		return socket, nil
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	cfg, err := config.Load(cfgPath, os.Environ(), logger)
+	if err != nil {
+		return "", err
+	}
+	return cfg.Registrar.SocketPath, nil
+}
+
+// defaultSocket is the embedded default socket path (what make run uses).
+func defaultSocket() string { return config.Default().Registrar.SocketPath }
 
 // runMint implements "registrar-otel mint".
 func runMint(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("mint", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("mint")
 	var c connFlags
 	c.register(fs)
 	reload := fs.String("reload", "", "the spec's reload command")
 	specService := fs.String("spec-service-name", "", "the spec's service_name (default: --service-name)")
 	specComponent := fs.String("spec-component", "", "the spec's component (default: --component)")
 	wrapTTL := fs.Uint64("wrap-ttl", 300, "lifetime of the wrapped secret in seconds (1..registrar.max_wrap_ttl_seconds)")
-	fs.Usage = clientUsage(fs, stderr, "mint", "create (or idempotently re-issue) a service identity and print its bootstrap material")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, mintUsage, args, stdout, stderr); !ok {
+		return code
 	}
-	cl, ok := c.parsed(fs, stderr, "mint")
+	cl, addr, ok := c.parsed(stderr, "mint")
 	if !ok {
 		return exitUsage
 	}
@@ -125,20 +128,18 @@ func runMint(args []string, stdout, stderr io.Writer) int {
 		WrapTTL:         *wrapTTL,
 		IdempotencyKey:  c.idempotencyKey,
 	})
-	return answer(stdout, stderr, "mint", c.asJSON, resp, err)
+	return answer(stdout, stderr, "mint", addr, c.asJSON, resp, err)
 }
 
 // runDeregister implements "registrar-otel deregister".
 func runDeregister(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("deregister", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("deregister")
 	var c connFlags
 	c.register(fs)
-	fs.Usage = clientUsage(fs, stderr, "deregister", "remove a service identity")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, deregisterUsage, args, stdout, stderr); !ok {
+		return code
 	}
-	cl, ok := c.parsed(fs, stderr, "deregister")
+	cl, addr, ok := c.parsed(stderr, "deregister")
 	if !ok {
 		return exitUsage
 	}
@@ -152,44 +153,72 @@ func runDeregister(args []string, stdout, stderr io.Writer) int {
 		Component:       c.comp,
 		IdempotencyKey:  c.idempotencyKey,
 	})
-	return answer(stdout, stderr, "deregister", c.asJSON, resp, err)
+	return answer(stdout, stderr, "deregister", addr, c.asJSON, resp, err)
 }
 
-// parsed checks what both client subcommands share after flag parsing (no
-// stray argument, an instance that fits 32 bits) and builds the client. It
-// reports false after printing why.
-func (c *connFlags) parsed(fs *flag.FlagSet, stderr io.Writer, verb string) (*wire.Client, bool) {
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", verb, fs.Arg(0))
-		return nil, false
+// parsed checks what both client subcommands share after flag parsing (the
+// identity's three flags given, an instance that fits 32 bits) and builds the client. It reports false after
+// printing why.
+func (c *connFlags) parsed(stderr io.Writer, verb string) (*wire.Client, daemonAddr, bool) {
+	var missing []string
+	for _, f := range []struct{ name, val string }{{"--service-name", c.serviceName}, {"--host", c.host}, {"--component", c.comp}} {
+		if f.val == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		usageError(stderr, verb, "%s required (--service-name, --host and --component name the identity)", strings.Join(missing, ", "))
+		return nil, daemonAddr{}, false
 	}
 	if c.instance > 1<<32-1 {
-		fmt.Fprintf(stderr, "%s: --instance %d is out of range\n", verb, c.instance)
-		return nil, false
+		usageError(stderr, verb, "--instance %d is out of range (1..999, or 0 for none)", c.instance)
+		return nil, daemonAddr{}, false
 	}
-	cl, err := c.client(stderr)
+	cl, addr, err := c.client(stderr)
 	if err != nil {
+		fmt.Fprintf(stderr, "registrar-otel %s: ", verb)
 		printErrors(stderr, err)
-		return nil, false
+		return nil, daemonAddr{}, false
 	}
-	return cl, true
+	return cl, addr, true
 }
 
-func clientUsage(fs *flag.FlagSet, w io.Writer, name, what string) func() {
-	return func() {
-		fmt.Fprintf(w, "usage: registrar-otel %s --service-name S --host H --component C [--instance N] [flags]\n\n", name)
-		fmt.Fprintf(w, "%s. Exit status: 0 success, 1 permanent refusal, 75 retryable (RegistrarBusy),\n", what)
-		fmt.Fprintln(w, "3 daemon unreachable or not speaking the protocol, 2 usage.")
-		fmt.Fprintln(w)
-		fs.PrintDefaults()
-	}
+const clientExits = `Exit status: 0 success, 1 permanent refusal (retrying the same request cannot
+succeed), 2 usage or configuration error, 3 the daemon is not running or does
+not speak the protocol, 75 RegistrarBusy (retry after retry_after seconds).`
+
+var mintUsage = usageSpec{
+	name:     "mint",
+	synopsis: "--service-name S --host H --component C [--instance N] [--config FILE | --socket PATH] [--json] [flags]",
+	what: `Creates (or idempotently re-issues) a service identity through the daemon and
+prints its bootstrap material: role_id, wrapped_secret_id and its expiry, and
+the registrar_health the answer carried. With --json, stdout is the daemon's
+response object exactly as received (docs: wire protocol).
+
+` + clientExits,
+	examples: []string{
+		"registrar-otel mint --service-name review --host h1 --component review --instance 1",
+		"registrar-otel mint --config /etc/registrar-otel/registrar.toml --service-name api --host h1 --component edge-proxy --json",
+	},
+}
+
+var deregisterUsage = usageSpec{
+	name:     "deregister",
+	synopsis: "--service-name S --host H --component C [--instance N] [--config FILE | --socket PATH] [--json] [flags]",
+	what: `Removes a service identity through the daemon: "removed", or "already_absent"
+when there was nothing to remove (deregister is idempotent). With --json,
+stdout is the daemon's response object exactly as received.
+
+` + clientExits,
+	examples: []string{
+		"registrar-otel deregister --service-name review --host h1 --component review --instance 1",
+	},
 }
 
 // answer prints a response and maps it to the exit status by class.
-func answer(stdout, stderr io.Writer, verb string, asJSON bool, resp *wire.Response, err error) int {
+func answer(stdout, stderr io.Writer, verb string, addr daemonAddr, asJSON bool, resp *wire.Response, err error) int {
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", verb, err)
-		return exitTransport
+		return transportError(stderr, verb, addr, err)
 	}
 	if asJSON {
 		stdout.Write(resp.Body)

@@ -1,15 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/registrar-otel/registrar-otel/config"
@@ -17,77 +19,222 @@ import (
 
 // Exit statuses of `config check`.
 const (
-	configCheckOK      = 0
-	configCheckInvalid = 2 // configuration errors, and usage errors
+	configCheckOK      = exitOK
+	configCheckInvalid = exitUsage // configuration errors, and usage errors
 )
 
-// runConfigCheck implements `registrar-otel config check [--config FILE]`
-// (args are what follows "config check"): it loads FILE, or the embedded
-// defaults without --config, with the REGISTRAR_OTEL_ environment
-// overrides, prints a summary of the effective configuration to stdout and
-// returns 0; or prints every error on its own line to stderr and returns 2.
-// Warnings (unknown keys) go to stderr and do not fail the check.
+var configCheckUsage = usageSpec{
+	name:     "config check",
+	synopsis: "[--config FILE] [--strict] [--json]",
+	what: `Loads the configuration (FILE, or the embedded defaults) with the
+REGISTRAR_OTEL_* environment overrides and checks what it refers to the way
+serve would: the TLS certificate, key and client CA (they exist, are readable,
+parse, and the key matches the certificate), and the socket, state and audit
+paths (serve creates a missing directory 0700 and refuses a symlink, a
+non-directory or a group- or world-writable one).
+
+Unknown keys are warnings (they are kept, for keys a later version knows);
+--strict makes them errors. An unknown key one edit away from a known key is
+an error in any mode: it is a likely misspelling, and the default applies
+while it stays.
+
+Prints the effective settings and exits 0, or prints every error and exits 2.`,
+	examples: []string{
+		"registrar-otel config check",
+		"registrar-otel config check --config /etc/registrar-otel/registrar.toml --strict",
+		"registrar-otel config check --config registrar.toml --json | jq .errors",
+	},
+}
+
+// runConfigCheck implements `registrar-otel config check`: see
+// configCheckUsage.
 func runConfigCheck(args []string, stdout, stderr io.Writer) int {
 	return configCheck(args, os.Environ(), stdout, stderr)
 }
 
+// finding is one error or warning of the check, keyed when it concerns one
+// key.
+type finding struct {
+	Key     string `json:"key"`
+	Message string `json:"message"`
+}
+
+// unknownFinding is one unknown key.
+type unknownFinding struct {
+	Key        string `json:"key"`
+	Kept       bool   `json:"kept"`
+	DidYouMean string `json:"did_you_mean"`
+}
+
+// checkResult is everything config check found. Its JSON form is the
+// config check --json schema.
+type checkResult struct {
+	Source   string           `json:"source"`
+	OK       bool             `json:"ok"`
+	Strict   bool             `json:"strict"`
+	Errors   []finding        `json:"errors"`
+	Warnings []finding        `json:"warnings"`
+	Unknown  []unknownFinding `json:"unknown_keys"`
+	Paths    []pathFinding    `json:"paths"`
+	TLS      []tlsFinding     `json:"tls"`
+	Config   *effectiveJSON   `json:"config"` // null when the configuration does not load
+}
+
+func (r *checkResult) errorf(key, format string, args ...any) {
+	r.Errors = append(r.Errors, finding{key, fmt.Sprintf(format, args...)})
+}
+
+func (r *checkResult) warnf(key, format string, args ...any) {
+	r.Warnings = append(r.Warnings, finding{key, fmt.Sprintf(format, args...)})
+}
+
 // configCheck is runConfigCheck with the environment injected.
 func configCheck(args, environ []string, stdout, stderr io.Writer) int {
-	flags := flag.NewFlagSet("registrar-otel config check", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	path := flags.String("config", "", "TOML configuration `file` to check (default: the embedded defaults)")
-	flags.Usage = func() {
-		fmt.Fprintf(flags.Output(), "usage: registrar-otel config check [--config FILE]\n\n"+
-			"Loads the configuration (FILE, or the embedded defaults) with the %s* environment\n"+
-			"overrides, prints the effective settings and exits 0, or prints every error and exits 2.\n\n", config.EnvPrefix)
-		flags.PrintDefaults()
+	fs := newFlagSet("config check")
+	path := fs.String("config", "", "TOML configuration `file` to check (default: the embedded defaults, as make run)")
+	strict := fs.Bool("strict", false, "treat unknown keys as errors")
+	asJSON := fs.Bool("json", false, "print one JSON object on stdout (schema: docs, operations, --json schemas) instead of text")
+	if code, ok := parseFlags(fs, configCheckUsage, args, stdout, stderr); !ok {
+		return code
 	}
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return configCheckOK
-		}
-		return configCheckInvalid // flag has printed the error and the usage
-	}
-	if flags.NArg() > 0 {
-		fmt.Fprintf(stderr, "config check: unexpected argument %q\n", flags.Arg(0))
-		flags.Usage()
-		return configCheckInvalid
-	}
-	explicitEmpty := false
-	flags.Visit(func(f *flag.Flag) { explicitEmpty = explicitEmpty || (f.Name == "config" && *path == "") })
-	if explicitEmpty {
-		fmt.Fprintln(stderr, "config check: --config needs a file name; omit it to check the embedded defaults")
-		return configCheckInvalid
+	if flagSet(fs, "config") && *path == "" {
+		return usageError(stderr, "config check", "--config needs a file name; omit it to check the embedded defaults")
 	}
 
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{
-		Level: slog.LevelWarn,
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && a.Key == slog.TimeKey {
-				return slog.Attr{} // the check's output is read by a person, once
+	res := runCheck(*path, environ, *strict)
+	if *asJSON {
+		if err := writeJSON(stdout, res); err != nil {
+			fmt.Fprintf(stderr, "registrar-otel config check: writing the report: %v\n", err)
+			return configCheckInvalid
+		}
+	} else {
+		for _, w := range res.Warnings {
+			fmt.Fprintf(stderr, "warning: %s\n", w.Message)
+		}
+		for _, e := range res.Errors {
+			fmt.Fprintln(stderr, e.Message)
+		}
+		if res.OK {
+			printConfigSummary(stdout, res)
+		} else {
+			noun := "errors"
+			if len(res.Errors) == 1 {
+				noun = "error"
 			}
-			return a
-		},
-	}))
-	cfg, err := config.Load(*path, environ, logger)
-	if err != nil {
-		errs := splitJoinedErrors(err)
-		for _, e := range errs {
-			fmt.Fprintln(stderr, e)
+			fmt.Fprintf(stderr, "config check: %d %s in %s\n", len(res.Errors), noun, res.Source)
 		}
-		source := *path
-		if source == "" {
-			source = config.SourceDefaults
-		}
-		noun := "errors"
-		if len(errs) == 1 {
-			noun = "error"
-		}
-		fmt.Fprintf(stderr, "config check: %d %s in %s\n", len(errs), noun, source)
+	}
+	if !res.OK {
 		return configCheckInvalid
 	}
-	printConfigSummary(stdout, &cfg)
 	return configCheckOK
+}
+
+// runCheck loads the configuration and checks what it refers to.
+func runCheck(path string, environ []string, strict bool) *checkResult {
+	res := &checkResult{
+		Source: path, Strict: strict,
+		Errors: []finding{}, Warnings: []finding{}, Unknown: []unknownFinding{}, Paths: []pathFinding{}, TLS: []tlsFinding{},
+	}
+	if path == "" {
+		res.Source = config.SourceDefaults
+	}
+	logs := &collectHandler{}
+	cfg, err := config.Load(path, environ, slog.New(logs))
+	for _, rec := range logs.records() {
+		key := rec.attrs["key"]
+		if strings.HasPrefix(rec.msg, "unknown configuration key") {
+			u := unknownFinding{Key: key, Kept: strings.Contains(rec.msg, "kept"), DidYouMean: rec.attrs["did_you_mean"]}
+			res.Unknown = append(res.Unknown, u)
+			switch {
+			case u.DidYouMean != "":
+				res.errorf(key, "%s is not a known key: a likely misspelling of %s (the default applies until it is fixed)", key, u.DidYouMean)
+			case strict:
+				res.errorf(key, "%s is not a known key (--strict); remove it, or run without --strict to keep it for a later version", key)
+			case u.Kept:
+				res.warnf(key, "%s is not a known key; kept untouched, this version does not use it", key)
+			default:
+				res.warnf(key, "%s is not a known key; ignored", key)
+			}
+			continue
+		}
+		res.warnf(key, "%s: %s", key, rec.msg)
+	}
+	if err != nil {
+		for _, e := range splitJoinedErrors(err) {
+			key := ""
+			var ke *config.KeyError
+			if errors.As(e, &ke) {
+				key = ke.Key
+			}
+			res.Errors = append(res.Errors, finding{key, e.Error()})
+		}
+		// Errors from the load come first, as Load orders them.
+		slices.SortStableFunc(res.Errors, func(a, b finding) int {
+			return boolRank(isUnknownErr(res, a)) - boolRank(isUnknownErr(res, b))
+		})
+		res.OK = false
+		return res
+	}
+	checkTLS(res, &cfg)
+	checkPaths(res, &cfg)
+	eff := effective(&cfg)
+	res.Config = &eff
+	res.OK = len(res.Errors) == 0
+	return res
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// isUnknownErr reports whether f is an unknown-key error (reported after
+// the load's own errors).
+func isUnknownErr(r *checkResult, f finding) bool {
+	for _, u := range r.Unknown {
+		if u.Key == f.Key {
+			return true
+		}
+	}
+	return false
+}
+
+// collectHandler is a slog.Handler that keeps Load's warnings (message and
+// string attributes) for the check to report in its own format.
+type collectHandler struct {
+	mu   sync.Mutex
+	recs []logRecord
+}
+
+type logRecord struct {
+	msg   string
+	attrs map[string]string
+}
+
+func (h *collectHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h *collectHandler) Handle(_ context.Context, r slog.Record) error {
+	rec := logRecord{msg: r.Message, attrs: map[string]string{}}
+	r.Attrs(func(a slog.Attr) bool {
+		rec.attrs[a.Key] = a.Value.String()
+		return true
+	})
+	h.mu.Lock()
+	h.recs = append(h.recs, rec)
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *collectHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *collectHandler) WithGroup(string) slog.Handler      { return h }
+
+func (h *collectHandler) records() []logRecord {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.recs)
 }
 
 // splitJoinedErrors flattens errors.Join trees, in order.
@@ -102,12 +249,63 @@ func splitJoinedErrors(err error) []error {
 	return []error{err}
 }
 
+// effectiveJSON is the effective configuration in config check --json:
+// the TOML key names, numbers as numbers.
+type effectiveJSON struct {
+	Registrar struct {
+		SocketPath                                  string            `json:"socket_path"`
+		TLSListen                                   string            `json:"tls_listen"`
+		TLSCertFile                                 string            `json:"tls_cert_file"`
+		TLSKeyFile                                  string            `json:"tls_key_file"`
+		TLSClientCAFile                             string            `json:"tls_client_ca_file"`
+		StateDir                                    string            `json:"state_dir"`
+		AuditRecordDir                              string            `json:"audit_record_dir"`
+		AuditMaxFileBytes                           uint64            `json:"audit_max_file_bytes"`
+		AuditMaxRetainedFiles                       uint32            `json:"audit_max_retained_files"`
+		RateLimitAdmissionBurst                     uint32            `json:"rate_limit_admission_burst"`
+		RateLimitAdmissionRefillIntervalMS          uint32            `json:"rate_limit_admission_refill_interval_ms"`
+		RateLimitPredecisionRefusalBurst            uint32            `json:"rate_limit_predecision_refusal_burst"`
+		RateLimitPredecisionRefusalRefillIntervalMS uint32            `json:"rate_limit_predecision_refusal_refill_interval_ms"`
+		RateLimitCoalesceWindowSeconds              uint32            `json:"rate_limit_coalesce_window_seconds"`
+		MaintenanceIntervalMS                       uint32            `json:"maintenance_interval_ms"`
+		MaxWrapTTLSeconds                           uint32            `json:"max_wrap_ttl_seconds"`
+		Components                                  map[string]string `json:"components"`
+	} `json:"registrar"`
+	Telemetry struct {
+		MetricsListen    string  `json:"metrics_listen"`
+		OTLPEndpoint     string  `json:"otlp_endpoint"`
+		ServiceName      string  `json:"service_name"`
+		TraceSampleRatio float64 `json:"trace_sample_ratio"`
+	} `json:"telemetry"`
+}
+
+func effective(cfg *config.Config) effectiveJSON {
+	var e effectiveJSON
+	r, er := &cfg.Registrar, &e.Registrar
+	er.SocketPath, er.TLSListen = r.SocketPath, r.TLSListen
+	er.TLSCertFile, er.TLSKeyFile, er.TLSClientCAFile = r.TLSCertFile, r.TLSKeyFile, r.TLSClientCAFile
+	er.StateDir, er.AuditRecordDir = r.StateDir, r.AuditRecordDir
+	er.AuditMaxFileBytes, er.AuditMaxRetainedFiles = r.AuditMaxFileBytes, r.AuditMaxRetainedFiles
+	er.RateLimitAdmissionBurst, er.RateLimitAdmissionRefillIntervalMS = r.RateLimitAdmissionBurst, r.RateLimitAdmissionRefillIntervalMS
+	er.RateLimitPredecisionRefusalBurst, er.RateLimitPredecisionRefusalRefillIntervalMS = r.RateLimitPredecisionRefusalBurst, r.RateLimitPredecisionRefusalRefillIntervalMS
+	er.RateLimitCoalesceWindowSeconds, er.MaintenanceIntervalMS, er.MaxWrapTTLSeconds = r.RateLimitCoalesceWindowSeconds, r.MaintenanceIntervalMS, r.MaxWrapTTLSeconds
+	er.Components = map[string]string{}
+	for n, m := range r.Components {
+		er.Components[n] = m.String()
+	}
+	t := &cfg.Telemetry
+	e.Telemetry.MetricsListen, e.Telemetry.OTLPEndpoint, e.Telemetry.ServiceName, e.Telemetry.TraceSampleRatio = t.MetricsListen, t.OTLPEndpoint, t.ServiceName, t.TraceSampleRatio
+	return e
+}
+
 // printConfigSummary writes the effective settings an operator most often
 // needs to confirm: where the daemon listens and writes, the two limiter
-// buckets, the components, and telemetry.
-func printConfigSummary(w io.Writer, cfg *config.Config) {
-	r, t := &cfg.Registrar, &cfg.Telemetry
-	fmt.Fprintf(w, "configuration OK: %s\n", cfg.Source)
+// buckets, the components, telemetry, and what serve would do with each
+// path.
+func printConfigSummary(w io.Writer, res *checkResult) {
+	e := res.Config
+	r, t := &e.Registrar, &e.Telemetry
+	fmt.Fprintf(w, "configuration OK: %s\n", res.Source)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
@@ -132,21 +330,22 @@ func printConfigSummary(w io.Writer, cfg *config.Config) {
 	row("coalesce window", fmt.Sprintf("%d s", r.RateLimitCoalesceWindowSeconds))
 	row("maintenance interval", fmt.Sprintf("%d ms", r.MaintenanceIntervalMS))
 	row("max wrap_ttl", fmt.Sprintf("%d s", r.MaxWrapTTLSeconds))
-	if unknown := cfg.UnknownKeys(); len(unknown) > 0 {
-		row("unknown keys kept", strings.Join(unknown, ", "))
+	var kept []string
+	for _, u := range res.Unknown {
+		if u.Kept {
+			kept = append(kept, u.Key)
+		}
+	}
+	if len(kept) > 0 {
+		row("unknown keys kept", strings.Join(kept, ", "))
 	}
 
 	if len(r.Components) == 0 {
 		fmt.Fprintln(tw, "components: (none: every mint is refused with component_not_configured)")
 	} else {
 		fmt.Fprintln(tw, "components:")
-		names := make([]string, 0, len(r.Components))
-		for name := range r.Components {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		for _, name := range names {
-			row(name, r.Components[name].String())
+		for _, name := range slices.Sorted(maps.Keys(r.Components)) {
+			row(name, r.Components[name])
 		}
 	}
 
@@ -155,5 +354,15 @@ func printConfigSummary(w io.Writer, cfg *config.Config) {
 	row("otlp_endpoint", orNone(t.OTLPEndpoint, "(none: no OTLP export)"))
 	row("service_name", t.ServiceName)
 	row("trace_sample_ratio", strconv.FormatFloat(t.TraceSampleRatio, 'g', -1, 64))
+	if len(res.TLS) > 0 {
+		fmt.Fprintln(tw, "tls:")
+		for _, f := range res.TLS {
+			row(f.Key, f.Path+": "+f.Detail)
+		}
+	}
+	fmt.Fprintln(tw, "paths (what serve does):")
+	for _, p := range res.Paths {
+		row(p.Key, p.Path+": "+p.Detail)
+	}
 	tw.Flush()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,6 +50,11 @@ telemetry:
   otlp_endpoint       (none: no OTLP export)
   service_name        registrar-otel
   trace_sample_ratio  1
+paths (what serve does):
+  registrar.socket_path       var/run: missing; serve creates it 0700
+  registrar.socket_path       var/run/registrar.sock: absent; serve creates the socket 0600
+  registrar.state_dir         var/lib: missing; serve creates it 0700
+  registrar.audit_record_dir  var/audit: missing; serve creates it 0700
 `
 	if stdout != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", stdout, want)
@@ -59,24 +65,29 @@ telemetry:
 }
 
 func TestConfigCheckSummarisesAFileWithItsUnknownKeys(t *testing.T) {
-	path := writeConfigForCheck(t, `[registrar]
+	dir := t.TempDir()
+	cert, key, ca := validTLSFiles(t, dir)
+	path := writeConfigForCheck(t, fmt.Sprintf(`[registrar]
 tls_listen = ":8443"
-tls_cert_file = "c.pem"
-tls_key_file = "k.pem"
-tls_client_ca_file = "ca.pem"
+tls_cert_file = %q
+tls_key_file = %q
+tls_client_ca_file = %q
 audit_store_backend = "segmented"
 [registrar.components.review]
 multiplicity = "many-per-host"
 [telemetry]
 metrics_listen = ""
-`)
+`, cert, key, ca))
 	code, stdout, stderr := configCheckOutput([]string{"--config", path}, nil)
 	if code != 0 {
 		t.Fatalf("exit status = %d, want 0; stderr:\n%s", code, stderr)
 	}
 	for _, want := range []string{
 		"configuration OK: " + path + "\n",
-		"  tls_listen                  :8443 (cert c.pem, key k.pem, client CA ca.pem)\n",
+		"  tls_listen                  :8443 (cert " + cert + ", key " + key + ", client CA " + ca + ")\n",
+		"  registrar.tls_cert_file       " + cert + `: certificate "CN=registrar-test", valid until 2099-01-01T00:00:00Z` + "\n",
+		"  registrar.tls_key_file        " + key + ": private key matching the certificate\n",
+		"  registrar.tls_client_ca_file  " + ca + ": 1 CA certificate(s)\n",
 		"  unknown keys kept           registrar.audit_store_backend\n",
 		"components:\n  review  many-per-host\ntelemetry:\n",
 		"  metrics_listen      (disabled)\n",
@@ -85,7 +96,7 @@ metrics_listen = ""
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
 	}
-	if want := `level=WARN msg="unknown configuration key kept untouched; this version does not use it" key=registrar.audit_store_backend source=` + path + "\n"; stderr != want {
+	if want := "warning: registrar.audit_store_backend is not a known key; kept untouched, this version does not use it\n"; stderr != want {
 		t.Errorf("stderr = %q, want the one warning %q", stderr, want)
 	}
 }
@@ -159,9 +170,8 @@ func TestConfigCheckUsage(t *testing.T) {
 		code     int
 		inStderr string
 	}{
-		{"help", []string{"-h"}, 0, "usage: registrar-otel config check [--config FILE]"},
-		{"unknown flag", []string{"--verbose"}, 2, "flag provided but not defined: -verbose"},
-		{"flag without value", []string{"--config"}, 2, "flag needs an argument: -config"},
+		{"unknown flag", []string{"--verbose"}, 2, "unknown flag --verbose"},
+		{"flag without value", []string{"--config"}, 2, "flag --config needs a value"},
 		{"empty file name", []string{"--config="}, 2, "--config needs a file name"},
 		{"positional argument", []string{"registrar-otel.toml"}, 2, `unexpected argument "registrar-otel.toml"`},
 	} {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -27,85 +28,173 @@ type loadFlags struct {
 	concurrency                    int
 	component                      string
 	settle                         time.Duration
+	asJSON                         bool
+	progress                       string
+	progressEvery                  time.Duration
 }
 
 func (l *loadFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&l.socket, "socket", "", "the daemon's unix socket (default: registrar.socket_path of --config, or of the embedded defaults)")
-	fs.StringVar(&l.config, "config", "", "the daemon's configuration file (for the socket and the audit record directory)")
-	fs.StringVar(&l.otlp, "otlp-endpoint", "", "export the run's root span over OTLP/HTTP to this base URL (e.g. http://127.0.0.1:4318)")
-	fs.StringVar(&l.auditDir, "audit-dir", "", "audit record directory to summarise afterwards (default: registrar.audit_record_dir of --config or the defaults; \"-\" skips it)")
+	fs.StringVar(&l.socket, "socket", "", "the daemon's unix socket `path` (default: registrar.socket_path of --config, or of the embedded defaults: "+defaultSocket()+")")
+	fs.StringVar(&l.config, "config", "", "the daemon's configuration `file`, for the socket and the audit record directory (default: the embedded defaults, as make run)")
+	fs.StringVar(&l.otlp, "otlp-endpoint", "", "export the run's root span over OTLP/HTTP to this base `URL` (e.g. http://127.0.0.1:4318)")
+	fs.StringVar(&l.auditDir, "audit-dir", "", "audit record `directory` to summarise afterwards (default: registrar.audit_record_dir of --config or the defaults; \"-\" skips it)")
 	fs.IntVar(&l.concurrency, "concurrency", 16, "requests in flight")
 	fs.StringVar(&l.component, "component", "review", "a many-per-host component configured on the daemon")
 	fs.DurationVar(&l.settle, "settle", 1500*time.Millisecond, "wait this long after the run for the daemon's tick before reading its counters")
+	fs.BoolVar(&l.asJSON, "json", false, "print the summary as one JSON object on stdout (schema: docs, operations, --json schemas)")
+	fs.StringVar(&l.progress, "progress", "auto", "progress on stderr: auto (a live line on a terminal, else a plain line every --progress-interval), plain, or off")
+	fs.DurationVar(&l.progressEvery, "progress-interval", 5*time.Second, "how often a plain progress line is printed")
+}
+
+const loadExits = `Progress goes to stderr: a live line on a terminal, otherwise one plain line
+every --progress-interval, so stdout (the summary, or --json) stays clean.
+Ctrl-C (SIGINT) interrupts: no new call starts, calls in flight finish, and the
+summary says "interrupted" with what completed; Ctrl-C again aborts at once.
+
+Exit status: 0 the run completed, 2 usage or configuration error, 3 the daemon
+is not running or some calls got no answer, 130 interrupted by SIGINT, 143
+stopped by SIGTERM.`
+
+var loadWaveUsage = usageSpec{
+	name:     "load wave",
+	synopsis: "--hosts H --modules-per-host M [--concurrency C] [--config FILE | --socket PATH] [--json] [flags]",
+	what: `Mints a bring-up wave of H×M mints (instances 1..M of --component on hosts
+wave-h0001..) under one root span "bringup.wave", retrying throttled mints
+after their retry_after as a control plane does, then prints a summary: the
+answers, the latencies, the daemon's registrar_health counters and the counted
+records in its audit store.
+
+` + loadExits,
+	examples: []string{
+		"registrar-otel load wave --hosts 64 --modules-per-host 8",
+		"registrar-otel load wave --config /etc/registrar-otel/registrar.toml --hosts 100 --modules-per-host 8 --json 2>progress.log",
+	},
+}
+
+var loadFloodUsage = usageSpec{
+	name:     "load flood",
+	synopsis: "--bucket predecision_refusal|admission --requests N [--concurrency C] [--config FILE | --socket PATH] [--json] [flags]",
+	what: `Floods one limiter bucket of a running daemon, without retries:
+predecision_refusal sends a service name that is not a DNS label (each caller
+still gets ServiceLabelInvalid); admission remints one registration (throttled
+past the burst). Then prints the same summary as load wave.
+
+` + loadExits,
+	examples: []string{
+		"registrar-otel load flood --bucket admission --requests 2000",
+		"registrar-otel load flood --bucket predecision_refusal --requests 500 --concurrency 4 --json",
+	},
 }
 
 // runLoadWave implements "registrar-otel load wave".
 func runLoadWave(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("load wave", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("load wave")
 	var lf loadFlags
 	lf.register(fs)
 	hosts := fs.Int("hosts", 0, "hosts brought up at once")
-	modules := fs.Int("modules-per-host", 0, "mints per host (instances 1..N of --component)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: registrar-otel load wave --hosts H --modules-per-host M [--concurrency C] [flags]")
-		fmt.Fprintln(stderr, "\nMints a bring-up wave of H×M mints under one root span \"bringup.wave\", retrying throttled")
-		fmt.Fprintln(stderr, "mints after their retry_after, and prints a summary.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
+	modules := fs.Int("modules-per-host", 0, "mints per host (instances 1..N of --component, N ≤ 999)")
+	if code, ok := parseFlags(fs, loadWaveUsage, args, stdout, stderr); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if *hosts < 1 || *modules < 1 || *modules > 999 {
+		return usageError(stderr, "load wave", "--hosts (at least 1) and --modules-per-host (1..999) are required")
 	}
-	if fs.NArg() > 0 || *hosts < 1 || *modules < 1 {
-		fmt.Fprintln(stderr, "load wave: --hosts and --modules-per-host are required and must be at least 1")
-		return exitUsage
+	if code, ok := lf.check(stderr, "load wave"); !ok {
+		return code
 	}
-	return runLoad(stdout, stderr, &lf, fmt.Sprintf("wave of %d hosts × %d modules", *hosts, *modules),
+	sum := loadSummary{Command: "wave", Wave: &waveJSON{Hosts: *hosts, ModulesPerHost: *modules}}
+	return runLoad(stdout, stderr, &lf, &sum, fmt.Sprintf("wave of %d hosts × %d modules", *hosts, *modules),
 		func(ctx context.Context, c *wire.Client, tel *telemetry.Telemetry, progress func(loadgen.Progress)) (loadgen.Report, error) {
 			return loadgen.Wave(ctx, c, loadgen.WaveOptions{
 				Hosts: *hosts, ModulesPerHost: *modules, Concurrency: lf.concurrency,
 				Component: lf.component, Tracer: tel.TracerProvider().Tracer("registrar-otel/load"),
-				OnProgress: progress,
+				OnProgress: progress, ProgressEvery: lf.tick(),
 			})
 		})
 }
 
 // runLoadFlood implements "registrar-otel load flood".
 func runLoadFlood(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("load flood", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("load flood")
 	var lf loadFlags
 	lf.register(fs)
 	bucket := fs.String("bucket", "", "the bucket to flood: predecision_refusal or admission")
 	requests := fs.Int("requests", 0, "requests to send (no retries)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: registrar-otel load flood --bucket predecision_refusal|admission --requests N [--concurrency C] [flags]")
-		fmt.Fprintln(stderr, "\npredecision_refusal sends a service name that is not a DNS label (each caller still gets")
-		fmt.Fprintln(stderr, "ServiceLabelInvalid); admission remints one registration (throttled past the burst).")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, loadFloodUsage, args, stdout, stderr); !ok {
+		return code
 	}
 	b, err := limiter.ParseBucket(*bucket)
-	if err != nil || fs.NArg() > 0 || *requests < 1 {
-		fmt.Fprintln(stderr, "load flood: --bucket (predecision_refusal or admission) and --requests ≥ 1 are required")
-		return exitUsage
+	if err != nil || *requests < 1 {
+		return usageError(stderr, "load flood", "--bucket (predecision_refusal or admission) and --requests (at least 1) are required")
 	}
-	return runLoad(stdout, stderr, &lf, fmt.Sprintf("flood of %d requests on %s", *requests, b),
+	if code, ok := lf.check(stderr, "load flood"); !ok {
+		return code
+	}
+	sum := loadSummary{Command: "flood", Flood: &floodJSON{Bucket: b.String(), Requests: *requests}}
+	return runLoad(stdout, stderr, &lf, &sum, fmt.Sprintf("flood of %d requests on %s", *requests, b),
 		func(ctx context.Context, c *wire.Client, _ *telemetry.Telemetry, progress func(loadgen.Progress)) (loadgen.Report, error) {
 			return loadgen.Flood(ctx, c, loadgen.FloodOptions{
-				Bucket: b, Requests: *requests, Concurrency: lf.concurrency, Component: lf.component, OnProgress: progress,
+				Bucket: b, Requests: *requests, Concurrency: lf.concurrency, Component: lf.component,
+				OnProgress: progress, ProgressEvery: lf.tick(),
 			})
 		})
+}
+
+// check validates the shared flags.
+func (l *loadFlags) check(stderr io.Writer, name string) (int, bool) {
+	switch {
+	case l.concurrency < 1:
+		return usageError(stderr, name, "--concurrency must be at least 1, got %d", l.concurrency), false
+	case l.progress != "auto" && l.progress != "plain" && l.progress != "off":
+		return usageError(stderr, name, "--progress %q: want auto, plain or off", l.progress), false
+	case l.progressEvery <= 0:
+		return usageError(stderr, name, "--progress-interval must be positive, got %s", l.progressEvery), false
+	case l.settle < 0:
+		return usageError(stderr, name, "--settle must not be negative, got %s", l.settle), false
+	}
+	return 0, true
+}
+
+// liveEvery is how often the live terminal line is redrawn.
+const liveEvery = 200 * time.Millisecond
+
+// progressMode is how progress is shown, decided once per run.
+type progressMode int
+
+const (
+	progressOff progressMode = iota
+	progressPlain
+	progressLive
+)
+
+func (l *loadFlags) mode(stderr io.Writer) progressMode {
+	switch l.progress {
+	case "off":
+		return progressOff
+	case "plain":
+		return progressPlain
+	}
+	if isTerminal(stderr) {
+		return progressLive
+	}
+	return progressPlain
+}
+
+// tick is the interval at which loadgen reports progress.
+func (l *loadFlags) tick() time.Duration {
+	if l.progress == "auto" || l.progress == "off" {
+		// auto decides live or plain at run time; the printer throttles
+		// plain lines to --progress-interval.
+		return min(liveEvery, l.progressEvery)
+	}
+	return l.progressEvery
 }
 
 type loadRun func(ctx context.Context, c *wire.Client, tel *telemetry.Telemetry, progress func(loadgen.Progress)) (loadgen.Report, error)
 
 // runLoad sets up the client and tracing, runs, and prints the summary.
-func runLoad(stdout, stderr io.Writer, lf *loadFlags, what string, run loadRun) int {
+func runLoad(stdout, stderr io.Writer, lf *loadFlags, sum *loadSummary, what string, run loadRun) int {
+	name := "load " + sum.Command
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg, err := config.Load(lf.config, os.Environ(), logger)
 	if err != nil {
@@ -133,89 +222,259 @@ func runLoad(stdout, stderr io.Writer, lf *loadFlags, what string, run loadRun) 
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := tel.Shutdown(ctx); err != nil {
-			fmt.Fprintf(stderr, "load: flushing traces: %v\n", err)
+			fmt.Fprintf(stderr, "registrar-otel %s: flushing traces: %v\n", name, err)
 		}
 	}()
+	addr := daemonAddr{socket: socket, fromConfig: lf.config}
 	client := wire.NewUnixClient(socket, wire.WithTimeout(30*time.Second))
-	if h, err := client.Health(context.Background()); err != nil || !h.OK() {
-		fmt.Fprintf(stderr, "load: the daemon at %s does not answer: %v\n", socket, err)
+	if h, err := client.Health(context.Background()); err != nil {
+		return transportError(stderr, name, addr, err)
+	} else if !h.OK() {
+		fmt.Fprintf(stderr, "registrar-otel %s: the daemon at %s answers health with HTTP %d %s\n", name, socket, h.StatusCode, h.ErrorID)
 		return exitTransport
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	var progress func(loadgen.Progress)
-	if isTerminal(stdout) {
-		progress = func(p loadgen.Progress) {
-			fmt.Fprintf(stdout, "\r%6.1fs  %d/%d done  admitted %d  throttled %d  refused %d  failed %d ",
-				p.Elapsed.Seconds(), p.Done, p.Target, p.Admitted, p.Throttled, p.Refused, p.Failed)
+	// The first SIGINT or SIGTERM interrupts the run gracefully; after it
+	// the default handling is back, so a second one aborts at once.
+	pp := newProgressPrinter(stderr, lf.mode(stderr), lf.progressEvery)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	var got os.Signal
+	runDone := make(chan struct{})
+	sigSeen := make(chan struct{})
+	watcherDone := make(chan struct{})
+	go func() {
+		defer close(watcherDone)
+		select {
+		case got = <-sigs:
+			signal.Stop(sigs)
+			close(sigSeen)
+			pp.note(fmt.Sprintf("interrupted (%s): finishing the calls in flight; press Ctrl-C again to abort", sigName(got)))
+			cancel()
+		case <-runDone:
 		}
+	}()
+	defer signal.Stop(sigs)
+
+	if !lf.asJSON {
+		fmt.Fprintf(stdout, "%s against %s\n", what, socket)
 	}
-	fmt.Fprintf(stdout, "%s against %s\n", what, socket)
-	rep, err := run(ctx, client, tel, progress)
-	if progress != nil {
-		fmt.Fprintln(stdout)
+	rep, err := run(ctx, client, tel, pp.update)
+	close(runDone)
+	<-watcherDone // from here on, sigs is read only below
+	pp.finish()
+	interrupted := false
+	select {
+	case <-sigSeen:
+		interrupted = true
+	default:
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(stderr, "load: %v\n", err)
+		fmt.Fprintf(stderr, "registrar-otel %s: %v\n", name, err)
 		return exitUsage
 	}
-	printReport(stdout, &rep)
+	sum.fill(socket, &rep)
+	if interrupted {
+		sum.Interrupted, sum.Signal = true, sigName(got)
+	}
 
 	// What the daemon reports afterwards: its counters once its tick has
-	// refreshed the snapshot, and the counted records written so far.
-	if lf.settle > 0 {
-		time.Sleep(lf.settle)
+	// refreshed the snapshot, and the counted records written so far. An
+	// interrupted run does not wait for the tick.
+	if lf.settle > 0 && !interrupted {
+		// A Ctrl-C now skips the wait; the run itself completed.
+		t := time.NewTimer(lf.settle)
+		select {
+		case <-t.C:
+		case <-sigs:
+			signal.Stop(sigs)
+		}
+		t.Stop()
 	}
 	if h, err := client.Health(context.Background()); err == nil && h.OK() {
 		l := h.Health.Limiter
-		fmt.Fprintf(stdout, "daemon registrar_health.limiter: limited_predecision_refusal=%d limited_admission=%d\n",
-			l.LimitedPredecisionRefusal, l.LimitedAdmission)
+		sum.Daemon = &daemonJSON{LimitedPredecisionRefusal: l.LimitedPredecisionRefusal, LimitedAdmission: l.LimitedAdmission}
+	} else if err != nil {
+		sum.DaemonError = explainTransport(addr, err)
 	} else {
-		fmt.Fprintf(stdout, "daemon registrar_health: unavailable (%v)\n", err)
+		sum.DaemonError = fmt.Sprintf("health answered HTTP %d", h.StatusCode)
 	}
 	if auditDir != "-" {
-		scan, err := audit.Scan(context.Background(), audit.ScanOptions{Dir: auditDir})
-		if err != nil {
-			fmt.Fprintf(stdout, "counted records: cannot read %s: %v\n", auditDir, err)
-		} else {
-			fmt.Fprintf(stdout, "counted records in %s (windows still open are written at their deadline or at shutdown):\n", auditDir)
-			for b := range limiter.NumBuckets {
-				s := scan.Limited[b]
-				fmt.Fprintf(stdout, "  %-20s records=%d count=%d\n", limiter.Bucket(b).String(), s.Records, s.Count)
-			}
-		}
+		sum.Counted = countedRecords(auditDir, lf)
 	}
-	if rep.Failed > 0 {
+	if lf.asJSON {
+		_ = writeJSON(stdout, sum)
+	} else {
+		printSummary(stdout, sum)
+	}
+	switch {
+	case interrupted && got == syscall.SIGTERM:
+		return exitTerminate
+	case interrupted:
+		return exitInterrupt
+	case rep.Failed > 0:
 		return exitTransport
 	}
 	return exitOK
 }
 
-func printReport(w io.Writer, r *loadgen.Report) {
-	fmt.Fprintf(w, "elapsed:     %.1f s\n", r.Elapsed.Seconds())
-	fmt.Fprintf(w, "requests:    %d (%.0f/s)\n", r.Requests, r.Throughput())
-	fmt.Fprintf(w, "admitted:    %d\n", r.Admitted)
-	fmt.Fprintf(w, "throttled:   %d (RegistrarBusy answers; max retry_after %d s)\n", r.Throttled, r.MaxRetryAfter)
-	fmt.Fprintf(w, "refused:     %d\n", r.Refused)
-	if r.Failed > 0 {
-		fmt.Fprintf(w, "failed:      %d (first: %v)\n", r.Failed, r.FirstError)
+func sigName(s os.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case nil:
+		return ""
 	}
-	fmt.Fprintf(w, "latency:     p50 %v  p99 %v\n", r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond))
-	if len(r.ByID) > 0 {
-		ids := make([]string, 0, len(r.ByID))
-		for id := range r.ByID {
-			ids = append(ids, string(id))
+	return s.String()
+}
+
+// countedRecords reads the counted records of the audit store.
+func countedRecords(dir string, lf *loadFlags) *countedJSON {
+	c := &countedJSON{Dir: dir}
+	scan, err := audit.Scan(context.Background(), audit.ScanOptions{Dir: dir})
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		hint := "pass the daemon's --config, or --audit-dir DIR (\"-\" skips this)"
+		if lf.config != "" || lf.auditDir != "" {
+			hint = "is the daemon's registrar.audit_record_dir elsewhere? pass --audit-dir DIR (\"-\" skips this)"
+		}
+		c.Error = fmt.Sprintf("%s does not exist; %s", dir, hint)
+		return c
+	case err != nil:
+		c.Error = fmt.Sprintf("cannot read %s: %v", dir, err)
+		return c
+	}
+	c.PredecisionRefusal = scanLimJSON(scan.Limited[limiter.PredecisionRefusal])
+	c.Admission = scanLimJSON(scan.Limited[limiter.Admission])
+	return c
+}
+
+// loadSummary is the load wave / load flood --json schema.
+type loadSummary struct {
+	Command           string            `json:"command"` // "wave" or "flood"
+	Socket            string            `json:"socket"`
+	Wave              *waveJSON         `json:"wave,omitempty"`
+	Flood             *floodJSON        `json:"flood,omitempty"`
+	Interrupted       bool              `json:"interrupted"`
+	Signal            string            `json:"signal"` // "SIGINT", "SIGTERM" or ""
+	Target            uint64            `json:"target"`
+	Completed         uint64            `json:"completed"`
+	Admitted          uint64            `json:"admitted"`
+	Throttled         uint64            `json:"throttled"`
+	Refused           uint64            `json:"refused"`
+	Failed            uint64            `json:"failed"`
+	Abandoned         uint64            `json:"abandoned"`
+	NotStarted        uint64            `json:"not_started"`
+	Requests          uint64            `json:"requests"`
+	ElapsedSeconds    float64           `json:"elapsed_seconds"`
+	RequestsPerSecond float64           `json:"requests_per_second"`
+	MaxRetryAfter     uint64            `json:"max_retry_after_seconds"`
+	LatencyP50Seconds float64           `json:"latency_p50_seconds"`
+	LatencyP99Seconds float64           `json:"latency_p99_seconds"`
+	ByAnswer          map[string]uint64 `json:"by_answer"`
+	FirstError        string            `json:"first_error"`
+	TraceID           string            `json:"trace_id"`
+	Daemon            *daemonJSON       `json:"daemon"`       // null when health could not be read
+	DaemonError       string            `json:"daemon_error"` // why, then
+	Counted           *countedJSON      `json:"counted_records"`
+}
+
+type waveJSON struct {
+	Hosts          int `json:"hosts"`
+	ModulesPerHost int `json:"modules_per_host"`
+}
+
+type floodJSON struct {
+	Bucket   string `json:"bucket"`
+	Requests int    `json:"requests"`
+}
+
+type daemonJSON struct {
+	LimitedPredecisionRefusal uint64 `json:"limited_predecision_refusal"`
+	LimitedAdmission          uint64 `json:"limited_admission"`
+}
+
+type countedJSON struct {
+	Dir                string      `json:"dir"`
+	Error              string      `json:"error"`
+	PredecisionRefusal scanLimJSON `json:"predecision_refusal"`
+	Admission          scanLimJSON `json:"admission"`
+}
+
+func (s *loadSummary) fill(socket string, r *loadgen.Report) {
+	s.Socket = socket
+	s.Interrupted = r.Interrupted
+	s.Target, s.Completed = r.Target, r.Done
+	s.Admitted, s.Throttled, s.Refused, s.Failed, s.Abandoned = r.Admitted, r.Throttled, r.Refused, r.Failed, r.Abandoned
+	s.NotStarted = r.NotStarted()
+	s.Requests = r.Requests
+	s.ElapsedSeconds = r.Elapsed.Seconds()
+	s.RequestsPerSecond = r.Throughput()
+	s.MaxRetryAfter = r.MaxRetryAfter
+	s.LatencyP50Seconds, s.LatencyP99Seconds = r.P50.Seconds(), r.P99.Seconds()
+	s.ByAnswer = map[string]uint64{}
+	for id, n := range r.ByID {
+		s.ByAnswer[string(id)] = n
+	}
+	if r.FirstError != nil {
+		s.FirstError = r.FirstError.Error()
+	}
+	s.TraceID = r.TraceID
+}
+
+func printSummary(w io.Writer, s *loadSummary) {
+	unit := "mints"
+	if s.Command == "flood" {
+		unit = "requests"
+	}
+	if s.Interrupted {
+		fmt.Fprintf(w, "interrupted: by %s after %.1f s: %d of %d %s completed, %d abandoned while waiting to retry, %d not started\n",
+			s.Signal, s.ElapsedSeconds, s.Completed, s.Target, unit, s.Abandoned, s.NotStarted)
+	}
+	fmt.Fprintf(w, "elapsed:     %.1f s\n", s.ElapsedSeconds)
+	fmt.Fprintf(w, "requests:    %d (%.0f/s)\n", s.Requests, s.RequestsPerSecond)
+	fmt.Fprintf(w, "admitted:    %d\n", s.Admitted)
+	fmt.Fprintf(w, "throttled:   %d (RegistrarBusy answers; max retry_after %d s)\n", s.Throttled, s.MaxRetryAfter)
+	fmt.Fprintf(w, "refused:     %d\n", s.Refused)
+	if s.Failed > 0 {
+		fmt.Fprintf(w, "failed:      %d (first: %s)\n", s.Failed, s.FirstError)
+	}
+	p50 := time.Duration(s.LatencyP50Seconds * float64(time.Second)).Round(time.Microsecond)
+	p99 := time.Duration(s.LatencyP99Seconds * float64(time.Second)).Round(time.Microsecond)
+	fmt.Fprintf(w, "latency:     p50 %v  p99 %v\n", p50, p99)
+	if len(s.ByAnswer) > 0 {
+		ids := make([]string, 0, len(s.ByAnswer))
+		for id := range s.ByAnswer {
+			ids = append(ids, id)
 		}
 		sort.Strings(ids)
 		fmt.Fprint(w, "by answer:  ")
 		for _, id := range ids {
-			fmt.Fprintf(w, " %s=%d", id, r.ByID[wire.ErrorID(id)])
+			fmt.Fprintf(w, " %s=%d", id, s.ByAnswer[id])
 		}
 		fmt.Fprintln(w)
 	}
-	if r.TraceID != "" {
-		fmt.Fprintf(w, "trace:       %s (bringup.wave)\n", r.TraceID)
+	if s.TraceID != "" {
+		fmt.Fprintf(w, "trace:       %s (bringup.wave)\n", s.TraceID)
+	}
+	if d := s.Daemon; d != nil {
+		fmt.Fprintf(w, "daemon registrar_health.limiter: limited_predecision_refusal=%d limited_admission=%d\n",
+			d.LimitedPredecisionRefusal, d.LimitedAdmission)
+	} else {
+		fmt.Fprintf(w, "daemon registrar_health: unavailable (%s)\n", s.DaemonError)
+	}
+	if c := s.Counted; c != nil {
+		if c.Error != "" {
+			fmt.Fprintf(w, "counted records: none read: %s\n", c.Error)
+		} else {
+			fmt.Fprintf(w, "counted records in %s (windows still open are written at their deadline or at shutdown):\n", c.Dir)
+			fmt.Fprintf(w, "  %-20s records=%d count=%d\n", limiter.PredecisionRefusal.String(), c.PredecisionRefusal.Records, c.PredecisionRefusal.Count)
+			fmt.Fprintf(w, "  %-20s records=%d count=%d\n", limiter.Admission.String(), c.Admission.Records, c.Admission.Count)
+		}
 	}
 }
 

@@ -2,78 +2,146 @@
 //
 // Usage:
 //
-//	registrar-otel <command> [flags]
+//	registrar-otel <command> [subcommand] [flags]
 //
-// Run "registrar-otel help" for the list of commands. Each command parses
-// its own flags; "registrar-otel <command> -h" prints them.
+// Run "registrar-otel help" for the list of commands. Every command and
+// subcommand answers -h/--help with its synopsis, flags and an example;
+// a group ("config", "audit", "load") alone lists its subcommands. The exit
+// statuses are one table (cli.go), documented in docs/en/operations.md.
 package main
 
 import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 )
 
 // command is one subcommand: it parses its own flags from args, writes to
 // stdout and stderr, and returns the process exit status.
 type command struct {
+	name    string // one word, or group and subcommand ("config check")
 	summary string
 	run     func(args []string, stdout, stderr io.Writer) int
 }
 
-// commands maps a subcommand (possibly two words, like "config check") to
-// its implementation.
-var commands = map[string]command{
-	"serve":        {"run the daemon until SIGTERM or SIGINT", runServe},
-	"mint":         {"mint a service identity through the daemon's socket", runMint},
-	"deregister":   {"deregister a service identity through the daemon's socket", runDeregister},
-	"config check": {"validate a configuration file (or the embedded defaults) and print every error", runConfigCheck},
-	"audit scan":   {"scan the audit record store for anomalies and summarise limited traffic", runAuditScan},
-	"sizing":       {"run a bring-up wave through the admission sizing formula", runSizing},
-	"load wave":    {"mint a bring-up wave against a running daemon and summarise it", runLoadWave},
-	"load flood":   {"flood one bucket of a running daemon and summarise it", runLoadFlood},
+// commands in the order "help" lists them.
+var commands = []command{
+	{"serve", "run the daemon until SIGTERM or SIGINT", runServe},
+	{"mint", "mint a service identity through the daemon's socket", runMint},
+	{"deregister", "deregister a service identity through the daemon's socket", runDeregister},
+	{"config check", "validate a configuration file (or the embedded defaults) and what it refers to", runConfigCheck},
+	{"audit scan", "scan the audit record store for anomalies and summarise limited traffic", runAuditScan},
+	{"sizing", "run a bring-up wave through the admission sizing formula", runSizing},
+	{"load wave", "mint a bring-up wave against a running daemon and summarise it", runLoadWave},
+	{"load flood", "flood one bucket of a running daemon and summarise it", runLoadFlood},
+	{"version", "print the version, the revision and the Go toolchain", runVersion},
+}
+
+// groups maps a group name to a one-line summary.
+var groups = map[string]string{
+	"config": "configuration tools",
+	"audit":  "audit record store tools",
+	"load":   "load drivers against a running daemon",
 }
 
 func main() {
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// dispatch picks the subcommand named by the leading arguments.
-func dispatch(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(stdout)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
-	}
-	if len(args) >= 2 {
-		if c, ok := commands[args[0]+" "+args[1]]; ok {
-			return c.run(args[2:], stdout, stderr)
+func lookup(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
 		}
 	}
-	if c, ok := commands[args[0]]; ok {
-		return c.run(args[1:], stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "registrar-otel: unknown command %q\n\n", strings.Join(args[:min(len(args), 2)], " "))
-	usage(stderr)
-	return 2
+	return command{}, false
 }
 
-func usage(w io.Writer) {
+func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
+
+// dispatch picks the subcommand named by the leading arguments.
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || isHelp(args[0]) {
+		usage(stdout, "")
+		return exitOK
+	}
+	switch args[0] {
+	case "--version", "-version":
+		if len(args) > 1 {
+			return usageError(stderr, "--version", "unexpected argument %q (for --json, run 'registrar-otel version --json')", args[1])
+		}
+		return runVersion(nil, stdout, stderr)
+	case "help":
+		// "help X [Y]" is "X [Y] -h".
+		if len(args) == 1 {
+			usage(stdout, "")
+			return exitOK
+		}
+		return dispatch(append(append([]string{}, args[1:]...), "-h"), stdout, stderr)
+	}
+	if strings.HasPrefix(args[0], "-") {
+		fmt.Fprintf(stderr, "registrar-otel: flag %s before any command\n", args[0])
+		fmt.Fprintln(stderr, "Run 'registrar-otel -h' for the commands.")
+		return exitUsage
+	}
+	if _, ok := groups[args[0]]; ok {
+		if len(args) == 1 || isHelp(args[1]) {
+			usage(stdout, args[0])
+			return exitOK
+		}
+		if c, ok := lookup(args[0] + " " + args[1]); ok {
+			return c.run(args[2:], stdout, stderr)
+		}
+		fmt.Fprintf(stderr, "registrar-otel: unknown command %q\n", args[0]+" "+args[1])
+		fmt.Fprintf(stderr, "Run 'registrar-otel %s' for its subcommands.\n", args[0])
+		return exitUsage
+	}
+	if c, ok := lookup(args[0]); ok {
+		return c.run(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "registrar-otel: unknown command %q\n", args[0])
+	fmt.Fprintln(stderr, "Run 'registrar-otel -h' for the commands.")
+	return exitUsage
+}
+
+// usage lists the commands, or the subcommands of group.
+func usage(w io.Writer, group string) {
+	if group != "" {
+		fmt.Fprintf(w, "usage: registrar-otel %s <subcommand> [flags]\n\n%s.\n\nsubcommands:\n", group, capitalise(groups[group]))
+		for _, c := range commands {
+			if sub, ok := strings.CutPrefix(c.name, group+" "); ok {
+				fmt.Fprintf(w, "  %-14s %s\n", sub, c.summary)
+			}
+		}
+		fmt.Fprintf(w, "\nRun 'registrar-otel %s <subcommand> -h' for a subcommand's flags and an example.\n", group)
+		return
+	}
 	fmt.Fprintln(w, "usage: registrar-otel <command> [flags]")
 	fmt.Fprintln(w)
+	fmt.Fprintln(w, "The rate-limiting guard of a certificate registrar, and its operator tools.")
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-14s %s\n", n, commands[n].summary)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, `run "registrar-otel <command> -h" for a command's flags`)
+	fmt.Fprintln(w, "flags:")
+	fmt.Fprintln(w, "  -h, --help     this list")
+	fmt.Fprintln(w, "  --version      the version (same as the version command)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "examples:")
+	fmt.Fprintln(w, "  registrar-otel serve")
+	fmt.Fprintln(w, "  registrar-otel config check --config /etc/registrar-otel/registrar.toml")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'registrar-otel <command> -h' for a command's flags and an example.")
+	fmt.Fprintln(w, "Exit statuses: 0 success, 1 refused or anomalies, 2 usage or configuration,")
+	fmt.Fprintln(w, "3 daemon unreachable, 75 retry later, 130 interrupted (see docs: operations, exit codes).")
+}
+
+func capitalise(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

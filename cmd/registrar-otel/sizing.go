@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,62 +11,76 @@ import (
 	"github.com/registrar-otel/registrar-otel/limiter"
 )
 
+var sizingUsage = usageSpec{
+	name:     "sizing",
+	synopsis: "--wave-hosts N --modules-per-host M [--config FILE] [--json]",
+	what: `Runs the operator's largest bring-up wave through the admission sizing formula
+with the configured bucket: is rate_limit_admission_burst at least
+wave_hosts × modules_per_host, and if not, the extra time the wave takes,
+(mints − burst) × rate_limit_admission_refill_interval_ms / 1000 seconds.
+
+Exit status: 0 (whatever the verdict), 2 for a usage or configuration error.`,
+	examples: []string{
+		"registrar-otel sizing --wave-hosts 64 --modules-per-host 8",
+		"registrar-otel sizing --config /etc/registrar-otel/registrar.toml --wave-hosts 200 --modules-per-host 12 --json",
+	},
+}
+
+// sizingJSON is the sizing --json schema: every number a JSON number.
+type sizingJSON struct {
+	Source           string      `json:"source"`
+	WaveHosts        uint64      `json:"wave_hosts"`
+	ModulesPerHost   uint64      `json:"modules_per_host"`
+	Mints            uint64      `json:"mints"`
+	Burst            uint32      `json:"rate_limit_admission_burst"`
+	RefillIntervalMS uint32      `json:"rate_limit_admission_refill_interval_ms"`
+	Covered          bool        `json:"covered"`
+	BurstNeeded      uint64      `json:"burst_needed"`
+	ExtraSeconds     json.Number `json:"extra_seconds"` // exact decimal: 544, 0.5, 12.25
+	ExtraMillis      uint64      `json:"extra_millis"`
+}
+
+// writeJSON writes v as indented JSON with a final newline.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
 // runSizing implements "registrar-otel sizing --wave-hosts N
 // --modules-per-host M [--config F] [--json]": the admission sizing formula
 // run with the operator's own numbers and configured bucket.
 func runSizing(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sizing", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("sizing")
 	hosts := fs.Uint64("wave-hosts", 0, "the largest number of hosts brought up at once")
 	modules := fs.Uint64("modules-per-host", 0, "the largest number of components (mints) on one host")
-	cfgPath := fs.String("config", "", "configuration file (default: the embedded defaults)")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: registrar-otel sizing --wave-hosts N --modules-per-host M [--config F] [--json]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Checks rate_limit_admission_burst ≥ wave_hosts × modules_per_host, and the extra")
-		fmt.Fprintln(stderr, "time a larger wave takes: (mints − burst) × rate_limit_admission_refill_interval_ms / 1000 s.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sizing: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	cfgPath := fs.String("config", "", "the daemon's configuration `file` (default: the embedded defaults, as make run)")
+	asJSON := fs.Bool("json", false, "print one JSON object (schema: docs, operations, --json schemas)")
+	if code, ok := parseFlags(fs, sizingUsage, args, stdout, stderr); !ok {
+		return code
 	}
 	if *hosts == 0 || *modules == 0 {
-		fmt.Fprintln(stderr, "sizing: --wave-hosts and --modules-per-host are required and must be greater than 0")
-		return 2
+		return usageError(stderr, "sizing", "--wave-hosts and --modules-per-host are required and must be greater than 0")
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg, err := config.Load(*cfgPath, os.Environ(), logger)
 	if err != nil {
 		printErrors(stderr, err)
-		return 2
+		return exitUsage
 	}
 	r := cfg.Registrar
 	s, err := limiter.Size(*hosts, *modules, r.RateLimitAdmissionBurst, r.RateLimitAdmissionRefillIntervalMS)
 	if err != nil {
-		fmt.Fprintf(stderr, "sizing: %v\n", err)
-		return 2
+		fmt.Fprintf(stderr, "registrar-otel sizing: %v\n", err)
+		return exitUsage
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(struct {
-			Source           string `json:"source"`
-			WaveHosts        uint64 `json:"wave_hosts"`
-			ModulesPerHost   uint64 `json:"modules_per_host"`
-			Mints            uint64 `json:"mints"`
-			Burst            uint32 `json:"rate_limit_admission_burst"`
-			RefillIntervalMS uint32 `json:"rate_limit_admission_refill_interval_ms"`
-			Covered          bool   `json:"covered"`
-			BurstNeeded      uint64 `json:"burst_needed"`
-			ExtraSeconds     string `json:"extra_seconds"`
-		}{cfg.Source, s.WaveHosts, s.ModulesPerHost, s.Mints, s.Burst, s.RefillIntervalMS, s.Covered, s.BurstNeeded, millisAsSeconds(s.ExtraMillis)})
-		return 0
+		writeJSON(stdout, sizingJSON{
+			Source: cfg.Source, WaveHosts: s.WaveHosts, ModulesPerHost: s.ModulesPerHost, Mints: s.Mints,
+			Burst: s.Burst, RefillIntervalMS: s.RefillIntervalMS, Covered: s.Covered, BurstNeeded: s.BurstNeeded,
+			ExtraSeconds: json.Number(millisAsSeconds(s.ExtraMillis)), ExtraMillis: s.ExtraMillis,
+		})
+		return exitOK
 	}
 	fmt.Fprintf(stdout, "wave:             %d hosts × %d modules per host = %d mints\n", s.WaveHosts, s.ModulesPerHost, s.Mints)
 	fmt.Fprintf(stdout, "admission bucket: burst %d, one token per %d ms (%s)\n", s.Burst, s.RefillIntervalMS, cfg.Source)
@@ -88,7 +101,7 @@ func runSizing(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "advice:           set rate_limit_admission_burst = %d before the bring-up, or accept the extra time\n", s.BurstNeeded)
 		}
 	}
-	return 0
+	return exitOK
 }
 
 // millisAsSeconds renders a millisecond count as seconds without floating

@@ -42,16 +42,16 @@ func TestSizingReadsTheConfiguredBucket(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	var got struct {
-		Mints   uint64 `json:"mints"`
-		Burst   uint32 `json:"rate_limit_admission_burst"`
-		Covered bool   `json:"covered"`
-		Extra   string `json:"extra_seconds"`
+		Mints   uint64  `json:"mints"`
+		Burst   uint32  `json:"rate_limit_admission_burst"`
+		Covered bool    `json:"covered"`
+		Extra   float64 `json:"extra_seconds"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
 	// (2400 − 2000) × 250 / 1000 = 100 s.
-	if got.Mints != 2400 || got.Burst != 2000 || got.Covered || got.Extra != "100" {
+	if got.Mints != 2400 || got.Burst != 2000 || got.Covered || got.Extra != 100 {
 		t.Fatalf("sizing --json %+v, want 2400 mints over a burst of 2000, 100 s extra", got)
 	}
 }

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/backend/embedded"
+	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/wire"
+)
+
+// pathFinding is what serve would do with one path of the configuration.
+type pathFinding struct {
+	Key    string `json:"key"`
+	Path   string `json:"path"`
+	State  string `json:"state"` // one of the path* constants
+	Detail string `json:"detail"`
+}
+
+// The states of a path finding.
+const (
+	pathOK     = "ok"     // exists and serve accepts it
+	pathCreate = "create" // missing: serve creates it (directories 0700)
+	pathRefuse = "refuse" // serve refuses it and does not start: an error
+	pathStale  = "stale"  // a socket nobody answers on: serve replaces it
+	pathInUse  = "in_use" // a daemon answers on the socket: a second serve refuses it
+)
+
+func (r *checkResult) path(key, path, state, format string, args ...any) {
+	f := pathFinding{key, path, state, fmt.Sprintf(format, args...)}
+	r.Paths = append(r.Paths, f)
+	switch state {
+	case pathRefuse:
+		r.errorf(key, "%s %s: %s", key, path, f.Detail)
+	case pathInUse:
+		r.warnf(key, "%s %s: %s", key, path, f.Detail)
+	}
+}
+
+// checkPaths reports, read-only, what serve does with the socket, state and
+// audit paths: the same rules wire, backend/embedded and audit apply when
+// they open them, worded with their error values.
+func checkPaths(res *checkResult, cfg *config.Config) {
+	r := &cfg.Registrar
+	wireRefuse := func(path, problem string) string { return fmt.Sprintf("%v: %s %s", wire.ErrUnsafeDir, path, problem) }
+	embeddedRefuse := func(path, problem string) string {
+		return (&embedded.UnsafeStateError{Path: path, Problem: problem}).Error()
+	}
+	auditRefuse := func(path, problem string) string {
+		return (&audit.UnsafeStoreError{Path: path, Problem: problem}).Error()
+	}
+	checkDir(res, "registrar.socket_path", filepath.Dir(r.SocketPath), wireRefuse, true)
+	checkSocket(res, r.SocketPath)
+	checkDir(res, "registrar.state_dir", r.StateDir, embeddedRefuse, false)
+	checkFile(res, "registrar.state_dir", filepath.Join(r.StateDir, embedded.FileName), embeddedRefuse, "the embedded registry")
+	checkDir(res, "registrar.audit_record_dir", r.AuditRecordDir, auditRefuse, false)
+	checkFile(res, "registrar.audit_record_dir", filepath.Join(r.AuditRecordDir, audit.ActiveFileName), auditRefuse, "the active audit file")
+}
+
+// refuser words a refusal the way the package that refuses it does.
+type refuser func(path, problem string) string
+
+// checkDir applies the directory rules: a missing directory is created 0700
+// (if its nearest existing parent allows it); an existing one must be a
+// real directory, not group- or world-writable, and for the socket owned by
+// this user or root.
+func checkDir(res *checkResult, key, dir string, refusing refuser, ownerRule bool) {
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		parent, perr := existingParent(dir)
+		switch {
+		case perr != nil:
+			res.path(key, dir, pathRefuse, "serve cannot create it: %v", perr)
+		case !writable(parent):
+			res.path(key, dir, pathCreate, "missing; serve creates it 0700, but %s is not writable by uid %d: run serve as a user that may write there", parent, os.Geteuid())
+		default:
+			res.path(key, dir, pathCreate, "missing; serve creates it 0700")
+		}
+		return
+	case err != nil:
+		res.path(key, dir, pathRefuse, "%v", unwrapPath(err))
+		return
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		res.path(key, dir, pathRefuse, "%s", refusing(dir, "is a symlink"))
+	case !fi.IsDir():
+		res.path(key, dir, pathRefuse, "%s", refusing(dir, "is not a directory"))
+	case fi.Mode().Perm()&0o022 != 0:
+		res.path(key, dir, pathRefuse, "%s", refusing(dir, fmt.Sprintf("has mode %#o (group- or world-writable; want 0700)", fi.Mode().Perm())))
+	default:
+		if ownerRule {
+			if owner, ok := ownerOf(fi); ok {
+				if uid := uint32(os.Geteuid()); owner != uid && owner != 0 {
+					res.path(key, dir, pathRefuse, "%s", refusing(dir, fmt.Sprintf("is owned by uid %d, not by this user (%d) or root", owner, uid)))
+					return
+				}
+			}
+		}
+		res.path(key, dir, pathOK, "directory, mode %#o", fi.Mode().Perm())
+	}
+}
+
+// checkSocket applies the socket rules: absent is fine, a socket nobody
+// answers on is replaced, anything else is refused.
+func checkSocket(res *checkResult, path string) {
+	const key = "registrar.socket_path"
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		res.path(key, path, pathCreate, "absent; serve creates the socket 0600")
+		return
+	case errors.Is(err, syscall.ENOTDIR):
+		return // the directory finding says why
+	case err != nil:
+		res.path(key, path, pathRefuse, "%v", unwrapPath(err))
+		return
+	case fi.Mode().Type() != fs.ModeSocket:
+		res.path(key, path, pathRefuse, "%v: %s (mode %s); remove it or choose another socket_path", wire.ErrNotSocket, path, fi.Mode())
+		return
+	}
+	c, err := net.DialTimeout("unix", path, time.Second)
+	switch {
+	case err == nil:
+		c.Close()
+		res.path(key, path, pathInUse, "a daemon is listening on it now; a second serve with this configuration would refuse it (%v)", wire.ErrSocketInUse)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		res.path(key, path, pathStale, "a socket nobody answers on (left by a stopped daemon); serve replaces it")
+	default:
+		res.path(key, path, pathRefuse, "probing the existing socket: %v", unwrapOp(err))
+	}
+}
+
+// checkFile applies the file rules of the state database and the active
+// audit file: absent is created 0600; present must be a regular file.
+func checkFile(res *checkResult, key, path string, refusing refuser, what string) {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return // created with its directory; the directory finding covers it
+	case err != nil:
+		res.path(key, path, pathRefuse, "%v", unwrapPath(err))
+	case fi.Mode()&fs.ModeSymlink != 0:
+		res.path(key, path, pathRefuse, "%s", refusing(path, "is a symlink"))
+	case !fi.Mode().IsRegular():
+		res.path(key, path, pathRefuse, "%s", refusing(path, "is not a regular file"))
+	default:
+		res.path(key, path, pathOK, "%s, %d bytes", what, fi.Size())
+	}
+}
+
+// existingParent returns the nearest existing ancestor of dir, or an error
+// when one of them is not a directory (MkdirAll would fail).
+func existingParent(dir string) (string, error) {
+	p := filepath.Clean(dir)
+	for {
+		parent := filepath.Dir(p)
+		fi, err := os.Stat(parent)
+		switch {
+		case err == nil && fi.IsDir():
+			return parent, nil
+		case err == nil:
+			return "", fmt.Errorf("%s is not a directory", parent)
+		case !errors.Is(err, fs.ErrNotExist):
+			return "", unwrapPath(err)
+		}
+		if parent == p {
+			return "", fmt.Errorf("no existing parent of %s", dir)
+		}
+		p = parent
+	}
+}
+
+// unwrapPath keeps a *fs.PathError's path and cause without its op.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
+	}
+	return err
+}

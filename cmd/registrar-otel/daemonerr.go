@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"syscall"
+)
+
+// daemonAddr is where a client command connects: a unix socket, or a TCP
+// address with mutual TLS.
+type daemonAddr struct {
+	socket     string // the unix socket path, "" for TLS
+	tls        string // host:port for --tls-addr
+	fromConfig string // the --config file the socket path came from, "" for none
+}
+
+func (a daemonAddr) String() string {
+	if a.tls != "" {
+		return a.tls + " (TLS)"
+	}
+	return a.socket
+}
+
+// transportError prints what kept verb from getting a protocol answer, in
+// words a person can act on: the endpoint it tried, why it failed, and
+// what to do. It returns exitTransport.
+func transportError(stderr io.Writer, verb string, addr daemonAddr, err error) int {
+	fmt.Fprintf(stderr, "registrar-otel %s: %s\n", verb, explainTransport(addr, err))
+	return exitTransport
+}
+
+// explainTransport turns a wire client error into a message and a hint.
+func explainTransport(addr daemonAddr, err error) string {
+	var op *net.OpError
+	dial := errors.As(err, &op) && op.Op == "dial"
+	start := "start the daemon with 'registrar-otel serve'"
+	if addr.fromConfig != "" {
+		start = "start the daemon with 'registrar-otel serve --config " + addr.fromConfig + "'"
+	}
+	point := "or point at its socket with --socket PATH (or at its configuration with --config FILE)"
+	if addr.fromConfig != "" {
+		point = "or point at the daemon's socket with --socket PATH"
+	}
+	if addr.tls != "" {
+		switch {
+		case dial && errors.Is(err, syscall.ECONNREFUSED):
+			return fmt.Sprintf("nothing listens on %s (connection refused)\n  is the daemon running ('registrar-otel serve') with registrar.tls_listen = %q?", addr.tls, addr.tls)
+		case dial:
+			return fmt.Sprintf("cannot connect to %s: %v\n  check --tls-addr and that the daemon is running ('registrar-otel serve')", addr.tls, unwrapOp(err))
+		}
+		return fmt.Sprintf("no protocol answer from %s: %v", addr, err)
+	}
+	switch {
+	case dial && errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("no daemon socket at %s (no such file)\n  %s, %s", addr.socket, start, point)
+	case dial && errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("the daemon is not running: %s exists but refuses connections (a socket left by a stopped daemon)\n  %s (it replaces the stale socket), %s", addr.socket, start, point)
+	case dial && errors.Is(err, fs.ErrPermission):
+		return fmt.Sprintf("permission denied on %s: the socket (0600) and its directory (0700) belong to the daemon's user\n  run this command as that user (uid %d cannot connect)", addr.socket, os.Geteuid())
+	case dial && errors.Is(err, syscall.ENOTSOCK):
+		return fmt.Sprintf("%s is not a socket\n  check registrar.socket_path of the daemon's configuration, %s", addr.socket, point)
+	case dial:
+		return fmt.Sprintf("cannot connect to the daemon at %s: %v\n  %s, %s", addr.socket, unwrapOp(err), start, point)
+	}
+	return fmt.Sprintf("no protocol answer from the daemon at %s: %v", addr.socket, err)
+}
+
+// unwrapOp returns the innermost cause under a *net.OpError, for a short
+// message ("connection timed out" rather than the whole chain).
+func unwrapOp(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		var se *os.SyscallError
+		if errors.As(op.Err, &se) {
+			return se.Err
+		}
+		return op.Err
+	}
+	return err
+}
