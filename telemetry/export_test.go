@@ -295,3 +295,45 @@ func TestSDKErrorsAreLoggedThroughSlogAsJSON(t *testing.T) {
 		t.Errorf("the SDK error does not name the metrics endpoint:\n%s", logs.String())
 	}
 }
+
+// The load driver exports where the daemon of the same configuration
+// would, spans only, and flushes on Close; an --otlp-endpoint override wins.
+func TestDriverFollowsTheConfigurationAndFlushesOnClose(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		cfg      func(url string) config.Telemetry
+		override func(url string) string
+	}{
+		{"otlp_endpoint", func(u string) config.Telemetry { return config.Telemetry{OTLPEndpoint: u} }, nil},
+		{"otlp_traces_endpoint", func(u string) config.Telemetry {
+			return config.Telemetry{OTLPEndpoint: "http://127.0.0.1:1", OTLPTracesEndpoint: u + "/v1/traces"}
+		}, nil},
+		{"flag over the file", func(string) config.Telemetry {
+			return config.Telemetry{OTLPTracesEndpoint: "http://127.0.0.1:1/v1/traces"}
+		}, func(u string) string { return u }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rcv := newReceiver(t)
+			override := ""
+			if tt.override != nil {
+				override = tt.override(rcv.URL)
+			}
+			d, err := telemetry.NewDriver(context.Background(), tt.cfg(rcv.URL), override, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, span := d.TracerProvider().Tracer("test").Start(context.Background(), "bringup.wave")
+			span.End()
+			if err := d.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			spans := rcv.Spans()
+			if len(spans) != 1 || spans[0].GetName() != "bringup.wave" || spans[0].Service != telemetry.DriverServiceName {
+				t.Fatalf("received %d spans %v, want the one bringup.wave of %s", len(spans), spans, telemetry.DriverServiceName)
+			}
+			if _, paths := rcv.Requests(); len(paths) != 1 || paths[0] != "/v1/traces" {
+				t.Errorf("requests %v, want one /v1/traces (a driver exports no metrics)", paths)
+			}
+		})
+	}
+}

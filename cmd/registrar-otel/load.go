@@ -32,7 +32,7 @@ type loadFlags struct {
 func (l *loadFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.socket, "socket", "", "the daemon's unix socket (default: registrar.socket_path of --config, or of the embedded defaults)")
 	fs.StringVar(&l.config, "config", "", "the daemon's configuration file (for the socket and the audit record directory)")
-	fs.StringVar(&l.otlp, "otlp-endpoint", "", "export the run's root span over OTLP/HTTP to this base URL (e.g. http://127.0.0.1:4318)")
+	fs.StringVar(&l.otlp, "otlp-endpoint", "", "export the run's spans over OTLP/HTTP to this base URL (e.g. http://127.0.0.1:4318); default: where the daemon of --config exports its traces")
 	fs.StringVar(&l.auditDir, "audit-dir", "", "audit record directory to summarise afterwards (default: registrar.audit_record_dir of --config or the defaults; \"-\" skips it)")
 	fs.IntVar(&l.concurrency, "concurrency", 16, "requests in flight")
 	fs.StringVar(&l.component, "component", "review", "a many-per-host component configured on the daemon")
@@ -62,7 +62,7 @@ func runLoadWave(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	return runLoad(stdout, stderr, &lf, fmt.Sprintf("wave of %d hosts × %d modules", *hosts, *modules),
-		func(ctx context.Context, c *wire.Client, tel *telemetry.Telemetry, progress func(loadgen.Progress)) (loadgen.Report, error) {
+		func(ctx context.Context, c *wire.Client, tel *telemetry.Driver, progress func(loadgen.Progress)) (loadgen.Report, error) {
 			return loadgen.Wave(ctx, c, loadgen.WaveOptions{
 				Hosts: *hosts, ModulesPerHost: *modules, Concurrency: lf.concurrency,
 				Component: lf.component, Tracer: tel.TracerProvider().Tracer("registrar-otel/load"),
@@ -95,14 +95,15 @@ func runLoadFlood(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	return runLoad(stdout, stderr, &lf, fmt.Sprintf("flood of %d requests on %s", *requests, b),
-		func(ctx context.Context, c *wire.Client, _ *telemetry.Telemetry, progress func(loadgen.Progress)) (loadgen.Report, error) {
+		func(ctx context.Context, c *wire.Client, tel *telemetry.Driver, progress func(loadgen.Progress)) (loadgen.Report, error) {
 			return loadgen.Flood(ctx, c, loadgen.FloodOptions{
 				Bucket: b, Requests: *requests, Concurrency: lf.concurrency, Component: lf.component, OnProgress: progress,
+				Tracer: tel.TracerProvider().Tracer("registrar-otel/load"),
 			})
 		})
 }
 
-type loadRun func(ctx context.Context, c *wire.Client, tel *telemetry.Telemetry, progress func(loadgen.Progress)) (loadgen.Report, error)
+type loadRun func(ctx context.Context, c *wire.Client, tel *telemetry.Driver, progress func(loadgen.Progress)) (loadgen.Report, error)
 
 // runLoad sets up the client and tracing, runs, and prints the summary.
 func runLoad(stdout, stderr io.Writer, lf *loadFlags, what string, run loadRun) int {
@@ -120,19 +121,15 @@ func runLoad(stdout, stderr io.Writer, lf *loadFlags, what string, run loadRun) 
 	if auditDir == "" {
 		auditDir = cfg.Registrar.AuditRecordDir
 	}
-	// The driver's own tracer: every span sampled, exported only when
-	// --otlp-endpoint is set, never a metrics listener.
-	tel, err := telemetry.New(context.Background(), config.Telemetry{
-		OTLPEndpoint: lf.otlp, ServiceName: "registrar-otel-load", TraceSampleRatio: 1,
-	}, telemetry.Options{Logger: logger})
+	// The driver's own tracer: every span sampled, exported where the
+	// daemon of --config exports (or to --otlp-endpoint), flushed on return.
+	tel, err := telemetry.NewDriver(context.Background(), cfg.Telemetry, lf.otlp, logger)
 	if err != nil {
 		printErrors(stderr, err)
 		return exitUsage
 	}
 	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := tel.Shutdown(ctx); err != nil {
+		if err := tel.Close(); err != nil {
 			fmt.Fprintf(stderr, "load: flushing traces: %v\n", err)
 		}
 	}()
@@ -215,7 +212,7 @@ func printReport(w io.Writer, r *loadgen.Report) {
 		fmt.Fprintln(w)
 	}
 	if r.TraceID != "" {
-		fmt.Fprintf(w, "trace:       %s (bringup.wave)\n", r.TraceID)
+		fmt.Fprintf(w, "trace:       %s (%s)\n", r.TraceID, r.RootSpan)
 	}
 }
 
