@@ -152,8 +152,25 @@ func printConfigSummary(w io.Writer, cfg *config.Config) {
 
 	fmt.Fprintln(tw, "telemetry:")
 	row("metrics_listen", orNone(t.MetricsListen, "(disabled)"))
-	row("otlp_endpoint", orNone(t.OTLPEndpoint, "(none: no OTLP export)"))
+	row("otlp_endpoint", orNone(t.OTLPEndpoint, "(none)"))
 	row("service_name", t.ServiceName)
 	row("trace_sample_ratio", strconv.FormatFloat(t.TraceSampleRatio, 'g', -1, 64))
+	tw.Flush() // the per-signal rows align among themselves
+	row("otlp_traces_endpoint", signalEndpoint(t.OTLPTracesEndpoint, t.OTLPEndpoint, "/v1/traces", "spans"))
+	row("otlp_metrics_endpoint", signalEndpoint(t.OTLPMetricsEndpoint, t.OTLPEndpoint, "/v1/metrics", "metrics"))
 	tw.Flush()
+}
+
+// signalEndpoint describes where one OTLP signal goes according to the file
+// (the OTEL_EXPORTER_OTLP_* variables apply only where it says nothing).
+func signalEndpoint(own, base, path, what string) string {
+	switch {
+	case own == config.SignalOff:
+		return "none (no " + what + " exported)"
+	case own != "":
+		return own
+	case base != "":
+		return "(follows otlp_endpoint: " + strings.TrimSuffix(base, "/") + path + ")"
+	}
+	return "(none: OTEL_EXPORTER_OTLP_* variables, if set)"
 }
