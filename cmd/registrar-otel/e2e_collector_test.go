@@ -278,10 +278,10 @@ var traceLine = regexp.MustCompile(`(?m)^trace: +([0-9a-f]{32}) \(([a-z.]+)\)`)
 
 func TestCollectorReceivesTheWaveAsOneTraceAndBothCountersWithExemplars(t *testing.T) {
 	col := startCollector(t)
-	// A small admission bucket refilling fast, so the wave is throttled and
+	// A small admission bucket refilling once a second, so the wave is throttled and
 	// completes; a small refusal bucket that does not refill.
 	d := startDaemon(t, `rate_limit_admission_burst = 6
-rate_limit_admission_refill_interval_ms = 200
+rate_limit_admission_refill_interval_ms = 1000
 rate_limit_predecision_refusal_burst = 2
 rate_limit_predecision_refusal_refill_interval_ms = 3600000`, fmt.Sprintf("otlp_endpoint = %q", col.url))
 
