@@ -157,6 +157,13 @@ func TestBuildInfoAgreesWithGitDescribeOfAStampedBuild(t *testing.T) {
 	revision := gitOutput(t, root, "rev-parse", "HEAD")
 	bin := filepath.Join(t.TempDir(), "registrar-otel")
 	mk := exec.Command("make", "-C", root, "build", "BIN="+bin)
+	// The Makefile's own stamping, not a VERSION or REVISION a release
+	// pipeline might export.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "VERSION=") && !strings.HasPrefix(kv, "REVISION=") {
+			mk.Env = append(mk.Env, kv)
+		}
+	}
 	if out, err := mk.CombinedOutput(); err != nil {
 		t.Fatalf("make build: %v\n%s", err, out)
 	}
