@@ -64,7 +64,7 @@ e2e: ## only the end-to-end tests: the real binary, socket, Prometheus server an
 
 .PHONY: e2e-telemetry
 e2e-telemetry: otelcol ## the telemetry tests against the real tools: live Prometheus rules, the real Collector, build info
-	OTELCOL_BIN=$(CURDIR)/$(OTELCOL) $(GO) test -race -count=1 -run 'TestLive|TestCollector|TestBuildInfo|TestJSONLog' -v ./cmd/registrar-otel
+	OTELCOL_BIN=$(CURDIR)/$(OTELCOL) $(GO) test -race -count=1 -run 'TestLive|TestCollector|TestBuildInfo|TestJSONLog|TestWave' -v ./cmd/registrar-otel
 
 .PHONY: dashboards-check
 dashboards-check: ## promtool check/test the alert rules and validate the Grafana dashboard

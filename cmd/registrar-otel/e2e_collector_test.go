@@ -418,3 +418,27 @@ rate_limit_predecision_refusal_refill_interval_ms = 3600000`, fmt.Sprintf("otlp_
 		}
 	}
 }
+
+// With only a traces endpoint configured the daemon attempts no metric
+// export at all: the Collector receives spans and not one metric, and the
+// daemon logs no export error.
+func TestCollectorTracesOnlyEndpointGetsNoMetrics(t *testing.T) {
+	col := startCollector(t)
+	d := startDaemon(t, "", fmt.Sprintf("otlp_traces_endpoint = %q", col.url+"/v1/traces"))
+	flags := []string{"--socket", d.socket, "--service-name", "review", "--host", "h1", "--instance", "1", "--component", "review"}
+	if code, out, errOut := d.run(append([]string{"mint"}, flags...)...); code != exitOK {
+		t.Fatalf("mint: exit %d\n%s%s", code, out, errOut)
+	}
+	d.stop() // flushes the span; a metric exporter, if any, would push its final values now
+	col.stop()
+	spans, metrics := readCollectorOutput(t, col.out)
+	if len(spans) != 1 || spans[0].Name != "registrar.mint" {
+		t.Errorf("collector received %d spans, want the one registrar.mint", len(spans))
+	}
+	if len(metrics) != 0 {
+		t.Errorf("collector received %d metrics from a daemon configured with a traces endpoint only", len(metrics))
+	}
+	if logs := d.logs.String(); strings.Contains(logs, "OpenTelemetry SDK") || !strings.Contains(logs, "metrics=off") {
+		t.Errorf("daemon log: want no SDK error and metrics=off in the export line:\n%s", logs)
+	}
+}
