@@ -178,12 +178,13 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 	// Headers, timeout, TLS and compression come from the standard
 	// OTEL_EXPORTER_OTLP_* variables, which the exporters read themselves;
 	// gzip is the default when no compression variable is set.
+	var mexp sdkmetric.Exporter
 	if u := plan.metrics.url; u != "" {
 		mo := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(u)}
 		if getenv("OTEL_EXPORTER_OTLP_COMPRESSION") == "" && getenv("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION") == "" {
 			mo = append(mo, otlpmetrichttp.WithCompression(otlpmetrichttp.GzipCompression))
 		}
-		mexp, err := otlpmetrichttp.New(ctx, mo...)
+		mexp, err = otlpmetrichttp.New(ctx, mo...)
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: %s: building the OTLP/HTTP metric exporter for %s: %w", plan.metrics.from, u, err)
 		}
@@ -200,6 +201,9 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 		}
 		texp, err := otlptracehttp.New(ctx, to...)
 		if err != nil {
+			if mexp != nil {
+				_ = mexp.Shutdown(ctx)
+			}
 			return nil, fmt.Errorf("telemetry: %s: building the OTLP/HTTP span exporter for %s: %w", plan.traces.from, u, err)
 		}
 		topts = append(topts, sdktrace.WithBatcher(texp))
