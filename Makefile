@@ -5,6 +5,19 @@ BIN         := bin/registrar-otel
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 10s
 
+# What `make build` stamps into internal/buildinfo (the version command,
+# registrar_build_info and service.version read it).
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION    ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILDINFO   := github.com/registrar-otel/registrar-otel/internal/buildinfo
+LDFLAGS     := -X $(BUILDINFO).Version=$(VERSION) -X $(BUILDINFO).Revision=$(REVISION)
+
+# The OpenTelemetry Collector the real-Collector test runs, built with the
+# pinned builder from tools/otelcol/manifest.yaml into an ignored directory
+# and reused until the manifest changes.
+OTELCOL_BUILDER := go.opentelemetry.io/collector/cmd/builder@v0.165.0
+OTELCOL         := var/tools/otelcol/otelcol-registrar
+
 .DEFAULT_GOAL := help
 
 .PHONY: help
@@ -12,8 +25,8 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## build bin/registrar-otel
-	$(GO) build -o $(BIN) ./cmd/registrar-otel
+build: ## build bin/registrar-otel, stamped with git describe and the revision
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/registrar-otel
 
 .PHONY: run
 run: build ## the daemon on embedded defaults (no config file; state under ./var/)
@@ -28,14 +41,30 @@ deps: ## install what the tests need beyond Go when missing: promtool and promet
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus; \
 	fi
 
+.PHONY: otelcol
+otelcol: $(OTELCOL) ## build the test Collector (otlp receiver, file exporter) with the OpenTelemetry builder, once
+
+# GOFLAGS=-e: the builder's `go mod tidy` also resolves the test imports of
+# the file exporter, one of which the module proxy does not serve; -e lets
+# tidy skip it (it is never built into the binary). The other flags of the
+# environment are kept.
+$(OTELCOL): tools/otelcol/manifest.yaml
+	@mkdir -p $(dir $(OTELCOL))
+	GOFLAGS="$$($(GO) env GOFLAGS) -e" $(GO) run $(OTELCOL_BUILDER) --config=tools/otelcol/manifest.yaml
+	@test -x $(OTELCOL)
+
 .PHONY: test
 test: deps vet dashboards-check ## go vet, promtool rule tests, the race-enabled suite (golden, end-to-end, real Prometheus), every benchmark once
-	$(GO) test -race -count=1 ./...
+	OTELCOL_BIN=$(CURDIR)/$(OTELCOL) $(GO) test -race -count=1 ./...
 	$(MAKE) bench-smoke
 
 .PHONY: e2e
 e2e: ## only the end-to-end tests: the real binary, socket, Prometheus server and OTLP receiver
 	$(GO) test -race -count=1 -run 'TestEndToEnd|TestSIGTERM|TestPrometheus|TestWave' -v ./cmd/registrar-otel
+
+.PHONY: e2e-telemetry
+e2e-telemetry: otelcol ## the telemetry tests against the real tools: live Prometheus rules, the real Collector, build info
+	OTELCOL_BIN=$(CURDIR)/$(OTELCOL) $(GO) test -race -count=1 -run 'TestLive|TestCollector|TestBuildInfo|TestJSONLog|TestWave' -v ./cmd/registrar-otel
 
 .PHONY: dashboards-check
 dashboards-check: ## promtool check/test the alert rules and validate the Grafana dashboard

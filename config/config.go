@@ -147,7 +147,19 @@ type Telemetry struct {
 	// TraceSampleRatio is the fraction of root traces sampled, 0..1
 	// inclusive. Default 1.0.
 	TraceSampleRatio float64
+	// OTLPTracesEndpoint is the full OTLP/HTTP URL spans are sent to (used
+	// as is, like OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: no /v1/traces is
+	// appended); "" (the default) follows OTLPEndpoint; SignalOff ("none")
+	// sends no spans even when OTLPEndpoint is set.
+	OTLPTracesEndpoint string
+	// OTLPMetricsEndpoint is the same for metrics (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT):
+	// "" follows OTLPEndpoint, SignalOff sends no metrics.
+	OTLPMetricsEndpoint string
 }
+
+// SignalOff, as telemetry.otlp_traces_endpoint or
+// telemetry.otlp_metrics_endpoint, switches that signal's OTLP export off.
+const SignalOff = "none"
 
 // Config is the whole configuration. It is a plain value: safe for
 // concurrent reads, and Load never retains it. Copies share the Components
@@ -347,6 +359,18 @@ func (c *Config) Validate() error {
 	}
 	if !(t.TraceSampleRatio >= 0 && t.TraceSampleRatio <= 1) { // also catches NaN
 		add(&KeyError{Key: "telemetry.trace_sample_ratio", Value: t.TraceSampleRatio, Rule: "must be between 0 and 1"})
+	}
+	for _, f := range []struct{ key, val string }{
+		{"telemetry.otlp_traces_endpoint", t.OTLPTracesEndpoint},
+		{"telemetry.otlp_metrics_endpoint", t.OTLPMetricsEndpoint},
+	} {
+		if f.val == "" || f.val == SignalOff {
+			continue
+		}
+		if e := checkEndpoint(f.key, f.val); e != nil {
+			e.Rule += ` (or "` + SignalOff + `" to switch the signal off, "" to follow telemetry.otlp_endpoint)`
+			add(e)
+		}
 	}
 	return errors.Join(errs...)
 }

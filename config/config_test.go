@@ -296,8 +296,8 @@ func TestOTLPEndpointRule(t *testing.T) {
 
 func TestKeysListsEveryKnownKey(t *testing.T) {
 	keys := Keys()
-	if len(keys) != 21 {
-		t.Fatalf("Keys() has %d keys, want the 17 [registrar] and 4 [telemetry] keys: %v", len(keys), keys)
+	if len(keys) != 23 {
+		t.Fatalf("Keys() has %d keys, want the 17 [registrar] and 6 [telemetry] keys: %v", len(keys), keys)
 	}
 	for _, want := range []string{"registrar.rate_limit_admission_burst", "registrar.components.<name>.multiplicity", "telemetry.trace_sample_ratio"} {
 		if !slices.Contains(keys, want) {

@@ -329,6 +329,8 @@ var telemetryFields = []field[Telemetry]{
 			t.TraceSampleRatio = f
 		}
 	}},
+	{"otlp_traces_endpoint", stringField(func(t *Telemetry) *string { return &t.OTLPTracesEndpoint })},
+	{"otlp_metrics_endpoint", stringField(func(t *Telemetry) *string { return &t.OTLPMetricsEndpoint })},
 }
 
 func stringField[T any](p func(*T) *string) func(*decoder, string, any, *T) {

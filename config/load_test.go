@@ -108,6 +108,9 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 			OTLPEndpoint:     "https://otel-collector.example.net:4318",
 			ServiceName:      "registrar-otel-eu1",
 			TraceSampleRatio: 0.25,
+
+			OTLPTracesEndpoint:  "https://traces.example.net:4318/v1/traces",
+			OTLPMetricsEndpoint: "none",
 		},
 		Source: filepath.Join("testdata", "valid_full.toml"),
 	}

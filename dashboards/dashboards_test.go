@@ -823,3 +823,125 @@ func TestDashboardQueriesParseAsPromQL(t *testing.T) {
 	}
 	runPromtool(t, dir, "check", "rules", "dashboard-queries.yml")
 }
+
+// ---------------------------------------------------------------------------
+// The dashboard-linter rules (github.com/grafana/dashboard-linter), checked
+// by this project's own test on every panel, including panels added later.
+
+// grafanaUnits are unit ids Grafana's value formats define (the subset a
+// dashboard like this one plausibly uses; add to it when a panel needs
+// another real Grafana unit).
+var grafanaUnits = []string{
+	"none", "short", "percent", "percentunit", "sci", "locale", "bool", "string",
+	"ns", "µs", "ms", "s", "m", "h", "d", "dtdurationms", "dtdurations", "dateTimeAsIso", "dateTimeFromNow",
+	"reqps", "rps", "wps", "rpm", "wpm", "ops", "opm", "cps", "cpm", "iops",
+	"bytes", "decbytes", "bits", "decbits", "kbytes", "mbytes", "gbytes", "deckbytes", "decmbytes", "decgbytes",
+	"Bps", "binBps", "bps", "binbps", "KBs", "MBs", "GBs",
+}
+
+// rateCall matches rate(, irate( and increase( and the range of the
+// selector they are applied to.
+var rateCall = regexp.MustCompile(`\b(rate|irate|increase)\s*\(\s*[^\[]*\[([^\]]*)\]`)
+
+// Each panel: a title, a description, a valid unit; each rate, irate and
+// increase over $__rate_interval (increase may also total $__range, the
+// linter's documented exception for range totals); the limited-rate
+// timeseries show exemplars; a division cannot show NaN for a verb with no
+// traffic, nor a quantile for a histogram with no observation.
+func TestDashboardFollowsTheLinterRules(t *testing.T) {
+	d := loadDashboard(t)
+	panels, _ := allPanels(d)
+	for _, p := range panels {
+		if strings.TrimSpace(deref(p.Title)) == "" {
+			t.Errorf("panel %d: no title", deref32(p.Id))
+		}
+		if strings.TrimSpace(deref(p.Description)) == "" {
+			t.Errorf("panel %q: no description", title(p))
+		}
+		unit := ""
+		if p.FieldConfig != nil {
+			unit = deref(p.FieldConfig.Defaults.Unit)
+		}
+		if !slices.Contains(grafanaUnits, unit) {
+			t.Errorf("panel %q: unit %q is not one of Grafana's units %v", title(p), unit, grafanaUnits)
+		}
+		for _, q := range promTargets(t, p) {
+			where := fmt.Sprintf("panel %q target %s", title(p), deref(q.RefId))
+			for _, m := range rateCall.FindAllStringSubmatch(q.Expr, -1) {
+				if m[2] != "$__rate_interval" && !(m[1] == "increase" && m[2] == "$__range") {
+					t.Errorf("%s: %s(...[%s]): rates use [$__rate_interval]", where, m[1], m[2])
+				}
+			}
+			names := metricNames(q.Expr)
+			limited := slices.Contains(names, limitedPredecision) || slices.Contains(names, limitedAdmission)
+			if limited && p.Type == "timeseries" && !strings.Contains(q.Expr, "/") && (q.Exemplar == nil || !*q.Exemplar) {
+				t.Errorf("%s: a limited-rate series without exemplars: set \"exemplar\": true so a spike links to its trace", where)
+			}
+			if strings.Contains(stripStrings(q.Expr), "/") && !regexp.MustCompile(`>\s*0\s*\)\s*or\b`).MatchString(q.Expr) {
+				t.Errorf("%s: a ratio without a guard shows NaN when the denominator is 0; write A / (B > 0) or A * 0:\n%s", where, q.Expr)
+			}
+			if strings.Contains(q.Expr, "histogram_quantile") && !regexp.MustCompile(`\band\s+on\s*\([^)]*\)[^>]*>\s*0\s*$`).MatchString(strings.TrimSpace(q.Expr)) {
+				t.Errorf("%s: a quantile without a guard shows NaN with no observation; add `and on (...) sum(rate(X_count[...])) > 0`:\n%s", where, q.Expr)
+			}
+		}
+	}
+	// At least the two limited-rate panels carry exemplars.
+	withExemplars := 0
+	for _, p := range panels {
+		for _, q := range promTargets(t, p) {
+			if q.Exemplar != nil && *q.Exemplar {
+				withExemplars++
+			}
+		}
+	}
+	if withExemplars < 2 {
+		t.Errorf("%d targets show exemplars, want at least the two limited-rate panels", withExemplars)
+	}
+}
+
+// The template variables as the linter wants them: one datasource
+// variable named datasource labelled "Data source"; job and instance
+// query variables on it, labelled as named, multi-select with an All value
+// of .+, refreshed on time range change.
+func TestDashboardVariablesFollowTheLinterRules(t *testing.T) {
+	d := loadDashboard(t)
+	var datasources int
+	vars := map[string]dashboard.VariableModel{}
+	for _, v := range d.Templating.List {
+		vars[v.Name] = v
+		if v.Type == dashboard.VariableTypeDatasource {
+			datasources++
+		}
+	}
+	if datasources != 1 {
+		t.Errorf("%d datasource variables, want exactly one", datasources)
+	}
+	if ds := vars["datasource"]; deref(ds.Label) != "Data source" {
+		t.Errorf("variable datasource: label %q, want \"Data source\"", deref(ds.Label))
+	}
+	for _, name := range []string{"job", "instance"} {
+		v, ok := vars[name]
+		if !ok {
+			t.Errorf("no %s variable", name)
+			continue
+		}
+		if deref(v.Label) != name {
+			t.Errorf("variable %s: label %q, want %q", name, deref(v.Label), name)
+		}
+		if v.Multi == nil || !*v.Multi || v.IncludeAll == nil || !*v.IncludeAll || deref(v.AllValue) != ".+" {
+			t.Errorf("variable %s: multi %v, includeAll %v, allValue %q; want multi-select with All = .+",
+				name, v.Multi != nil && *v.Multi, v.IncludeAll != nil && *v.IncludeAll, deref(v.AllValue))
+		}
+		if v.Refresh == nil || *v.Refresh != dashboard.VariableRefreshOnTimeRangeChanged {
+			t.Errorf("variable %s: refresh %v, want on time range change", name, v.Refresh)
+		}
+		checkRef(t, "variable "+name, v.Datasource)
+	}
+}
+
+func deref32(p *uint32) uint32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

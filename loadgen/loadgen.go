@@ -78,8 +78,12 @@ type Report struct {
 	MaxRetryAfter uint64
 	// P50, P99 are per-call latencies.
 	P50, P99 time.Duration
-	// TraceID is the wave's trace (empty for a flood).
+	// TraceID is the run's trace: the wave's, or the flood's when
+	// FloodOptions.Tracer was set; empty otherwise.
 	TraceID string
+	// RootSpan names the span TraceID is rooted at ("bringup.wave" or
+	// "load.flood").
+	RootSpan string
 	// FirstError is the first transport error, if any.
 	FirstError error
 	// Interrupted is set when the run's ctx was cancelled before it
@@ -131,6 +135,10 @@ type FloodOptions struct {
 	Instance      uint32
 	OnProgress    func(Progress)
 	ProgressEvery time.Duration
+	// Tracer, if set, opens one root span "load.flood" whose context every
+	// request carries as traceparent, so the registrar's spans of the flood
+	// (and the exemplars of its limited counters) lead to one trace.
+	Tracer trace.Tracer
 }
 
 // run holds a run's counters.
@@ -332,7 +340,7 @@ feed:
 	rep := r.report()
 	rep.Interrupted = ctx.Err() != nil
 	if sc := span.SpanContext(); sc.IsValid() {
-		rep.TraceID = sc.TraceID().String()
+		rep.TraceID, rep.RootSpan = sc.TraceID().String(), "bringup.wave"
 	}
 	span.SetAttributes(attribute.Int64("bringup.throttled", int64(rep.Throttled)))
 	return rep, ctx.Err()
@@ -372,6 +380,15 @@ func Flood(ctx context.Context, c Client, o FloodOptions) (Report, error) {
 		req.ServiceName = "Flood!"
 		req.Spec.ServiceName = req.ServiceName
 	}
+	tracer := o.Tracer
+	if tracer == nil {
+		tracer = noop.NewTracerProvider().Tracer("")
+	}
+	ctx, span := tracer.Start(ctx, "load.flood", trace.WithAttributes(
+		attribute.String("load.bucket", o.Bucket.String()),
+		attribute.Int("load.requests", o.Requests),
+	))
+	defer span.End()
 	r := newRun(uint64(o.Requests))
 	stop := make(chan struct{})
 	var watching sync.WaitGroup
@@ -391,6 +408,9 @@ func Flood(ctx context.Context, c Client, o FloodOptions) (Report, error) {
 	watching.Wait()
 	rep := r.report()
 	rep.Interrupted = ctx.Err() != nil
+	if sc := span.SpanContext(); sc.IsValid() {
+		rep.TraceID, rep.RootSpan = sc.TraceID().String(), "load.flood"
+	}
 	return rep, ctx.Err()
 }
 

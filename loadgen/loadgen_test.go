@@ -139,3 +139,34 @@ func TestBadOptions(t *testing.T) {
 		t.Error("a flood of 0 requests accepted")
 	}
 }
+
+// A traced flood is one trace: every request carries the load.flood root
+// span's context, and the report names it.
+func TestFloodWithATracerIsOneTrace(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	f := newFake(t, 5, time.Hour)
+	rep, err := loadgen.Flood(context.Background(), f, loadgen.FloodOptions{
+		Bucket: limiter.Admission, Requests: 20, Concurrency: 4, Tracer: tp.Tracer("test"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := rec.Ended()
+	if len(ended) != 1 || ended[0].Name() != "load.flood" {
+		t.Fatalf("ended spans %v, want the one load.flood root", ended)
+	}
+	root := ended[0].SpanContext().TraceID()
+	if rep.TraceID != root.String() || rep.RootSpan != "load.flood" {
+		t.Errorf("report trace %q (%q), want %s (load.flood)", rep.TraceID, rep.RootSpan, root)
+	}
+	if len(f.traceIDs) != 1 || f.traceIDs[root] != 20 {
+		t.Errorf("requests carried traces %v, want all 20 in %s", f.traceIDs, root)
+	}
+	// Untraced, a flood carries no trace context and reports none.
+	g := newFake(t, 5, time.Hour)
+	rep, err = loadgen.Flood(context.Background(), g, loadgen.FloodOptions{Bucket: limiter.Admission, Requests: 3})
+	if err != nil || rep.TraceID != "" || g.traceIDs[trace.TraceID{}] != 3 {
+		t.Errorf("untraced flood: err %v, trace %q, contexts %v", err, rep.TraceID, g.traceIDs)
+	}
+}

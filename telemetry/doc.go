@@ -13,12 +13,22 @@
 //     private registry (never the global one) and served on GET /metrics by
 //     Handler; GET /healthz answers 200 "ok". The daemon binds
 //     telemetry.metrics_listen with Listen and runs Serve.
-//   - When telemetry.otlp_endpoint is set (a base URL such as
-//     http://collector:4318), metrics are also pushed every
-//     MetricExportInterval to <endpoint>/v1/metrics and spans are batched to
-//     <endpoint>/v1/traces, both OTLP/HTTP protobuf, gzip-compressed. When
-//     it is unset no OTLP exporter exists at all: nothing is sent, nothing
-//     is logged about a missing collector.
+//   - OTLP/HTTP export is decided per signal (planExport): the full URL of
+//     telemetry.otlp_traces_endpoint / otlp_metrics_endpoint ("none" for
+//     off), else telemetry.otlp_endpoint (a base URL such as
+//     http://collector:4318) plus /v1/traces and /v1/metrics, else the
+//     standard OTEL_EXPORTER_OTLP_*ENDPOINT and OTEL_*_EXPORTER=none
+//     variables. Spans are batched, metrics pushed every
+//     MetricExportInterval (or OTEL_METRIC_EXPORT_INTERVAL), protobuf and
+//     gzip-compressed; headers, timeout and TLS come from the standard
+//     variables the exporters read, and are never logged. A signal with no
+//     endpoint has no exporter: nothing is sent, nothing is logged about a
+//     missing collector.
+//   - The SDK's own errors and log lines go through the injected
+//     *slog.Logger (InstallDiagnostics, Diagnostics), rate-limited per kind
+//     of message to one per DiagnosticsInterval: a JSON log stays JSON.
+//   - NewDriver is the load driver's telemetry: spans only, exported where
+//     the daemon of the same configuration exports, flushed by Close.
 //   - Root spans are sampled with probability telemetry.trace_sample_ratio;
 //     a span with a parent follows its parent's decision (parent-based), so
 //     a caller's sampled traceparent is always honoured.
@@ -37,6 +47,13 @@
 // the first scrape (counters at zero, one series per label value), so an
 // increase() over the first event is never lost; the histograms and the
 // registrar's own series appear on first use.
+//
+// Build and runtime (Prometheus only):
+//
+//	registrar_build_info{version,revision,goversion}
+//	    Always 1: internal/buildinfo as stamped by `make build`.
+//	process_*, go_*
+//	    client_golang's standard process and Go runtime collectors.
 //
 // Limited invocations (package sinks/otelsink), two counters never summed:
 //

@@ -121,11 +121,11 @@ func TestOTLPEndpointPathIsABase(t *testing.T) {
 
 func TestNoOTLPEndpointAttemptsNothing(t *testing.T) {
 	rcv := newReceiver(t)
-	// Even an environment pointing at a collector does not switch export on:
-	// telemetry.otlp_endpoint is the only switch.
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL)
-	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", rcv.URL+"/v1/traces")
-	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", rcv.URL+"/v1/metrics")
+	// No endpoint in the configuration and none in the standard variables
+	// (TestPerSignalEndpoints covers the variables): no exporter at all.
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "")
 
 	tel, err := telemetry.New(context.Background(), testConfig(), telemetry.Options{})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
 	"strings"
 	"sync"
@@ -40,14 +41,16 @@ const (
 )
 
 // OTLP/HTTP signal paths, appended to telemetry.otlp_endpoint the way
-// OTEL_EXPORTER_OTLP_ENDPOINT is treated by every OpenTelemetry SDK.
+// OTEL_EXPORTER_OTLP_ENDPOINT is treated by every OpenTelemetry SDK (the
+// per-signal endpoints are used as they are).
 const (
 	tracesPath  = "v1/traces"
 	metricsPath = "v1/metrics"
 )
 
-// MetricExportInterval is how often metrics are pushed over OTLP when
-// telemetry.otlp_endpoint is set. Prometheus scrapes are independent of it.
+// MetricExportInterval is how often metrics are pushed over OTLP when a
+// metrics endpoint is set and OTEL_METRIC_EXPORT_INTERVAL (milliseconds) is
+// not. Prometheus scrapes are independent of it.
 const MetricExportInterval = 30 * time.Second
 
 // readHeaderTimeout bounds a scraper that connects and never sends its
@@ -69,6 +72,15 @@ type Options struct {
 	// ExtraSpanProcessors are added to the TracerProvider beside the OTLP
 	// batch processor. For tests: a tracetest.SpanRecorder.
 	ExtraSpanProcessors []sdktrace.SpanProcessor
+	// Getenv reads the standard OTEL_* variables; nil means os.Getenv.
+	Getenv func(string) string
+	// TracesOnly builds no OTLP metric exporter whatever the configuration
+	// says: for a client-side tool whose only telemetry is its spans.
+	TracesOnly bool
+	// KeepGlobalDiagnostics leaves the process-wide OpenTelemetry error
+	// handler and logger alone; by default New points them at Logger
+	// (InstallDiagnostics).
+	KeepGlobalDiagnostics bool
 }
 
 // Telemetry owns the daemon's OpenTelemetry providers, the Prometheus
@@ -93,29 +105,44 @@ type Telemetry struct {
 // New builds the providers from cfg:
 //
 //   - a MeterProvider whose readers are the OTel Prometheus exporter,
-//     registered on a private prometheus.Registry served by Handler, and,
-//     when cfg.OTLPEndpoint is set, a periodic OTLP/HTTP reader pushing to
-//     <endpoint>/v1/metrics every MetricExportInterval;
+//     registered on a private prometheus.Registry served by Handler (with
+//     registrar_build_info and the standard process_* and go_* collectors),
+//     and, when a metrics endpoint is resolved, a periodic OTLP/HTTP reader
+//     pushing to it every MetricExportInterval;
 //   - a TracerProvider sampling parent-based with cfg.TraceSampleRatio for
-//     root spans, exporting in batches to <endpoint>/v1/traces when
-//     cfg.OTLPEndpoint is set.
+//     root spans, exporting in batches when a traces endpoint is resolved.
 //
-// With cfg.OTLPEndpoint empty no OTLP exporter is built, whatever the
-// OTEL_EXPORTER_OTLP_* environment says: nothing is sent and nothing is
-// logged about an absent collector. Counters incremented inside a sampled
-// span carry its trace id as an exemplar.
+// Each signal's endpoint is resolved on its own (see planExport): the
+// per-signal key (a full URL, or "none"), else telemetry.otlp_endpoint
+// plus /v1/<signal>, else the standard OTEL_EXPORTER_OTLP_* variables. A
+// signal with no endpoint builds no exporter: nothing is sent and nothing
+// is logged about an absent collector. Counters incremented inside a
+// sampled span carry its trace id as an exemplar.
+//
+// New points the process-wide OpenTelemetry error handler and logger at
+// o.Logger (see InstallDiagnostics) unless o.KeepGlobalDiagnostics.
 //
 // New does not listen: the daemon calls Listen and Serve when
-// cfg.MetricsListen is set. Errors name the configuration key at fault
-// (as *config.KeyError where a rule was broken).
+// cfg.MetricsListen is set. Errors name the configuration key or
+// environment variable at fault (as *config.KeyError).
 func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, error) {
 	logger := o.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	tracesURL, metricsURL, err := checkConfig(cfg)
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	plan, err := checkConfig(cfg, getenv)
 	if err != nil {
 		return nil, err
+	}
+	if o.TracesOnly {
+		plan.metrics = signal{}
+	}
+	if !o.KeepGlobalDiagnostics {
+		InstallDiagnostics(logger)
 	}
 	res, err := newResource(ctx, cfg.ServiceName, o.ServiceVersion, logger)
 	if err != nil {
@@ -123,7 +150,9 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 	}
 
 	t := &Telemetry{logger: logger, registry: prometheus.NewRegistry()}
-	otlp := cfg.OTLPEndpoint != ""
+	if err := registerProcessCollectors(t.registry); err != nil {
+		return nil, err
+	}
 
 	promExporter, err := otelprom.New(
 		otelprom.WithRegisterer(t.registry),
@@ -146,21 +175,37 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(cfg.TraceSampleRatio))),
 	}
-	if otlp {
-		mexp, err := otlpmetrichttp.New(ctx,
-			otlpmetrichttp.WithEndpointURL(metricsURL),
-			otlpmetrichttp.WithCompression(otlpmetrichttp.GzipCompression))
-		if err != nil {
-			return nil, fmt.Errorf("telemetry: %s %q: building the OTLP/HTTP metric exporter: %w", keyOTLPEndpoint, cfg.OTLPEndpoint, err)
+	// Headers, timeout, TLS and compression come from the standard
+	// OTEL_EXPORTER_OTLP_* variables, which the exporters read themselves;
+	// gzip is the default when no compression variable is set.
+	var mexp sdkmetric.Exporter
+	if u := plan.metrics.url; u != "" {
+		mo := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(u)}
+		if getenv("OTEL_EXPORTER_OTLP_COMPRESSION") == "" && getenv("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION") == "" {
+			mo = append(mo, otlpmetrichttp.WithCompression(otlpmetrichttp.GzipCompression))
 		}
-		texp, err := otlptracehttp.New(ctx,
-			otlptracehttp.WithEndpointURL(tracesURL),
-			otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
+		mexp, err = otlpmetrichttp.New(ctx, mo...)
 		if err != nil {
-			_ = mexp.Shutdown(ctx)
-			return nil, fmt.Errorf("telemetry: %s %q: building the OTLP/HTTP span exporter: %w", keyOTLPEndpoint, cfg.OTLPEndpoint, err)
+			return nil, fmt.Errorf("telemetry: %s: building the OTLP/HTTP metric exporter for %s: %w", plan.metrics.from, u, err)
 		}
-		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp, sdkmetric.WithInterval(MetricExportInterval))))
+		var ro []sdkmetric.PeriodicReaderOption
+		if getenv("OTEL_METRIC_EXPORT_INTERVAL") == "" {
+			ro = append(ro, sdkmetric.WithInterval(MetricExportInterval))
+		}
+		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp, ro...)))
+	}
+	if u := plan.traces.url; u != "" {
+		to := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(u)}
+		if getenv("OTEL_EXPORTER_OTLP_COMPRESSION") == "" && getenv("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION") == "" {
+			to = append(to, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
+		}
+		texp, err := otlptracehttp.New(ctx, to...)
+		if err != nil {
+			if mexp != nil {
+				_ = mexp.Shutdown(ctx)
+			}
+			return nil, fmt.Errorf("telemetry: %s: building the OTLP/HTTP span exporter for %s: %w", plan.traces.from, u, err)
+		}
 		topts = append(topts, sdktrace.WithBatcher(texp))
 	}
 	for _, r := range o.ExtraReaders {
@@ -172,15 +217,17 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 	t.mp = sdkmetric.NewMeterProvider(mopts...)
 	t.tp = sdktrace.NewTracerProvider(topts...)
 	t.handler = t.newHandler()
-	if otlp {
-		logger.Info("telemetry: OTLP/HTTP export enabled", slog.String("traces", tracesURL), slog.String("metrics", metricsURL))
+	if plan.traces.url != "" || plan.metrics.url != "" {
+		// The URLs only: headers (credentials) are never logged.
+		logger.Info("telemetry: OTLP/HTTP export enabled",
+			slog.String("traces", plan.traces.describe()), slog.String("metrics", plan.metrics.describe()))
 	}
 	return t, nil
 }
 
-// checkConfig validates cfg, naming every broken key at once, and returns
-// the OTLP signal URLs ("" when OTLP is off).
-func checkConfig(cfg config.Telemetry) (tracesURL, metricsURL string, err error) {
+// checkConfig validates cfg, naming every broken key (or OTEL_*
+// environment variable) at once, and returns where each signal goes.
+func checkConfig(cfg config.Telemetry, getenv func(string) string) (exportPlan, error) {
 	var errs []error
 	if strings.TrimSpace(cfg.ServiceName) == "" {
 		errs = append(errs, &config.KeyError{Key: keyServiceName, Value: cfg.ServiceName, Rule: "must be a non-empty string"})
@@ -188,24 +235,12 @@ func checkConfig(cfg config.Telemetry) (tracesURL, metricsURL string, err error)
 	if r := cfg.TraceSampleRatio; math.IsNaN(r) || r < 0 || r > 1 {
 		errs = append(errs, &config.KeyError{Key: keyTraceSampleRatio, Value: r, Rule: "must be between 0 and 1"})
 	}
-	if cfg.OTLPEndpoint != "" {
-		u, perr := url.Parse(cfg.OTLPEndpoint)
-		switch {
-		case perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "":
-			errs = append(errs, &config.KeyError{Key: keyOTLPEndpoint, Value: cfg.OTLPEndpoint, Rule: "must be an http:// or https:// URL with a host"})
-		case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
-			// The exporters would silently drop these parts; say so instead.
-			// Redacted: the message must not echo a password.
-			errs = append(errs, &config.KeyError{Key: keyOTLPEndpoint, Value: u.Redacted(), Rule: "must not carry credentials, a query or a fragment"})
-		default:
-			tracesURL = signalURL(u, tracesPath)
-			metricsURL = signalURL(u, metricsPath)
-		}
-	}
+	plan, perrs := planExport(cfg, getenv)
+	errs = append(errs, perrs...)
 	if len(errs) > 0 {
-		return "", "", fmt.Errorf("telemetry: %w", errors.Join(errs...))
+		return exportPlan{}, fmt.Errorf("telemetry: %w", errors.Join(errs...))
 	}
-	return tracesURL, metricsURL, nil
+	return plan, nil
 }
 
 // signalURL appends the signal's path to the endpoint's own path:

@@ -272,10 +272,12 @@ type effectiveJSON struct {
 		Components                                  map[string]string `json:"components"`
 	} `json:"registrar"`
 	Telemetry struct {
-		MetricsListen    string  `json:"metrics_listen"`
-		OTLPEndpoint     string  `json:"otlp_endpoint"`
-		ServiceName      string  `json:"service_name"`
-		TraceSampleRatio float64 `json:"trace_sample_ratio"`
+		MetricsListen       string  `json:"metrics_listen"`
+		OTLPEndpoint        string  `json:"otlp_endpoint"`
+		ServiceName         string  `json:"service_name"`
+		TraceSampleRatio    float64 `json:"trace_sample_ratio"`
+		OTLPTracesEndpoint  string  `json:"otlp_traces_endpoint"`
+		OTLPMetricsEndpoint string  `json:"otlp_metrics_endpoint"`
 	} `json:"telemetry"`
 }
 
@@ -295,6 +297,7 @@ func effective(cfg *config.Config) effectiveJSON {
 	}
 	t := &cfg.Telemetry
 	e.Telemetry.MetricsListen, e.Telemetry.OTLPEndpoint, e.Telemetry.ServiceName, e.Telemetry.TraceSampleRatio = t.MetricsListen, t.OTLPEndpoint, t.ServiceName, t.TraceSampleRatio
+	e.Telemetry.OTLPTracesEndpoint, e.Telemetry.OTLPMetricsEndpoint = t.OTLPTracesEndpoint, t.OTLPMetricsEndpoint
 	return e
 }
 
@@ -351,9 +354,12 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 
 	fmt.Fprintln(tw, "telemetry:")
 	row("metrics_listen", orNone(t.MetricsListen, "(disabled)"))
-	row("otlp_endpoint", orNone(t.OTLPEndpoint, "(none: no OTLP export)"))
+	row("otlp_endpoint", orNone(t.OTLPEndpoint, "(none)"))
 	row("service_name", t.ServiceName)
 	row("trace_sample_ratio", strconv.FormatFloat(t.TraceSampleRatio, 'g', -1, 64))
+	tw.Flush() // the per-signal rows align among themselves
+	row("otlp_traces_endpoint", signalEndpoint(t.OTLPTracesEndpoint, t.OTLPEndpoint, "/v1/traces", "spans"))
+	row("otlp_metrics_endpoint", signalEndpoint(t.OTLPMetricsEndpoint, t.OTLPEndpoint, "/v1/metrics", "metrics"))
 	if len(res.TLS) > 0 {
 		fmt.Fprintln(tw, "tls:")
 		for _, f := range res.TLS {
@@ -365,4 +371,18 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 		row(p.Key, p.Path+": "+p.Detail)
 	}
 	tw.Flush()
+}
+
+// signalEndpoint describes where one OTLP signal goes according to the file
+// (the OTEL_EXPORTER_OTLP_* variables apply only where it says nothing).
+func signalEndpoint(own, base, path, what string) string {
+	switch {
+	case own == config.SignalOff:
+		return "none (no " + what + " exported)"
+	case own != "":
+		return own
+	case base != "":
+		return "(follows otlp_endpoint: " + strings.TrimSuffix(base, "/") + path + ")"
+	}
+	return "(none: OTEL_EXPORTER_OTLP_* variables, if set)"
 }

@@ -47,9 +47,11 @@ components:
   review         many-per-host
 telemetry:
   metrics_listen      127.0.0.1:9464
-  otlp_endpoint       (none: no OTLP export)
+  otlp_endpoint       (none)
   service_name        registrar-otel
   trace_sample_ratio  1
+  otlp_traces_endpoint   (none: OTEL_EXPORTER_OTLP_* variables, if set)
+  otlp_metrics_endpoint  (none: OTEL_EXPORTER_OTLP_* variables, if set)
 paths (what serve does):
   registrar.socket_path       var/run: missing; serve creates it 0700
   registrar.socket_path       var/run/registrar.sock: absent; serve creates the socket 0600

@@ -36,7 +36,7 @@ type loadFlags struct {
 func (l *loadFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.socket, "socket", "", "the daemon's unix socket `path` (default: registrar.socket_path of --config, or of the embedded defaults: "+defaultSocket()+")")
 	fs.StringVar(&l.config, "config", "", "the daemon's configuration `file`, for the socket and the audit record directory (default: the embedded defaults, as make run)")
-	fs.StringVar(&l.otlp, "otlp-endpoint", "", "export the run's root span over OTLP/HTTP to this base `URL` (e.g. http://127.0.0.1:4318)")
+	fs.StringVar(&l.otlp, "otlp-endpoint", "", "export the run's spans over OTLP/HTTP to this base `URL` (e.g. http://127.0.0.1:4318); default: where the daemon of --config exports its traces")
 	fs.StringVar(&l.auditDir, "audit-dir", "", "audit record `directory` to summarise afterwards (default: registrar.audit_record_dir of --config or the defaults; \"-\" skips it)")
 	fs.IntVar(&l.concurrency, "concurrency", 16, "requests in flight")
 	fs.StringVar(&l.component, "component", "review", "a many-per-host component configured on the daemon")
@@ -104,7 +104,7 @@ func runLoadWave(args []string, stdout, stderr io.Writer) int {
 	}
 	sum := loadSummary{Command: "wave", Wave: &waveJSON{Hosts: *hosts, ModulesPerHost: *modules}}
 	return runLoad(stdout, stderr, &lf, &sum, fmt.Sprintf("wave of %d hosts × %d modules", *hosts, *modules),
-		func(ctx context.Context, c *wire.Client, tel *telemetry.Telemetry, progress func(loadgen.Progress)) (loadgen.Report, error) {
+		func(ctx context.Context, c *wire.Client, tel *telemetry.Driver, progress func(loadgen.Progress)) (loadgen.Report, error) {
 			return loadgen.Wave(ctx, c, loadgen.WaveOptions{
 				Hosts: *hosts, ModulesPerHost: *modules, Concurrency: lf.concurrency,
 				Component: lf.component, Tracer: tel.TracerProvider().Tracer("registrar-otel/load"),
@@ -132,10 +132,11 @@ func runLoadFlood(args []string, stdout, stderr io.Writer) int {
 	}
 	sum := loadSummary{Command: "flood", Flood: &floodJSON{Bucket: b.String(), Requests: *requests}}
 	return runLoad(stdout, stderr, &lf, &sum, fmt.Sprintf("flood of %d requests on %s", *requests, b),
-		func(ctx context.Context, c *wire.Client, _ *telemetry.Telemetry, progress func(loadgen.Progress)) (loadgen.Report, error) {
+		func(ctx context.Context, c *wire.Client, tel *telemetry.Driver, progress func(loadgen.Progress)) (loadgen.Report, error) {
 			return loadgen.Flood(ctx, c, loadgen.FloodOptions{
 				Bucket: b, Requests: *requests, Concurrency: lf.concurrency, Component: lf.component,
 				OnProgress: progress, ProgressEvery: lf.tick(),
+				Tracer: tel.TracerProvider().Tracer("registrar-otel/load"),
 			})
 		})
 }
@@ -190,7 +191,7 @@ func (l *loadFlags) tick() time.Duration {
 	return l.progressEvery
 }
 
-type loadRun func(ctx context.Context, c *wire.Client, tel *telemetry.Telemetry, progress func(loadgen.Progress)) (loadgen.Report, error)
+type loadRun func(ctx context.Context, c *wire.Client, tel *telemetry.Driver, progress func(loadgen.Progress)) (loadgen.Report, error)
 
 // runLoad sets up the client and tracing, runs, and prints the summary.
 func runLoad(stdout, stderr io.Writer, lf *loadFlags, sum *loadSummary, what string, run loadRun) int {
@@ -209,19 +210,15 @@ func runLoad(stdout, stderr io.Writer, lf *loadFlags, sum *loadSummary, what str
 	if auditDir == "" {
 		auditDir = cfg.Registrar.AuditRecordDir
 	}
-	// The driver's own tracer: every span sampled, exported only when
-	// --otlp-endpoint is set, never a metrics listener.
-	tel, err := telemetry.New(context.Background(), config.Telemetry{
-		OTLPEndpoint: lf.otlp, ServiceName: "registrar-otel-load", TraceSampleRatio: 1,
-	}, telemetry.Options{Logger: logger})
+	// The driver's own tracer: every span sampled, exported where the
+	// daemon of --config exports (or to --otlp-endpoint), flushed on return.
+	tel, err := telemetry.NewDriver(context.Background(), cfg.Telemetry, lf.otlp, logger)
 	if err != nil {
 		printErrors(stderr, err)
 		return exitUsage
 	}
 	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := tel.Shutdown(ctx); err != nil {
+		if err := tel.Close(); err != nil {
 			fmt.Fprintf(stderr, "registrar-otel %s: flushing traces: %v\n", name, err)
 		}
 	}()
@@ -378,6 +375,7 @@ type loadSummary struct {
 	ByAnswer          map[string]uint64 `json:"by_answer"`
 	FirstError        string            `json:"first_error"`
 	TraceID           string            `json:"trace_id"`
+	RootSpan          string            `json:"root_span"`    // the span trace_id is rooted at: bringup.wave or load.flood
 	Daemon            *daemonJSON       `json:"daemon"`       // null when health could not be read
 	DaemonError       string            `json:"daemon_error"` // why, then
 	Counted           *countedJSON      `json:"counted_records"`
@@ -423,7 +421,7 @@ func (s *loadSummary) fill(socket string, r *loadgen.Report) {
 	if r.FirstError != nil {
 		s.FirstError = r.FirstError.Error()
 	}
-	s.TraceID = r.TraceID
+	s.TraceID, s.RootSpan = r.TraceID, r.RootSpan
 }
 
 func printSummary(w io.Writer, s *loadSummary) {
@@ -459,7 +457,7 @@ func printSummary(w io.Writer, s *loadSummary) {
 		fmt.Fprintln(w)
 	}
 	if s.TraceID != "" {
-		fmt.Fprintf(w, "trace:       %s (bringup.wave)\n", s.TraceID)
+		fmt.Fprintf(w, "trace:       %s (%s)\n", s.TraceID, s.RootSpan)
 	}
 	if d := s.Daemon; d != nil {
 		fmt.Fprintf(w, "daemon registrar_health.limiter: limited_predecision_refusal=%d limited_admission=%d\n",

@@ -31,6 +31,7 @@ type Receiver struct {
 	metrics  []*colmetricpb.ExportMetricsServiceRequest
 	requests int
 	paths    []string
+	headers  []http.Header
 	errs     []error
 }
 
@@ -55,6 +56,7 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.requests++
 	r.paths = append(r.paths, req.URL.Path)
+	r.headers = append(r.headers, req.Header.Clone())
 	r.mu.Unlock()
 	if req.Method != http.MethodPost || req.Header.Get("Content-Type") != "application/x-protobuf" {
 		r.fail(fmt.Errorf("%s %s with Content-Type %q, want POST application/x-protobuf", req.Method, req.URL.Path, req.Header.Get("Content-Type")))
@@ -133,6 +135,13 @@ func (r *Receiver) Requests() (int, []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.requests, append([]string(nil), r.paths...)
+}
+
+// Headers returns the request headers of every request, in arrival order.
+func (r *Receiver) Headers() []http.Header {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]http.Header(nil), r.headers...)
 }
 
 // Span is one received span with its resource's service.name.

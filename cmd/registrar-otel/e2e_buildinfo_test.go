@@ -1,0 +1,265 @@
+package main
+
+// The stamped build and the daemon's own logs, tried as an operator would:
+// `make build` stamps git describe into the binary, and what the daemon
+// says about itself (registrar_build_info, service.version, the version
+// command) agrees with it; a --log-format json daemon whose collector is
+// down still writes only JSON lines.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// servedDaemon is a `serve` started by launchServe.
+type servedDaemon struct {
+	cmd        *exec.Cmd
+	logs       *syncBuffer
+	exited     chan error
+	metricsURL string
+	socket     string
+}
+
+var jsonMetricsRE = regexp.MustCompile(`"metrics":"(http://[^"]+/metrics)"`)
+
+// launchServe starts bin serve with a fresh configuration (telemetry
+// lines added to [telemetry]), extra serve flags and extra environment,
+// and returns once it logs that it serves.
+func launchServe(t *testing.T, bin, telemetryExtra string, env []string, args ...string) *servedDaemon {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "reg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	s := &servedDaemon{logs: &syncBuffer{}, exited: make(chan error, 1), socket: filepath.Join(dir, "run", "registrar.sock")}
+	cfg := fmt.Sprintf(`[registrar]
+socket_path = %q
+state_dir = %q
+audit_record_dir = %q
+
+[registrar.components.review]
+multiplicity = "many-per-host"
+
+[telemetry]
+metrics_listen = "127.0.0.1:0"
+%s
+`, s.socket, filepath.Join(dir, "lib"), filepath.Join(dir, "audit"), telemetryExtra)
+	cfgPath := filepath.Join(dir, "registrar.toml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.cmd = exec.Command(bin, append([]string{"serve", "--config", cfgPath}, args...)...)
+	s.cmd.Env = append(os.Environ(), env...)
+	stderr, err := s.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Stdout = s.logs
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			fmt.Fprintln(s.logs, sc.Text())
+			if strings.Contains(sc.Text(), "registrar-otel serving") {
+				select {
+				case ready <- sc.Text():
+				default:
+				}
+			}
+		}
+		s.exited <- s.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if s.cmd.ProcessState == nil {
+			s.cmd.Process.Kill()
+			<-s.exited
+		}
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", s.logs.String())
+		}
+	})
+	select {
+	case line := <-ready:
+		if m := metricsRE.FindStringSubmatch(line); m != nil {
+			s.metricsURL = m[1]
+		} else if m := jsonMetricsRE.FindStringSubmatch(line); m != nil {
+			s.metricsURL = m[1]
+		}
+	case err := <-s.exited:
+		t.Fatalf("daemon exited before serving: %v\n%s", err, s.logs.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("daemon did not report serving within 60 s:\n%s", s.logs.String())
+	}
+	return s
+}
+
+func (s *servedDaemon) stop(t *testing.T) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.exited:
+		if err != nil {
+			t.Fatalf("daemon exited with %v after SIGTERM:\n%s", err, s.logs.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("daemon did not exit within 60 s of SIGTERM")
+	}
+}
+
+func gitOutput(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		t.Skipf("git %v: %v (not a git checkout?)", args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestBuildInfoAgreesWithGitDescribeOfAStampedBuild builds with `make
+// build`, as a release is built, and asks the running daemon.
+func TestBuildInfoAgreesWithGitDescribeOfAStampedBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	describe := gitOutput(t, root, "describe", "--tags", "--always", "--dirty")
+	revision := gitOutput(t, root, "rev-parse", "HEAD")
+	bin := filepath.Join(t.TempDir(), "registrar-otel")
+	mk := exec.Command("make", "-C", root, "build", "BIN="+bin)
+	// The Makefile's own stamping, not a VERSION or REVISION a release
+	// pipeline might export.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "VERSION=") && !strings.HasPrefix(kv, "REVISION=") {
+			mk.Env = append(mk.Env, kv)
+		}
+	}
+	if out, err := mk.CombinedOutput(); err != nil {
+		t.Fatalf("make build: %v\n%s", err, out)
+	}
+
+	t.Run("registrar_build_info and service.version", func(t *testing.T) {
+		s := launchServe(t, bin, "", nil)
+		resp, err := http.Get(s.metricsURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := fmt.Sprintf(`registrar_build_info{goversion=%q,revision=%q,version=%q} 1`, runtime.Version(), revision, describe)
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics does not carry\n  %s\n%s", want, grep(string(body), "registrar_build_info"))
+		}
+		if want := fmt.Sprintf(`service_version=%q`, describe); !strings.Contains(grep(string(body), "target_info"), want) {
+			t.Errorf("target_info does not carry %s:\n%s", want, grep(string(body), "target_info"))
+		}
+		if !strings.Contains(string(body), "\nprocess_cpu_seconds_total ") || !strings.Contains(string(body), "\ngo_goroutines ") {
+			t.Errorf("/metrics lacks the process_* and go_* series")
+		}
+		s.stop(t)
+	})
+
+	t.Run("version command", func(t *testing.T) {
+		cmd := exec.Command(bin, "version")
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		if strings.Contains(errOut.String(), "unknown command") {
+			t.Skip("this build has no version command yet (issue 15 adds it)")
+		}
+		if err != nil || !strings.Contains(out.String(), describe) {
+			t.Errorf("registrar-otel version: %v\nstdout: %s\nstderr: %s\nwant it to print %q", err, out.String(), errOut.String(), describe)
+		}
+	})
+}
+
+func grep(body, prefix string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// TestJSONLogStaysJSONWithTheCollectorDown: a --log-format json daemon
+// exporting to a closed OTLP port logs the SDK's export failures through
+// slog, rate-limited, and nothing but JSON lines.
+func TestJSONLogStaysJSONWithTheCollectorDown(t *testing.T) {
+	bin := buildBinary(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close()
+	// The standard variables make the SDK export (and fail) every 100 ms.
+	s := launchServe(t, bin, fmt.Sprintf("otlp_endpoint = %q", closed), []string{
+		"OTEL_METRIC_EXPORT_INTERVAL=100", "OTEL_METRIC_EXPORT_TIMEOUT=200",
+		"OTEL_EXPORTER_OTLP_TIMEOUT=200", "OTEL_BSP_SCHEDULE_DELAY=100",
+	}, "--log-format", "json")
+	// A few invocations, so there are spans to export too.
+	for i := range 3 {
+		code, out, errOut := (&daemonProc{t: t, bin: bin}).run("mint", "--socket", s.socket, "--service-name", "review",
+			"--host", fmt.Sprintf("h%d", i), "--instance", "1", "--component", "review")
+		if code != exitOK {
+			t.Fatalf("mint: exit %d\n%s%s", code, out, errOut)
+		}
+	}
+	// Wait (on the daemon's own log) for both signals' failures.
+	deadline := time.Now().Add(60 * time.Second)
+	for !(strings.Contains(s.logs.String(), "/v1/metrics") && strings.Contains(s.logs.String(), "traces export")) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no OTLP export failure logged within 60 s:\n%s", s.logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.stop(t)
+	sdkLines := 0
+	for i, line := range strings.Split(strings.TrimSpace(s.logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Errorf("log line %d is not JSON: %q", i+1, line)
+			continue
+		}
+		if msg, _ := m["msg"].(string); strings.Contains(msg, "OpenTelemetry SDK") {
+			sdkLines++
+		}
+	}
+	// Export failed about every 100 ms per signal; rate-limited, each kind
+	// of failure is logged once a minute.
+	if sdkLines == 0 || sdkLines > 6 {
+		t.Errorf("%d OpenTelemetry SDK lines, want a few (rate-limited):\n%s", sdkLines, s.logs.String())
+	}
+}

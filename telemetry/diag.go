@@ -1,0 +1,212 @@
+package telemetry
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel"
+)
+
+// DiagnosticsInterval is how often one kind of OpenTelemetry SDK error (or
+// warning) is logged: the first occurrence at once, repeats at most once
+// per interval, each carrying how many were suppressed since the last.
+// A collector that is down for an hour makes about 60 lines per signal,
+// not one per export attempt.
+const DiagnosticsInterval = time.Minute
+
+// maxDiagnosticKinds bounds the kinds of message remembered; beyond it,
+// every new kind shares one budget.
+const maxDiagnosticKinds = 64
+
+// Diagnostics routes the OpenTelemetry SDK's own errors and log lines
+// (failed exports, dropped spans, invalid instrument names) to a
+// *slog.Logger, so a JSON log stays JSON, rate-limited per kind of
+// message (the message with its digits masked).
+//
+// A Diagnostics is safe for concurrent use; the SDK calls it from its
+// export goroutines.
+type Diagnostics struct {
+	logger *slog.Logger
+	now    func() time.Time
+
+	mu    sync.Mutex
+	kinds map[string]*diagKind
+}
+
+type diagKind struct {
+	last       time.Time
+	suppressed uint64
+}
+
+// NewDiagnostics returns a Diagnostics logging on logger (nil discards);
+// now is the clock (nil means time.Now).
+func NewDiagnostics(logger *slog.Logger, now func() time.Time) *Diagnostics {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Diagnostics{logger: logger, now: now, kinds: map[string]*diagKind{}}
+}
+
+// InstallDiagnostics points the process-wide OpenTelemetry error handler
+// (otel.SetErrorHandler) and internal logger (otel.SetLogger) at logger
+// through a new Diagnostics. Without it the SDK writes plain lines with
+// the standard library's log package. New calls it.
+func InstallDiagnostics(logger *slog.Logger) *Diagnostics {
+	d := NewDiagnostics(logger, nil)
+	otel.SetErrorHandler(d)
+	otel.SetLogger(d.Logger())
+	return d
+}
+
+// Handle implements otel.ErrorHandler: a warning "telemetry: OpenTelemetry
+// SDK error" with the error, rate-limited per kind.
+func (d *Diagnostics) Handle(err error) {
+	if err == nil {
+		return
+	}
+	d.log(slog.LevelWarn, "telemetry: OpenTelemetry SDK error", err.Error(), slog.String("error", err.Error()))
+}
+
+// allow reports whether a message of this kind may be logged now, and how
+// many were suppressed since the last one logged.
+func (d *Diagnostics) allow(kind string) (bool, uint64) {
+	now := d.now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k, ok := d.kinds[kind]
+	if !ok {
+		if len(d.kinds) >= maxDiagnosticKinds {
+			for key, old := range d.kinds {
+				if now.Sub(old.last) >= DiagnosticsInterval && old.suppressed == 0 {
+					delete(d.kinds, key)
+				}
+			}
+		}
+		if len(d.kinds) >= maxDiagnosticKinds {
+			kind = "\x00overflow"
+			k, ok = d.kinds[kind]
+		}
+		if !ok {
+			d.kinds[kind] = &diagKind{last: now}
+			return true, 0
+		}
+	}
+	if now.Sub(k.last) < DiagnosticsInterval {
+		k.suppressed++
+		return false, 0
+	}
+	n := k.suppressed
+	k.last, k.suppressed = now, 0
+	return true, n
+}
+
+func (d *Diagnostics) log(level slog.Level, msg, kindText string, attrs ...slog.Attr) {
+	if !d.logger.Enabled(context.Background(), level) {
+		return
+	}
+	ok, suppressed := d.allow(diagKindOf(msg + "\x00" + kindText))
+	if !ok {
+		return
+	}
+	if suppressed > 0 {
+		attrs = append(attrs, slog.Uint64("suppressed", suppressed))
+	}
+	d.logger.LogAttrs(context.Background(), level, msg, attrs...)
+}
+
+// diagKindOf masks the digits of a message, so "dropped 3 spans" and
+// "dropped 7 spans" are one kind.
+func diagKindOf(s string) string {
+	var b strings.Builder
+	digit := false
+	for _, r := range s {
+		if r >= '0' && r <= '9' {
+			if !digit {
+				b.WriteByte('#')
+			}
+			digit = true
+			continue
+		}
+		digit = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Logger returns the logr.Logger otel.SetLogger takes: the SDK's error
+// lines at error level, its warnings (V(1)) at warn, its info and debug
+// lines (V(4), V(8)) at debug; all rate-limited like Handle.
+func (d *Diagnostics) Logger() logr.Logger {
+	return logr.New(&diagSink{d: d})
+}
+
+// diagSink is the logr.LogSink behind Logger.
+type diagSink struct {
+	d      *Diagnostics
+	name   string
+	values []any
+}
+
+func (s *diagSink) Init(logr.RuntimeInfo) {}
+
+func levelOf(v int) slog.Level {
+	switch {
+	case v <= 0:
+		return slog.LevelInfo
+	case v == 1:
+		return slog.LevelWarn
+	default:
+		return slog.LevelDebug
+	}
+}
+
+func (s *diagSink) Enabled(v int) bool {
+	return s.d.logger.Enabled(context.Background(), levelOf(v))
+}
+
+func (s *diagSink) attrs(kv []any) []slog.Attr {
+	all := append(append([]any(nil), s.values...), kv...)
+	var out []slog.Attr
+	if s.name != "" {
+		out = append(out, slog.String("logger", s.name))
+	}
+	r := slog.Record{}
+	r.Add(all...)
+	r.Attrs(func(a slog.Attr) bool {
+		out = append(out, a)
+		return true
+	})
+	return out
+}
+
+func (s *diagSink) Info(v int, msg string, kv ...any) {
+	s.d.log(levelOf(v), "telemetry: OpenTelemetry SDK: "+msg, "", s.attrs(kv)...)
+}
+
+func (s *diagSink) Error(err error, msg string, kv ...any) {
+	attrs := s.attrs(kv)
+	text := ""
+	if err != nil {
+		text = err.Error()
+		attrs = append(attrs, slog.String("error", text))
+	}
+	s.d.log(slog.LevelError, "telemetry: OpenTelemetry SDK: "+msg, text, attrs...)
+}
+
+func (s *diagSink) WithValues(kv ...any) logr.LogSink {
+	return &diagSink{d: s.d, name: s.name, values: append(append([]any(nil), s.values...), kv...)}
+}
+
+func (s *diagSink) WithName(name string) logr.LogSink {
+	if s.name != "" {
+		name = s.name + "/" + name
+	}
+	return &diagSink{d: s.d, name: name, values: s.values}
+}

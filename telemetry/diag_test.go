@@ -1,0 +1,98 @@
+package telemetry_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/telemetry"
+)
+
+type diagLine struct {
+	Level      string `json:"level"`
+	Msg        string `json:"msg"`
+	Error      string `json:"error"`
+	Suppressed uint64 `json:"suppressed"`
+}
+
+func diagLines(t *testing.T, buf *bytes.Buffer) []diagLine {
+	t.Helper()
+	var out []diagLine
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if l == "" {
+			continue
+		}
+		var d diagLine
+		if err := json.Unmarshal([]byte(l), &d); err != nil {
+			t.Fatalf("not a JSON line: %q", l)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func TestDiagnosticsRateLimitsEachKindOfError(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(1_700_000_000, 0)
+	d := telemetry.NewDiagnostics(slog.New(slog.NewJSONHandler(&buf, nil)), func() time.Time { return now })
+	upload := func(n int) error {
+		return fmt.Errorf("failed to upload metrics: Post \"http://127.0.0.1:%d/v1/metrics\": connection refused", 4318+n%2)
+	}
+	for i := range 100 { // a collector down: one error per export
+		d.Handle(upload(i))
+		now = now.Add(time.Second)
+	}
+	d.Handle(errors.New("traces export: context deadline exceeded"))
+	lines := diagLines(t, &buf)
+	// 100 s of metric errors: the first, then one per minute (at 60 s,
+	// carrying the 59 suppressed); the trace error is its own kind.
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want 3:\n%s", len(lines), buf.String())
+	}
+	if lines[0].Suppressed != 0 || lines[1].Suppressed != 59 || !strings.Contains(lines[1].Error, "failed to upload metrics") {
+		t.Errorf("lines %+v: want the first error, then one saying 59 were suppressed", lines[:2])
+	}
+	if lines[2].Error != "traces export: context deadline exceeded" || lines[0].Level != "WARN" {
+		t.Errorf("lines %+v", lines)
+	}
+}
+
+func TestDiagnosticsLoggerMapsTheSDKsLevels(t *testing.T) {
+	var buf bytes.Buffer
+	d := telemetry.NewDiagnostics(slog.New(slog.NewJSONHandler(&buf, nil)), nil)
+	l := d.Logger()
+	l.V(8).Info("debug detail")                               // SDK debug: below info, dropped
+	l.V(4).Info("info detail")                                // SDK info: dropped at info level
+	l.V(1).Info("dropping spans", "count", 3)                 // SDK warning
+	l.Error(errors.New("boom"), "exporter failed")            // SDK error
+	l.WithName("sdk").V(1).Info("dropping spans", "count", 4) // same kind: suppressed
+	lines := diagLines(t, &buf)
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want the warning and the error:\n%s", len(lines), buf.String())
+	}
+	if lines[0].Level != "WARN" || lines[0].Msg != "telemetry: OpenTelemetry SDK: dropping spans" {
+		t.Errorf("warning line %+v", lines[0])
+	}
+	if lines[1].Level != "ERROR" || lines[1].Error != "boom" {
+		t.Errorf("error line %+v", lines[1])
+	}
+}
+
+func TestDiagnosticsBoundsTheKindsItRemembers(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(1_700_000_000, 0)
+	d := telemetry.NewDiagnostics(slog.New(slog.NewJSONHandler(&buf, nil)), func() time.Time { return now })
+	// 1000 distinct messages (letters, so masking digits does not merge
+	// them) within one interval: 64 kinds and one overflow line.
+	for i := range 1000 {
+		d.Handle(errors.New("error " + strings.Repeat("x", i)))
+	}
+	if n := len(diagLines(t, &buf)); n != 65 {
+		t.Errorf("%d lines for 1000 distinct errors in one interval, want 65 (64 kinds + the shared overflow)", n)
+	}
+}

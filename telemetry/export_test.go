@@ -1,0 +1,339 @@
+package telemetry_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
+	"github.com/registrar-otel/registrar-otel/telemetry"
+)
+
+// emit records one limited admission inside a sampled span and flushes, so
+// a configured exporter of either signal has something to send.
+func emit(t *testing.T, tel *telemetry.Telemetry) error {
+	t.Helper()
+	sink, err := otelsink.New(nil, tel.MeterProvider())
+	if err != nil {
+		t.Fatalf("otelsink.New: %v", err)
+	}
+	ctx, span := tel.TracerProvider().Tracer("test").Start(context.Background(), "registrar.mint")
+	sink.Limited(ctx, limiter.Event{Verb: limiter.Mint, Bucket: limiter.Admission, RetryAfterSeconds: 2})
+	span.End()
+	return tel.ForceFlush(context.Background())
+}
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// The acceptance point: with only a traces endpoint configured, no metric
+// export is attempted (and the other way round).
+func TestPerSignalEndpoints(t *testing.T) {
+	tests := []struct {
+		name                      string
+		cfg                       func(url string) config.Telemetry
+		env                       func(url string) map[string]string
+		wantTraces, wantMetrics   bool
+		wantTracePath, wantMetric string
+	}{
+		{"traces endpoint only", func(u string) config.Telemetry {
+			c := testConfig()
+			c.OTLPTracesEndpoint = u + "/v1/traces"
+			return c
+		}, nil, true, false, "/v1/traces", ""},
+		{"metrics endpoint only, used as is", func(u string) config.Telemetry {
+			c := testConfig()
+			c.OTLPMetricsEndpoint = u + "/v1/metrics"
+			return c
+		}, nil, false, true, "", "/v1/metrics"},
+		{"otlp_endpoint with metrics none", func(u string) config.Telemetry {
+			c := testConfig()
+			c.OTLPEndpoint = u
+			c.OTLPMetricsEndpoint = config.SignalOff
+			return c
+		}, nil, true, false, "/v1/traces", ""},
+		{"otlp_endpoint with traces none", func(u string) config.Telemetry {
+			c := testConfig()
+			c.OTLPEndpoint = u
+			c.OTLPTracesEndpoint = config.SignalOff
+			return c
+		}, nil, false, true, "", "/v1/metrics"},
+		{"configuration beats the environment", func(u string) config.Telemetry {
+			c := testConfig()
+			c.OTLPTracesEndpoint = u + "/v1/traces"
+			return c
+		}, func(u string) map[string]string {
+			return map[string]string{telemetry.EnvOTLPTracesEndpoint: "http://127.0.0.1:1/elsewhere"}
+		}, true, false, "/v1/traces", ""},
+		{"environment base endpoint", func(string) config.Telemetry { return testConfig() },
+			func(u string) map[string]string { return map[string]string{telemetry.EnvOTLPEndpoint: u} },
+			true, true, "/v1/traces", "/v1/metrics"},
+		{"environment per-signal endpoint and OTEL_METRICS_EXPORTER=none", func(string) config.Telemetry { return testConfig() },
+			func(u string) map[string]string {
+				// The base points at a closed port: only the per-signal
+				// variable can have sent the spans.
+				return map[string]string{telemetry.EnvOTLPTracesEndpoint: u + "/v1/traces", telemetry.EnvOTLPEndpoint: "http://127.0.0.1:1",
+					telemetry.EnvMetricsExporter: "none"}
+			}, true, false, "/v1/traces", ""},
+		{"nothing configured, nothing in the environment", func(string) config.Telemetry { return testConfig() },
+			nil, false, false, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rcv := newReceiver(t)
+			var e map[string]string
+			if tt.env != nil {
+				e = tt.env(rcv.URL)
+			}
+			tel := newTelemetry(t, tt.cfg(rcv.URL), telemetry.Options{Getenv: env(e)})
+			if err := emit(t, tel); err != nil {
+				t.Fatalf("ForceFlush: %v", err)
+			}
+			_, paths := rcv.Requests()
+			traces, metrics := 0, 0
+			for _, p := range paths {
+				switch {
+				case tt.wantTracePath != "" && p == tt.wantTracePath:
+					traces++
+				case tt.wantMetric != "" && p == tt.wantMetric:
+					metrics++
+				default:
+					t.Errorf("request to %s, want none there", p)
+				}
+			}
+			if (traces > 0) != tt.wantTraces || (metrics > 0) != tt.wantMetrics {
+				t.Errorf("trace exports %d, metric exports %d (paths %v); want traces %v, metrics %v",
+					traces, metrics, paths, tt.wantTraces, tt.wantMetrics)
+			}
+		})
+	}
+}
+
+func TestTracesOnlyOptionBuildsNoMetricExporter(t *testing.T) {
+	rcv := newReceiver(t)
+	cfg := testConfig()
+	cfg.OTLPEndpoint = rcv.URL
+	tel := newTelemetry(t, cfg, telemetry.Options{TracesOnly: true, Getenv: env(nil)})
+	if err := emit(t, tel); err != nil {
+		t.Fatalf("ForceFlush: %v", err)
+	}
+	_, paths := rcv.Requests()
+	if len(paths) == 0 {
+		t.Fatal("no trace export")
+	}
+	for _, p := range paths {
+		if p != "/v1/traces" {
+			t.Errorf("request to %s; a traces-only Telemetry sends only /v1/traces", p)
+		}
+	}
+}
+
+func TestEndpointErrorsNameTheKeyOrVariableAndHideCredentials(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  config.Telemetry
+		env  map[string]string
+		want []string
+	}{
+		{"bad traces key", config.Telemetry{ServiceName: "s", TraceSampleRatio: 1, OTLPTracesEndpoint: "collector:4318"},
+			nil, []string{"telemetry.otlp_traces_endpoint must be an http:// or https:// URL"}},
+		{"bad metrics key", config.Telemetry{ServiceName: "s", TraceSampleRatio: 1, OTLPMetricsEndpoint: "off"},
+			nil, []string{"telemetry.otlp_metrics_endpoint must be an http:// or https:// URL"}},
+		{"credentials in the environment", config.Telemetry{ServiceName: "s", TraceSampleRatio: 1},
+			map[string]string{telemetry.EnvOTLPEndpoint: "https://user:hunter2@collector:4318"},
+			[]string{"OTEL_EXPORTER_OTLP_ENDPOINT must not carry credentials", "OTEL_EXPORTER_OTLP_HEADERS"}},
+		{"grpc protocol", config.Telemetry{ServiceName: "s", TraceSampleRatio: 1},
+			map[string]string{telemetry.EnvOTLPEndpoint: "http://collector:4317", telemetry.EnvOTLPProtocol: "grpc"},
+			[]string{`OTEL_EXPORTER_OTLP_PROTOCOL must be "http/protobuf"`}},
+		{"bad base reported once", config.Telemetry{ServiceName: "s", TraceSampleRatio: 1, OTLPEndpoint: "ftp://x"},
+			nil, []string{"telemetry.otlp_endpoint must be an http:// or https:// URL"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := telemetry.New(context.Background(), tt.cfg, telemetry.Options{Getenv: env(tt.env)})
+			if err == nil {
+				t.Fatal("New accepted the configuration")
+			}
+			msg := err.Error()
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not contain %q", msg, w)
+				}
+			}
+			if strings.Contains(msg, "hunter2") {
+				t.Errorf("error %q echoes the password", msg)
+			}
+			if n := strings.Count(msg, "telemetry.otlp_endpoint"); n > 1 {
+				t.Errorf("error %q names telemetry.otlp_endpoint %d times, want once", msg, n)
+			}
+		})
+	}
+}
+
+// syncWriter is a log destination the SDK's goroutines may write to.
+type syncWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	wrote chan struct{}
+}
+
+func newSyncWriter() *syncWriter { return &syncWriter{wrote: make(chan struct{}, 1)} }
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case w.wrote <- struct{}{}:
+	default:
+	}
+	return w.buf.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// Headers come from the standard variable, reach the collector, and are
+// never logged (not even when the export then fails).
+func TestOTLPHeadersFromTheEnvironmentReachTheCollectorAndAreNotLogged(t *testing.T) {
+	const secret = "Bearer s3cr3t-t0ken"
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization="+strings.ReplaceAll(secret, " ", "%20"))
+	rcv := newReceiver(t)
+	logs := newSyncWriter()
+	cfg := testConfig()
+	cfg.OTLPEndpoint = rcv.URL
+	tel := newTelemetry(t, cfg, telemetry.Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err := emit(t, tel); err != nil {
+		t.Fatalf("ForceFlush: %v", err)
+	}
+	hs := rcv.Headers()
+	if len(hs) == 0 {
+		t.Fatal("no request reached the collector")
+	}
+	for i, h := range hs {
+		if got := h.Get("Authorization"); got != secret {
+			t.Errorf("request %d: Authorization %q, want %q", i, got, secret)
+		}
+	}
+
+	// A failing collector: the errors are logged, the token is not.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "200")
+	cfg.OTLPEndpoint = closed
+	tel2, err := telemetry.New(context.Background(), cfg, telemetry.Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := emit(t, tel2); err == nil {
+		t.Fatal("ForceFlush to a closed port succeeded")
+	}
+	if err := tel2.Shutdown(context.Background()); err == nil {
+		t.Fatal("Shutdown flushing to a closed port succeeded")
+	}
+	out := logs.String()
+	if !strings.Contains(out, closed) {
+		t.Errorf("the log does not name the endpoint %s:\n%s", closed, out)
+	}
+	if strings.Contains(out, "s3cr3t") {
+		t.Errorf("the log carries the header value:\n%s", out)
+	}
+}
+
+// OTel SDK errors raised on its own goroutines (the periodic metric
+// export, the span batcher) go through slog: a JSON log stays JSON.
+func TestSDKErrorsAreLoggedThroughSlogAsJSON(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close()
+	// The standard variables: export every 20 ms, give up after 100 ms.
+	t.Setenv("OTEL_METRIC_EXPORT_INTERVAL", "20")
+	t.Setenv("OTEL_METRIC_EXPORT_TIMEOUT", "100")
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "100")
+	logs := newSyncWriter()
+	cfg := testConfig()
+	cfg.OTLPEndpoint = closed
+	tel, err := telemetry.New(context.Background(), cfg, telemetry.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	// The periodic reader's failure is reported only through the global
+	// error handler: wait for it (on the SDK's goroutine, not a timer here).
+	for !strings.Contains(logs.String(), "OpenTelemetry SDK error") {
+		select {
+		case <-logs.wrote:
+		case <-time.After(time.Minute):
+			t.Fatalf("no SDK error logged within a minute of exporting to a closed port; log:\n%s", logs.String())
+		}
+	}
+	for i, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Errorf("log line %d is not JSON: %q", i, line)
+		}
+	}
+	if !strings.Contains(logs.String(), "/v1/metrics") {
+		t.Errorf("the SDK error does not name the metrics endpoint:\n%s", logs.String())
+	}
+}
+
+// The load driver exports where the daemon of the same configuration
+// would, spans only, and flushes on Close; an --otlp-endpoint override wins.
+func TestDriverFollowsTheConfigurationAndFlushesOnClose(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		cfg      func(url string) config.Telemetry
+		override func(url string) string
+	}{
+		{"otlp_endpoint", func(u string) config.Telemetry { return config.Telemetry{OTLPEndpoint: u} }, nil},
+		{"otlp_traces_endpoint", func(u string) config.Telemetry {
+			return config.Telemetry{OTLPEndpoint: "http://127.0.0.1:1", OTLPTracesEndpoint: u + "/v1/traces"}
+		}, nil},
+		{"flag over the file", func(string) config.Telemetry {
+			return config.Telemetry{OTLPTracesEndpoint: "http://127.0.0.1:1/v1/traces"}
+		}, func(u string) string { return u }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rcv := newReceiver(t)
+			override := ""
+			if tt.override != nil {
+				override = tt.override(rcv.URL)
+			}
+			d, err := telemetry.NewDriver(context.Background(), tt.cfg(rcv.URL), override, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, span := d.TracerProvider().Tracer("test").Start(context.Background(), "bringup.wave")
+			span.End()
+			if err := d.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			spans := rcv.Spans()
+			if len(spans) != 1 || spans[0].GetName() != "bringup.wave" || spans[0].Service != telemetry.DriverServiceName {
+				t.Fatalf("received %d spans %v, want the one bringup.wave of %s", len(spans), spans, telemetry.DriverServiceName)
+			}
+			if _, paths := rcv.Requests(); len(paths) != 1 || paths[0] != "/v1/traces" {
+				t.Errorf("requests %v, want one /v1/traces (a driver exports no metrics)", paths)
+			}
+		})
+	}
+}
