@@ -133,7 +133,7 @@ func fixedReport(interrupted bool) loadgen.Report {
 		Progress: loadgen.Progress{Target: 12, Done: 12, Admitted: 10, Throttled: 3, Refused: 2, Elapsed: 2500 * time.Millisecond},
 		Requests: 15, ByID: map[wire.ErrorID]uint64{wire.RegistrarBusy: 3, wire.ServiceLabelInvalid: 2},
 		MaxRetryAfter: 1, P50: 1200 * time.Microsecond, P99: 8 * time.Millisecond,
-		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
+		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", RootSpan: "bringup.wave",
 	}
 	if interrupted {
 		r.Done, r.Admitted, r.Refused, r.Abandoned, r.Interrupted = 7, 6, 1, 2, true
@@ -155,7 +155,7 @@ func TestGoldenLoadJSON(t *testing.T) {
 	} {
 		rep := fixedReport(tc.interrupted)
 		if tc.sum.Command == "flood" {
-			rep.TraceID = ""
+			rep.TraceID, rep.RootSpan = "", ""
 		}
 		s := tc.sum
 		s.fill("var/run/registrar.sock", &rep)
@@ -175,6 +175,7 @@ func TestGoldenLoadJSON(t *testing.T) {
 	// The failure shapes: no daemon answer, an audit directory that is not there.
 	rep := fixedReport(false)
 	rep.Failed, rep.FirstError = 1, errors.New("wire: POST /v1/mint on unix socket var/run/registrar.sock: EOF")
+	rep.RootSpan = "load.flood" // a flood with a tracer has its own root span
 	s := loadSummary{Command: "flood", Flood: &floodJSON{Bucket: "predecision_refusal", Requests: 12}}
 	s.fill("var/run/registrar.sock", &rep)
 	s.DaemonError = "no daemon socket at var/run/registrar.sock (no such file)"
