@@ -2,7 +2,10 @@
 
 package audit
 
-import "syscall"
+import (
+	"io/fs"
+	"syscall"
+)
 
 // Open flags that keep the store from following a symlink or blocking on a
 // FIFO planted where a file is expected.
@@ -13,3 +16,12 @@ const (
 
 // errPlatform is nil where the store's guarantees can be kept.
 var errPlatform error
+
+// linkCount returns a file's hard-link count (0 once it is deleted).
+func linkCount(fi fs.FileInfo) (uint64, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return uint64(st.Nlink), true
+}
