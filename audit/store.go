@@ -136,8 +136,8 @@ type Store struct {
 	fileID    fs.FileInfo // identity (device, inode) of the open active file
 	dirID     fs.FileInfo // identity of the open record directory (dirf)
 	size      uint64      // bytes in the active file, all whole lines
-	dirDirty  bool   // a directory fsync failed; retried before the next write
-	broken    error  // sticky: a failed write could not be rolled back
+	dirDirty  bool        // a directory fsync failed; retried before the next write
+	broken    error       // sticky: a failed write could not be rolled back
 	lastStamp time.Time
 	lastSeq   int
 	buf       []byte
