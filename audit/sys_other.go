@@ -17,3 +17,5 @@ const (
 var errPlatform = errors.New("audit: the record store needs a unix platform (O_NOFOLLOW)")
 
 func linkCount(fs.FileInfo) (uint64, bool) { return 0, false }
+
+func statfsFree(string) (uint64, error) { return 0, errPlatform }

@@ -25,3 +25,13 @@ func linkCount(fi fs.FileInfo) (uint64, bool) {
 	}
 	return uint64(st.Nlink), true
 }
+
+// statfsFree returns the bytes available to an unprivileged writer on the
+// file system holding path (f_bavail × f_bsize), saturating.
+func statfsFree(path string) (uint64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return 0, &fs.PathError{Op: "statfs", Path: path, Err: err}
+	}
+	return mulSat(uint64(st.Bavail), uint64(st.Bsize)), nil
+}
