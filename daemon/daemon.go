@@ -60,6 +60,8 @@ type Daemon struct {
 	listeners []net.Listener
 
 	closers []func() error // in reverse order of opening
+
+	onSIGHUP func(error) // test hook: told the result of each SIGHUP reopen
 }
 
 // New opens every component. On error, whatever was opened is closed again
@@ -273,8 +275,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 			case <-hupDone:
 				return
 			case <-hup:
-				if err := d.store.Reopen(); err != nil {
+				err := d.store.Reopen()
+				if err != nil {
 					d.logger.LogAttrs(ctx, slog.LevelError, "SIGHUP: reopening the audit active file failed", slog.Any("error", err))
+				}
+				if d.onSIGHUP != nil {
+					d.onSIGHUP(err)
 				}
 			}
 		}
