@@ -648,16 +648,22 @@ func (s *Store) rotate() error {
 	return nil
 }
 
-// nextGeneration returns the next generation name. Stamps never go
-// backwards (a clock step back reuses the last stamp) and the sequence
-// orders names within one stamp, so names sort oldest first.
+// nextGeneration returns the next generation name. The sequence is a
+// generation number: one more than the last generation's, whatever the
+// stamp, so a generation missing from the middle of the retained ones is a
+// visible gap (audit scan reports it). Stamps never go backwards (a clock
+// step back reuses the last stamp); when the number wraps from 999999 to 0
+// the stamp moves on by at least a second, so names sort oldest first.
 func (s *Store) nextGeneration() (string, time.Time, int) {
 	stamp := s.now().UTC().Truncate(time.Second)
-	seq := 0
-	if !stamp.After(s.lastStamp) {
-		stamp, seq = s.lastStamp, s.lastSeq+1
-		if seq > maxSequence {
-			stamp, seq = stamp.Add(time.Second), 0
+	if stamp.Before(s.lastStamp) {
+		stamp = s.lastStamp
+	}
+	seq := s.lastSeq + 1
+	if seq > maxSequence {
+		seq = 0
+		if !stamp.After(s.lastStamp) {
+			stamp = s.lastStamp.Add(time.Second)
 		}
 	}
 	return generationName(stamp, seq), stamp, seq

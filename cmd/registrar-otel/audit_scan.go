@@ -21,7 +21,7 @@ import (
 // Exit statuses of `audit scan`.
 const (
 	auditScanClean     = 0 // no anomalies
-	auditScanAnomalies = 1 // an intent without outcome or a malformed line
+	auditScanAnomalies = 1 // an intent without outcome, a malformed line or a directory anomaly
 	auditScanFailed    = 2 // usage error, or the store could not be read
 )
 
@@ -40,9 +40,11 @@ func runAuditScan(args []string, stdout, stderr io.Writer) int {
 	flags.Usage = func() {
 		fmt.Fprint(flags.Output(), "usage: registrar-otel audit scan [--dir D | --config F] [--window 720h] [--json]\n\n"+
 			"Scans the audit record store (read-only) for intents without an outcome (older than\n"+
-			"a 60 s settle grace) and malformed lines, and summarises limited (counted) records\n"+
-			"per bucket. Exits 0 when clean, 1 when anomalies are found, 2 on a usage error or an\n"+
-			"unreadable store.\n\n")
+			"a 60 s settle grace), malformed lines and directory anomalies (records that stop\n"+
+			"without an active file, a gap in the generation numbers, an unreadable store file),\n"+
+			"lists every file it did not read with the reason, and summarises limited (counted)\n"+
+			"records per bucket. Exits 0 when clean, 1 when anomalies are found, 2 on a usage\n"+
+			"error or an unreadable store.\n\n")
 		flags.PrintDefaults()
 	}
 	if err := flags.Parse(args); err != nil {
@@ -106,6 +108,13 @@ type scanJSON struct {
 	Records              map[string]uint64      `json:"records"`
 	Files                []string               `json:"files"`
 	Skipped              []scanSkippedJSON      `json:"skipped"`
+	StoreAnomalies       []scanStoreAnomalyJSON `json:"store_anomalies"`
+}
+
+type scanStoreAnomalyJSON struct {
+	Kind   audit.StoreAnomalyKind `json:"kind"`
+	File   string                 `json:"file"`
+	Detail string                 `json:"detail"`
 }
 
 type scanMalformedJSON struct {
@@ -148,6 +157,10 @@ func writeScanJSON(w io.Writer, rep *audit.Report) error {
 		Records:              map[string]uint64{},
 		Files:                append([]string{}, rep.Files...),
 		Skipped:              []scanSkippedJSON{},
+		StoreAnomalies:       []scanStoreAnomalyJSON{},
+	}
+	for _, a := range rep.StoreAnomalies {
+		out.StoreAnomalies = append(out.StoreAnomalies, scanStoreAnomalyJSON(a))
 	}
 	if out.MalformedByRule == nil {
 		out.MalformedByRule = map[audit.Rule]uint64{}
@@ -199,6 +212,11 @@ func writeScanText(w io.Writer, rep *audit.Report) error {
 	}
 	if n := rep.MalformedRecords; n > uint64(len(rep.Malformed)) {
 		p.printf("  ... and %d more\n", n-uint64(len(rep.Malformed)))
+	}
+
+	p.printf("\nstore_anomalies: %d\n", len(rep.StoreAnomalies))
+	for _, a := range rep.StoreAnomalies {
+		p.printf("  %s %s: %s\n", a.Kind, a.File, a.Detail)
 	}
 
 	p.printf("\nlimited (counted records of suppressed invocations):\n")
