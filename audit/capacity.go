@@ -60,7 +60,8 @@ func (s CapacityState) String() string {
 	return fmt.Sprintf("capacity_state(%d)", uint8(s))
 }
 
-// Capacity is one capacity probe's result. All sizes are bytes.
+// Capacity is one capacity probe's result, a plain value. All sizes are
+// bytes.
 type Capacity struct {
 	State CapacityState
 	// FreeBytes is what the store's file system has available to an

@@ -219,7 +219,7 @@ func (s *Store) account(phase Phase, err error) {
 		slog.String("phase", name), slog.String("step", step), slog.Any("error", err))
 }
 
-// StoreStats are the store's counters since Open.
+// StoreStats are the store's counters since Open, a plain value.
 type StoreStats struct {
 	// AppendFailures counts Appends that returned an error (Close excepted).
 	AppendFailures uint64

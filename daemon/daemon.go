@@ -8,6 +8,8 @@
 // accepting and in-flight invocations finish, the tick loop stops, every
 // open coalescing window is flushed to a counted record, and the store,
 // backend and telemetry providers are closed and flushed, in that order.
+// While it runs, SIGHUP reopens the audit store's active file (logrotate's
+// convention).
 package daemon
 
 import (
