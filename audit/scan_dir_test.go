@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -200,6 +201,10 @@ func TestScanListsAnUnreadableFile(t *testing.T) {
 	cmd.Dir = base
 	cmd.SysProcAttr = nobody()
 	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Skipf("cannot run the check as user nobody here (%v): an unreadable file cannot be made for root", err)
+	}
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestScanListsAnUnreadableFile") {
 		t.Fatalf("the scan as nobody: %v\n%s", err, out)
 	}
