@@ -89,23 +89,20 @@ func (c Container) MarshalJSON() ([]byte, error) {
 		b.Write(enc)
 		return nil
 	}
-	seen := [len(knownMembers)]bool{}
+	var seen [len(knownMembers)]bool
 	for _, m := range c.received {
-		v := c.knownValue(m.name)
-		for i, k := range knownMembers {
-			if k == m.name {
-				if seen[i] {
-					v = nil // a duplicate in the input: once is enough
-				}
-				seen[i] = true
+		i := knownIndex(m.name)
+		switch {
+		case i < 0: // a member this version does not know: as received
+			if err := put(m.name, nil, m.raw); err != nil {
+				return nil, err
 			}
-		}
-		if v == nil && c.isKnown(m.name) {
-			continue
-		}
-		if err := put(m.name, v, m.raw); err != nil {
-			return nil, err
-		}
+		case !seen[i]: // a known member, in its received place
+			seen[i] = true
+			if err := put(m.name, c.knownValue(m.name), nil); err != nil {
+				return nil, err
+			}
+		} // a known member repeated in the input is encoded once
 	}
 	for i, k := range knownMembers {
 		if !seen[i] {
@@ -118,13 +115,14 @@ func (c Container) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-func (c *Container) isKnown(name string) bool {
-	for _, k := range knownMembers {
+// knownIndex is name's index in knownMembers, or -1.
+func knownIndex(name string) int {
+	for i, k := range knownMembers {
 		if k == name {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // UnmarshalJSON decodes a registrar_health object: known members into their
@@ -176,7 +174,7 @@ func (c *Container) UnmarshalJSON(data []byte) error {
 func (c *Container) Unknown() []string {
 	var out []string
 	for _, m := range c.received {
-		if !c.isKnown(m.name) {
+		if knownIndex(m.name) < 0 {
 			out = append(out, m.name)
 		}
 	}

@@ -164,3 +164,16 @@ func TestDecodingRejectsANonObject(t *testing.T) {
 		}
 	}
 }
+
+func TestARepeatedKnownMemberIsEncodedOnceWithTheLastValue(t *testing.T) {
+	var c health.Container
+	in := `{"limiter":{"limited_predecision_refusal":1,"limited_admission":0},"x":[],"limiter":{"limited_predecision_refusal":9,"limited_admission":0}}`
+	if err := json.Unmarshal([]byte(in), &c); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(c)
+	want := `{"limiter":{"limited_predecision_refusal":9,"limited_admission":0},"x":[],` + noAuditCapacity + `}`
+	if string(out) != want {
+		t.Fatalf("got %s, want %s", out, want)
+	}
+}
