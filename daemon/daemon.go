@@ -31,6 +31,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/coalesce"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/health"
+	"github.com/registrar-otel/registrar-otel/internal/logthrottle"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
@@ -52,6 +53,7 @@ type Daemon struct {
 	metricsL  net.Listener
 	store     *audit.Store
 	capacity  *audit.CapacityProbe
+	capLog    *logthrottle.Throttle // capacity state changes, per target state
 	backend   *embedded.Backend
 	counts    *counting.Sink
 	coalescer *coalesce.Sink
@@ -116,6 +118,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	if err != nil {
 		logger.LogAttrs(context.Background(), slog.LevelWarn, "audit capacity probe failed; retried on every tick", slog.Any("error", err))
 	}
+	d.capLog = logthrottle.New(logger, time.Minute, nil)
 	if err := telemetry.RegisterAuditStore(mp, d.capacity.Last, d.store.Stats); err != nil {
 		return nil, fmt.Errorf("daemon: telemetry: %w", err)
 	}
@@ -373,7 +376,8 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 
 // probeCapacity is the tick's capacity probe. A change of state is logged
 // (back to ok at INFO, low at WARN, critical and unwritable at ERROR) with
-// the figures an operator needs to act.
+// the figures an operator needs to act, at most once a minute per target
+// state, so free space hovering at a threshold does not flood the log.
 func (d *Daemon) probeCapacity(ctx context.Context, _ time.Time) error {
 	prev := d.capacity.Last().State
 	c, err := d.capacity.Probe()
@@ -385,7 +389,7 @@ func (d *Daemon) probeCapacity(ctx context.Context, _ time.Time) error {
 		case audit.CapacityLow:
 			level = slog.LevelWarn
 		}
-		d.logger.LogAttrs(ctx, level, "audit store capacity state changed",
+		d.capLog.Log(ctx, "capacity "+c.State.String(), level, "audit store capacity state changed",
 			slog.String("from", prev.String()), slog.String("to", c.State.String()),
 			slog.Uint64("free_bytes", c.FreeBytes), slog.Uint64("needed_bytes", c.NeededBytes),
 			slog.Uint64("store_bytes", c.StoreBytes), slog.Uint64("budget_bytes", c.BudgetBytes),

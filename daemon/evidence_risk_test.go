@@ -380,6 +380,16 @@ func TestFullDiskWalksTheStatesAndRecoversWithoutARestart(t *testing.T) {
 	if rep.MalformedRecords != 0 {
 		t.Errorf("the full disk left malformed lines: %+v", rep.Malformed)
 	}
+	for _, want := range [][]string{
+		{"level=WARN", "from=ok to=low"},
+		{"level=ERROR", "from=low to=critical"},
+		{"level=ERROR", "from=critical to=unwritable"},
+		{"level=INFO", "from=unwritable to=ok"},
+	} {
+		if got := logs.lines(append(want, "audit store capacity state changed", "needed_bytes=")...); len(got) != 1 {
+			t.Errorf("state-change lines %v: %q", want, got)
+		}
+	}
 }
 
 func TestTheServedCapacityMovesOnlyOnATick(t *testing.T) {
