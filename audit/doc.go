@@ -42,12 +42,29 @@
 // rotates at Options.MaxFileBytes into generations whose names sort oldest
 // first; at most Options.MaxRetainedFiles are kept.
 //
+// # Knowing when evidence is at risk
+//
+// Before every write the store checks that the configured directory and
+// active path still name the open directory and file (device and inode);
+// if not (deleted, renamed, replaced, directory removed) it reopens a fresh
+// active file there with the start-up rules, logs at ERROR and counts the
+// ReopenCause (Store.Stats), and if the reopen fails the append fails (fail
+// closed). Store.Reopen does the same on request (SIGHUP). Failed appends
+// are logged at ERROR at most once per phase and failed step per
+// Options.ErrorLogInterval, the next line carrying the suppressed count.
+// CapacityProbe, run on the daemon tick, measures free space (statfs), the
+// store's bytes and its rotation budget and classifies them (Classify) as
+// ok, low, critical or unwritable.
+//
 // # Reading
 //
 // Unmarshal is the strict reader: a line is accepted only if it is exactly
 // what the writer produces for some valid record. Scan reads the store
 // (read-only) and reports intents without outcome (after a settle grace),
 // malformed lines (each rule evaluated per phase; duplicates of a
-// request_id included), and a per-bucket summary of limited records. The
+// request_id included), anomalies of the directory (records that stop
+// without an active file, generation gaps, unreadable store files), every
+// file it did not read with the reason, and a per-bucket summary of
+// limited records. The
 // command `registrar-otel audit scan` prints its Report.
 package audit

@@ -73,11 +73,53 @@ type Report struct {
 	// (index Phase-1: intent, outcome, limited).
 	Records [3]uint64
 
-	// Files lists the files read, oldest first; Skipped lists the ones
-	// not read and why.
+	// Files lists the files read, oldest first; Skipped lists every other
+	// entry of the directory, not read, and why.
 	Files   []string
 	Skipped []SkippedFile
+
+	// StoreAnomalies are anomalies of the directory rather than of a line:
+	// records that stop without an active file, a gap in the generation
+	// numbers, a store file that could not be read.
+	StoreAnomalies []StoreAnomaly
 }
+
+// StoreAnomalyKind names an anomaly of the record directory. Its string is
+// the stable spelling of the scan report.
+type StoreAnomalyKind string
+
+// The directory anomalies.
+const (
+	// AnomalyMissingActiveFile: the directory holds files (generations or
+	// others) but no active file: the records stop without the file the
+	// daemon appends to (deleted, renamed away, or a symlink planted).
+	AnomalyMissingActiveFile StoreAnomalyKind = "missing_active_file"
+	// AnomalyGenerationGap: two consecutive retained generations whose
+	// numbers (the six-digit sequence) are not consecutive: generations
+	// between them were removed. Retention only ever removes the oldest.
+	AnomalyGenerationGap StoreAnomalyKind = "generation_gap"
+	// AnomalyUnreadableFile: a file with a store name that could not be
+	// opened: its records were not checked.
+	AnomalyUnreadableFile StoreAnomalyKind = "unreadable_file"
+)
+
+// StoreAnomaly is one anomaly of the record directory.
+type StoreAnomaly struct {
+	Kind StoreAnomalyKind
+	// File is the file concerned (for a gap, the generation after it).
+	File string
+	// Detail says what is wrong in a sentence.
+	Detail string
+}
+
+// Reasons of Report.Skipped, besides "rotated before the window" and
+// "removed during the scan".
+const (
+	SkipUnrecognisedName = "unrecognised name (not an active file or a rotated generation)"
+	SkipSymlink          = "symlink (never followed)"
+	SkipNotRegular       = "not a regular file"
+	skipUnreadablePrefix = "unreadable: "
+)
 
 // UnpairedIntent locates an intent that has no outcome.
 type UnpairedIntent struct {
@@ -112,10 +154,11 @@ type SkippedFile struct {
 }
 
 // Anomalies reports whether the scan found anything an operator must look
-// at: an intent without outcome or a malformed line. Limited records are
-// evidence, not anomalies.
+// at: an intent without outcome, a malformed line, or an anomaly of the
+// directory (StoreAnomalies). Limited records are evidence, not anomalies;
+// skipped files are listed, not anomalies by themselves.
 func (r *Report) Anomalies() bool {
-	return r.IntentWithoutOutcome > 0 || r.MalformedRecords > 0
+	return r.IntentWithoutOutcome > 0 || r.MalformedRecords > 0 || len(r.StoreAnomalies) > 0
 }
 
 // Scan reads the store in opts.Dir (read-only) and reports its anomalies.
@@ -177,18 +220,22 @@ func Scan(ctx context.Context, opts ScanOptions) (*Report, error) {
 	}
 	var files []string
 	activeSeen := false
+	var gens []string
 	for _, e := range entries {
 		name := e.Name()
 		stamp, _, isGen := parseGeneration(name)
-		if !isGen && name != ActiveFileName {
-			continue
+		if isGen {
+			gens = append(gens, name)
 		}
 		switch {
 		case e.Type()&fs.ModeSymlink != 0:
-			sc.rep.Skipped = append(sc.rep.Skipped, SkippedFile{Name: name, Reason: "symlink (never followed)"})
+			sc.rep.Skipped = append(sc.rep.Skipped, SkippedFile{Name: name, Reason: SkipSymlink})
+			continue
+		case !isGen && name != ActiveFileName:
+			sc.rep.Skipped = append(sc.rep.Skipped, SkippedFile{Name: name, Reason: SkipUnrecognisedName})
 			continue
 		case !e.Type().IsRegular():
-			sc.rep.Skipped = append(sc.rep.Skipped, SkippedFile{Name: name, Reason: "not a regular file"})
+			sc.rep.Skipped = append(sc.rep.Skipped, SkippedFile{Name: name, Reason: SkipNotRegular})
 			continue
 		case isGen && stamp.Before(sc.cutoff):
 			// Rotated before the window opened: every record is older.
@@ -203,7 +250,15 @@ func Scan(ctx context.Context, opts ScanOptions) (*Report, error) {
 	}
 	if activeSeen {
 		files = append(files, ActiveFileName) // newest last
+	} else if len(entries) > 0 {
+		last := "no rotated generation"
+		if n := len(gens); n > 0 {
+			last = "the last rotated generation is " + gens[n-1]
+		}
+		sc.rep.StoreAnomalies = append(sc.rep.StoreAnomalies, StoreAnomaly{Kind: AnomalyMissingActiveFile, File: ActiveFileName,
+			Detail: fmt.Sprintf("the directory holds %d entries but no regular active file %s (%s): the records stop there; was it deleted or renamed?", len(entries), ActiveFileName, last)})
 	}
+	sc.rep.StoreAnomalies = append(sc.rep.StoreAnomalies, generationGaps(gens)...)
 	for _, name := range files {
 		if err := sc.file(ctx, filepath.Join(opts.Dir, name), name); err != nil {
 			return nil, err
@@ -237,7 +292,11 @@ func (sc *scanner) file(ctx context.Context, path, name string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("audit: scan: %w", err)
+		// Listed and reported; the other files are still scanned.
+		sc.rep.Skipped = append(sc.rep.Skipped, SkippedFile{Name: name, Reason: skipUnreadablePrefix + openReason(err)})
+		sc.rep.StoreAnomalies = append(sc.rep.StoreAnomalies, StoreAnomaly{Kind: AnomalyUnreadableFile, File: name,
+			Detail: "could not be opened (" + openReason(err) + "): its records were not checked"})
+		return nil
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -375,4 +434,38 @@ func (sc *scanner) finish() {
 	for _, st := range unpaired[:min(len(unpaired), MaxReportedLines)] {
 		sc.rep.Unpaired = append(sc.rep.Unpaired, st.first)
 	}
+}
+
+// openReason is an open error without its path (the report names the file).
+func openReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// generationGaps reports each pair of consecutive generations (names sorted
+// oldest first) whose numbers are not consecutive. Consecutive means the
+// next number (n+1), or 0 under a later stamp: the number wrapping after
+// 999999, and the naming of stores written before generation numbers were
+// kept (the sequence restarted at 0 for each new stamp), which therefore
+// shows no gap.
+func generationGaps(gens []string) []StoreAnomaly {
+	var out []StoreAnomaly
+	for i := 1; i < len(gens); i++ {
+		pStamp, pSeq, _ := parseGeneration(gens[i-1])
+		stamp, seq, _ := parseGeneration(gens[i])
+		if seq == pSeq+1 || (seq == 0 && stamp.After(pStamp)) {
+			continue
+		}
+		detail := fmt.Sprintf("generation numbers jump from %06d (%s) to %06d: ", pSeq, gens[i-1], seq)
+		if seq > pSeq+1 {
+			detail += fmt.Sprintf("%d generation(s) between them are missing", seq-pSeq-1)
+		} else {
+			detail += "the numbering goes backwards"
+		}
+		out = append(out, StoreAnomaly{Kind: AnomalyGenerationGap, File: gens[i], Detail: detail})
+	}
+	return out
 }

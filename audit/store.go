@@ -11,7 +11,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/internal/logthrottle"
 )
 
 // ActiveFileName is the name of the file appends go to, inside the store's
@@ -58,7 +61,15 @@ type Options struct {
 	Now func() time.Time
 	// Observer, if non-nil, is told the outcome of every Append.
 	Observer Observer
+	// ErrorLogInterval bounds the store's ERROR lines: at most one per
+	// cause (failed append by phase and step, reopen) per interval, the
+	// next one carrying the count suppressed meanwhile; 0 means
+	// DefaultErrorLogInterval.
+	ErrorLogInterval time.Duration
 }
+
+// DefaultErrorLogInterval is Options.ErrorLogInterval's default.
+const DefaultErrorLogInterval = time.Minute
 
 // Observer is told about every Store.Append: the record's phase (0 if the
 // record was nil), the call's wall-clock duration and its error (nil on
@@ -104,6 +115,12 @@ type Store struct {
 	now         func() time.Time
 	obs         Observer
 	h           hooks
+	errLog      *logthrottle.Throttle
+
+	// Read by the capacity probe and telemetry without the store lock.
+	appendFailures atomic.Uint64 // appends that failed in the file system, since Open
+	lastFailed     atomic.Bool   // the last append (or reopen) failed in the file system
+	reopens        [numReopenCauses]atomic.Uint64
 
 	mu       sync.Mutex
 	idle     *sync.Cond // broadcast when flushing turns false
@@ -115,19 +132,24 @@ type Store struct {
 	// Owned by the committing leader (the appender that set flushing), or
 	// by Close once flushing is false.
 	f         file
-	size      uint64 // bytes in the active file, all whole lines
-	dirDirty  bool   // a directory fsync failed; retried before the next write
-	broken    error  // sticky: a failed write could not be rolled back
+	raw       *os.File    // the *os.File under f, for identity checks
+	fileID    fs.FileInfo // identity (device, inode) of the open active file
+	dirID     fs.FileInfo // identity of the open record directory (dirf)
+	size      uint64      // bytes in the active file, all whole lines
+	dirDirty  bool        // a directory fsync failed; retried before the next write
+	broken    error       // sticky: a failed write could not be rolled back
 	lastStamp time.Time
 	lastSeq   int
 	buf       []byte
 }
 
-// pending is one appender's line in the commit queue.
+// pending is one appender's line in the commit queue, or (reopen set, no
+// line) a request to reopen the active file, served in queue order.
 type pending struct {
-	line []byte
-	err  error
-	done chan verdict
+	line   []byte
+	reopen bool
+	err    error
+	done   chan verdict
 }
 
 // verdict is what a waiting appender receives: its result, or the order to
@@ -183,13 +205,18 @@ func open(opts Options, h hooks) (*Store, error) {
 	if h.remove == nil {
 		h.remove = os.Remove
 	}
-	dirf, err := openDir(opts.Dir)
+	interval := opts.ErrorLogInterval
+	if interval <= 0 {
+		interval = DefaultErrorLogInterval
+	}
+	dirf, dirID, err := openDir(opts.Dir)
 	if err != nil {
 		return nil, err
 	}
 	s := &Store{
 		dir:         opts.Dir,
 		dirf:        dirf,
+		dirID:       dirID,
 		maxFile:     maxFile,
 		maxRetained: retained,
 		log:         logger.With("audit_dir", opts.Dir),
@@ -197,6 +224,7 @@ func open(opts Options, h hooks) (*Store, error) {
 		obs:         opts.Observer,
 		h:           h,
 	}
+	s.errLog = logthrottle.New(s.log, interval, now)
 	s.idle = sync.NewCond(&s.mu)
 	gens, err := s.generations()
 	if err != nil {
@@ -206,38 +234,40 @@ func open(opts Options, h hooks) (*Store, error) {
 	if n := len(gens); n > 0 {
 		s.lastStamp, s.lastSeq, _ = parseGeneration(gens[n-1])
 	}
-	if err := s.openActive(); err != nil {
+	raw, fileID, size, err := s.openActive(dirf)
+	if err != nil {
 		dirf.Close()
 		return nil, err
 	}
+	s.install(raw, fileID, size)
 	s.trim()
 	return s, nil
 }
 
 // openDir validates (creating if missing) the record directory and returns
-// it open, for directory fsyncs.
-func openDir(path string) (*os.File, error) {
+// it open, for directory fsyncs, with its identity.
+func openDir(path string) (*os.File, fs.FileInfo, error) {
 	fi, err := os.Lstat(path)
 	created := false
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(path, 0o700); err != nil {
-			return nil, fmt.Errorf("audit: creating record directory: %w", err)
+			return nil, nil, fmt.Errorf("audit: creating record directory: %w", err)
 		}
 		created = true
 		fi, err = os.Lstat(path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("audit: record directory: %w", err)
+		return nil, nil, fmt.Errorf("audit: record directory: %w", err)
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		return nil, &UnsafeStoreError{Path: path, Problem: "is a symlink"}
+		return nil, nil, &UnsafeStoreError{Path: path, Problem: "is a symlink"}
 	}
 	if !fi.IsDir() {
-		return nil, &UnsafeStoreError{Path: path, Problem: "is not a directory"}
+		return nil, nil, &UnsafeStoreError{Path: path, Problem: "is not a directory"}
 	}
 	d, err := os.OpenFile(path, os.O_RDONLY|oNoFollow|oNonBlock, 0)
 	if err != nil {
-		return nil, fmt.Errorf("audit: opening record directory: %w", err)
+		return nil, nil, fmt.Errorf("audit: opening record directory: %w", err)
 	}
 	st, err := d.Stat()
 	if err == nil && (!st.IsDir() || !os.SameFile(fi, st)) {
@@ -256,97 +286,109 @@ func openDir(path string) (*os.File, error) {
 	}
 	if err != nil {
 		d.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return d, nil
+	return d, st, nil
 }
 
-// openActive opens the existing active file, or creates it.
-func (s *Store) openActive() error {
+// openActive opens the existing active file in the directory open as dirf,
+// or creates it, and returns it with its identity and size. The store is
+// not modified: the caller installs the result.
+func (s *Store) openActive(dirf *os.File) (*os.File, fs.FileInfo, uint64, error) {
 	p := filepath.Join(s.dir, ActiveFileName)
 	fi, err := os.Lstat(p)
 	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("audit: active file: %w", err)
+		return nil, nil, 0, fmt.Errorf("audit: active file: %w", err)
 	}
 	if exists {
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return &UnsafeStoreError{Path: p, Problem: "is a symlink"}
+			return nil, nil, 0, &UnsafeStoreError{Path: p, Problem: "is a symlink"}
 		}
 		if !fi.Mode().IsRegular() {
-			return &UnsafeStoreError{Path: p, Problem: "is not a regular file"}
+			return nil, nil, 0, &UnsafeStoreError{Path: p, Problem: "is not a regular file"}
 		}
 	}
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND|os.O_CREATE|oNoFollow, 0o600)
 	if err != nil {
-		return fmt.Errorf("audit: opening active file: %w", err)
+		return nil, nil, 0, fmt.Errorf("audit: opening active file: %w", err)
 	}
-	size, err := s.checkActive(f, p, fi, exists)
+	st, size, err := s.checkActive(dirf, f, p, fi, exists)
 	if err != nil {
 		f.Close()
-		return err
+		return nil, nil, 0, err
 	}
-	s.f, s.size = s.wrap(f), size
-	return nil
+	return f, st, size, nil
 }
 
-// checkActive verifies a just-opened active file and returns its size,
-// after terminating a torn final line.
-func (s *Store) checkActive(f *os.File, p string, fi fs.FileInfo, existed bool) (uint64, error) {
+// install makes f (already checked) the active file.
+func (s *Store) install(f *os.File, id fs.FileInfo, size uint64) {
+	s.f, s.raw, s.fileID, s.size = s.wrap(f), f, id, size
+}
+
+// checkActive verifies a just-opened active file and returns its identity
+// and size, after terminating a torn final line.
+func (s *Store) checkActive(dirf, f *os.File, p string, fi fs.FileInfo, existed bool) (fs.FileInfo, uint64, error) {
 	st, err := f.Stat()
 	if err != nil {
-		return 0, fmt.Errorf("audit: active file: %w", err)
+		return nil, 0, fmt.Errorf("audit: active file: %w", err)
 	}
 	if !st.Mode().IsRegular() || (existed && !os.SameFile(fi, st)) {
-		return 0, &UnsafeStoreError{Path: p, Problem: "changed while being opened"}
+		return nil, 0, &UnsafeStoreError{Path: p, Problem: "changed while being opened"}
 	}
 	if perm := st.Mode().Perm(); perm != 0o600 {
 		if err := f.Chmod(0o600); err != nil {
-			return 0, fmt.Errorf("audit: restating active file mode: %w", err)
+			return nil, 0, fmt.Errorf("audit: restating active file mode: %w", err)
 		}
 		if existed {
 			s.log.Warn("audit active file mode tightened", "file", p, "was", fmt.Sprintf("%#o", perm))
 		}
 	}
 	if !existed {
-		if err := s.dirf.Sync(); err != nil {
-			return 0, fmt.Errorf("audit: fsync of record directory after creating the active file: %w", err)
+		if err := dirf.Sync(); err != nil {
+			return nil, 0, fmt.Errorf("audit: fsync of record directory after creating the active file: %w", err)
 		}
 	}
 	size := st.Size()
 	if size > 0 {
 		var last [1]byte
 		if _, err := f.ReadAt(last[:], size-1); err != nil {
-			return 0, fmt.Errorf("audit: reading active file tail: %w", err)
+			return nil, 0, fmt.Errorf("audit: reading active file tail: %w", err)
 		}
 		if last[0] != '\n' {
 			// A crash tore the last write. Keep its bytes as evidence but
 			// end the line, so no record is ever appended onto it.
 			if _, err := f.Write([]byte{'\n'}); err != nil {
-				return 0, fmt.Errorf("audit: terminating torn final line: %w", err)
+				return nil, 0, fmt.Errorf("audit: terminating torn final line: %w", err)
 			}
 			if err := f.Sync(); err != nil {
-				return 0, fmt.Errorf("audit: terminating torn final line: %w", err)
+				return nil, 0, fmt.Errorf("audit: terminating torn final line: %w", err)
 			}
 			size++
 			s.log.Warn("audit active file ended in a torn line; terminated it (the scan reports it malformed)", "file", p)
 		}
 	}
-	return uint64(size), nil
+	return st, uint64(size), nil
 }
 
-// createActive creates a fresh active file after a rotation.
-func (s *Store) createActive() (file, error) {
+// createActive creates a fresh active file after a rotation and returns it
+// with its identity.
+func (s *Store) createActive() (*os.File, fs.FileInfo, error) {
 	p := filepath.Join(s.dir, ActiveFileName)
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL|oNoFollow, 0o600)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := f.Chmod(0o600); err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return s.wrap(f), nil
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, st, nil
 }
 
 func (s *Store) wrap(f *os.File) file {
@@ -368,6 +410,13 @@ func (s *Store) wrap(f *os.File) file {
 // a *WriteError; if the rollback itself fails, this and every later Append
 // return an error wrapping ErrBroken. After Close, Append returns ErrClosed.
 //
+// Before writing, the store checks that the configured path still names
+// its open active file (see ReopenCause): if it does not, the line goes to
+// a fresh active file reopened there, never to the old one, and if the
+// reopen fails the append fails with a *WriteError (Op "reopen"). A failed
+// append is logged at ERROR, at most one line per phase and failed step per
+// Options.ErrorLogInterval.
+//
 // ctx is not used to cancel: once started, an append runs to completion
 // (a caller hanging up must not leave an intent half-recorded).
 func (s *Store) Append(ctx context.Context, r *Record) (err error) {
@@ -376,9 +425,12 @@ func (s *Store) Append(ctx context.Context, r *Record) (err error) {
 	if r != nil {
 		phase = r.Phase
 	}
-	if s.obs != nil {
-		defer func() { s.obs.Appended(phase, time.Since(start), err) }()
-	}
+	defer func() {
+		s.account(phase, err)
+		if s.obs != nil {
+			s.obs.Appended(phase, time.Since(start), err)
+		}
+	}()
 	if r == nil {
 		return &FieldError{Field: "record", Problem: "is nil"}
 	}
@@ -393,7 +445,12 @@ func (s *Store) Append(ctx context.Context, r *Record) (err error) {
 	if n := uint64(len(line)); n > s.maxFile {
 		return &TooLargeError{LineBytes: n, MaxFileBytes: s.maxFile}
 	}
-	p := &pending{line: line, done: make(chan verdict, 1)}
+	return s.enqueue(&pending{line: line, done: make(chan verdict, 1)})
+}
+
+// enqueue queues p and waits for its commit, leading it if no commit is in
+// progress.
+func (s *Store) enqueue(p *pending) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -442,24 +499,39 @@ func (s *Store) lead(self *pending) error {
 
 // commit writes batch's lines in order, rotating as needed, and sets each
 // pending's err. Lines sharing a file are written and fsynced together.
+// Before each write it checks, with ensureActive, that the configured path
+// still names the open active file. Reopen requests are served in their
+// place in the queue.
 func (s *Store) commit(batch []*pending) {
+	// fail sets err on every line up to the next reopen request.
+	fail := func(i int, err error) int {
+		for ; i < len(batch) && !batch[i].reopen; i++ {
+			batch[i].err = err
+		}
+		return i
+	}
 	for i := 0; i < len(batch); {
+		if batch[i].reopen {
+			batch[i].err = s.reopen(ReopenSIGHUP)
+			i++
+			continue
+		}
+		if err := s.ensureActive(); err != nil {
+			i = fail(i, err)
+			continue
+		}
 		if s.broken != nil {
-			for _, p := range batch[i:] {
-				p.err = s.broken
-			}
-			return
+			i = fail(i, s.broken)
+			continue
 		}
 		if s.size+uint64(len(batch[i].line)) > s.maxFile {
 			if err := s.rotate(); err != nil {
-				for _, p := range batch[i:] {
-					p.err = err
-				}
-				return
+				i = fail(i, err)
+				continue
 			}
 		}
 		j, total := i, uint64(0)
-		for j < len(batch) && s.size+total+uint64(len(batch[j].line)) <= s.maxFile {
+		for j < len(batch) && !batch[j].reopen && s.size+total+uint64(len(batch[j].line)) <= s.maxFile {
 			total += uint64(len(batch[j].line))
 			j++
 		}
@@ -554,7 +626,7 @@ func (s *Store) rotate() error {
 		s.dirDirty = true
 		s.log.Warn("audit fsync of record directory after rotation failed; retried before the next write", "err", err)
 	}
-	nf, err := s.createActive()
+	nf, nid, err := s.createActive()
 	if err != nil {
 		if rerr := s.h.rename(gen, active); rerr != nil {
 			s.broken = fmt.Errorf("%w: rotated the active file to %s but could not create a new one (%v) nor restore it (%v)", ErrBroken, name, err, rerr)
@@ -566,7 +638,7 @@ func (s *Store) rotate() error {
 	if err := s.f.Close(); err != nil {
 		s.log.Warn("audit closing rotated generation failed", "file", name, "err", err)
 	}
-	s.f, s.size = nf, 0
+	s.install(nf, nid, 0)
 	if err := s.dirf.Sync(); err != nil {
 		s.dirDirty = true
 		s.log.Warn("audit fsync of record directory after rotation failed; retried before the next write", "err", err)
@@ -576,16 +648,22 @@ func (s *Store) rotate() error {
 	return nil
 }
 
-// nextGeneration returns the next generation name. Stamps never go
-// backwards (a clock step back reuses the last stamp) and the sequence
-// orders names within one stamp, so names sort oldest first.
+// nextGeneration returns the next generation name. The sequence is a
+// generation number: one more than the last generation's, whatever the
+// stamp, so a generation missing from the middle of the retained ones is a
+// visible gap (audit scan reports it). Stamps never go backwards (a clock
+// step back reuses the last stamp); when the number wraps from 999999 to 0
+// the stamp moves on by at least a second, so names sort oldest first.
 func (s *Store) nextGeneration() (string, time.Time, int) {
 	stamp := s.now().UTC().Truncate(time.Second)
-	seq := 0
-	if !stamp.After(s.lastStamp) {
-		stamp, seq = s.lastStamp, s.lastSeq+1
-		if seq > maxSequence {
-			stamp, seq = stamp.Add(time.Second), 0
+	if stamp.Before(s.lastStamp) {
+		stamp = s.lastStamp
+	}
+	seq := s.lastSeq + 1
+	if seq > maxSequence {
+		seq = 0
+		if !stamp.After(s.lastStamp) {
+			stamp = s.lastStamp.Add(time.Second)
 		}
 	}
 	return generationName(stamp, seq), stamp, seq

@@ -103,6 +103,12 @@ type Registrar struct {
 	// AuditMaxRetainedFiles is the number of rotated generations kept.
 	// Default 16, greater than 0.
 	AuditMaxRetainedFiles uint32
+	// AuditStoreReserveBytes is the free space in bytes the audit capacity
+	// probe wants left beyond what the store may still grow to: below
+	// (audit_max_retained_files+1) × audit_max_file_bytes − store bytes +
+	// reserve free, the state is "low". Default 268435456 (256 MiB); 0
+	// means no reserve; at most MaxAuditStoreReserveBytes.
+	AuditStoreReserveBytes uint64
 	// RateLimitAdmissionBurst is the admission bucket's capacity in tokens.
 	// Default 512, greater than 0.
 	RateLimitAdmissionBurst uint32
@@ -203,6 +209,8 @@ func defaultRegistrar() Registrar {
 		AuditMaxFileBytes:     8388608,
 		AuditMaxRetainedFiles: 16,
 
+		AuditStoreReserveBytes: 268435456,
+
 		RateLimitAdmissionBurst:                     512,
 		RateLimitAdmissionRefillIntervalMS:          500,
 		RateLimitPredecisionRefusalBurst:            32,
@@ -246,6 +254,10 @@ func (c *Config) UnknownKeys() []string {
 const (
 	// MinAuditMaxFileBytes is the smallest accepted registrar.audit_max_file_bytes.
 	MinAuditMaxFileBytes = 65536
+	// MaxAuditStoreReserveBytes is the largest accepted
+	// registrar.audit_store_reserve_bytes (1 EiB): a larger reserve would
+	// hold the capacity state at "low" on any file system there is.
+	MaxAuditStoreReserveBytes = 1 << 60
 	// MaxSocketPathBytes is the longest accepted registrar.socket_path: a
 	// unix socket address (sun_path) holds 108 bytes including the NUL.
 	MaxSocketPathBytes = 107
@@ -314,6 +326,10 @@ func (c *Config) Validate() error {
 	if r.AuditMaxFileBytes < MinAuditMaxFileBytes {
 		add(&KeyError{Key: "registrar.audit_max_file_bytes", Value: r.AuditMaxFileBytes,
 			Rule: fmt.Sprintf("must be at least %d", MinAuditMaxFileBytes)})
+	}
+	if r.AuditStoreReserveBytes > MaxAuditStoreReserveBytes {
+		add(&KeyError{Key: "registrar.audit_store_reserve_bytes", Value: r.AuditStoreReserveBytes,
+			Rule: fmt.Sprintf("must be at most %d", uint64(MaxAuditStoreReserveBytes))})
 	}
 	for _, f := range []struct {
 		key  string

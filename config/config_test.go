@@ -28,6 +28,7 @@ func TestDefaultHoldsTheDocumentedValues(t *testing.T) {
 		{"registrar.audit_record_dir", r.AuditRecordDir, "var/audit"},
 		{"registrar.audit_max_file_bytes", r.AuditMaxFileBytes, uint64(8388608)},
 		{"registrar.audit_max_retained_files", r.AuditMaxRetainedFiles, uint32(16)},
+		{"registrar.audit_store_reserve_bytes", r.AuditStoreReserveBytes, uint64(268435456)},
 		{"registrar.rate_limit_admission_burst", r.RateLimitAdmissionBurst, uint32(512)},
 		{"registrar.rate_limit_admission_refill_interval_ms", r.RateLimitAdmissionRefillIntervalMS, uint32(500)},
 		{"registrar.rate_limit_predecision_refusal_burst", r.RateLimitPredecisionRefusalBurst, uint32(32)},
@@ -296,8 +297,8 @@ func TestOTLPEndpointRule(t *testing.T) {
 
 func TestKeysListsEveryKnownKey(t *testing.T) {
 	keys := Keys()
-	if len(keys) != 23 {
-		t.Fatalf("Keys() has %d keys, want the 17 [registrar] and 6 [telemetry] keys: %v", len(keys), keys)
+	if len(keys) != 24 {
+		t.Fatalf("Keys() has %d keys, want the 18 [registrar] and 6 [telemetry] keys: %v", len(keys), keys)
 	}
 	for _, want := range []string{"registrar.rate_limit_admission_burst", "registrar.components.<name>.multiplicity", "telemetry.trace_sample_ratio"} {
 		if !slices.Contains(keys, want) {

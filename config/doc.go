@@ -40,6 +40,7 @@
 //	audit_record_dir                                   path    "var/audit"              non-empty
 //	audit_max_file_bytes                               u64     8388608 (bytes)          at least 65536
 //	audit_max_retained_files                           u32     16 (files)               greater than 0
+//	audit_store_reserve_bytes                          u64     268435456 (bytes)        0 (no reserve) to 1152921504606846976 (1 EiB)
 //	rate_limit_admission_burst                         u32     512 (tokens)             greater than 0
 //	rate_limit_admission_refill_interval_ms            u32     500 (ms per token)       greater than 0
 //	rate_limit_predecision_refusal_burst               u32     32 (tokens)              greater than 0

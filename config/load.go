@@ -310,6 +310,11 @@ var registrarFields = []field[Registrar]{
 		}
 	}},
 	{"audit_max_retained_files", u32Field(func(r *Registrar) *uint32 { return &r.AuditMaxRetainedFiles })},
+	{"audit_store_reserve_bytes", func(d *decoder, key string, v any, r *Registrar) {
+		if n, ok := d.uint(key, v, MaxAuditStoreReserveBytes); ok {
+			r.AuditStoreReserveBytes = n
+		}
+	}},
 	{"rate_limit_admission_burst", u32Field(func(r *Registrar) *uint32 { return &r.RateLimitAdmissionBurst })},
 	{"rate_limit_admission_refill_interval_ms", u32Field(func(r *Registrar) *uint32 { return &r.RateLimitAdmissionRefillIntervalMS })},
 	{"rate_limit_predecision_refusal_burst", u32Field(func(r *Registrar) *uint32 { return &r.RateLimitPredecisionRefusalBurst })},

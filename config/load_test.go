@@ -92,6 +92,8 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 			AuditMaxFileBytes:     16777216,
 			AuditMaxRetainedFiles: 32,
 
+			AuditStoreReserveBytes: 1073741824,
+
 			RateLimitAdmissionBurst:                     1024,
 			RateLimitAdmissionRefillIntervalMS:          250,
 			RateLimitPredecisionRefusalBurst:            16,
@@ -184,6 +186,7 @@ rate_limit_coalesce_window_seconds = 4294967295
 var integerKeys = []string{
 	"audit_max_file_bytes",
 	"audit_max_retained_files",
+	"audit_store_reserve_bytes",
 	"rate_limit_admission_burst",
 	"rate_limit_admission_refill_interval_ms",
 	"rate_limit_predecision_refusal_burst",
@@ -227,8 +230,8 @@ func TestIntegerKeysRejectEveryNonIntegerNamingTheKey(t *testing.T) {
 
 func TestU32KeysRejectValuesAboveTheirRange(t *testing.T) {
 	for _, key := range integerKeys {
-		if key == "audit_max_file_bytes" {
-			continue // a u64: every non-negative TOML integer fits
+		if key == "audit_max_file_bytes" || key == "audit_store_reserve_bytes" {
+			continue // u64 keys, tested on their own
 		}
 		t.Run(key, func(t *testing.T) {
 			got := loadErrors(t, "[registrar]\n"+key+" = 4294967296\n")
@@ -674,5 +677,53 @@ func TestLoadIsSafeForConcurrentUse(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+func TestAuditStoreReserveBytes(t *testing.T) {
+	if got := Default().Registrar.AuditStoreReserveBytes; got != 256<<20 {
+		t.Errorf("default reserve %d, want 256 MiB", got)
+	}
+	for _, c := range []struct {
+		toml string
+		want uint64
+	}{
+		{"0", 0}, // documented: no reserve
+		{"1", 1},
+		{"0x4000_0000", 1 << 30},
+		{"1152921504606846976", 1 << 60},
+	} {
+		cfg := mustLoadBytes(t, "[registrar]\naudit_store_reserve_bytes = "+c.toml+"\nfuture_key = 3\n")
+		if got := cfg.Registrar.AuditStoreReserveBytes; got != c.want {
+			t.Errorf("audit_store_reserve_bytes = %s loaded as %d, want %d", c.toml, got, c.want)
+		}
+		if got := cfg.Registrar.Extra["future_key"]; got != int64(3) {
+			t.Errorf("an unknown key beside the reserve was not kept: %v", got)
+		}
+	}
+	for _, c := range []struct{ toml, want string }{
+		{"1152921504606846977", "registrar.audit_store_reserve_bytes must be at most 1152921504606846976, got 1152921504606846977\n"},
+		{"9223372036854775807", "registrar.audit_store_reserve_bytes must be at most 1152921504606846976, got 9223372036854775807\n"},
+		{"-1", "registrar.audit_store_reserve_bytes must be an unsigned integer, got -1\n"},
+		{"1.5", "registrar.audit_store_reserve_bytes must be an unsigned integer, got 1.5\n"},
+		{"1e30", "registrar.audit_store_reserve_bytes must be an unsigned integer, got 1e+30\n"},
+	} {
+		if got := loadErrors(t, "[registrar]\naudit_store_reserve_bytes = "+c.toml+"\n"); got != c.want {
+			t.Errorf("audit_store_reserve_bytes = %s: errors\n%swant\n%s", c.toml, got, c.want)
+		}
+	}
+	// From the environment, beyond every integer type too.
+	for _, v := range []string{"18446744073709551616", "99999999999999999999999"} {
+		_, err := Load("", []string{"REGISTRAR_OTEL_REGISTRAR__AUDIT_STORE_RESERVE_BYTES=" + v}, nil)
+		var ke *KeyError
+		if !errors.As(err, &ke) || ke.Key != "registrar.audit_store_reserve_bytes" || !strings.Contains(err.Error(), "must be at most 1152921504606846976") {
+			t.Errorf("reserve %s from the environment: %v, want a key-named range error", v, err)
+		}
+	}
+	// Built in code: Validate applies the same bound.
+	cfg := Default()
+	cfg.Registrar.AuditStoreReserveBytes = 1<<60 + 1
+	if err := cfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), "registrar.audit_store_reserve_bytes must be at most") {
+		t.Errorf("Validate: %v", err)
 	}
 }

@@ -8,6 +8,8 @@
 // accepting and in-flight invocations finish, the tick loop stops, every
 // open coalescing window is flushed to a counted record, and the store,
 // backend and telemetry providers are closed and flushed, in that order.
+// While it runs, SIGHUP reopens the audit store's active file (logrotate's
+// convention).
 package daemon
 
 import (
@@ -18,7 +20,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
@@ -26,6 +31,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/coalesce"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/health"
+	"github.com/registrar-otel/registrar-otel/internal/logthrottle"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
@@ -46,6 +52,8 @@ type Daemon struct {
 	tel       *telemetry.Telemetry
 	metricsL  net.Listener
 	store     *audit.Store
+	capacity  *audit.CapacityProbe
+	capLog    *logthrottle.Throttle // capacity state changes, per target state
 	backend   *embedded.Backend
 	counts    *counting.Sink
 	coalescer *coalesce.Sink
@@ -56,6 +64,8 @@ type Daemon struct {
 	listeners []net.Listener
 
 	closers []func() error // in reverse order of opening
+
+	onSIGHUP func(error) // test hook: told the result of each SIGHUP reopen
 }
 
 // New opens every component. On error, whatever was opened is closed again
@@ -101,6 +111,17 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 		return nil, fmt.Errorf("daemon: audit store (registrar.audit_record_dir %s): %w", r.AuditRecordDir, err)
 	}
 	d.closers = append(d.closers, d.store.Close)
+	d.capacity, err = audit.NewCapacityProbe(d.store, r.AuditStoreReserveBytes)
+	if d.capacity == nil {
+		return nil, fmt.Errorf("daemon: audit capacity probe: %w", err)
+	}
+	if err != nil {
+		logger.LogAttrs(context.Background(), slog.LevelWarn, "audit capacity probe failed; retried on every tick", slog.Any("error", err))
+	}
+	d.capLog = logthrottle.New(logger, time.Minute, nil)
+	if err := telemetry.RegisterAuditStore(mp, d.capacity.Last, d.store.Stats); err != nil {
+		return nil, fmt.Errorf("daemon: telemetry: %w", err)
+	}
 
 	d.backend, err = embedded.Open(r.StateDir, embedded.Options{Logger: logger.With("component", "backend")})
 	if err != nil {
@@ -138,7 +159,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("daemon: limiter: %w", err)
 	}
-	d.health, err = health.NewHolder(health.LimiterSource(d.counts))
+	d.health, err = health.NewHolder(health.LimiterSource(d.counts), health.AuditCapacitySource(d.capacity))
 	if err != nil {
 		return nil, fmt.Errorf("daemon: health: %w", err)
 	}
@@ -246,6 +267,30 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}()
 	}
 
+	// SIGHUP reopens the audit store's active file (logrotate's
+	// convention), in order with the appends queued before it.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	hupDone := make(chan struct{})
+	defer close(hupDone)
+	go func() {
+		for {
+			select {
+			case <-hupDone:
+				return
+			case <-hup:
+				err := d.store.Reopen()
+				if err != nil {
+					d.logger.LogAttrs(ctx, slog.LevelError, "SIGHUP: reopening the audit active file failed", slog.Any("error", err))
+				}
+				if d.onSIGHUP != nil {
+					d.onSIGHUP(err)
+				}
+			}
+		}
+	}()
+
 	tickCtx, stopTick := context.WithCancel(context.WithoutCancel(ctx))
 	var ticking sync.WaitGroup
 	ticking.Go(func() {
@@ -281,8 +326,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 }
 
 // tickTasks are the maintenance pass, in order: close due coalescing
-// windows, sweep limiter entries back at full burst, then refresh the health
-// snapshot (last, so it reflects the pass).
+// windows, sweep limiter entries back at full burst, probe the audit store's
+// capacity (after the coalescer's writes), then refresh the health snapshot
+// (last, so it reflects the pass).
 func (d *Daemon) tickTasks() []tickTask {
 	return []tickTask{
 		{"coalesce", func(ctx context.Context, now time.Time) error {
@@ -293,6 +339,7 @@ func (d *Daemon) tickTasks() []tickTask {
 			d.limiter.Sweep()
 			return nil
 		}},
+		{"audit-capacity", d.probeCapacity},
 		{"health", func(context.Context, time.Time) error { return d.health.Refresh() }},
 	}
 }
@@ -325,4 +372,30 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		return err
 	}
 	return d.Run(ctx)
+}
+
+// probeCapacity is the tick's capacity probe. A change of state is logged
+// (back to ok at INFO, low at WARN, critical and unwritable at ERROR) with
+// the figures an operator needs to act, at most once a minute per target
+// state, so free space hovering at a threshold does not flood the log.
+func (d *Daemon) probeCapacity(ctx context.Context, _ time.Time) error {
+	prev := d.capacity.Last().State
+	c, err := d.capacity.Probe()
+	if c.State != prev {
+		level := slog.LevelError
+		switch c.State {
+		case audit.CapacityOK:
+			level = slog.LevelInfo
+		case audit.CapacityLow:
+			level = slog.LevelWarn
+		}
+		d.capLog.Log(ctx, "capacity "+c.State.String(), level, "audit store capacity state changed",
+			slog.String("from", prev.String()), slog.String("to", c.State.String()),
+			slog.Uint64("free_bytes", c.FreeBytes), slog.Uint64("needed_bytes", c.NeededBytes),
+			slog.Uint64("store_bytes", c.StoreBytes), slog.Uint64("budget_bytes", c.BudgetBytes),
+			slog.Uint64("reserve_bytes", c.ReserveBytes), slog.Uint64("max_file_bytes", c.MaxFileBytes),
+			slog.Uint64("append_failures", c.AppendFailures),
+			slog.String("audit_record_dir", d.cfg.Registrar.AuditRecordDir))
+	}
+	return err
 }

@@ -50,6 +50,9 @@ var wantAlerts = map[string]string{
 	"RegistrarAuditAppendFailing":        "critical",
 	"RegistrarCountedRecordWriteFailing": "warning",
 	"RegistrarDown":                      "critical",
+	"RegistrarAuditStoreLow":             "warning",
+	"RegistrarAuditStoreCritical":        "critical",
+	"RegistrarAuditFileReopened":         "warning",
 }
 
 // notFromTheDaemon are the series a query may use that Prometheus itself

@@ -5,24 +5,180 @@
 // The container is a JSON object of named members. Each member is filled by
 // a Source; adding a member means adding a field to Container and a Source,
 // without touching any other member. Members are additive: a reader must
-// ignore members it does not know.
+// ignore members it does not know, and Container keeps them (a decoded
+// container re-encodes every member it received, unknown ones unchanged).
 //
-//	{"limiter":{"limited_predecision_refusal":0,"limited_admission":0}}
+//	{"limiter":{"limited_predecision_refusal":0,"limited_admission":0},
+//	 "audit_capacity":{"state":"ok","free_bytes":0,"store_bytes":0,"budget_bytes":0,"append_failures":0}}
 package health
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
+	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 )
 
-// Container is the registrar_health object.
+// Container is the registrar_health object. Its JSON encoding is the known
+// members in field order (limiter, audit_capacity), or, for a container
+// decoded from JSON, every member in the order received, members this
+// version does not know byte for byte (a known member missing from the
+// input is appended). A Container is a plain value; a decoded one is not
+// safe to modify concurrently with encoding.
 type Container struct {
 	// Limiter reports limited invocations since daemon start, per bucket.
 	Limiter LimiterMember `json:"limiter"`
+	// AuditCapacity reports the audit store's capacity state, from the
+	// capacity probe the daemon runs on its tick.
+	AuditCapacity AuditCapacityMember `json:"audit_capacity"`
+
+	// received is every member of a decoded container, in order; the
+	// values of known members are re-encoded from the fields above.
+	received []member
+}
+
+type member struct {
+	name string
+	raw  json.RawMessage
+}
+
+// The known members' names, in encoding order.
+const (
+	memberLimiter       = "limiter"
+	memberAuditCapacity = "audit_capacity"
+)
+
+var knownMembers = [...]string{memberLimiter, memberAuditCapacity}
+
+func (c *Container) knownValue(name string) any {
+	switch name {
+	case memberLimiter:
+		return c.Limiter
+	case memberAuditCapacity:
+		return c.AuditCapacity
+	}
+	return nil
+}
+
+// MarshalJSON encodes the container (see Container).
+func (c Container) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	n := 0
+	put := func(name string, v any, raw json.RawMessage) error {
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		n++
+		k, _ := json.Marshal(name)
+		b.Write(k)
+		b.WriteByte(':')
+		if v == nil {
+			b.Write(raw)
+			return nil
+		}
+		enc, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("member %s: %w", name, err)
+		}
+		b.Write(enc)
+		return nil
+	}
+	var seen [len(knownMembers)]bool
+	for _, m := range c.received {
+		i := knownIndex(m.name)
+		switch {
+		case i < 0: // a member this version does not know: as received
+			if err := put(m.name, nil, m.raw); err != nil {
+				return nil, err
+			}
+		case !seen[i]: // a known member, in its received place
+			seen[i] = true
+			if err := put(m.name, c.knownValue(m.name), nil); err != nil {
+				return nil, err
+			}
+		} // a known member repeated in the input is encoded once
+	}
+	for i, k := range knownMembers {
+		if !seen[i] {
+			if err := put(k, c.knownValue(k), nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// knownIndex is name's index in knownMembers, or -1.
+func knownIndex(name string) int {
+	for i, k := range knownMembers {
+		if k == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// UnmarshalJSON decodes a registrar_health object: known members into their
+// fields (unknown keys inside them ignored), every member kept in order so
+// that encoding gives back the members this version does not know
+// unchanged.
+func (c *Container) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("health: registrar_health: %w", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return errors.New("health: registrar_health must be a JSON object")
+	}
+	var out Container
+	out.received = []member{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("health: registrar_health: %w", err)
+		}
+		name, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return fmt.Errorf("health: registrar_health.%s: %w", name, err)
+		}
+		switch name {
+		case memberLimiter:
+			if err := json.Unmarshal(raw, &out.Limiter); err != nil {
+				return fmt.Errorf("health: registrar_health.%s: %w", name, err)
+			}
+		case memberAuditCapacity:
+			if err := json.Unmarshal(raw, &out.AuditCapacity); err != nil {
+				return fmt.Errorf("health: registrar_health.%s: %w", name, err)
+			}
+		}
+		out.received = append(out.received, member{name: name, raw: raw})
+	}
+	if _, err := dec.Token(); err != nil {
+		return fmt.Errorf("health: registrar_health: %w", err)
+	}
+	*c = out
+	return nil
+}
+
+// Unknown returns the names of the members this version does not know, in
+// the order received (nil for a container not decoded from JSON).
+func (c *Container) Unknown() []string {
+	var out []string
+	for _, m := range c.received {
+		if knownIndex(m.name) < 0 {
+			out = append(out, m.name)
+		}
+	}
+	return out
 }
 
 // LimiterMember is the limiter member: the two per-bucket counters of
@@ -36,6 +192,19 @@ type LimiterMember struct {
 	LimitedAdmission          uint64 `json:"limited_admission"`
 }
 
+// AuditCapacityMember is the audit_capacity member: the audit store's
+// capacity state as the last capacity probe (on the daemon tick) measured
+// it. State is "ok", "low", "critical" or "unwritable" (see
+// audit.CapacityState for the arithmetic); the sizes are bytes;
+// AppendFailures counts failed audit appends since daemon start.
+type AuditCapacityMember struct {
+	State          string `json:"state"`
+	FreeBytes      uint64 `json:"free_bytes"`
+	StoreBytes     uint64 `json:"store_bytes"`
+	BudgetBytes    uint64 `json:"budget_bytes"`
+	AppendFailures uint64 `json:"append_failures"`
+}
+
 // Source fills its member of the container. Sources run on the refresh
 // (the daemon tick), never on a request.
 type Source func(*Container)
@@ -46,6 +215,21 @@ func LimiterSource(c *counting.Sink) Source {
 		h.Limiter = LimiterMember{
 			LimitedPredecisionRefusal: c.Count(limiter.PredecisionRefusal),
 			LimitedAdmission:          c.Count(limiter.Admission),
+		}
+	}
+}
+
+// AuditCapacitySource reads the audit_capacity member from the probe's last
+// result; it never probes (the tick does, before the refresh).
+func AuditCapacitySource(p *audit.CapacityProbe) Source {
+	return func(h *Container) {
+		c := p.Last()
+		h.AuditCapacity = AuditCapacityMember{
+			State:          c.State.String(),
+			FreeBytes:      c.FreeBytes,
+			StoreBytes:     c.StoreBytes,
+			BudgetBytes:    c.BudgetBytes,
+			AppendFailures: c.AppendFailures,
 		}
 	}
 }

@@ -70,6 +70,9 @@ func exercise(t *testing.T) exercised {
 	if err := telemetry.RegisterCoalesce(mp, fakeCoalesceStats); err != nil {
 		t.Fatalf("RegisterCoalesce: %v", err)
 	}
+	if err := telemetry.RegisterAuditStore(mp, fakeAuditCapacity, fakeStoreStats); err != nil {
+		t.Fatalf("RegisterAuditStore: %v", err)
+	}
 	obs, err := telemetry.NewAuditObserver(mp)
 	if err != nil {
 		t.Fatalf("NewAuditObserver: %v", err)

@@ -158,7 +158,8 @@ type Response struct {
 	// RetryAfterHeader is the Retry-After header as received ("" if none).
 	RetryAfterHeader string
 	// Health is registrar_health decoded; members this client does not
-	// know are ignored. RawHealth is it as received.
+	// know are kept (json.Marshal of Health gives them back unchanged).
+	// RawHealth is it as received.
 	Health    health.Container
 	RawHealth json.RawMessage
 	// Body is the response body as received.

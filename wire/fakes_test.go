@@ -57,11 +57,18 @@ func fixedHolder(t testing.TB, pr, adm uint64) *health.Holder {
 	t.Helper()
 	h, err := health.NewHolder(func(c *health.Container) {
 		c.Limiter = health.LimiterMember{LimitedPredecisionRefusal: pr, LimitedAdmission: adm}
+		c.AuditCapacity = fixedAuditCapacity
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// fixedAuditCapacity is the audit_capacity member of fixedHolder: a store
+// at the default budget (17 × 8 MiB), 3 MiB used, 1 GiB free.
+var fixedAuditCapacity = health.AuditCapacityMember{
+	State: "ok", FreeBytes: 1 << 30, StoreBytes: 3 << 20, BudgetBytes: 17 * 8 << 20, AppendFailures: 0,
 }
 
 var testComponents = map[string]config.Multiplicity{

@@ -19,7 +19,7 @@ import (
 // Exit statuses of `audit scan`.
 const (
 	auditScanClean     = 0 // no anomalies
-	auditScanAnomalies = 1 // an intent without outcome or a malformed line
+	auditScanAnomalies = 1 // an intent without outcome, a malformed line or a directory anomaly
 	auditScanFailed    = 2 // usage error, or the store could not be read
 )
 
@@ -27,8 +27,11 @@ var auditScanUsage = usageSpec{
 	name:     "audit scan",
 	synopsis: "[--dir DIR | --config FILE] [--window 720h] [--json]",
 	what: `Scans the audit record store (read-only; safe while the daemon runs) for
-intents without an outcome (older than a 60 s settle grace) and malformed
-lines, and summarises the limited (counted) records per bucket.
+intents without an outcome (older than a 60 s settle grace), malformed lines
+and directory anomalies (records that stop without an active file, a gap in
+the generation numbers, an unreadable store file), lists every file it did
+not read with the reason, and summarises the limited (counted) records per
+bucket.
 
 Exit status: 0 when the store is clean, 1 when anomalies are found, 2 on a
 usage error or an unreadable store.`,
@@ -104,6 +107,13 @@ type scanJSON struct {
 	Records              map[string]uint64      `json:"records"`
 	Files                []string               `json:"files"`
 	Skipped              []scanSkippedJSON      `json:"skipped"`
+	StoreAnomalies       []scanStoreAnomalyJSON `json:"store_anomalies"`
+}
+
+type scanStoreAnomalyJSON struct {
+	Kind   audit.StoreAnomalyKind `json:"kind"`
+	File   string                 `json:"file"`
+	Detail string                 `json:"detail"`
 }
 
 type scanMalformedJSON struct {
@@ -146,6 +156,10 @@ func writeScanJSON(w io.Writer, rep *audit.Report) error {
 		Records:              map[string]uint64{},
 		Files:                append([]string{}, rep.Files...),
 		Skipped:              []scanSkippedJSON{},
+		StoreAnomalies:       []scanStoreAnomalyJSON{},
+	}
+	for _, a := range rep.StoreAnomalies {
+		out.StoreAnomalies = append(out.StoreAnomalies, scanStoreAnomalyJSON(a))
 	}
 	if out.MalformedByRule == nil {
 		out.MalformedByRule = map[audit.Rule]uint64{}
@@ -197,6 +211,11 @@ func writeScanText(w io.Writer, rep *audit.Report) error {
 	}
 	if n := rep.MalformedRecords; n > uint64(len(rep.Malformed)) {
 		p.printf("  ... and %d more\n", n-uint64(len(rep.Malformed)))
+	}
+
+	p.printf("\nstore_anomalies: %d\n", len(rep.StoreAnomalies))
+	for _, a := range rep.StoreAnomalies {
+		p.printf("  %s %s: %s\n", a.Kind, a.File, a.Detail)
 	}
 
 	p.printf("\nlimited (counted records of suppressed invocations):\n")

@@ -112,7 +112,7 @@ func TestAuditScanJSONIsStable(t *testing.T) {
 	}
 	keys := slices.Sorted(maps.Keys(got))
 	want := []string{"anomalies", "dir", "files", "grace_seconds", "intent_without_outcome", "limited", "malformed",
-		"malformed_by_rule", "malformed_records", "now", "records", "skipped", "unpaired_intents", "window_seconds"}
+		"malformed_by_rule", "malformed_records", "now", "records", "skipped", "store_anomalies", "unpaired_intents", "window_seconds"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("got keys %v, want %v", keys, want)
 	}
@@ -123,7 +123,7 @@ func TestAuditScanJSONIsStable(t *testing.T) {
 	if p := lim["predecision_refusal"].(map[string]any); p["records"] != float64(1) || p["count"] != float64(3) {
 		t.Errorf("got limited %v, want predecision_refusal {1, 3}", lim)
 	}
-	if got["malformed"] == nil || got["skipped"] == nil {
+	if got["malformed"] == nil || got["skipped"] == nil || got["store_anomalies"] == nil {
 		t.Error("empty lists are null; want []")
 	}
 }

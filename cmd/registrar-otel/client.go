@@ -226,8 +226,10 @@ func answer(stdout, stderr io.Writer, verb string, addr daemonAddr, asJSON bool,
 			fmt.Fprintln(stdout)
 		}
 	}
-	h := resp.Health.Limiter
-	healthLine := fmt.Sprintf("registrar_health: limited_predecision_refusal=%d limited_admission=%d", h.LimitedPredecisionRefusal, h.LimitedAdmission)
+	h, ac := resp.Health.Limiter, resp.Health.AuditCapacity
+	healthLine := fmt.Sprintf("registrar_health: limited_predecision_refusal=%d limited_admission=%d", h.LimitedPredecisionRefusal, h.LimitedAdmission) +
+		fmt.Sprintf("\n  audit_capacity: state=%s free_bytes=%d store_bytes=%d budget_bytes=%d append_failures=%d",
+			ac.State, ac.FreeBytes, ac.StoreBytes, ac.BudgetBytes, ac.AppendFailures)
 	switch {
 	case resp.OK():
 		if !asJSON {

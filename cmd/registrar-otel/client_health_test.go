@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// serveFixed answers every request on a fresh unix socket with status and
+// body, and returns the socket's path.
+func serveFixed(t *testing.T, status int, body string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cl-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "s")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		w.Write([]byte(body))
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return path
+}
+
+const clientHealth = `"registrar_health":{"limiter":{"limited_predecision_refusal":2,"limited_admission":0},"audit_capacity":{"state":"low","free_bytes":104857600,"store_bytes":41943040,"budget_bytes":142606336,"append_failures":0},"certificates":{"soon":1}}`
+
+func TestMintAndDeregisterShowAuditCapacity(t *testing.T) {
+	mintBody := `{"protocol_version":1,"request_id":"r.1","registration_id":"h1-review-001","outcome":"first_mint","material":{"role_id":"r","wrapped_secret_id":"w","expires_at":"2026-12-01T12:05:00.123Z"},` + clientHealth + "}\n"
+	sock := serveFixed(t, 200, mintBody)
+	args := []string{"--socket", sock, "--service-name", "review", "--host", "h1", "--component", "review", "--instance", "1"}
+	wantLine := "audit_capacity: state=low free_bytes=104857600 store_bytes=41943040 budget_bytes=142606336 append_failures=0"
+
+	var out, errb bytes.Buffer
+	if code := runMint(args, &out, &errb); code != exitOK || !strings.Contains(out.String(), wantLine) {
+		t.Fatalf("mint: exit %d, stdout %q, stderr %q; want %q", code, out.String(), errb.String(), wantLine)
+	}
+	out.Reset()
+	if code := runMint(append(args, "--json"), &out, &errb); code != exitOK || out.String() != mintBody {
+		t.Fatalf("mint --json: exit %d, stdout %q, want the body unchanged (audit_capacity and the unknown member included)", code, out.String())
+	}
+
+	refusal := `{"protocol_version":1,"request_id":"r.2","class":"permanent","error":{"id":"RegistrarUnavailable","reason":"AuditUnwritable"},` +
+		strings.Replace(clientHealth, `"state":"low"`, `"state":"unwritable"`, 1) + "}\n"
+	sock = serveFixed(t, 503, refusal)
+	out.Reset()
+	errb.Reset()
+	code := runDeregister([]string{"--socket", sock, "--service-name", "review", "--host", "h1", "--component", "review", "--instance", "1"}, &out, &errb)
+	if code != exitPermanent || !strings.Contains(errb.String(), "RegistrarUnavailable: AuditUnwritable") || !strings.Contains(errb.String(), "audit_capacity: state=unwritable") {
+		t.Fatalf("deregister refused: exit %d, stderr %q", code, errb.String())
+	}
+}

@@ -1,0 +1,110 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// OTel instrument names of the audit store's capacity and file identity.
+const (
+	// registrar_audit_store_free_bytes
+	AuditStoreFreeBytes = "registrar.audit.store.free_bytes"
+	// registrar_audit_store_bytes
+	AuditStoreBytes = "registrar.audit.store.bytes"
+	// registrar_audit_store_budget_bytes
+	AuditStoreBudgetBytes = "registrar.audit.store.budget_bytes"
+	// registrar_audit_store_state{state}
+	AuditStoreState = "registrar.audit.store.state"
+	// registrar_audit_file_reopened_total{cause}
+	AuditFileReopened = "registrar.audit.file.reopened"
+)
+
+const (
+	attrState = "state"
+	attrCause = "cause"
+)
+
+// RegisterAuditStore registers the audit store's capacity and reopen
+// instruments on mp (nil means a no-op provider), observed by one callback:
+//
+//   - registrar.audit.store.free_bytes, .bytes, .budget_bytes (gauges,
+//     unit By, exported without a unit suffix): the last capacity probe's
+//     free space, store size and rotation budget;
+//   - registrar.audit.store.state{state} (gauge): one series per state (ok,
+//     low, critical, unwritable; unit {state}), 1 for the current one and 0 for the
+//     others;
+//   - registrar.audit.file.reopened{cause} (counter, {reopen}): reopens of
+//     the active file by cause (directory_removed, directory_replaced,
+//     deleted, renamed, replaced, sighup), every cause exported from zero.
+//
+// capacity returns the last probe result (audit.CapacityProbe.Last: the
+// callback never probes) and stats the store's counters
+// (audit.Store.Stats); both must be safe to call from the collecting
+// goroutine.
+func RegisterAuditStore(mp metric.MeterProvider, capacity func() audit.Capacity, stats func() audit.StoreStats) error {
+	if capacity == nil || stats == nil {
+		return errors.New("telemetry: RegisterAuditStore: nil capacity or stats func")
+	}
+	m := meterOf(mp)
+	var (
+		free, bytes, budget, state, reopened metric.Int64Observable
+		errs                                 [5]error
+	)
+	free, errs[0] = m.Int64ObservableGauge(AuditStoreFreeBytes,
+		metric.WithUnit("By"),
+		metric.WithDescription("Bytes available on the audit store's file system (statfs f_bavail × f_bsize), as of the last capacity probe on the daemon tick."))
+	bytes, errs[1] = m.Int64ObservableGauge(AuditStoreBytes,
+		metric.WithUnit("By"),
+		metric.WithDescription("Bytes of the audit store's own files (the active file and the rotated generations), as of the last capacity probe."))
+	budget, errs[2] = m.Int64ObservableGauge(AuditStoreBudgetBytes,
+		metric.WithUnit("By"),
+		metric.WithDescription("The most the audit store occupies once rotation bounds it: (audit_max_retained_files + 1) × audit_max_file_bytes."))
+	state, errs[3] = m.Int64ObservableGauge(AuditStoreState,
+		metric.WithUnit("{state}"),
+		metric.WithDescription("Audit store capacity state: one series per state (ok, low, critical, unwritable), 1 for the current state and 0 for the others. "+
+			"low: free space does not cover budget - store bytes + reserve; critical: less than audit_max_file_bytes free; unwritable: the last append or reopen failed."))
+	reopened, errs[4] = m.Int64ObservableCounter(AuditFileReopened,
+		metric.WithUnit("{reopen}"),
+		metric.WithDescription("Reopens of the audit store's active file, by cause: the configured path no longer named the open file "+
+			"(directory_removed, directory_replaced, deleted, renamed, replaced) or the operator sent SIGHUP (sighup)."))
+	if err := errors.Join(errs[:]...); err != nil {
+		return fmt.Errorf("telemetry: RegisterAuditStore: %w", err)
+	}
+	var byState [audit.NumCapacityStates][]metric.ObserveOption
+	for i := range audit.NumCapacityStates {
+		byState[i] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
+			attribute.String(attrState, audit.CapacityState(i).String())))}
+	}
+	var byCause [audit.NumReopenCauses][]metric.ObserveOption
+	for i := range audit.NumReopenCauses {
+		byCause[i] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
+			attribute.String(attrCause, audit.ReopenCause(i).String())))}
+	}
+	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		c := capacity()
+		o.ObserveInt64(free, toInt64(c.FreeBytes))
+		o.ObserveInt64(bytes, toInt64(c.StoreBytes))
+		o.ObserveInt64(budget, toInt64(c.BudgetBytes))
+		for i := range audit.NumCapacityStates {
+			v := int64(0)
+			if int(c.State) == i {
+				v = 1
+			}
+			o.ObserveInt64(state, v, byState[i]...)
+		}
+		st := stats()
+		for i := range audit.NumReopenCauses {
+			o.ObserveInt64(reopened, toInt64(st.Reopens[i]), byCause[i]...)
+		}
+		return nil
+	}, free, bytes, budget, state, reopened)
+	if err != nil {
+		return fmt.Errorf("telemetry: RegisterAuditStore: %w", err)
+	}
+	return nil
+}
