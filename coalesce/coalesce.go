@@ -288,6 +288,11 @@ func (s *Sink) Run(ctx context.Context) {
 // Tick writes, as one batch, every window whose deadline is at or before
 // now, each with window_end at its deadline, and everything in the
 // hand-off. It is called from the daemon's one tick loop.
+//
+// now must be a reading of the sink's clock (Options.Now), never ahead of
+// it: the daemon passes the instant its ticker fired. A now ahead of the
+// clock would close windows before their deadline had passed on the clock
+// that counts into them.
 func (s *Sink) Tick(ctx context.Context, now time.Time) {
 	s.mu.Lock()
 	batch := s.takePending(nil)

@@ -105,8 +105,8 @@ func FuzzCoalescerInvariants(f *testing.F) {
 				advance(time.Duration(op&15) * 700 * time.Millisecond)
 			case 8: // a large one
 				advance(time.Duration(op&15) * 7 * time.Second)
-			case 9, 10: // a tick at the clock, or a late one
-				s.Tick(ctx, now().Add(time.Duration(op&3)*time.Second))
+			case 9, 10: // a tick at the clock, or a late one (fired earlier)
+				s.Tick(ctx, now().Add(-time.Duration(op&3)*time.Second))
 			case 11: // a shutdown flush mid-stream
 				s.Flush(ctx, now())
 			case 12, 13: // a few fresh keys
