@@ -162,6 +162,9 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	if err := telemetry.RegisterCoalesce(mp, d.coalescer.Stats); err != nil {
 		return nil, fmt.Errorf("daemon: telemetry: %w", err)
 	}
+	if err := telemetry.RegisterCapacity(mp, d.coalescer.Stats); err != nil {
+		return nil, fmt.Errorf("daemon: telemetry: %w", err)
+	}
 	d.server, err = wire.NewServer(wire.Options{
 		Verbs:  d.verbs,
 		Health: d.health,

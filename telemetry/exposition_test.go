@@ -70,6 +70,9 @@ func exercise(t *testing.T) exercised {
 	if err := telemetry.RegisterCoalesce(mp, fakeCoalesceStats); err != nil {
 		t.Fatalf("RegisterCoalesce: %v", err)
 	}
+	if err := telemetry.RegisterCapacity(mp, fakeCoalesceStats); err != nil {
+		t.Fatalf("RegisterCapacity: %v", err)
+	}
 	obs, err := telemetry.NewAuditObserver(mp)
 	if err != nil {
 		t.Fatalf("NewAuditObserver: %v", err)
