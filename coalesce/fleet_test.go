@@ -33,6 +33,13 @@ func fleetID(i int) string { return fmt.Sprintf("spiffe://fleet/host-%05d", i) }
 
 func TestAFleetOf1024IdentitiesKeepsOneWindowPerKey(t *testing.T) {
 	r := newRig(t, time.Minute)
+	// The writer runs, as in the daemon: a cap too small for the fleet
+	// shows as early flushes, not as a full hand-off waiting forever.
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { r.s.Run(ctx) })
+	defer wg.Wait()
+	defer cancel()
 	const ids, perKey = 1024, 5
 	for range perKey {
 		for i := range ids {
@@ -173,5 +180,19 @@ func TestTickAndFlushWriteEverythingAsOneBatch(t *testing.T) {
 	r.s.Flush(context.Background(), t0.Add(2*time.Minute))
 	if n, b := r.store.Len(), r.store.Batches(); n != 556 || b != 2 {
 		t.Fatalf("after the shutdown flush: %d records in %d batches, want 556 in two", n, b)
+	}
+}
+
+func TestShutdownFlushWritesTheHandoffToo(t *testing.T) {
+	r := newRig(t, time.Hour)
+	for i := range coalesce.MaxOpenWindows + 5 {
+		r.flood(fleetID(i), limiter.Mint, limiter.Admission, 2)
+	}
+	if st := r.s.Stats(); st.Pending != 5 {
+		t.Fatalf("stats %+v, want 5 handed off", st)
+	}
+	r.s.Flush(context.Background(), t0.Add(time.Second))
+	if n, b := r.store.Len(), r.store.Batches(); n != coalesce.MaxOpenWindows+5 || b != 1 || sumCounts(r.store.Records()) != 2*(coalesce.MaxOpenWindows+5) {
+		t.Fatalf("shutdown flush wrote %d records in %d batches, want %d in one", n, b, coalesce.MaxOpenWindows+5)
 	}
 }

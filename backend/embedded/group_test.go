@@ -42,8 +42,13 @@ func counter(t *testing.T, b *Backend, key string) uint64 {
 	t.Helper()
 	var n uint64
 	if err := b.db.View(func(tx *bolt.Tx) error {
-		if raw := tx.Bucket([]byte(bucketBindings)).Get([]byte(key)); raw != nil {
+		raw := tx.Bucket([]byte(bucketBindings)).Get([]byte(key))
+		switch len(raw) {
+		case 0:
+		case 8:
 			n = binary.BigEndian.Uint64(raw)
+		default:
+			n = 1 << 63 // a half-applied write: never a valid count
 		}
 		return nil
 	}); err != nil {
