@@ -118,7 +118,7 @@ func (b *Backend) commitGroup(group []*groupOp) {
 			}
 			wrote := false
 			for i, op := range live {
-				muts, err := op.plan(bindings, identities)
+				muts, err := runPlan(op.plan, bindings, identities)
 				op.err = err
 				if err != nil || len(muts) == 0 {
 					continue
@@ -171,4 +171,16 @@ func apply(muts []mutation) error {
 		}
 	}
 	return nil
+}
+
+// runPlan runs plan, turning a panic into that operation's error: a bug
+// in one operation must not take the leader down with everyone queued
+// behind it.
+func runPlan(plan planFunc, bindings, identities *bolt.Bucket) (muts []mutation, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			muts, err = nil, fmt.Errorf("embedded: operation panicked: %v", r)
+		}
+	}()
+	return plan(bindings, identities)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -134,6 +135,8 @@ func TestAFailingOperationNeitherFailsNorRepeatsAnother(t *testing.T) {
 	}{
 		{"plan error", func(*bolt.Bucket, *bolt.Bucket) ([]mutation, error) { return nil, errPlan },
 			func(err error) bool { return errors.Is(err, errPlan) }},
+		{"plan panics", func(*bolt.Bucket, *bolt.Bucket) ([]mutation, error) { panic("a bug in one operation") },
+			func(err error) bool { return err != nil && strings.Contains(err.Error(), "a bug in one operation") }},
 		// A write bbolt refuses half-way: the first put applies, the
 		// second (an empty key) fails, so the transaction must be thrown
 		// away and the others re-run.
