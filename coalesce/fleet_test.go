@@ -2,7 +2,9 @@ package coalesce_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -194,5 +196,24 @@ func TestShutdownFlushWritesTheHandoffToo(t *testing.T) {
 	r.s.Flush(context.Background(), t0.Add(time.Second))
 	if n, b := r.store.Len(), r.store.Batches(); n != coalesce.MaxOpenWindows+5 || b != 1 || sumCounts(r.store.Records()) != 2*(coalesce.MaxOpenWindows+5) {
 		t.Fatalf("shutdown flush wrote %d records in %d batches, want %d in one", n, b, coalesce.MaxOpenWindows+5)
+	}
+}
+
+func TestAFailedBatchIsLoggedOnceAndCountedPerRecord(t *testing.T) {
+	r := newRig(t, time.Minute)
+	r.store.FailPhase(audit.PhaseLimited, errors.New("disk full"))
+	for i := range 10 {
+		r.flood(fleetID(i), limiter.Mint, limiter.PredecisionRefusal, 3)
+	}
+	r.s.Tick(context.Background(), t0.Add(time.Minute))
+	if st := r.s.Stats(); st.WriteFailures != 10 || st.Records != [2]uint64{} || st.OpenWindows != 0 {
+		t.Fatalf("stats %+v, want 10 failures, nothing written, nothing left open", st)
+	}
+	if out := r.logs.String(); strings.Count(out, "counted record not written") != 1 || !strings.Contains(out, "records_failed=10") || !strings.Contains(out, "disk full") {
+		t.Fatalf("log %q, want one warning naming 10 records and the error", out)
+	}
+	// Nothing was refused: every event reached the counting sink.
+	if c := r.count.Count(limiter.PredecisionRefusal); c != 30 {
+		t.Fatalf("counting sink saw %d, want 30", c)
 	}
 }
