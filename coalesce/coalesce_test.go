@@ -169,7 +169,7 @@ func TestEventsAfterTheDeadlineOpenTheNextWindow(t *testing.T) {
 }
 
 func TestCapFlushesOldestEarlyAndLosesNothing(t *testing.T) {
-	r := newRig(t, time.Minute)
+	r := newRig(t, time.Hour) // longer than the test walks: no window is due
 	const keys = coalesce.MaxOpenWindows + 44
 	total := 0
 	for i := range keys {
@@ -181,9 +181,15 @@ func TestCapFlushesOldestEarlyAndLosesNothing(t *testing.T) {
 		}
 		r.clk.advance(100 * time.Millisecond)
 	}
+	// Nothing was written on the flooding goroutine: the 44 windows wait
+	// in the hand-off for the writer (here, the tick).
+	if n, st := len(r.store.Records()), r.s.Stats(); n != 0 || st.Pending != 44 || st.EarlyFlushes != 44 {
+		t.Fatalf("%d records written by Limited, %d handed off, %d early flushes; want 0, 44, 44", n, st.Pending, st.EarlyFlushes)
+	}
+	r.s.Tick(context.Background(), r.clk.now()) // no window is due yet
 	early := r.store.Records()
-	if len(early) != 44 || r.s.Stats().EarlyFlushes != 44 {
-		t.Fatalf("%d early records (%d counted), want 44", len(early), r.s.Stats().EarlyFlushes)
+	if len(early) != 44 || r.store.Batches() != 1 {
+		t.Fatalf("%d early records in %d batches, want 44 in one", len(early), r.store.Batches())
 	}
 	for i, rec := range early {
 		// The oldest window goes first, closed at the instant the
@@ -193,7 +199,7 @@ func TestCapFlushesOldestEarlyAndLosesNothing(t *testing.T) {
 		if rec.CallerIdentity != "unix-peer:pid="+strconv.Itoa(i) || !rec.WindowStart.Equal(wantStart) || !rec.WindowEnd.Equal(wantEnd) {
 			t.Fatalf("early record %d: %s [%v, %v], want pid=%d [%v, %v]", i, rec.CallerIdentity, rec.WindowStart, rec.WindowEnd, i, wantStart, wantEnd)
 		}
-		if rec.WindowEnd.Sub(rec.WindowStart) >= time.Minute {
+		if rec.WindowEnd.Sub(rec.WindowStart) >= time.Hour {
 			t.Fatalf("early record spans %v, want less than the window", rec.WindowEnd.Sub(rec.WindowStart))
 		}
 	}
@@ -252,6 +258,7 @@ func TestFailedWriteIsLoggedCountedAndRefusesNothing(t *testing.T) {
 				for i := range coalesce.MaxOpenWindows {
 					r.flood("k"+strconv.Itoa(i), limiter.Mint, limiter.Admission, 1)
 				}
+				r.s.Tick(context.Background(), t0) // writes the hand-off
 			}
 			if st := r.s.Stats(); st.WriteFailures != 1 {
 				t.Fatalf("write failures %d, want 1", st.WriteFailures)

@@ -183,6 +183,9 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	if err := telemetry.RegisterCoalesce(mp, d.coalescer.Stats); err != nil {
 		return nil, fmt.Errorf("daemon: telemetry: %w", err)
 	}
+	if err := telemetry.RegisterCapacity(mp, d.coalescer.Stats); err != nil {
+		return nil, fmt.Errorf("daemon: telemetry: %w", err)
+	}
 	d.server, err = wire.NewServer(wire.Options{
 		Verbs:  d.verbs,
 		Health: d.health,
@@ -296,6 +299,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	ticking.Go(func() {
 		tickLoop(tickCtx, time.Duration(r.MaintenanceIntervalMS)*time.Millisecond, d.logger, d.tickTasks()...)
 	})
+	// The single writer of windows flushed early at the coalescer's cap, so
+	// no limited call waits on an fsync; it stops with the tick loop, and
+	// the shutdown flush writes whatever it left in the hand-off.
+	ticking.Go(func() { d.coalescer.Run(tickCtx) })
 
 	var runErr error
 	select {
@@ -312,12 +319,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := d.server.Shutdown(sctx); err != nil {
 		d.logger.LogAttrs(sctx, slog.LevelWarn, "in-flight invocations did not finish in time", slog.Any("error", err))
 	}
-	// 2. Stop the tick loop.
+	// 2. Stop the tick loop and the coalescer's writer.
 	stopTick()
 	ticking.Wait()
 	// 3. Flush every open coalescing window, so no counted record is lost
 	//    to the restart.
-	open := d.coalescer.Stats().OpenWindows
+	open := d.coalescer.Stats().OpenWindows + d.coalescer.Stats().Pending
 	d.coalescer.Flush(sctx, time.Now())
 	st := d.coalescer.Stats()
 	d.logger.LogAttrs(sctx, slog.LevelInfo, "flushed coalescing windows",

@@ -35,7 +35,11 @@ var processOrigin = time.Now()
 
 // MonotonicNow reads the runtime's monotonic clock. It is the limiter's
 // default clock.
-func MonotonicNow() Instant { return Instant(time.Since(processOrigin)) }
+func MonotonicNow() Instant { return monotonicSince(time.Now()) }
+
+// monotonicSince is now's Instant: its distance from processOrigin on the
+// monotonic clock both carry, whatever their wall readings say.
+func monotonicSince(now time.Time) Instant { return Instant(now.Sub(processOrigin)) }
 
 // BucketConfig sizes one kind of bucket.
 type BucketConfig struct {

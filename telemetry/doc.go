@@ -92,7 +92,7 @@
 // Coalescer (RegisterCoalesce):
 //
 //	registrar_coalesce_open_windows
-//	    Gauge: open coalescing windows, capped at 256
+//	    Gauge: open coalescing windows, capped at 4096
 //	    (coalesce.MaxOpenWindows).
 //	registrar_coalesce_records_total{bucket}
 //	    Counted "limited" audit records written, one per closed window.
@@ -100,6 +100,19 @@
 //	    Windows written early because the window map was at its cap.
 //	registrar_coalesce_record_write_failures_total
 //	    Counted records that could not be written: flood evidence lost.
+//
+// Capacities and the early-flush hand-off (RegisterCapacity):
+//
+//	registrar_limiter_capacity
+//	    Gauge: the limiter's entry cap (limiter.MaxEntries, 256);
+//	    RegistrarLimiterSaturated compares registrar_limiter_entries with it.
+//	registrar_coalesce_window_capacity
+//	    Gauge: the open-window cap (coalesce.MaxOpenWindows, 4096).
+//	registrar_coalesce_handoff_pending
+//	    Gauge: early-flushed windows waiting for the coalescer's writer.
+//	registrar_coalesce_handoff_waits_total
+//	    Limited calls that waited for the writer because the hand-off was
+//	    full. Should stay 0.
 //
 // Audit store (NewAuditObserver):
 //

@@ -73,6 +73,9 @@ func exercise(t *testing.T) exercised {
 	if err := telemetry.RegisterAuditStore(mp, fakeAuditCapacity, fakeStoreStats); err != nil {
 		t.Fatalf("RegisterAuditStore: %v", err)
 	}
+	if err := telemetry.RegisterCapacity(mp, fakeCoalesceStats); err != nil {
+		t.Fatalf("RegisterCapacity: %v", err)
+	}
 	obs, err := telemetry.NewAuditObserver(mp)
 	if err != nil {
 		t.Fatalf("NewAuditObserver: %v", err)

@@ -149,7 +149,7 @@ func RegisterLimiter(mp metric.MeterProvider, stats func() limiter.Stats) error 
 // collection:
 //
 //   - registrar.coalesce.open_windows (gauge, {window}): open coalescing
-//     windows; the cap is coalesce.MaxOpenWindows (256);
+//     windows; the cap is coalesce.MaxOpenWindows (4096);
 //   - registrar.coalesce.records{bucket} (counter, {record}): counted
 //     "limited" records written;
 //   - registrar.coalesce.early_flushes (counter, {window}): windows closed

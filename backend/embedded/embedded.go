@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -52,11 +53,17 @@ type Options struct {
 type Backend struct {
 	// mu is held shared by every operation and exclusively by Close, so
 	// that Close waits for the operations in flight.
-	mu   sync.RWMutex
-	db   *bolt.DB // nil once closed
-	rand io.Reader
-	log  *slog.Logger
-	path string
+	mu sync.RWMutex
+	db *bolt.DB // nil once closed
+	// The group commit queue (group.go): operations waiting for the next
+	// shared write transaction, and whether a leader is committing.
+	gmu      sync.Mutex
+	gqueue   []*groupOp
+	gleading bool
+	commits  atomic.Uint64 // write transactions committed, for tests
+	rand     io.Reader
+	log      *slog.Logger
+	path     string
 }
 
 // Binding is what a registration id is bound to, with its identity's
@@ -245,33 +252,35 @@ func (b *Backend) Mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 		mat    registrar.Material
 	)
 	key := []byte(op.RegistrationID)
-	err := b.db.Update(func(tx *bolt.Tx) error {
-		bindings, identities, err := buckets(tx)
-		if err != nil {
-			return err
-		}
+	err := b.update(func(bindings, identities *bolt.Bucket) ([]mutation, error) {
+		status, mat = 0, registrar.Material{}
 		now := stamp(op.Now)
+		var muts []mutation
 		var rec bindingRecord
 		if raw := bindings.Get(key); raw == nil {
 			rec = bindingRecord{V: recordVersion, Host: op.Host, Spec: toSpecRecord(op.Spec), CreatedAt: now}
+			var err error
 			if rec.RoleID, err = newRoleID(b.rand); err != nil {
-				return err
+				return nil, err
 			}
-			if err := put(bindings, key, rec); err != nil {
-				return err
+			m, err := put(bindings, key, rec)
+			if err != nil {
+				return nil, err
 			}
+			muts = append(muts, m)
 			status = registrar.MintCreated
 		} else {
+			var err error
 			if rec, err = decodeBinding(op.RegistrationID, raw); err != nil {
-				return err
+				return nil, err
 			}
 			if rec.Host != op.Host {
 				status = registrar.MintCollision
-				return nil
+				return nil, nil
 			}
 			if rec.Spec.spec() != op.Spec {
 				status = registrar.MintSpecConflict
-				return nil
+				return nil, nil
 			}
 			// Decode the identity being replaced: corruption is reported,
 			// never papered over by the overwrite.
@@ -280,20 +289,21 @@ func (b *Backend) Mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 				err = &CorruptRecordError{Bucket: bucketIdentities, Key: op.RegistrationID, Err: errors.New("role_id disagrees with the binding's")}
 			}
 			if err != nil {
-				return err
+				return nil, err
 			}
 			status = registrar.MintReissued
 		}
 		secret, sum, err := newSecret(b.rand)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		id := identityRecord{V: recordVersion, RoleID: rec.RoleID, SecretSHA256: sum, ExpiresAt: stamp(op.Now.Add(op.WrapTTL)), IssuedAt: now}
-		if err := put(identities, key, id); err != nil {
-			return err
+		m, err := put(identities, key, id)
+		if err != nil {
+			return nil, err
 		}
 		mat = registrar.Material{RoleID: rec.RoleID, WrappedSecretID: secret, ExpiresAt: id.ExpiresAt}
-		return nil
+		return append(muts, m), nil
 	})
 	if err != nil {
 		return 0, registrar.Material{}, fmt.Errorf("embedded: mint %q: %w", op.RegistrationID, err)
@@ -317,34 +327,25 @@ func (b *Backend) Deregister(ctx context.Context, op registrar.DeregisterOp) (re
 	}
 	var status registrar.DeregisterStatus
 	key := []byte(op.RegistrationID)
-	err := b.db.Update(func(tx *bolt.Tx) error {
-		bindings, identities, err := buckets(tx)
-		if err != nil {
-			return err
-		}
+	err := b.update(func(bindings, identities *bolt.Bucket) ([]mutation, error) {
+		status = 0
 		raw := bindings.Get(key)
 		if raw == nil {
 			status = registrar.DeregisterAbsent
-			return nil
+			return nil, nil
 		}
 		rec, err := decodeBinding(op.RegistrationID, raw)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if rec.Host != op.Host {
 			status = registrar.DeregisterHostMismatch
-			return nil
+			return nil, nil
 		}
 		// The identity is not decoded: removing it needs nothing from it,
 		// and a removal is how an operator gets rid of a corrupt one.
-		if err := bindings.Delete(key); err != nil {
-			return err
-		}
-		if err := identities.Delete(key); err != nil {
-			return err
-		}
 		status = registrar.DeregisterRemoved
-		return nil
+		return []mutation{{bk: bindings, key: key}, {bk: identities, key: key}}, nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("embedded: deregister %q: %w", op.RegistrationID, err)
@@ -428,12 +429,13 @@ func buckets(tx *bolt.Tx) (bindings, identities *bolt.Bucket, err error) {
 	return bindings, identities, nil
 }
 
-func put(bk *bolt.Bucket, key []byte, v any) error {
+// put is the mutation storing v's JSON under key in bk.
+func put(bk *bolt.Bucket, key []byte, v any) (mutation, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return err
+		return mutation{}, err
 	}
-	return bk.Put(key, raw)
+	return mutation{bk: bk, key: key, val: raw}, nil
 }
 
 func checkMint(op registrar.MintOp) error {

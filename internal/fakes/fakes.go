@@ -35,6 +35,7 @@ type AuditLog struct {
 	records []audit.Record
 	n       int
 	fail    map[audit.Phase]error
+	batches int
 }
 
 // Append validates and keeps r, or returns the error set for its phase.

@@ -1,0 +1,80 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/registrar-otel/registrar-otel/coalesce"
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Capacity instruments: the caps the code fixes, exported so alert rules
+// and dashboards compare against the running binary's value instead of a
+// number copied into them, and the coalescer's hand-off.
+const (
+	// registrar_limiter_capacity
+	LimiterCapacity = "registrar.limiter.capacity"
+	// registrar_coalesce_window_capacity
+	CoalesceWindowCapacity = "registrar.coalesce.window_capacity"
+	// registrar_coalesce_handoff_pending
+	CoalesceHandoffPending = "registrar.coalesce.handoff_pending"
+	// registrar_coalesce_handoff_waits_total
+	CoalesceHandoffWaits = "registrar.coalesce.handoff_waits"
+)
+
+// RegisterCapacity registers, on mp (nil means a no-op provider):
+//
+//   - registrar.limiter.capacity (gauge, {entry}): limiter.MaxEntries, the
+//     entry cap RegistrarLimiterSaturated compares registrar_limiter_entries
+//     with;
+//   - registrar.coalesce.window_capacity (gauge, {window}):
+//     coalesce.MaxOpenWindows, the open-window cap past which the oldest
+//     window is flushed early;
+//   - registrar.coalesce.handoff_pending (gauge, {window}): early-flushed
+//     windows waiting for the writer, at most coalesce.MaxPending;
+//   - registrar.coalesce.handoff_waits (counter, {call}): limited calls that
+//     found the hand-off full and waited for the writer.
+//
+// stats is called once per collection; nil observes zeros for the last two.
+func RegisterCapacity(mp metric.MeterProvider, stats func() coalesce.Stats) error {
+	m := meterOf(mp)
+	var (
+		lcap, wcap, pending, waits metric.Int64Observable
+		errs                       [4]error
+	)
+	lcap, errs[0] = m.Int64ObservableGauge(LimiterCapacity,
+		metric.WithUnit("{entry}"),
+		metric.WithDescription(fmt.Sprintf("The limiter map's entry cap (%d): one entry per (identity, verb, bucket). "+
+			"registrar_limiter_entries at this value means new keys are charged on the shared overflow buckets.", limiter.MaxEntries)))
+	wcap, errs[1] = m.Int64ObservableGauge(CoalesceWindowCapacity,
+		metric.WithUnit("{window}"),
+		metric.WithDescription(fmt.Sprintf("The coalescer's open-window cap (%d, 1,024 identities x 4 keys). "+
+			"At the cap the oldest window is flushed early into its counted record.", coalesce.MaxOpenWindows)))
+	pending, errs[2] = m.Int64ObservableGauge(CoalesceHandoffPending,
+		metric.WithUnit("{window}"),
+		metric.WithDescription(fmt.Sprintf("Windows flushed early at the cap and waiting for the coalescer's writer (at most %d).", coalesce.MaxPending)))
+	waits, errs[3] = m.Int64ObservableCounter(CoalesceHandoffWaits,
+		metric.WithUnit("{call}"),
+		metric.WithDescription("Limited calls that found the early-flush hand-off full and waited for the writer to take it. "+
+			"Non-zero: identities are churning faster than the audit store writes batches."))
+	if err := errors.Join(errs[:]...); err != nil {
+		return fmt.Errorf("telemetry: RegisterCapacity: %w", err)
+	}
+	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(lcap, limiter.MaxEntries)
+		o.ObserveInt64(wcap, coalesce.MaxOpenWindows)
+		var s coalesce.Stats
+		if stats != nil {
+			s = stats()
+		}
+		o.ObserveInt64(pending, int64(s.Pending))
+		o.ObserveInt64(waits, toInt64(s.HandoffWaits))
+		return nil
+	}, lcap, wcap, pending, waits)
+	if err != nil {
+		return fmt.Errorf("telemetry: RegisterCapacity: %w", err)
+	}
+	return nil
+}
