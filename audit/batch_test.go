@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -85,9 +86,17 @@ func TestAppendBatchFailureFailsEveryRecordAndLeavesWholeLines(t *testing.T) {
 	if got := readActive(t, dir); string(got) != string(before) {
 		t.Fatalf("after a failed batch the file holds %q, want %q", got, before)
 	}
+	// The capacity probe sees what Append's failures show it: each record
+	// counted, the store unwritable until a write succeeds again.
+	if st := s.Stats(); !st.LastAppendFailed || st.AppendFailures != 10 {
+		t.Fatalf("after a failed batch of 10: stats %+v, want 10 failures and the last failed", st)
+	}
 	f.reset()
 	if errs := s.AppendBatch(context.Background(), limitedN(2)); errs[0] != nil || errs[1] != nil {
 		t.Fatalf("batch after recovery: %v", errs)
+	}
+	if st := s.Stats(); st.LastAppendFailed || st.AppendFailures != 10 {
+		t.Fatalf("after a good batch: stats %+v, want the unwritable state cleared", st)
 	}
 	if n := len(lines(readActive(t, dir))); n != 3 {
 		t.Fatalf("%d lines, want 3", n)
@@ -172,5 +181,31 @@ func TestAppendBatchConcurrentWithAppendsLosesNothing(t *testing.T) {
 	}
 	if obs.n[audit.PhaseIntent] != 80 || obs.n[audit.PhaseLimited] != 140 {
 		t.Fatalf("observer saw %v, want 80 intents and 140 limited", obs.n)
+	}
+}
+
+// A batch is written only where the configured path names the active file:
+// after the file is renamed away (a logrotate rule), the batch goes to a
+// fresh active file and the renamed one keeps only what it had.
+func TestAppendBatchAfterTheActiveFileIsRenamedGoesToAFreshOne(t *testing.T) {
+	s, dir := openStore(t, audit.Options{}, audit.TestHooks{})
+	appendOK(t, s, intent("before"))
+	moved := filepath.Join(dir, "moved.jsonl")
+	must(t, os.Rename(filepath.Join(dir, audit.ActiveFileName), moved))
+	for i, err := range s.AppendBatch(context.Background(), limitedN(3)) {
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	if n := len(lines(readActive(t, dir))); n != 3 {
+		t.Fatalf("the fresh active file holds %d lines, want the batch's 3", n)
+	}
+	b, err := os.ReadFile(moved)
+	must(t, err)
+	if n := len(lines(b)); n != 1 {
+		t.Fatalf("the renamed file holds %d lines, want only the record before the rename", n)
+	}
+	if got := s.Stats().Reopens[audit.ReopenFileRenamed]; got != 1 {
+		t.Fatalf("reopens for a rename: %d, want 1", got)
 	}
 }
