@@ -261,7 +261,7 @@ func TestMalformedRequestsAreNeitherChargedNorRecorded(t *testing.T) {
 // TestConnectionCapGivesTokensBack: with a cap of one, connection after
 // connection is served: each closing connection gives its token back.
 func TestConnectionCapGivesTokensBack(t *testing.T) {
-	s, err := wire.NewServer(wire.Options{Verbs: unreachableVerbs(t), Health: fixedHolder(t, 0, 0), MaxConns: 1})
+	s, err := wire.NewServer(wire.Options{Verbs: unreachableVerbs(t), Health: fixedHolder(t, 0, 0), UnixMaxConns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
