@@ -342,7 +342,15 @@ func (cs *connSet) begin(c *trackedConn) bool {
 	return true
 }
 
-// idle marks c idle once its response is written.
+// done marks c free of a request in flight once its response is flushed.
+func (cs *connSet) done(c *trackedConn) {
+	cs.mu.Lock()
+	c.busy = false
+	c.since = time.Now()
+	cs.mu.Unlock()
+}
+
+// idle marks c idle once net/http waits for its next request.
 func (cs *connSet) idle(c *trackedConn) {
 	cs.mu.Lock()
 	c.busy = false

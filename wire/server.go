@@ -195,6 +195,13 @@ func NewServer(o Options) (*Server, error) {
 			s.inflight.Add(1)
 			defer s.inflight.Done()
 			s.handler.ServeHTTP(w, r)
+			if tc, ok := r.Context().Value(connKey{}).(*trackedConn); ok {
+				// The answer is on the wire once flushed: from then on the
+				// connection holds no request in flight and may give way
+				// to a newcomer, even before net/http reports it idle.
+				_ = http.NewResponseController(w).Flush()
+				tc.set.done(tc)
+			}
 		}),
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		ReadTimeout:       o.ReadTimeout,
