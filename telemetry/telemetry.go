@@ -151,14 +151,14 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 			otlpmetrichttp.WithEndpointURL(metricsURL),
 			otlpmetrichttp.WithCompression(otlpmetrichttp.GzipCompression))
 		if err != nil {
-			return nil, fmt.Errorf("telemetry: %s %q: building the OTLP/HTTP metric exporter: %w", keyOTLPEndpoint, cfg.OTLPEndpoint, err)
+			return nil, fmt.Errorf("telemetry: %s %q: building the OTLP/HTTP metric exporter: %s", keyOTLPEndpoint, config.RedactURL(cfg.OTLPEndpoint), config.RedactText(err.Error()))
 		}
 		texp, err := otlptracehttp.New(ctx,
 			otlptracehttp.WithEndpointURL(tracesURL),
 			otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
 		if err != nil {
 			_ = mexp.Shutdown(ctx)
-			return nil, fmt.Errorf("telemetry: %s %q: building the OTLP/HTTP span exporter: %w", keyOTLPEndpoint, cfg.OTLPEndpoint, err)
+			return nil, fmt.Errorf("telemetry: %s %q: building the OTLP/HTTP span exporter: %s", keyOTLPEndpoint, config.RedactURL(cfg.OTLPEndpoint), config.RedactText(err.Error()))
 		}
 		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp, sdkmetric.WithInterval(MetricExportInterval))))
 		topts = append(topts, sdktrace.WithBatcher(texp))
@@ -192,11 +192,13 @@ func checkConfig(cfg config.Telemetry) (tracesURL, metricsURL string, err error)
 		u, perr := url.Parse(cfg.OTLPEndpoint)
 		switch {
 		case perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "":
-			errs = append(errs, &config.KeyError{Key: keyOTLPEndpoint, Value: cfg.OTLPEndpoint, Rule: "must be an http:// or https:// URL with a host"})
-		case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+			// Redacted even when it does not parse: a mistyped URL may still
+			// carry a password.
+			errs = append(errs, config.SecretKeyError(keyOTLPEndpoint, cfg.OTLPEndpoint, "must be an http:// or https:// URL with a host"))
+		case u.RawQuery != "" || u.Fragment != "" || u.User != nil || u.ForceQuery:
 			// The exporters would silently drop these parts; say so instead.
 			// Redacted: the message must not echo a password.
-			errs = append(errs, &config.KeyError{Key: keyOTLPEndpoint, Value: u.Redacted(), Rule: "must not carry credentials, a query or a fragment"})
+			errs = append(errs, config.SecretKeyError(keyOTLPEndpoint, cfg.OTLPEndpoint, "must not carry credentials, a query or a fragment"))
 		default:
 			tracesURL = signalURL(u, tracesPath)
 			metricsURL = signalURL(u, metricsPath)

@@ -132,6 +132,9 @@ func printConfigSummary(w io.Writer, cfg *config.Config) {
 	row("coalesce window", fmt.Sprintf("%d s", r.RateLimitCoalesceWindowSeconds))
 	row("maintenance interval", fmt.Sprintf("%d ms", r.MaintenanceIntervalMS))
 	row("max wrap_ttl", fmt.Sprintf("%d s", r.MaxWrapTTLSeconds))
+	row("connections", fmt.Sprintf("unix %d, tls %d (+%d in handshake, %d ms each), %d per identity",
+		r.UnixMaxConns, r.TLSMaxConns, r.TLSHandshakeMaxConns, r.TLSHandshakeTimeoutMS, r.MaxConnsPerIdentity))
+	row("connection timeouts", fmt.Sprintf("headers %d ms, idle %d ms", r.ReadHeaderTimeoutMS, r.IdleTimeoutMS))
 	if unknown := cfg.UnknownKeys(); len(unknown) > 0 {
 		row("unknown keys kept", strings.Join(unknown, ", "))
 	}
@@ -152,7 +155,7 @@ func printConfigSummary(w io.Writer, cfg *config.Config) {
 
 	fmt.Fprintln(tw, "telemetry:")
 	row("metrics_listen", orNone(t.MetricsListen, "(disabled)"))
-	row("otlp_endpoint", orNone(t.OTLPEndpoint, "(none: no OTLP export)"))
+	row("otlp_endpoint", orNone(config.RedactURL(t.OTLPEndpoint), "(none: no OTLP export)"))
 	row("service_name", t.ServiceName)
 	row("trace_sample_ratio", strconv.FormatFloat(t.TraceSampleRatio, 'g', -1, 64))
 	tw.Flush()
