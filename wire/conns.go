@@ -192,8 +192,13 @@ type trackedConn struct {
 	set     *connSet
 	ident   connIdentity
 	remote  string
-	timeout atomic.Bool  // a read hit its deadline
+	timeout atomic.Bool  // a read hit its deadline while awaiting headers
 	read    atomic.Int64 // bytes read since the connection was last idle
+	// awaiting is true while the connection waits for (or reads) a
+	// request's headers: from admission or idleness to its handler. Only
+	// then is a deadline error a header (or idle) timeout; net/http also
+	// aborts its background read with a past deadline after a handler.
+	awaiting atomic.Bool
 
 	// Guarded by set.mu.
 	busy     bool      // a handler is running
@@ -207,7 +212,7 @@ type trackedConn struct {
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	c.read.Add(int64(n))
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+	if err != nil && c.awaiting.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
 		c.timeout.Store(true)
 	}
 	return n, err
@@ -287,6 +292,7 @@ func (cs *connSet) admit(c *trackedConn) (bool, Reason) {
 	}
 	c.since = time.Now()
 	c.admitted = true
+	c.awaiting.Store(true)
 	cs.conns[c] = struct{}{}
 	cs.byIdentity[id]++
 	cs.s.stats.conns[cs.kind].Add(1)
@@ -339,6 +345,7 @@ func (cs *connSet) begin(c *trackedConn) bool {
 	}
 	c.busy = true
 	c.served = true
+	c.awaiting.Store(false)
 	return true
 }
 
@@ -358,6 +365,7 @@ func (cs *connSet) idle(c *trackedConn) {
 	cs.mu.Unlock()
 	c.read.Store(0)
 	c.timeout.Store(false)
+	c.awaiting.Store(true)
 }
 
 // startHandshake takes a pre-handshake slot for c, closing the oldest
