@@ -50,6 +50,7 @@ var wantAlerts = map[string]string{
 	"RegistrarAuditAppendFailing":        "critical",
 	"RegistrarCountedRecordWriteFailing": "warning",
 	"RegistrarDown":                      "critical",
+	"RegistrarWireRejectionsHigh":        "warning",
 }
 
 // notFromTheDaemon are the series a query may use that Prometheus itself
@@ -316,7 +317,7 @@ func TestDashboardRowsGroupLimiterEvidenceAndAuditStore(t *testing.T) {
 	for _, r := range rows {
 		got = append(got, deref(r.Title))
 	}
-	if want := []string{"Limiter", "Evidence", "Audit store"}; !slices.Equal(got, want) {
+	if want := []string{"Limiter", "Evidence", "Audit store", "Wire"}; !slices.Equal(got, want) {
 		t.Errorf("rows: got %q, want %q", got, want)
 	}
 	seen := map[uint32]string{}
