@@ -418,7 +418,7 @@ func TestOverLongStoredFieldsAreMalformedAndNeverReachTheVerbs(t *testing.T) {
 	s := newServer(t, unreachableVerbs(t), fixedHolder(t, 0, 0))
 	c := wire.NewUnixClient(serveUnix(t, s))
 	defer c.CloseIdleConnections()
-	for _, b := range wire.FieldBounds {
+	for _, b := range wire.FieldBounds() {
 		t.Run(b.Member, func(t *testing.T) {
 			req := goodMint()
 			long := strings.Repeat("a", b.MaxBytes+1)
@@ -456,8 +456,8 @@ func TestOverLongStoredFieldsAreMalformedAndNeverReachTheVerbs(t *testing.T) {
 			}
 		})
 	}
-	if got := s.Stats().Rejected[wire.ListenerUnix][wire.ReasonMalformed]; got != uint64(len(wire.FieldBounds)) {
-		t.Errorf("malformed got %d, want %d", got, len(wire.FieldBounds))
+	if got := s.Stats().Rejected[wire.ListenerUnix][wire.ReasonMalformed]; got != uint64(len(wire.FieldBounds())) {
+		t.Errorf("malformed got %d, want %d", got, len(wire.FieldBounds()))
 	}
 }
 

@@ -5,7 +5,8 @@ import (
 )
 
 // FieldBound is the documented maximum length, in bytes, of one
-// caller-controlled string member that is stored or recorded.
+// caller-controlled string member that is stored or recorded. A plain
+// value, safe for concurrent use.
 type FieldBound struct {
 	// Member is the member's path as a detail names it: "host",
 	// "spec.reload".
@@ -15,13 +16,13 @@ type FieldBound struct {
 	MaxBytes int
 }
 
-// FieldBounds is the one table of the maxima. A longer value is answered
-// RequestMalformed naming the member, before any verb runs: never charged,
+// fieldBounds is the one table of the maxima (FieldBounds returns a
+// copy). A longer value is answered RequestMalformed naming the member, before any verb runs: never charged,
 // never stored. The label-like members are bounded well above the
 // registrar's own DNS-label rule (63), so a label that is merely wrong
 // still gets the verbs' real refusal; the bound is what keeps a caller from
 // making the records and the registry grow.
-var FieldBounds = [...]FieldBound{
+var fieldBounds = [...]FieldBound{
 	{"service_name", 255},
 	{"host", 255},
 	{"component", 255},
@@ -29,6 +30,13 @@ var FieldBounds = [...]FieldBound{
 	{"spec.service_name", 255},
 	{"spec.reload", 1024},
 	{"idempotency_key", 128},
+}
+
+// FieldBounds returns the maxima, in the order of the request's members.
+func FieldBounds() []FieldBound {
+	out := make([]FieldBound, len(fieldBounds))
+	copy(out, fieldBounds[:])
+	return out
 }
 
 // MaxIdentityBytes bounds a caller identity derived from a client
@@ -40,7 +48,7 @@ const MaxIdentityBytes = 512
 // fieldMax returns member's maximum, or -1 when the member is not bounded
 // here (it is not a stored string).
 func fieldMax(member string) int {
-	for _, b := range FieldBounds {
+	for _, b := range fieldBounds {
 		if b.Member == member {
 			return b.MaxBytes
 		}

@@ -29,7 +29,7 @@ import (
 // bound. The pre-handshake budget always closes its oldest connection.
 
 // ListenerKind is the kind of a listener, the listener label of the wire
-// metrics.
+// metrics. A plain value, safe for concurrent use.
 type ListenerKind uint8
 
 const (
@@ -53,7 +53,8 @@ func (k ListenerKind) String() string {
 }
 
 // Reason is why the wire turned a connection or a request away: the closed
-// set of the reason label of registrar_wire_rejected_total.
+// set of the reason label of registrar_wire_rejected_total. A plain value,
+// safe for concurrent use.
 type Reason uint8
 
 const (
@@ -110,7 +111,8 @@ func (r Reason) String() string {
 }
 
 // Stats is a snapshot of the wire's connection accounting, summed over the
-// listeners of each kind. Counters only grow.
+// listeners of each kind. Counters only grow. A plain value: safe for
+// concurrent reads.
 type Stats struct {
 	// Connections is the established connections open now (admitted, the
 	// TLS handshake done).
@@ -472,12 +474,16 @@ func (f *frontListener) Close() error {
 
 func (f *frontListener) Addr() net.Addr { return f.raw.Addr() }
 
-// hand passes an admitted connection to the HTTP server.
+// hand passes an admitted connection to the HTTP server; at shutdown it
+// closes it and gives its slot back instead.
 func (f *frontListener) hand(c net.Conn) {
 	select {
 	case f.ready <- c:
 	case <-f.done:
 		_ = c.Close()
+		if tc := trackedOf(c); tc != nil {
+			f.set.closed(tc)
+		}
 	}
 }
 
@@ -544,16 +550,10 @@ func (f *frontListener) admitAndHand(c *trackedConn, conn net.Conn) {
 func (f *frontListener) handshake(c *trackedConn) {
 	defer f.wg.Done()
 	s := f.set.s
+	// The deadline bounds the handshake; closeHandshaking (at shutdown)
+	// and the pre-handshake budget end it early by closing the connection.
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.TLSHandshakeTimeout)
 	defer cancel()
-	stop := context.AfterFunc(ctx, func() {
-		select {
-		case <-f.done:
-			_ = c.Conn.Close()
-		default:
-		}
-	})
-	defer stop()
 	_ = c.Conn.SetDeadline(time.Now().Add(s.opts.TLSHandshakeTimeout))
 	tc := tls.Server(c, f.set.tlsConfig)
 	err := tc.HandshakeContext(ctx)
@@ -563,7 +563,7 @@ func (f *frontListener) handshake(c *trackedConn) {
 	if err != nil {
 		_ = c.Conn.Close()
 		reason := ReasonTLSHandshake
-		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || c.timeout.Load() {
+		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 			reason = ReasonHandshakeTimeout
 		}
 		select {

@@ -117,6 +117,9 @@ type Server struct {
 	logger  *slog.Logger
 	srv     *http.Server
 	handler http.Handler
+	// inner is what the plumbing (budgets, in-flight count) serves: the
+	// protocol's handler, or a benchmark's no-op peer.
+	inner http.Handler
 	opts    Options // with the defaults filled in
 	stats   wireStats
 	// rejectLog rate-limits the WARN lines of rejections.
@@ -185,6 +188,7 @@ func NewServer(o Options) (*Server, error) {
 		ids:       ids,
 	}
 	s.handler = http.HandlerFunc(s.serveHTTP)
+	s.inner = s.handler
 	s.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if tc, ok := r.Context().Value(connKey{}).(*trackedConn); ok && !tc.set.begin(tc) {
@@ -194,7 +198,7 @@ func NewServer(o Options) (*Server, error) {
 			}
 			s.inflight.Add(1)
 			defer s.inflight.Done()
-			s.handler.ServeHTTP(w, r)
+			s.inner.ServeHTTP(w, r)
 			if tc, ok := r.Context().Value(connKey{}).(*trackedConn); ok {
 				// The answer is on the wire once flushed: from then on the
 				// connection holds no request in flight and may give way
@@ -465,7 +469,7 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow 
 func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) (id string, ok bool) {
 	id, problem := identity(r)
 	if problem != "" {
-		s.malformedAs(w, r, ReasonNoIdentity, problem)
+		s.malformedAs(w, r, ReasonNoIdentity, http.StatusBadRequest, problem)
 		return "", false
 	}
 	if problem := checkContentType(r.Header.Get("Content-Type")); problem != "" {
@@ -656,16 +660,14 @@ func (s *Server) malformedErr(w http.ResponseWriter, r *http.Request, err error)
 // charged or recorded. The log is debug-level: a caller controls how many
 // of these it provokes.
 func (s *Server) malformed(w http.ResponseWriter, r *http.Request, status int, detail string) {
-	_ = status // RequestMalformed is always 400
-	s.malformedAs(w, r, ReasonMalformed, detail)
+	s.malformedAs(w, r, ReasonMalformed, status, detail)
 }
 
 // malformedAs answers RequestMalformed and counts the rejection under
 // reason (malformed, or no_identity).
-func (s *Server) malformedAs(w http.ResponseWriter, r *http.Request, reason Reason, detail string) {
+func (s *Server) malformedAs(w http.ResponseWriter, r *http.Request, reason Reason, status int, detail string) {
 	id := s.ids.next()
 	detail = boundDetail(detail)
-	status := http.StatusBadRequest
 	attrs := []slog.Attr{slog.String("path", boundDetail(r.URL.Path)), slog.String("detail", detail)}
 	if tc, ok := r.Context().Value(connKey{}).(*trackedConn); ok {
 		attrs = append(attrs, tc.attrs()...)
