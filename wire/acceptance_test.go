@@ -460,4 +460,3 @@ func TestOverLongStoredFieldsAreMalformedAndNeverReachTheVerbs(t *testing.T) {
 		t.Errorf("malformed got %d, want %d", got, len(wire.FieldBounds()))
 	}
 }
-

@@ -120,8 +120,8 @@ type Server struct {
 	// inner is what the plumbing (budgets, in-flight count) serves: the
 	// protocol's handler, or a benchmark's no-op peer.
 	inner http.Handler
-	opts    Options // with the defaults filled in
-	stats   wireStats
+	opts  Options // with the defaults filled in
+	stats wireStats
 	// rejectLog rate-limits the WARN lines of rejections.
 	rejectLog rejectLog
 	// identifyOther identifies the connections of a listener that is
