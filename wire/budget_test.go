@@ -367,7 +367,19 @@ func TestHeaderTimeoutsAreCountedAndIdleTimeoutsAreNot(t *testing.T) {
 		if got := rejected(s, ListenerUnix, ReasonHeaderTimeout); got != 3 {
 			t.Errorf("header_timeout got %d, want 3", got)
 		}
-		for _, c := range []net.Conn{partial, silent, idle, again} {
+		// A request that closes its connection: net/http aborts its
+		// background read with a past deadline, which is no header timeout.
+		closing := l.dial()
+		drainedClosing := readUntilClosed(closing)
+		if _, err := io.WriteString(closing, "GET /v1/health HTTP/1.1\r\nHost: registrar\r\nConnection: close\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		<-drainedClosing
+		synctest.Wait()
+		if got := rejected(s, ListenerUnix, ReasonHeaderTimeout); got != 3 {
+			t.Errorf("header_timeout got %d after a Connection: close request, want still 3", got)
+		}
+		for _, c := range []net.Conn{partial, silent, idle, again, closing} {
 			c.Close()
 		}
 		shutdown(t, s, served)
