@@ -22,7 +22,10 @@ func writeMode(t *testing.T, doc string, mode os.FileMode) string {
 	return path
 }
 
-const checkDoc = "[registrar.components.review]\nmultiplicity = \"many-per-host\"\n"
+// checkDoc is a configuration serve cannot start with (its socket directory
+// cannot be created under /proc): should a check under test ever let the
+// file through, serve fails at once instead of serving until killed.
+const checkDoc = "[registrar]\nsocket_path = \"/proc/registrar-otel-test/r.sock\"\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n"
 
 func TestAWorldWritableConfigIsRefusedByServeAndReportedByConfigCheck(t *testing.T) {
 	path := writeMode(t, checkDoc, 0o666)
@@ -42,7 +45,8 @@ func TestAWorldWritableConfigIsRefusedByServeAndReportedByConfigCheck(t *testing
 	if !strings.Contains(stderr, path) || !strings.Contains(stderr, "mode 0666") {
 		t.Errorf("config check does not report the file and its mode:\n%s", stderr)
 	}
-	// The same file made private passes.
+	// The same file made private passes the check (serve would then fail
+	// on the socket, which is not the point here).
 	if err := os.Chmod(path, 0o600); err != nil {
 		t.Fatal(err)
 	}
