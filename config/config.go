@@ -133,6 +133,31 @@ type Registrar struct {
 	// Components maps a component name (a DNS label) to its multiplicity,
 	// from [registrar.components.<name>] multiplicity = "...".
 	Components map[string]Multiplicity
+	// UnixMaxConns caps the unix socket's open connections. Default 128,
+	// 1 to MaxConnsLimit. At the cap the oldest idle connection is closed
+	// for a newcomer, which is refused only when all have a request in
+	// flight.
+	UnixMaxConns uint32
+	// TLSMaxConns caps the TLS listener's established connections.
+	// Default 128, 1 to MaxConnsLimit.
+	TLSMaxConns uint32
+	// TLSHandshakeMaxConns caps the TLS connections still in their
+	// handshake, apart from TLSMaxConns; at the cap the oldest is closed.
+	// Default 32, 1 to MaxConnsLimit.
+	TLSHandshakeMaxConns uint32
+	// TLSHandshakeTimeoutMS bounds a TLS handshake in milliseconds.
+	// Default 3000, 1 to MaxTimeoutMS.
+	TLSHandshakeTimeoutMS uint32
+	// MaxConnsPerIdentity caps one caller identity's connections on each
+	// listener. Default 16, 1 to MaxConnsLimit.
+	MaxConnsPerIdentity uint32
+	// ReadHeaderTimeoutMS bounds, in milliseconds, how long a connection
+	// may take to send a request's headers. Default 3000, 1 to MaxTimeoutMS.
+	ReadHeaderTimeoutMS uint32
+	// IdleTimeoutMS bounds, in milliseconds, how long a keep-alive
+	// connection may wait for its next request. Default 15000, 1 to
+	// MaxTimeoutMS.
+	IdleTimeoutMS uint32
 	// Extra holds the [registrar] keys this version does not know, with
 	// their values exactly as the TOML parser produced them (int64, float64,
 	// string, bool, time values, []any, map[string]any), or the raw string
@@ -220,6 +245,14 @@ func defaultRegistrar() Registrar {
 		MaintenanceIntervalMS: 1000,
 		MaxWrapTTLSeconds:     1800,
 		Components:            map[string]Multiplicity{},
+
+		UnixMaxConns:          128,
+		TLSMaxConns:           128,
+		TLSHandshakeMaxConns:  32,
+		TLSHandshakeTimeoutMS: 3000,
+		MaxConnsPerIdentity:   16,
+		ReadHeaderTimeoutMS:   3000,
+		IdleTimeoutMS:         15000,
 	}
 }
 
@@ -261,6 +294,10 @@ const (
 	// MaxSocketPathBytes is the longest accepted registrar.socket_path: a
 	// unix socket address (sun_path) holds 108 bytes including the NUL.
 	MaxSocketPathBytes = 107
+	// MaxConnsLimit is the largest accepted connection cap.
+	MaxConnsLimit = 65536
+	// MaxTimeoutMS is the largest accepted transport timeout (10 minutes).
+	MaxTimeoutMS = 600000
 )
 
 // Rules whose wording the spec fixes.
@@ -272,6 +309,9 @@ const (
 	ruleZeroRetained    = "must be greater than 0; a zero retention deletes every rotated generation of the audit evidence"
 	ruleZeroMaintenance = "must be greater than 0; a zero interval would spin the daemon tick"
 	ruleZeroWrapTTL     = "must be greater than 0; a zero maximum refuses every mint with invalid_wrap_ttl"
+
+	ruleZeroConns   = "must be greater than 0; a zero cap refuses every connection"
+	ruleZeroTimeout = "must be greater than 0; a zero timeout closes every connection at once"
 )
 
 // Validate checks c against every rule of the configuration contract, the
@@ -347,6 +387,26 @@ func (c *Config) Validate() error {
 	} {
 		if f.val == 0 {
 			add(&KeyError{Key: f.key, Value: f.val, Rule: f.rule, hideValue: true})
+		}
+	}
+	for _, f := range []struct {
+		key      string
+		val, max uint32
+		zero     string
+	}{
+		{"registrar.unix_max_conns", r.UnixMaxConns, MaxConnsLimit, ruleZeroConns},
+		{"registrar.tls_max_conns", r.TLSMaxConns, MaxConnsLimit, ruleZeroConns},
+		{"registrar.tls_handshake_max_conns", r.TLSHandshakeMaxConns, MaxConnsLimit, ruleZeroConns},
+		{"registrar.tls_handshake_timeout_ms", r.TLSHandshakeTimeoutMS, MaxTimeoutMS, ruleZeroTimeout},
+		{"registrar.max_conns_per_identity", r.MaxConnsPerIdentity, MaxConnsLimit, ruleZeroConns},
+		{"registrar.read_header_timeout_ms", r.ReadHeaderTimeoutMS, MaxTimeoutMS, ruleZeroTimeout},
+		{"registrar.idle_timeout_ms", r.IdleTimeoutMS, MaxTimeoutMS, ruleZeroTimeout},
+	} {
+		switch {
+		case f.val == 0:
+			add(&KeyError{Key: f.key, Value: f.val, Rule: f.zero, hideValue: true})
+		case f.val > f.max:
+			add(&KeyError{Key: f.key, Value: f.val, Rule: "must be at most " + strconv.FormatUint(uint64(f.max), 10)})
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.Components)) {
@@ -443,15 +503,18 @@ func checkHostPort(key, v string) *KeyError {
 	return nil
 }
 
+// checkEndpoint checks an OTLP endpoint. Its errors never repeat the
+// user-info, query or fragment (RedactURL), not even of a value that does
+// not parse: a password is not to be echoed to a terminal or a log.
 func checkEndpoint(key, v string) *KeyError {
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
-		return &KeyError{Key: key, Value: v, Rule: "must be an http:// or https:// URL with a host"}
+		return SecretKeyError(key, v, "must be an http:// or https:// URL with a host")
 	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil || u.ForceQuery {
 		// The OTLP exporters would silently drop these parts; say so
-		// instead. Redacted: the message must not echo a password.
-		return &KeyError{Key: key, Value: u.Redacted(), Rule: "must not carry credentials, a query or a fragment"}
+		// instead.
+		return SecretKeyError(key, v, "must not carry credentials, a query or a fragment")
 	}
 	return nil
 }

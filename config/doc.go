@@ -48,6 +48,18 @@
 //	rate_limit_coalesce_window_seconds                 u32     60 (seconds)             greater than 0
 //	maintenance_interval_ms                            u32     1000 (ms)                greater than 0
 //	max_wrap_ttl_seconds                               u32     1800 (seconds)           greater than 0
+//	unix_max_conns                                     u32     128 (connections)        1 to 65536
+//	tls_max_conns                                      u32     128 (connections)        1 to 65536
+//	tls_handshake_max_conns                            u32     32 (connections)         1 to 65536
+//	tls_handshake_timeout_ms                           u32     3000 (ms)                1 to 600000
+//	max_conns_per_identity                             u32     16 (connections)         1 to 65536
+//	read_header_timeout_ms                             u32     3000 (ms)                1 to 600000
+//	idle_timeout_ms                                    u32     15000 (ms)               1 to 600000
+//
+// A configuration file that is group- or world-writable, or a symlink to
+// one, is refused (*UnsafeFileError): whoever can write it can disable the
+// limiter. Errors never repeat an OTLP endpoint's user-info, query or
+// fragment (RedactURL).
 //
 // Each component is a table [registrar.components.<name>] with one key,
 // multiplicity = "one-per-deployment" | "one-per-host" | "many-per-host". The

@@ -1,7 +1,12 @@
 package config
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +36,17 @@ type KeyError struct {
 	// hideValue leaves ", got <Value>" out of the message when the rule
 	// already says what the value is (a zero, a bad name).
 	hideValue bool
+	// secret marks a value that may carry credentials (a URL): Value holds
+	// it redacted with RedactURL, and Error redacts it again whatever was
+	// stored there.
+	secret bool
+}
+
+// SecretKeyError is a KeyError whose value may carry credentials: it holds
+// and prints the value redacted (RedactURL). For packages that check keys
+// of their own, like the telemetry package.
+func SecretKeyError(key, value, rule string) *KeyError {
+	return &KeyError{Key: key, Value: RedactURL(value), Rule: rule, secret: true}
 }
 
 // Error returns "<key> <rule>, got <value>", the value formatted as TOML
@@ -45,7 +61,11 @@ func (e *KeyError) Error() string {
 	b.WriteString(e.Rule)
 	if e.Value != nil && !e.hideValue {
 		b.WriteString(", got ")
-		b.WriteString(formatValue(e.Value))
+		v := e.Value
+		if s, ok := v.(string); ok && e.secret {
+			v = RedactURL(s)
+		}
+		b.WriteString(formatValue(v))
 	}
 	if e.EnvVar != "" {
 		b.WriteString(" (from environment variable ")
@@ -229,4 +249,62 @@ func oneLine(s string) string {
 		i += size
 	}
 	return b.String()
+}
+
+// UnsafeFileError is a configuration file that others than its owner can
+// write: group- or world-writable, or a symlink to such a file. Whoever
+// can write the file sets the limiter's bursts, so it can disable the
+// limiter; Load refuses it, as the daemon refuses an unsafe socket
+// directory.
+type UnsafeFileError struct {
+	// Path is the path given to Load.
+	Path string
+	// Target is the file Path resolves to when Path is a symlink, else "".
+	Target string
+	// Mode is the permission bits of the file (the target of a symlink).
+	Mode fs.FileMode
+}
+
+func (e *UnsafeFileError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Path)
+	b.WriteString(": unsafe configuration file: ")
+	if e.Target != "" {
+		b.WriteString("it is a symlink to ")
+		b.WriteString(e.Target)
+		b.WriteString(", which is")
+	} else {
+		b.WriteString("it is")
+	}
+	fmt.Fprintf(&b, " group- or world-writable (mode %04o); whoever can write it can disable the limiter: chmod go-w it", e.Mode.Perm())
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrUnsafeFile) true.
+func (e *UnsafeFileError) Is(target error) bool { return target == ErrUnsafeFile }
+
+// ErrUnsafeFile matches every *UnsafeFileError.
+var ErrUnsafeFile = errors.New("config: unsafe configuration file")
+
+// checkFileMode refuses a configuration file writable by its group or by
+// everyone, directly or through a symlink. A file that cannot be examined
+// is left to the reader, whose error names it.
+func checkFileMode(path string) error {
+	li, err := os.Lstat(path)
+	if err != nil {
+		return nil
+	}
+	fi, target := li, ""
+	if li.Mode()&fs.ModeSymlink != 0 {
+		if fi, err = os.Stat(path); err != nil {
+			return nil
+		}
+		if target, err = filepath.EvalSymlinks(path); err != nil {
+			target = "its target"
+		}
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return &UnsafeFileError{Path: path, Target: target, Mode: fi.Mode().Perm()}
+	}
+	return nil
 }

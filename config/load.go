@@ -30,7 +30,9 @@ const envDelim = "__"
 // variables of environ (os.Environ() in production). It checks every key
 // and returns all violations joined with errors.Join: *KeyError for a bad
 // key, *SyntaxError for a file that is not TOML, *FileError for a file that
-// cannot be read. On error the returned Config is the zero value.
+// cannot be read. A file that is group- or world-writable, or a symlink to
+// one, is refused with an *UnsafeFileError (errors.Is ErrUnsafeFile)
+// before it is read. On error the returned Config is the zero value.
 //
 // Unknown keys never fail the load: each is logged once at warn level on
 // logger (nil discards) with the attribute "key"; unknown [registrar] keys
@@ -40,6 +42,9 @@ const envDelim = "__"
 func Load(path string, environ []string, logger *slog.Logger) (Config, error) {
 	if path == "" {
 		return load(SourceDefaults, nil, environ, logger)
+	}
+	if err := checkFileMode(path); err != nil {
+		return Config{}, err
 	}
 	return load(path, file.Provider(path), environ, logger)
 }
@@ -113,7 +118,10 @@ func load(source string, fileProvider koanf.Provider, environ []string, logger *
 			}
 			if ev, ok := d.origin[ke.Key]; ok {
 				ke.EnvVar = ev.Var
-				if ke.Value != nil {
+				switch {
+				case ke.Value != nil && ke.secret:
+					ke.Value = RedactURL(ev.Text)
+				case ke.Value != nil:
 					ke.Value = ev.Text
 				}
 			}
@@ -323,6 +331,13 @@ var registrarFields = []field[Registrar]{
 	{"maintenance_interval_ms", u32Field(func(r *Registrar) *uint32 { return &r.MaintenanceIntervalMS })},
 	{"max_wrap_ttl_seconds", u32Field(func(r *Registrar) *uint32 { return &r.MaxWrapTTLSeconds })},
 	{"components", func(d *decoder, key string, v any, r *Registrar) { d.components(key, v, r) }},
+	{"unix_max_conns", u32Field(func(r *Registrar) *uint32 { return &r.UnixMaxConns })},
+	{"tls_max_conns", u32Field(func(r *Registrar) *uint32 { return &r.TLSMaxConns })},
+	{"tls_handshake_max_conns", u32Field(func(r *Registrar) *uint32 { return &r.TLSHandshakeMaxConns })},
+	{"tls_handshake_timeout_ms", u32Field(func(r *Registrar) *uint32 { return &r.TLSHandshakeTimeoutMS })},
+	{"max_conns_per_identity", u32Field(func(r *Registrar) *uint32 { return &r.MaxConnsPerIdentity })},
+	{"read_header_timeout_ms", u32Field(func(r *Registrar) *uint32 { return &r.ReadHeaderTimeoutMS })},
+	{"idle_timeout_ms", u32Field(func(r *Registrar) *uint32 { return &r.IdleTimeoutMS })},
 }
 
 var telemetryFields = []field[Telemetry]{

@@ -104,6 +104,13 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 			Components: map[string]Multiplicity{
 				"review": ManyPerHost, "edge-proxy": OnePerHost, "control-plane": OnePerDeployment,
 			},
+			UnixMaxConns:          256,
+			TLSMaxConns:           512,
+			TLSHandshakeMaxConns:  64,
+			TLSHandshakeTimeoutMS: 2000,
+			MaxConnsPerIdentity:   8,
+			ReadHeaderTimeoutMS:   2000,
+			IdleTimeoutMS:         30000,
 		},
 		Telemetry: Telemetry{
 			MetricsListen:    "[::1]:9464",

@@ -82,6 +82,9 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	}()
 	r := cfg.Registrar
 
+	// New routes the SDK's own diagnostics to the daemon's log,
+	// rate-limited and redacted (they repeat what they cannot parse:
+	// header values, URLs).
 	d.tel, err = telemetry.New(context.Background(), cfg.Telemetry, telemetry.Options{
 		Logger:         logger.With("component", "telemetry"),
 		ServiceVersion: buildinfo.Version,
@@ -186,13 +189,24 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	if err := telemetry.RegisterCapacity(mp, d.coalescer.Stats); err != nil {
 		return nil, fmt.Errorf("daemon: telemetry: %w", err)
 	}
+	ms := func(v uint32) time.Duration { return time.Duration(v) * time.Millisecond }
 	d.server, err = wire.NewServer(wire.Options{
-		Verbs:  d.verbs,
-		Health: d.health,
-		Logger: logger.With("component", "wire"),
+		Verbs:                d.verbs,
+		Health:               d.health,
+		Logger:               logger.With("component", "wire"),
+		UnixMaxConns:         int(r.UnixMaxConns),
+		TLSMaxConns:          int(r.TLSMaxConns),
+		TLSHandshakeMaxConns: int(r.TLSHandshakeMaxConns),
+		TLSHandshakeTimeout:  ms(r.TLSHandshakeTimeoutMS),
+		MaxConnsPerIdentity:  int(r.MaxConnsPerIdentity),
+		ReadHeaderTimeout:    ms(r.ReadHeaderTimeoutMS),
+		IdleTimeout:          ms(r.IdleTimeoutMS),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("daemon: wire server: %w", err)
+	}
+	if err := telemetry.RegisterWire(mp, d.server.Stats); err != nil {
+		return nil, fmt.Errorf("daemon: telemetry: %w", err)
 	}
 
 	ul, err := wire.ListenUnix(r.SocketPath)

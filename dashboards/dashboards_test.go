@@ -53,6 +53,7 @@ var wantAlerts = map[string]string{
 	"RegistrarAuditStoreLow":             "warning",
 	"RegistrarAuditStoreCritical":        "critical",
 	"RegistrarAuditFileReopened":         "warning",
+	"RegistrarWireRejectionsHigh":        "warning",
 }
 
 // notFromTheDaemon are the series a query may use that Prometheus itself
@@ -319,7 +320,7 @@ func TestDashboardRowsGroupLimiterEvidenceAndAuditStore(t *testing.T) {
 	for _, r := range rows {
 		got = append(got, deref(r.Title))
 	}
-	if want := []string{"Limiter", "Evidence", "Audit store"}; !slices.Equal(got, want) {
+	if want := []string{"Limiter", "Evidence", "Audit store", "Wire"}; !slices.Equal(got, want) {
 		t.Errorf("rows: got %q, want %q", got, want)
 	}
 	seen := map[uint32]string{}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/registrar-otel/registrar-otel/config"
 	"go.opentelemetry.io/otel"
 )
 
@@ -71,7 +72,8 @@ func (d *Diagnostics) Handle(err error) {
 	if err == nil {
 		return
 	}
-	d.log(slog.LevelWarn, "telemetry: OpenTelemetry SDK error", err.Error(), slog.String("error", err.Error()))
+	text := config.RedactText(err.Error())
+	d.log(slog.LevelWarn, "telemetry: OpenTelemetry SDK error", text, slog.String("error", text))
 }
 
 // allow reports whether a message of this kind may be logged now, and how
@@ -171,33 +173,42 @@ func (s *diagSink) Enabled(v int) bool {
 	return s.d.logger.Enabled(context.Background(), levelOf(v))
 }
 
+// attrs names the logger and the keys the SDK passed, never their values:
+// the SDK repeats what it cannot parse (a malformed
+// OTEL_EXPORTER_OTLP_HEADERS with the header value, an endpoint with its
+// password), and no log line of the daemon may carry a header value, a
+// URL's user-info or a query.
 func (s *diagSink) attrs(kv []any) []slog.Attr {
-	all := append(append([]any(nil), s.values...), kv...)
 	var out []slog.Attr
 	if s.name != "" {
 		out = append(out, slog.String("logger", s.name))
 	}
-	r := slog.Record{}
-	r.Add(all...)
-	r.Attrs(func(a slog.Attr) bool {
-		out = append(out, a)
-		return true
-	})
+	var keys []string
+	for _, list := range [][]any{s.values, kv} {
+		for i := 0; i < len(list); i += 2 {
+			if k, ok := list[i].(string); ok {
+				keys = append(keys, k)
+			}
+		}
+	}
+	if len(keys) > 0 {
+		out = append(out, slog.Any("withheld", keys))
+	}
 	return out
 }
 
 func (s *diagSink) Info(v int, msg string, kv ...any) {
-	s.d.log(levelOf(v), "telemetry: OpenTelemetry SDK: "+msg, "", s.attrs(kv)...)
+	s.d.log(levelOf(v), "telemetry: OpenTelemetry SDK: "+config.RedactText(msg), "", s.attrs(kv)...)
 }
 
 func (s *diagSink) Error(err error, msg string, kv ...any) {
 	attrs := s.attrs(kv)
 	text := ""
 	if err != nil {
-		text = err.Error()
+		text = config.RedactText(err.Error())
 		attrs = append(attrs, slog.String("error", text))
 	}
-	s.d.log(slog.LevelError, "telemetry: OpenTelemetry SDK: "+msg, text, attrs...)
+	s.d.log(slog.LevelError, "telemetry: OpenTelemetry SDK: "+config.RedactText(msg), text, attrs...)
 }
 
 func (s *diagSink) WithValues(kv ...any) logr.LogSink {

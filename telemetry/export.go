@@ -134,11 +134,13 @@ func checkURL(key, env, value string) (*url.URL, error) {
 	u, err := url.Parse(value)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "":
-		return nil, &config.KeyError{Key: name, Value: redact(value), Rule: "must be an http:// or https:// URL with a host"}
+		// Redacted even when it does not parse: a mistyped URL may still
+		// carry a password.
+		return nil, config.SecretKeyError(name, value, "must be an http:// or https:// URL with a host")
 	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
 		// The exporters would silently drop these parts; say so instead.
 		// Redacted: the message must not echo a password.
-		return nil, &config.KeyError{Key: name, Value: u.Redacted(), Rule: "must not carry credentials, a query or a fragment (put credentials in " + headersVar(key) + ")"}
+		return nil, config.SecretKeyError(name, value, "must not carry credentials, a query or a fragment (put credentials in "+headersVar(key)+")")
 	}
 	return u, nil
 }
@@ -152,21 +154,6 @@ func headersVar(key string) string {
 		return "OTEL_EXPORTER_OTLP_METRICS_HEADERS"
 	}
 	return "OTEL_EXPORTER_OTLP_HEADERS"
-}
-
-// redact hides a userinfo part of a value that did not even parse as a
-// URL well enough for url.Redacted.
-func redact(v string) string {
-	if u, err := url.Parse(v); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	if at := strings.LastIndex(v, "@"); at >= 0 {
-		if i := strings.Index(v, "://"); i >= 0 && i < at {
-			return v[:i+3] + "xxxxx" + v[at:]
-		}
-		return "xxxxx" + v[at:]
-	}
-	return v
 }
 
 func dedupErrors(errs []error) []error {

@@ -24,6 +24,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 	"github.com/registrar-otel/registrar-otel/telemetry"
+	"github.com/registrar-otel/registrar-otel/wire"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
@@ -75,6 +76,9 @@ func exercise(t *testing.T) exercised {
 	}
 	if err := telemetry.RegisterCapacity(mp, fakeCoalesceStats); err != nil {
 		t.Fatalf("RegisterCapacity: %v", err)
+	}
+	if err := telemetry.RegisterWire(mp, func() wire.Stats { return wire.Stats{} }); err != nil {
+		t.Fatalf("RegisterWire: %v", err)
 	}
 	obs, err := telemetry.NewAuditObserver(mp)
 	if err != nil {

@@ -186,7 +186,7 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 		}
 		mexp, err = otlpmetrichttp.New(ctx, mo...)
 		if err != nil {
-			return nil, fmt.Errorf("telemetry: %s: building the OTLP/HTTP metric exporter for %s: %w", plan.metrics.from, u, err)
+			return nil, fmt.Errorf("telemetry: %s: building the OTLP/HTTP metric exporter for %s: %s", plan.metrics.from, config.RedactURL(u), config.RedactText(err.Error()))
 		}
 		var ro []sdkmetric.PeriodicReaderOption
 		if getenv("OTEL_METRIC_EXPORT_INTERVAL") == "" {
@@ -204,7 +204,7 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 			if mexp != nil {
 				_ = mexp.Shutdown(ctx)
 			}
-			return nil, fmt.Errorf("telemetry: %s: building the OTLP/HTTP span exporter for %s: %w", plan.traces.from, u, err)
+			return nil, fmt.Errorf("telemetry: %s: building the OTLP/HTTP span exporter for %s: %s", plan.traces.from, config.RedactURL(u), config.RedactText(err.Error()))
 		}
 		topts = append(topts, sdktrace.WithBatcher(texp))
 	}

@@ -103,10 +103,19 @@
 // # Limits
 //
 // Request bodies at most MaxBodyBytes (64 KiB), headers at most
-// MaxHeaderBytes; at most Options.MaxConns connections open at once over
-// all listeners (default 64); read-header, read, write and idle timeouts
-// (defaults 5 s, 10 s, 30 s, 60 s). A malformed request is rejected before
-// any verb: it is never charged to the limiter and never recorded.
+// MaxHeaderBytes, every stored string member at most its FieldBounds
+// maximum; read-header, read, write and idle timeouts (defaults 3 s, 10 s,
+// 30 s, 15 s). A malformed request is rejected before any verb: it is
+// never charged to the limiter and never recorded, but it is counted
+// (Stats, ReasonMalformed).
+//
+// Each listener has its own connection budget (Options): a cap on its
+// connections, a cap per caller identity, and on a TLS listener a smaller
+// budget and a timeout for connections still in their handshake. At a cap
+// the oldest connection without a request in flight is closed to admit
+// the newcomer, which is refused only when every slot has a request in
+// flight. Every rejection is counted by listener and Reason and logged at
+// WARN, at most one line per (listener, reason) per RejectionLogInterval.
 // Answers net/http gives before the handler runs (a request line or header
 // it cannot parse, headers over the bound) are plain HTTP errors without a
 // protocol body; a stalled connection is closed without an answer.

@@ -7,9 +7,9 @@ import "net/http"
 func SetRequestIDs(s *Server, next func() string) { s.ids.fixed = next }
 
 // SetHandler replaces the handler behind the server's plumbing (listeners,
-// connection cap, identity, timeouts), for the no-op benchmark peer. Call
-// before serving.
-func SetHandler(s *Server, h http.Handler) { s.srv.Handler = h }
+// connection budgets, identity, timeouts), for the no-op benchmark peer.
+// Call before serving.
+func SetHandler(s *Server, h http.Handler) { s.inner = h }
 
 // NextWireID draws a wire-level request id, for its format test.
 func NextWireID(s *Server) string { return s.ids.next() }

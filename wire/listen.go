@@ -129,6 +129,11 @@ func removeStale(path string) error {
 // client certificate required and verified against the CAs in
 // clientCAFile. A caller without a valid certificate fails the handshake
 // and never reaches the protocol. Errors name the file at fault.
+//
+// Served by a Server, the handshakes are the server's: each runs in its own
+// goroutine under the pre-handshake budget and timeout (Options). Accepted
+// directly, the listener returns *tls.Conn connections, like
+// tls.NewListener.
 func ListenTLS(addr, certFile, keyFile, clientCAFile string) (net.Listener, error) {
 	cfg, err := ServerTLSConfig(certFile, keyFile, clientCAFile)
 	if err != nil {
@@ -138,7 +143,23 @@ func ListenTLS(addr, certFile, keyFile, clientCAFile string) (net.Listener, erro
 	if err != nil {
 		return nil, fmt.Errorf("wire: listen on %s: %w", addr, err)
 	}
-	return tls.NewListener(l, cfg), nil
+	return &tlsListener{Listener: l, config: cfg}, nil
+}
+
+// tlsListener is ListenTLS's listener: the TCP listener and its TLS
+// configuration, kept apart so the Server can run the handshakes itself.
+type tlsListener struct {
+	net.Listener
+	config *tls.Config
+}
+
+// Accept returns the next connection as a *tls.Conn (handshake pending).
+func (l *tlsListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return tls.Server(c, l.config), nil
 }
 
 // ServerTLSConfig is ListenTLS's configuration.

@@ -563,7 +563,7 @@ func (d *decodeState) str(path string, val []byte) string {
 		d.memberErr("%s: invalid string", path)
 		return ""
 	}
-	return s
+	return d.bounded(path, s) // the FieldBounds maxima (bounds.go)
 }
 
 // uint decodes a non-negative integer member that fits bits bits.

@@ -94,8 +94,10 @@ func pipeServer(t *testing.T, o Options) (*Server, *pipeListener, chan error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.srv.ConnContext = func(ctx context.Context, _ net.Conn) context.Context { return WithIdentity(ctx, "test") }
 	l := newPipeListener()
+	if s.identifyOther == nil {
+		s.identifyOther = func(net.Conn) connIdentity { return connIdentity{id: "test"} }
+	}
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(l) }()
 	return s, l, served
@@ -126,52 +128,6 @@ func shutdown(t *testing.T, s *Server, served chan error) {
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		t.Errorf("Serve returned %v, want http.ErrServerClosed", err)
 	}
-}
-
-func TestConnectionCapHoldsTheNextConnectionInTheBacklog(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s, l, served := pipeServer(t, Options{MaxConns: 1})
-		a := l.dial()
-		ra := roundTrip(t, a, bufio.NewReader(a), healthRequest)
-		if ra.StatusCode != 200 {
-			t.Fatalf("first connection: status %d", ra.StatusCode)
-		}
-
-		b := l.dial()
-		got := make(chan int, 1)
-		go func() {
-			if _, err := io.WriteString(b, healthRequest); err != nil {
-				got <- -1
-				return
-			}
-			res, err := http.ReadResponse(bufio.NewReader(b), nil)
-			if err != nil {
-				got <- -1
-				return
-			}
-			res.Body.Close()
-			got <- res.StatusCode
-		}()
-		synctest.Wait()
-		if n := l.accepted.Load(); n != 1 {
-			t.Fatalf("accepted %d connections while the cap of 1 was held, want 1", n)
-		}
-		select {
-		case st := <-got:
-			t.Fatalf("the second connection was answered (%d) while the first was open", st)
-		default:
-		}
-
-		a.Close() // gives the token back
-		if st := <-got; st != 200 {
-			t.Fatalf("second connection: status %d after the first closed, want 200", st)
-		}
-		if n := l.accepted.Load(); n != 2 {
-			t.Fatalf("accepted %d connections, want 2", n)
-		}
-		b.Close()
-		shutdown(t, s, served)
-	})
 }
 
 // readUntilClosed reads c until the server closes it and returns how long
@@ -325,7 +281,7 @@ func TestShutdownPastItsGraceStillWaitsForTheVerbCall(t *testing.T) {
 	})
 }
 
-func TestMaxConnsDefaultsTo64(t *testing.T) {
+func TestBudgetsAndTimeoutsHaveTheirDefaults(t *testing.T) {
 	h, err := health.NewHolder()
 	if err != nil {
 		t.Fatal(err)
@@ -334,8 +290,11 @@ func TestMaxConnsDefaultsTo64(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cap(s.conns); got != DefaultMaxConns {
-		t.Errorf("connection cap got %d, want %d", got, DefaultMaxConns)
+	o := s.opts
+	if o.UnixMaxConns != DefaultUnixMaxConns || o.TLSMaxConns != DefaultTLSMaxConns || o.TLSHandshakeMaxConns != DefaultTLSHandshakeMaxConns ||
+		o.TLSHandshakeTimeout != DefaultTLSHandshakeTimeout || o.MaxConnsPerIdentity != DefaultMaxConnsPerIdentity ||
+		o.RejectionLogInterval != DefaultRejectionLogInterval {
+		t.Errorf("budgets got %+v, want the defaults", o)
 	}
 	if s.srv.ReadHeaderTimeout != DefaultReadHeaderTimeout || s.srv.ReadTimeout != DefaultReadTimeout ||
 		s.srv.WriteTimeout != DefaultWriteTimeout || s.srv.IdleTimeout != DefaultIdleTimeout || s.srv.MaxHeaderBytes != MaxHeaderBytes {

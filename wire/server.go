@@ -33,11 +33,25 @@ const (
 
 // Defaults for the zero values of Options.
 const (
-	DefaultMaxConns          = 64
-	DefaultReadHeaderTimeout = 5 * time.Second
-	DefaultReadTimeout       = 10 * time.Second
-	DefaultWriteTimeout      = 30 * time.Second
-	DefaultIdleTimeout       = 60 * time.Second
+	// DefaultUnixMaxConns caps the unix listener's connections.
+	DefaultUnixMaxConns = 128
+	// DefaultTLSMaxConns caps the TLS listener's established connections.
+	DefaultTLSMaxConns = 128
+	// DefaultTLSHandshakeMaxConns caps the TLS connections still in their
+	// handshake.
+	DefaultTLSHandshakeMaxConns = 32
+	// DefaultTLSHandshakeTimeout bounds a TLS handshake.
+	DefaultTLSHandshakeTimeout = 3 * time.Second
+	// DefaultMaxConnsPerIdentity caps one identity's connections on each
+	// listener.
+	DefaultMaxConnsPerIdentity = 16
+	DefaultReadHeaderTimeout   = 3 * time.Second
+	DefaultReadTimeout         = 10 * time.Second
+	DefaultWriteTimeout        = 30 * time.Second
+	DefaultIdleTimeout         = 15 * time.Second
+	// DefaultRejectionLogInterval is the least time between two WARN lines
+	// of one (listener, reason).
+	DefaultRejectionLogInterval = 10 * time.Second
 )
 
 // MaxHeaderBytes bounds a request's header block (16 KiB).
@@ -62,14 +76,23 @@ type Options struct {
 	Health *health.Holder
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
-	// MaxConns caps the connections open at once over all listeners
-	// (default 64). Past the cap the server stops accepting until one
-	// closes; the kernel's backlog holds the rest. A listener waiting in
-	// Accept holds one token meanwhile, so with n listeners at least
-	// MaxConns-n+1 connections are always available to any one of them.
-	MaxConns int
-	// ReadHeaderTimeout bounds reading a request's headers (and the TLS
-	// handshake), default 5 s.
+	// UnixMaxConns caps the connections of each unix listener (default
+	// 128); TLSMaxConns those of each TLS listener once their handshake is
+	// done (default 128). At the cap the oldest connection without a
+	// request in flight is closed to admit a newcomer; the newcomer is
+	// refused (closed) only when every connection has a request in flight.
+	UnixMaxConns, TLSMaxConns int
+	// TLSHandshakeMaxConns caps the connections of each TLS listener still
+	// in their handshake (default 32), apart from TLSMaxConns: at the cap
+	// the oldest is closed. TLSHandshakeTimeout bounds a handshake
+	// (default 3 s).
+	TLSHandshakeMaxConns int
+	TLSHandshakeTimeout  time.Duration
+	// MaxConnsPerIdentity caps one caller identity's connections on each
+	// listener (default 16); at the cap that identity's oldest idle
+	// connection is closed first.
+	MaxConnsPerIdentity int
+	// ReadHeaderTimeout bounds reading a request's headers, default 3 s.
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a whole request, default 10 s.
 	ReadTimeout time.Duration
@@ -77,8 +100,12 @@ type Options struct {
 	// of its response, default 30 s.
 	WriteTimeout time.Duration
 	// IdleTimeout bounds a keep-alive connection's wait for its next
-	// request, default 60 s.
+	// request, default 15 s.
 	IdleTimeout time.Duration
+	// RejectionLogInterval is the least time between two WARN lines of
+	// one (listener, reason), default 10 s; each line says how many
+	// rejections were not logged since the previous one.
+	RejectionLogInterval time.Duration
 }
 
 // Server serves the protocol on any number of listeners. It is safe for
@@ -90,10 +117,17 @@ type Server struct {
 	logger  *slog.Logger
 	srv     *http.Server
 	handler http.Handler
-	// conns is the connection semaphore shared by every listener: a token
-	// is taken before Accept and given back when the connection closes.
-	conns chan struct{}
-	ids   *wireIDs
+	// inner is what the plumbing (budgets, in-flight count) serves: the
+	// protocol's handler, or a benchmark's no-op peer.
+	inner http.Handler
+	opts  Options // with the defaults filled in
+	stats wireStats
+	// rejectLog rate-limits the WARN lines of rejections.
+	rejectLog rejectLog
+	// identifyOther identifies the connections of a listener that is
+	// neither unix nor TLS (tests); nil leaves them without an identity.
+	identifyOther func(net.Conn) connIdentity
+	ids           *wireIDs
 	// inflight counts handlers running on the server's own connections,
 	// so Shutdown can wait for every verb call to finish.
 	inflight sync.WaitGroup
@@ -108,13 +142,19 @@ func NewServer(o Options) (*Server, error) {
 	if o.Health == nil {
 		errs = append(errs, errors.New("wire: NewServer: nil Health"))
 	}
-	if o.MaxConns < 0 {
-		errs = append(errs, fmt.Errorf("wire: NewServer: MaxConns %d is negative", o.MaxConns))
+	for _, n := range []struct {
+		name string
+		n    int
+	}{{"UnixMaxConns", o.UnixMaxConns}, {"TLSMaxConns", o.TLSMaxConns}, {"TLSHandshakeMaxConns", o.TLSHandshakeMaxConns}, {"MaxConnsPerIdentity", o.MaxConnsPerIdentity}} {
+		if n.n < 0 {
+			errs = append(errs, fmt.Errorf("wire: NewServer: %s %d is negative", n.name, n.n))
+		}
 	}
 	for _, t := range []struct {
 		name string
 		d    time.Duration
-	}{{"ReadHeaderTimeout", o.ReadHeaderTimeout}, {"ReadTimeout", o.ReadTimeout}, {"WriteTimeout", o.WriteTimeout}, {"IdleTimeout", o.IdleTimeout}} {
+	}{{"ReadHeaderTimeout", o.ReadHeaderTimeout}, {"ReadTimeout", o.ReadTimeout}, {"WriteTimeout", o.WriteTimeout}, {"IdleTimeout", o.IdleTimeout},
+		{"TLSHandshakeTimeout", o.TLSHandshakeTimeout}, {"RejectionLogInterval", o.RejectionLogInterval}} {
 		if t.d < 0 {
 			errs = append(errs, fmt.Errorf("wire: NewServer: %s %v is negative", t.name, t.d))
 		}
@@ -126,34 +166,59 @@ func NewServer(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{
-		verbs:  o.Verbs,
-		health: o.Health,
-		logger: o.Logger,
-		conns:  make(chan struct{}, orDefault(o.MaxConns, DefaultMaxConns)),
-		ids:    ids,
+	o.UnixMaxConns = orDefault(o.UnixMaxConns, DefaultUnixMaxConns)
+	o.TLSMaxConns = orDefault(o.TLSMaxConns, DefaultTLSMaxConns)
+	o.TLSHandshakeMaxConns = orDefault(o.TLSHandshakeMaxConns, DefaultTLSHandshakeMaxConns)
+	o.TLSHandshakeTimeout = orDefault(o.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
+	o.MaxConnsPerIdentity = orDefault(o.MaxConnsPerIdentity, DefaultMaxConnsPerIdentity)
+	o.ReadHeaderTimeout = orDefault(o.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	o.ReadTimeout = orDefault(o.ReadTimeout, DefaultReadTimeout)
+	o.WriteTimeout = orDefault(o.WriteTimeout, DefaultWriteTimeout)
+	o.IdleTimeout = orDefault(o.IdleTimeout, DefaultIdleTimeout)
+	o.RejectionLogInterval = orDefault(o.RejectionLogInterval, DefaultRejectionLogInterval)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if s.logger == nil {
-		s.logger = slog.New(slog.DiscardHandler)
+	s := &Server{
+		verbs:     o.Verbs,
+		health:    o.Health,
+		logger:    o.Logger,
+		opts:      o,
+		rejectLog: rejectLog{interval: o.RejectionLogInterval},
+		ids:       ids,
 	}
 	s.handler = http.HandlerFunc(s.serveHTTP)
+	s.inner = s.handler
 	s.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if tc, ok := r.Context().Value(connKey{}).(*trackedConn); ok && !tc.set.begin(tc) {
+				// Evicted between its headers and its handler: the
+				// connection is closed, the request must not run.
+				panic(http.ErrAbortHandler)
+			}
 			s.inflight.Add(1)
 			defer s.inflight.Done()
-			s.handler.ServeHTTP(w, r)
+			s.inner.ServeHTTP(w, r)
+			if tc, ok := r.Context().Value(connKey{}).(*trackedConn); ok {
+				// The answer is on the wire once flushed: from then on the
+				// connection holds no request in flight and may give way
+				// to a newcomer, even before net/http reports it idle.
+				_ = http.NewResponseController(w).Flush()
+				tc.set.done(tc)
+			}
 		}),
-		ReadHeaderTimeout: orDefault(o.ReadHeaderTimeout, DefaultReadHeaderTimeout),
-		ReadTimeout:       orDefault(o.ReadTimeout, DefaultReadTimeout),
-		WriteTimeout:      orDefault(o.WriteTimeout, DefaultWriteTimeout),
-		IdleTimeout:       orDefault(o.IdleTimeout, DefaultIdleTimeout),
+		ReadHeaderTimeout: o.ReadHeaderTimeout,
+		ReadTimeout:       o.ReadTimeout,
+		WriteTimeout:      o.WriteTimeout,
+		IdleTimeout:       o.IdleTimeout,
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ConnContext:       s.connContext,
 		ConnState:         s.connState,
 		// HTTP/1.1 only: a non-nil empty map turns HTTP/2 off.
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
-		// Handshake failures and the like: a caller can provoke them at
-		// will, so they are debug logs, never louder.
+		// What net/http reports about a connection (the TLS handshakes are
+		// the server's own and counted): a caller can provoke it at will,
+		// so it is a debug log, never louder.
 		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
 	}
 	return s, nil
@@ -167,16 +232,33 @@ func orDefault[T int | time.Duration](v, def T) T {
 }
 
 // Serve accepts connections on l until Shutdown, then returns
-// http.ErrServerClosed. The connection cap is shared with every other
-// listener of the server. A unix listener's callers are identified by
-// their peer credentials, a TLS listener's (from ListenTLS) by their
-// verified client certificate; connections of any other kind never reach
-// the verbs.
+// http.ErrServerClosed. Each listener has its own connection budget (see
+// Options). A unix listener's callers are identified by their peer
+// credentials; a TLS listener from ListenTLS has its handshakes run by the
+// server, under their own budget and timeout, and its callers identified
+// by their verified client certificate; connections of any other listener
+// carry no identity and never reach the verbs.
 func (s *Server) Serve(l net.Listener) error {
 	if l == nil {
 		return errors.New("wire: Serve: nil listener")
 	}
-	return s.srv.Serve(&capListener{Listener: l, conns: s.conns, done: make(chan struct{})})
+	kind, raw, tlsConfig := ListenerUnix, l, (*tls.Config)(nil)
+	if tl, ok := l.(*tlsListener); ok {
+		kind, raw, tlsConfig = ListenerTLS, tl.Listener, tl.config
+	}
+	f := &frontListener{
+		raw:   raw,
+		set:   newConnSet(s, kind, tlsConfig),
+		ready: make(chan net.Conn),
+		done:  make(chan struct{}),
+		err:   make(chan error, 1),
+	}
+	f.wg.Add(1)
+	go f.acceptLoop()
+	err := s.srv.Serve(f)
+	_ = f.Close()
+	f.wg.Wait()
+	return err
 }
 
 // Shutdown stops accepting on every listener, closes idle connections and
@@ -204,42 +286,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // context.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// capListener takes a connection token before each Accept. The token is
-// given back by the server's ConnState hook when the connection closes,
-// so the accepted connection keeps its own type (the TLS server needs a
-// *tls.Conn, the identity a *net.UnixConn).
-type capListener struct {
-	net.Listener
-	conns     chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-}
-
-func (l *capListener) Accept() (net.Conn, error) {
-	select {
-	case l.conns <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
+func (s *Server) connState(c net.Conn, st http.ConnState) {
+	tc := trackedOf(c)
+	if tc == nil {
+		return
 	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.conns
-		return nil, err
-	}
-	return c, nil
-}
-
-func (l *capListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return l.Listener.Close()
-}
-
-func (s *Server) connState(_ net.Conn, st http.ConnState) {
-	if st == http.StateClosed || st == http.StateHijacked {
-		select {
-		case <-s.conns:
-		default: // not taken by a capListener (cannot happen): nothing to give back
-		}
+	switch st {
+	case http.StateIdle:
+		tc.set.idle(tc)
+	case http.StateClosed, http.StateHijacked:
+		tc.set.closed(tc)
 	}
 }
 
@@ -263,21 +319,45 @@ func WithIdentity(ctx context.Context, identity string) context.Context {
 // UnixIdentity is the identity of a unix-socket caller with user id uid.
 func UnixIdentity(uid uint32) string { return "unix-peer:uid=" + strconv.FormatUint(uint64(uid), 10) }
 
-// connContext runs in the accept loop: a unix connection's identity comes
-// from SO_PEERCRED, read once per connection. Only the uid is used: a pid
-// (or anything else per connection) would let a caller reset its bucket by
-// reconnecting.
-func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
+// identify derives a unix connection's identity from SO_PEERCRED, read
+// once per connection. Only the uid is used: a pid (or anything else per
+// connection) would let a caller reset its bucket by reconnecting.
+func (s *Server) identify(c net.Conn) connIdentity {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return ctx // TLS: the identity is read from r.TLS once the handshake is done
+		if s.identifyOther != nil {
+			return s.identifyOther(c)
+		}
+		return connIdentity{problem: "the connection has no caller identity (neither a unix socket nor mutual TLS)"}
 	}
 	uid, err := peerUID(uc)
 	if err != nil {
-		s.logger.LogAttrs(ctx, slog.LevelWarn, "unix peer credentials unavailable", slog.Any("error", err))
-		return context.WithValue(ctx, identityKey{}, connIdentity{problem: "the peer credentials of the connection could not be read"})
+		s.logger.LogAttrs(context.Background(), slog.LevelWarn, "unix peer credentials unavailable", slog.Any("error", err))
+		return connIdentity{problem: "the peer credentials of the connection could not be read"}
 	}
-	return WithIdentity(ctx, UnixIdentity(uid))
+	return connIdentity{id: UnixIdentity(uid)}
+}
+
+// connContext runs in the HTTP server's accept loop: it carries the
+// connection's budget entry and identity into every request's context.
+func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
+	tc := trackedOf(c)
+	if tc == nil {
+		return ctx
+	}
+	ctx = context.WithValue(ctx, connKey{}, tc)
+	return context.WithValue(ctx, identityKey{}, tc.ident)
+}
+
+// listenerOf is the kind of listener a request came in on.
+func listenerOf(r *http.Request) ListenerKind {
+	if tc, ok := r.Context().Value(connKey{}).(*trackedConn); ok {
+		return tc.set.kind
+	}
+	if r.TLS != nil {
+		return ListenerTLS
+	}
+	return ListenerUnix
 }
 
 // identity returns the request's caller identity, or the problem that left
@@ -305,15 +385,23 @@ func tlsIdentity(cs *tls.ConnectionState) (id, problem string) {
 		return "", "the client certificate was not verified"
 	}
 	leaf := cs.VerifiedChains[0][0]
-	if len(leaf.URIs) > 0 && leaf.URIs[0] != nil {
-		if u := leaf.URIs[0].String(); u != "" {
-			return "registrar-client:" + u, ""
-		}
+	if leaf == nil {
+		return "", "the client certificate was not verified"
 	}
-	if len(leaf.DNSNames) > 0 && leaf.DNSNames[0] != "" {
-		return "registrar-client:" + leaf.DNSNames[0], ""
+	var san string
+	switch {
+	case len(leaf.URIs) > 0 && leaf.URIs[0] != nil && leaf.URIs[0].String() != "":
+		san = leaf.URIs[0].String()
+	case len(leaf.DNSNames) > 0 && leaf.DNSNames[0] != "":
+		san = leaf.DNSNames[0]
+	default:
+		return "", "the client certificate has no URI or DNS subject alternative name to identify the caller"
 	}
-	return "", "the client certificate has no URI or DNS subject alternative name to identify the caller"
+	id = "registrar-client:" + san
+	if problem := checkIdentity(id); problem != "" {
+		return "", problem
+	}
+	return id, ""
 }
 
 // wireIDs issues the request ids of answers no verb produced (malformed
@@ -381,7 +469,7 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow 
 func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) (id string, ok bool) {
 	id, problem := identity(r)
 	if problem != "" {
-		s.malformed(w, r, http.StatusBadRequest, problem)
+		s.malformedAs(w, r, ReasonNoIdentity, http.StatusBadRequest, problem)
 		return "", false
 	}
 	if problem := checkContentType(r.Header.Get("Content-Type")); problem != "" {
@@ -572,8 +660,19 @@ func (s *Server) malformedErr(w http.ResponseWriter, r *http.Request, err error)
 // charged or recorded. The log is debug-level: a caller controls how many
 // of these it provokes.
 func (s *Server) malformed(w http.ResponseWriter, r *http.Request, status int, detail string) {
+	s.malformedAs(w, r, ReasonMalformed, status, detail)
+}
+
+// malformedAs answers RequestMalformed and counts the rejection under
+// reason (malformed, or no_identity).
+func (s *Server) malformedAs(w http.ResponseWriter, r *http.Request, reason Reason, status int, detail string) {
 	id := s.ids.next()
 	detail = boundDetail(detail)
+	attrs := []slog.Attr{slog.String("path", boundDetail(r.URL.Path)), slog.String("detail", detail)}
+	if tc, ok := r.Context().Value(connKey{}).(*trackedConn); ok {
+		attrs = append(attrs, tc.attrs()...)
+	}
+	s.reject(listenerOf(r), reason, attrs...)
 	s.logger.LogAttrs(r.Context(), slog.LevelDebug, "request malformed",
 		slog.String("request_id", id), slog.String("path", boundDetail(r.URL.Path)), slog.String("detail", detail))
 	s.write(w, status, &RefusalResponse{

@@ -165,7 +165,8 @@ func TestNewServerRefusesIncompleteOptions(t *testing.T) {
 	}{
 		{"no verbs", wire.Options{Health: h}, "nil Verbs"},
 		{"no health", wire.Options{Verbs: unreachableVerbs(t)}, "nil Health"},
-		{"negative cap", wire.Options{Verbs: unreachableVerbs(t), Health: h, MaxConns: -1}, "MaxConns"},
+		{"negative cap", wire.Options{Verbs: unreachableVerbs(t), Health: h, UnixMaxConns: -1}, "UnixMaxConns"},
+		{"negative identity cap", wire.Options{Verbs: unreachableVerbs(t), Health: h, MaxConnsPerIdentity: -1}, "MaxConnsPerIdentity"},
 		{"negative timeout", wire.Options{Verbs: unreachableVerbs(t), Health: h, IdleTimeout: -1}, "IdleTimeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -269,6 +269,14 @@ type effectiveJSON struct {
 		RateLimitCoalesceWindowSeconds              uint32            `json:"rate_limit_coalesce_window_seconds"`
 		MaintenanceIntervalMS                       uint32            `json:"maintenance_interval_ms"`
 		MaxWrapTTLSeconds                           uint32            `json:"max_wrap_ttl_seconds"`
+		AuditStoreReserveBytes                      uint64            `json:"audit_store_reserve_bytes"`
+		UnixMaxConns                                uint32            `json:"unix_max_conns"`
+		TLSMaxConns                                 uint32            `json:"tls_max_conns"`
+		TLSHandshakeMaxConns                        uint32            `json:"tls_handshake_max_conns"`
+		TLSHandshakeTimeoutMS                       uint32            `json:"tls_handshake_timeout_ms"`
+		MaxConnsPerIdentity                         uint32            `json:"max_conns_per_identity"`
+		ReadHeaderTimeoutMS                         uint32            `json:"read_header_timeout_ms"`
+		IdleTimeoutMS                               uint32            `json:"idle_timeout_ms"`
 		Components                                  map[string]string `json:"components"`
 	} `json:"registrar"`
 	Telemetry struct {
@@ -291,13 +299,17 @@ func effective(cfg *config.Config) effectiveJSON {
 	er.RateLimitAdmissionBurst, er.RateLimitAdmissionRefillIntervalMS = r.RateLimitAdmissionBurst, r.RateLimitAdmissionRefillIntervalMS
 	er.RateLimitPredecisionRefusalBurst, er.RateLimitPredecisionRefusalRefillIntervalMS = r.RateLimitPredecisionRefusalBurst, r.RateLimitPredecisionRefusalRefillIntervalMS
 	er.RateLimitCoalesceWindowSeconds, er.MaintenanceIntervalMS, er.MaxWrapTTLSeconds = r.RateLimitCoalesceWindowSeconds, r.MaintenanceIntervalMS, r.MaxWrapTTLSeconds
+	er.AuditStoreReserveBytes = r.AuditStoreReserveBytes
+	er.UnixMaxConns, er.TLSMaxConns, er.TLSHandshakeMaxConns = r.UnixMaxConns, r.TLSMaxConns, r.TLSHandshakeMaxConns
+	er.TLSHandshakeTimeoutMS, er.MaxConnsPerIdentity = r.TLSHandshakeTimeoutMS, r.MaxConnsPerIdentity
+	er.ReadHeaderTimeoutMS, er.IdleTimeoutMS = r.ReadHeaderTimeoutMS, r.IdleTimeoutMS
 	er.Components = map[string]string{}
 	for n, m := range r.Components {
 		er.Components[n] = m.String()
 	}
 	t := &cfg.Telemetry
-	e.Telemetry.MetricsListen, e.Telemetry.OTLPEndpoint, e.Telemetry.ServiceName, e.Telemetry.TraceSampleRatio = t.MetricsListen, t.OTLPEndpoint, t.ServiceName, t.TraceSampleRatio
-	e.Telemetry.OTLPTracesEndpoint, e.Telemetry.OTLPMetricsEndpoint = t.OTLPTracesEndpoint, t.OTLPMetricsEndpoint
+	e.Telemetry.MetricsListen, e.Telemetry.OTLPEndpoint, e.Telemetry.ServiceName, e.Telemetry.TraceSampleRatio = t.MetricsListen, config.RedactURL(t.OTLPEndpoint), t.ServiceName, t.TraceSampleRatio
+	e.Telemetry.OTLPTracesEndpoint, e.Telemetry.OTLPMetricsEndpoint = redactSignal(t.OTLPTracesEndpoint), redactSignal(t.OTLPMetricsEndpoint)
 	return e
 }
 
@@ -333,6 +345,10 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	row("coalesce window", fmt.Sprintf("%d s", r.RateLimitCoalesceWindowSeconds))
 	row("maintenance interval", fmt.Sprintf("%d ms", r.MaintenanceIntervalMS))
 	row("max wrap_ttl", fmt.Sprintf("%d s", r.MaxWrapTTLSeconds))
+	row("connections", fmt.Sprintf("unix %d, tls %d (+%d in handshake, %d ms each), %d per identity",
+		r.UnixMaxConns, r.TLSMaxConns, r.TLSHandshakeMaxConns, r.TLSHandshakeTimeoutMS, r.MaxConnsPerIdentity))
+	row("connection timeouts", fmt.Sprintf("headers %d ms, idle %d ms", r.ReadHeaderTimeoutMS, r.IdleTimeoutMS))
+	row("audit store reserve", fmt.Sprintf("%d bytes", r.AuditStoreReserveBytes))
 	var kept []string
 	for _, u := range res.Unknown {
 		if u.Kept {
@@ -354,7 +370,7 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 
 	fmt.Fprintln(tw, "telemetry:")
 	row("metrics_listen", orNone(t.MetricsListen, "(disabled)"))
-	row("otlp_endpoint", orNone(t.OTLPEndpoint, "(none)"))
+	row("otlp_endpoint", orNone(config.RedactURL(t.OTLPEndpoint), "(none)"))
 	row("service_name", t.ServiceName)
 	row("trace_sample_ratio", strconv.FormatFloat(t.TraceSampleRatio, 'g', -1, 64))
 	tw.Flush() // the per-signal rows align among themselves
@@ -373,6 +389,15 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	tw.Flush()
 }
 
+// redactSignal is a per-signal endpoint as config check may print it:
+// "none" and "" as they are, a URL without user-info, query or fragment.
+func redactSignal(v string) string {
+	if v == "" || v == config.SignalOff {
+		return v
+	}
+	return config.RedactURL(v)
+}
+
 // signalEndpoint describes where one OTLP signal goes according to the file
 // (the OTEL_EXPORTER_OTLP_* variables apply only where it says nothing).
 func signalEndpoint(own, base, path, what string) string {
@@ -380,9 +405,9 @@ func signalEndpoint(own, base, path, what string) string {
 	case own == config.SignalOff:
 		return "none (no " + what + " exported)"
 	case own != "":
-		return own
+		return config.RedactURL(own)
 	case base != "":
-		return "(follows otlp_endpoint: " + strings.TrimSuffix(base, "/") + path + ")"
+		return "(follows otlp_endpoint: " + config.RedactURL(strings.TrimSuffix(base, "/")+path) + ")"
 	}
 	return "(none: OTEL_EXPORTER_OTLP_* variables, if set)"
 }

@@ -41,6 +41,8 @@ registrar:
   coalesce window             60 s
   maintenance interval        1000 ms
   max wrap_ttl                1800 s
+  connections                 unix 128, tls 128 (+32 in handshake, 3000 ms each), 16 per identity
+  connection timeouts         headers 3000 ms, idle 15000 ms
 components:
   control-plane  one-per-deployment
   edge-proxy     one-per-host

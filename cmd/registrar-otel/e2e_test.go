@@ -70,6 +70,7 @@ type daemonProc struct {
 	socket     string
 	auditDir   string
 	metricsURL string
+	ready      string // the "registrar-otel serving" log line
 	cmd        *exec.Cmd
 	logs       *syncBuffer
 	exited     chan error
@@ -166,6 +167,7 @@ metrics_listen = "127.0.0.1:0"
 	})
 	select {
 	case line := <-ready:
+		d.ready = line
 		if m := metricsRE.FindStringSubmatch(line); m != nil {
 			d.metricsURL = m[1]
 		}

@@ -1,0 +1,473 @@
+package main
+
+// End-to-end tests of the connection budgets: the real daemon with its
+// unix socket and a mutual-TLS listener on 127.0.0.1, attacked by bounded
+// sets of connections the test opens and closes; its memory read from
+// /proc/<pid>/status, its rejections from /metrics and its log.
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/wire"
+)
+
+// e2eIODeadline bounds every read and write of the tests' raw connections.
+const e2eIODeadline = 30 * time.Second
+
+// rssSlack is the issue's bound on the daemon's growth over one attack.
+const rssSlack = 32 << 20
+
+// e2ePKI is a CA and its server certificate for 127.0.0.1, as files.
+type e2ePKI struct {
+	ca                        *x509.Certificate
+	caKey                     *ecdsa.PrivateKey
+	roots                     *x509.CertPool
+	caFile, certFile, keyFile string
+	serial                    int64
+}
+
+func newE2EPKI(t *testing.T) *e2ePKI {
+	t.Helper()
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &e2ePKI{caKey: key, roots: x509.NewCertPool(), serial: 1}
+	if p.ca, err = x509.ParseCertificate(der); err != nil {
+		t.Fatal(err)
+	}
+	p.roots.AddCert(p.ca)
+	write := func(name, typ string, b []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	p.caFile = write("ca.pem", "CERTIFICATE", der)
+	srv := p.issue(t, nil, []net.IP{net.IPv4(127, 0, 0, 1)}, x509.ExtKeyUsageServerAuth)
+	p.certFile = write("server.pem", "CERTIFICATE", srv.Certificate[0])
+	keyDER, err := x509.MarshalECPrivateKey(srv.PrivateKey.(*ecdsa.PrivateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.keyFile = write("server-key.pem", "EC PRIVATE KEY", keyDER)
+	return p
+}
+
+func (p *e2ePKI) issue(t *testing.T, uris []string, ips []net.IP, usage x509.ExtKeyUsage) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.serial++
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(p.serial), Subject: pkix.Name{CommonName: "leaf"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips}
+	for _, u := range uris {
+		pu, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl.URIs = append(tmpl.URIs, pu)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+func (p *e2ePKI) clientConfig(cert *tls.Certificate) *tls.Config {
+	cfg := &tls.Config{RootCAs: p.roots, NextProtos: []string{"http/1.1"}}
+	if cert != nil {
+		cfg.Certificates = []tls.Certificate{*cert}
+	}
+	return cfg
+}
+
+var tlsAddrRE = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
+
+// startTLSDaemon starts the daemon with a mutual-TLS listener on a free
+// port of 127.0.0.1 and returns it with the listener's address.
+func startTLSDaemon(t *testing.T, p *e2ePKI, extra string) (*daemonProc, string) {
+	t.Helper()
+	d := startDaemon(t, fmt.Sprintf("tls_listen = \"127.0.0.1:0\"\ntls_cert_file = %q\ntls_key_file = %q\ntls_client_ca_file = %q\n%s",
+		p.certFile, p.keyFile, p.caFile, extra), "")
+	addr := tlsAddrRE.FindString(strings.ReplaceAll(d.ready, d.metricsURL, ""))
+	if addr == "" {
+		t.Fatalf("no TLS listener address in %q", d.ready)
+	}
+	return d, addr
+}
+
+// rss is the daemon's resident set in bytes, from /proc/<pid>/status.
+func (d *daemonProc) rss() int64 {
+	d.t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid))
+	if err != nil {
+		d.t.Fatalf("reading the daemon's status: %v", err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				d.t.Fatalf("VmRSS %q: %v", v, err)
+			}
+			return kb << 10
+		}
+	}
+	d.t.Fatal("no VmRSS in the daemon's status")
+	return 0
+}
+
+// scrape returns the daemon's /metrics exposition.
+func (d *daemonProc) scrape() string {
+	d.t.Helper()
+	c := &http.Client{Timeout: e2eIODeadline}
+	res, err := c.Get(d.metricsURL)
+	if err != nil {
+		d.t.Fatalf("scrape: %v", err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return string(b)
+}
+
+// rejected reads registrar_wire_rejected_total{listener,reason}.
+func rejectedIn(exposition, listener, reason string) float64 {
+	re := regexp.MustCompile(`(?m)^registrar_wire_rejected_total\{[^}]*listener="` + listener + `"[^}]*reason="` + reason + `"[^}]*\} ([0-9.e+]+)`)
+	m := re.FindStringSubmatch(exposition)
+	if m == nil {
+		return -1
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	return v
+}
+
+// attack is a bounded set of connections the test closes.
+type attack struct{ conns []net.Conn }
+
+func (a *attack) close() {
+	for _, c := range a.conns {
+		c.Close()
+	}
+	a.conns = nil
+}
+
+// idle opens n connections that each ask for /v1/health once and stay.
+func (a *attack) idle(t *testing.T, n int, dial func() (net.Conn, error)) {
+	t.Helper()
+	for i := range n {
+		c, err := dial()
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		a.conns = append(a.conns, c)
+		c.SetDeadline(time.Now().Add(e2eIODeadline))
+		if _, err := io.WriteString(c, "GET /v1/health HTTP/1.1\r\nHost: registrar\r\n\r\n"); err != nil {
+			continue
+		}
+		if res, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+		c.SetDeadline(time.Time{})
+	}
+}
+
+func mintOK(t *testing.T, c *wire.Client) time.Duration {
+	t.Helper()
+	req := wire.MintRequest{ServiceName: "review", Host: "h1", Instance: 1, Component: "review",
+		Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60}
+	start := time.Now()
+	res, err := c.Mint(context.Background(), req)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("mint: %v", err)
+	}
+	if !res.OK() {
+		t.Fatalf("mint: %d %s %s", res.StatusCode, res.ErrorID, res.Detail)
+	}
+	return took
+}
+
+func healthOK(t *testing.T, c *wire.Client) time.Duration {
+	t.Helper()
+	start := time.Now()
+	res, err := c.Health(context.Background())
+	took := time.Since(start)
+	if err != nil || !res.OK() {
+		t.Fatalf("health: %+v, %v", res, err)
+	}
+	return took
+}
+
+func TestEndToEndAttacksLeaveTheDaemonsMemoryAndCallersAlone(t *testing.T) {
+	p := newE2EPKI(t)
+	d, addr := startTLSDaemon(t, p, "")
+	holder := p.issue(t, []string{"spiffe://registrar.test/holder"}, nil, x509.ExtKeyUsageClientAuth)
+	caller := p.issue(t, []string{"spiffe://registrar.test/caller"}, nil, x509.ExtKeyUsageClientAuth)
+	unixCaller := wire.NewUnixClient(d.socket, wire.WithoutKeepAlive(), wire.WithTimeout(e2eIODeadline))
+	tlsCaller := func() *wire.Client {
+		return wire.NewTLSClient(addr, p.clientConfig(&caller), wire.WithoutKeepAlive(), wire.WithTimeout(e2eIODeadline))
+	}
+	mintOK(t, unixCaller) // warm up: first mint, bbolt file, pools
+	mintOK(t, tlsCaller())
+	dialer := &net.Dialer{Timeout: e2eIODeadline}
+
+	for _, tc := range []struct {
+		name string
+		run  func(a *attack)
+	}{
+		{"200 idle unix connections of one uid", func(a *attack) {
+			a.idle(t, 200, func() (net.Conn, error) { return net.Dial("unix", d.socket) })
+		}},
+		{"200 idle mTLS connections of one certificate", func(a *attack) {
+			a.idle(t, 200, func() (net.Conn, error) { return tls.DialWithDialer(dialer, "tcp", addr, p.clientConfig(&holder)) })
+		}},
+		{"500 TCP connections that never handshake", func(a *attack) {
+			for i := range 500 {
+				c, err := net.DialTimeout("tcp", addr, e2eIODeadline)
+				if err != nil {
+					t.Fatalf("TCP connection %d: %v", i, err)
+				}
+				a.conns = append(a.conns, c)
+			}
+		}},
+		{"200 slowloris connections", func(a *attack) {
+			for i := range 200 {
+				c, err := net.Dial("unix", d.socket)
+				if err != nil {
+					t.Fatalf("slowloris connection %d: %v", i, err)
+				}
+				c.SetWriteDeadline(time.Now().Add(e2eIODeadline))
+				io.WriteString(c, "POST /v1/mint HTTP/1.1\r\nHost: r")
+				a.conns = append(a.conns, c)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := d.rss()
+			a := &attack{}
+			defer a.close()
+			tc.run(a)
+			peak := d.rss()
+			// The transport's share is bounded on /v1/health (no fsync);
+			// a mint adds the audit and registry fsyncs, whose time is
+			// the disk's, so mints are required to succeed and are
+			// reported. (The wire package's acceptance tests bound the
+			// mint itself, with verbs that do not touch a disk.)
+			var lat, mints []time.Duration
+			for range 20 {
+				lat = append(lat, healthOK(t, unixCaller))
+				mints = append(mints, mintOK(t, unixCaller))
+			}
+			tlsTook := healthOK(t, tlsCaller())
+			mintOK(t, tlsCaller())
+			a.close()
+			after := d.rss()
+			t.Logf("RSS before %d KiB, under attack %d KiB, after %d KiB; unix health max %v, unix mint max %v, mTLS handshake+health %v",
+				before>>10, peak>>10, after>>10, maxDuration(lat), maxDuration(mints), tlsTook)
+			if peak-before > rssSlack || after-before > rssSlack {
+				t.Errorf("RSS grew by %d KiB under the attack and %d KiB after it, want at most %d KiB",
+					(peak-before)>>10, (after-before)>>10, rssSlack>>10)
+			}
+			if m := maxDuration(lat); m > time.Second {
+				t.Errorf("a unix caller waited %v under the attack, want under 1 s", m)
+			}
+			if tlsTook > time.Second {
+				t.Errorf("the mTLS caller's handshake and answer took %v, want within 1 s", tlsTook)
+			}
+		})
+	}
+	exp := d.scrape()
+	for _, want := range []struct{ listener, reason string }{
+		{"unix", "idle_evicted"}, {"tls", "idle_evicted"}, {"tls", "handshake_cap"},
+	} {
+		if v := rejectedIn(exp, want.listener, want.reason); v <= 0 {
+			t.Errorf("registrar_wire_rejected_total{listener=%q,reason=%q} = %v after the attacks, want > 0", want.listener, want.reason, v)
+		}
+	}
+	// hundreds of rejections, a handful of WARN lines
+	if n := strings.Count(d.logs.String(), `reason=handshake_cap`); n == 0 || n > 5 {
+		t.Errorf("%d WARN lines for handshake_cap, want at least one and no flood", n)
+	}
+	d.stop()
+}
+
+func maxDuration(ds []time.Duration) time.Duration {
+	var m time.Duration
+	for _, d := range ds {
+		m = max(m, d)
+	}
+	return m
+}
+
+// readUntilClosedBy reads c until the daemon closes it (bounded).
+func readUntilClosedBy(t *testing.T, c net.Conn) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(e2eIODeadline))
+	if _, err := io.Copy(io.Discard, c); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("the daemon did not close the connection within %v", e2eIODeadline)
+		}
+	}
+}
+
+func TestEndToEndEveryRejectionIsCountedAndLoggedWithoutFlooding(t *testing.T) {
+	p := newE2EPKI(t)
+	d, addr := startTLSDaemon(t, p, "tls_handshake_timeout_ms = 300\nread_header_timeout_ms = 300\n")
+	d.scrape()
+
+	// tls_handshake: no client certificate, another CA's.
+	for _, cfg := range []*tls.Config{p.clientConfig(nil), func() *tls.Config {
+		other := newE2EPKI(t)
+		c := other.issue(t, []string{"spiffe://elsewhere/x"}, nil, x509.ExtKeyUsageClientAuth)
+		cfg := p.clientConfig(&c)
+		return cfg
+	}()} {
+		c, err := tls.Dial("tcp", addr, cfg)
+		if err == nil {
+			readUntilClosedBy(t, c) // TLS 1.3: the refusal arrives after the client's side
+			c.Close()
+		}
+	}
+	// handshake_timeout: a TCP connection that says nothing.
+	silent, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readUntilClosedBy(t, silent)
+	silent.Close()
+	// header_timeout: a socket connection that never finishes its headers.
+	slow, err := net.Dial("unix", d.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(slow, "GET /v1/health HTTP/1.1\r\n")
+	readUntilClosedBy(t, slow)
+	slow.Close()
+	// no_identity: a certificate without a SAN; malformed: an unknown path.
+	noSAN := p.issue(t, nil, nil, x509.ExtKeyUsageClientAuth)
+	res, err := wire.NewTLSClient(addr, p.clientConfig(&noSAN)).Health(context.Background())
+	if err != nil || !res.OK() {
+		t.Fatalf("health without an identity: %+v, %v (health needs none)", res, err)
+	}
+	mres, err := wire.NewTLSClient(addr, p.clientConfig(&noSAN)).Mint(context.Background(), wire.MintRequest{ServiceName: "review"})
+	if err != nil || mres.ErrorID != wire.RequestMalformed {
+		t.Fatalf("mint without an identity: %+v, %v, want RequestMalformed", mres, err)
+	}
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", d.socket)
+	}}, Timeout: e2eIODeadline}
+	for range 3 {
+		r, err := hc.Get("http://registrar/v1/nowhere")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+	}
+
+	exp := d.scrape()
+	for _, want := range []struct {
+		listener, reason string
+		atLeast          float64
+	}{
+		{"tls", "tls_handshake", 2}, {"tls", "handshake_timeout", 1}, {"unix", "header_timeout", 1},
+		{"tls", "no_identity", 1}, {"unix", "malformed", 3},
+	} {
+		if v := rejectedIn(exp, want.listener, want.reason); v < want.atLeast {
+			t.Errorf("registrar_wire_rejected_total{listener=%q,reason=%q} = %v, want at least %v", want.listener, want.reason, v, want.atLeast)
+		}
+	}
+	logs := d.logs.String()
+	for _, reason := range []string{"tls_handshake", "handshake_timeout", "header_timeout", "no_identity", "malformed"} {
+		if !strings.Contains(logs, "reason="+reason) {
+			t.Errorf("no WARN line for %s in the daemon log", reason)
+		}
+	}
+	// Three malformed requests within the interval: one line.
+	if n := strings.Count(logs, "listener=unix reason=malformed"); n != 1 {
+		t.Errorf("%d WARN lines for 3 malformed requests within the interval, want 1", n)
+	}
+	d.stop()
+}
+
+func TestEndToEndAnOverLongFieldNeverReachesTheRegistry(t *testing.T) {
+	d := startDaemon(t, "", "")
+	c := wire.NewUnixClient(d.socket, wire.WithTimeout(e2eIODeadline))
+	mintOK(t, c)
+	db := filepath.Join(d.dir, "lib", "registrar.db")
+	before, err := os.Stat(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		member string
+		mut    func(*wire.MintRequest)
+	}{
+		{"spec.reload", func(r *wire.MintRequest) { r.Spec.Reload = strings.Repeat("r", 60<<10) }},
+		{"idempotency_key", func(r *wire.MintRequest) { r.IdempotencyKey = strings.Repeat("k", 200) }},
+		{"host", func(r *wire.MintRequest) { r.Host = strings.Repeat("h", 300) }},
+	} {
+		req := wire.MintRequest{ServiceName: "review", Host: "h2", Instance: 2, Component: "review",
+			Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "r"}, WrapTTL: 60}
+		tc.mut(&req)
+		res, err := c.Mint(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != 400 || res.ErrorID != wire.RequestMalformed || !strings.HasPrefix(res.Detail, tc.member+":") {
+			t.Fatalf("%s: got %d %s %q, want 400 RequestMalformed naming %s", tc.member, res.StatusCode, res.ErrorID, res.Detail, tc.member)
+		}
+	}
+	d.stop()
+	after, err := os.Stat(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Size() != before.Size() {
+		t.Errorf("the registry grew from %d to %d bytes on refused requests", before.Size(), after.Size())
+	}
+	code, rep := d.scan()
+	if code != 0 || rep.Records.Intent != 1 || rep.Records.Outcome != 1 {
+		t.Errorf("audit scan: exit %d, records %+v; want only the one good mint recorded", code, rep.Records)
+	}
+}
+

@@ -1,0 +1,86 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/registrar-otel/registrar-otel/wire"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// OTel instrument names of the wire's connection accounting.
+const (
+	// registrar_wire_connections{listener}
+	WireConnections = "registrar.wire.connections"
+	// registrar_wire_rejected_total{listener,reason}
+	WireRejected = "registrar.wire.rejected"
+)
+
+// Attribute keys of the wire series.
+const (
+	attrListener = "listener"
+	attrReason   = "reason"
+)
+
+// RegisterWire registers the wire's instruments on mp (nil means a no-op
+// provider), observed by one callback that calls stats once per
+// collection:
+//
+//   - registrar.wire.connections{listener} (gauge, {connection}): the
+//     established connections of each listener kind ("unix", "tls");
+//   - registrar.wire.rejected{listener,reason} (counter, {rejection}):
+//     connections and requests turned away, by the closed set of
+//     wire.Reason ("tls_handshake", "handshake_timeout", "handshake_cap",
+//     "no_identity", "malformed", "conn_cap", "identity_conn_cap",
+//     "idle_evicted", "header_timeout").
+//
+// Every (listener, reason) series exists from the start at zero, so an
+// alert on the first increase fires. stats must be safe to call from the
+// collecting goroutine (wire.Server.Stats is).
+func RegisterWire(mp metric.MeterProvider, stats func() wire.Stats) error {
+	if stats == nil {
+		return errors.New("telemetry: RegisterWire: nil stats func")
+	}
+	m := meterOf(mp)
+	var (
+		conns, rejected metric.Int64Observable
+		errs            [2]error
+	)
+	conns, errs[0] = m.Int64ObservableGauge(WireConnections,
+		metric.WithUnit("{connection}"),
+		metric.WithDescription("Established connections of each wire listener (unix, tls); "+
+			"TLS connections still in their handshake are not counted (they have their own, smaller budget)."))
+	rejected, errs[1] = m.Int64ObservableCounter(WireRejected,
+		metric.WithUnit("{rejection}"),
+		metric.WithDescription("Connections and requests the wire turned away before any verb, by listener and reason: "+
+			"failed or timed-out TLS handshakes, the pre-handshake budget, requests without an identity or malformed, "+
+			"newcomers refused at a cap, idle connections closed for a newcomer, header timeouts."))
+	if err := errors.Join(errs[:]...); err != nil {
+		return fmt.Errorf("telemetry: RegisterWire: %w", err)
+	}
+	var byListener [wire.NumListenerKinds][]metric.ObserveOption
+	var byReason [wire.NumListenerKinds][wire.NumReasons][]metric.ObserveOption
+	for k := range wire.NumListenerKinds {
+		l := attribute.String(attrListener, k.String())
+		byListener[k] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(l))}
+		for r := range wire.NumReasons {
+			byReason[k][r] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(l, attribute.String(attrReason, r.String())))}
+		}
+	}
+	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s := stats()
+		for k := range wire.NumListenerKinds {
+			o.ObserveInt64(conns, s.Connections[k], byListener[k]...)
+			for r := range wire.NumReasons {
+				o.ObserveInt64(rejected, toInt64(s.Rejected[k][r]), byReason[k][r]...)
+			}
+		}
+		return nil
+	}, conns, rejected)
+	if err != nil {
+		return fmt.Errorf("telemetry: RegisterWire: %w", err)
+	}
+	return nil
+}

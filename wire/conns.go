@@ -1,0 +1,599 @@
+package wire
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Connection budgets. Every listener a Server serves has its own budget:
+//
+//   - a cap on its established connections (UnixMaxConns, TLSMaxConns);
+//   - a cap per caller identity on each listener (MaxConnsPerIdentity);
+//   - on a TLS listener, a separate, smaller budget for connections still
+//     in their TLS handshake (TLSHandshakeMaxConns), each bounded by
+//     TLSHandshakeTimeout, so unauthenticated traffic never takes a slot
+//     an authenticated or local caller could use.
+//
+// At a cap the oldest connection that holds no request in flight (idle
+// between requests, or not yet done sending its request headers) is closed
+// to admit the newcomer; the newcomer is refused only when every slot it
+// could take holds a request in flight, which the read and write timeouts
+// bound. The pre-handshake budget always closes its oldest connection.
+
+// ListenerKind is the kind of a listener, the listener label of the wire
+// metrics. A plain value, safe for concurrent use.
+type ListenerKind uint8
+
+const (
+	// ListenerUnix is the unix socket (and any listener the server does
+	// not know, whose connections carry no identity).
+	ListenerUnix ListenerKind = iota
+	// ListenerTLS is the TCP listener with mutual TLS from ListenTLS.
+	ListenerTLS
+	// NumListenerKinds is the number of listener kinds.
+	NumListenerKinds
+)
+
+var listenerNames = [NumListenerKinds]string{ListenerUnix: "unix", ListenerTLS: "tls"}
+
+// String returns the metric label: "unix" or "tls".
+func (k ListenerKind) String() string {
+	if k < NumListenerKinds {
+		return listenerNames[k]
+	}
+	return "listener(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Reason is why the wire turned a connection or a request away: the closed
+// set of the reason label of registrar_wire_rejected_total. A plain value,
+// safe for concurrent use.
+type Reason uint8
+
+const (
+	// ReasonTLSHandshake: the TLS handshake failed (no client certificate,
+	// one of another CA, expired, without the client-auth usage, a client
+	// that does not speak TLS 1.3).
+	ReasonTLSHandshake Reason = iota
+	// ReasonHandshakeTimeout: the handshake did not finish within
+	// TLSHandshakeTimeout.
+	ReasonHandshakeTimeout
+	// ReasonHandshakeCap: a connection still in its handshake was closed
+	// because the pre-handshake budget was full and a newer one arrived.
+	ReasonHandshakeCap
+	// ReasonNoIdentity: a request on a connection without a caller
+	// identity, answered RequestMalformed.
+	ReasonNoIdentity
+	// ReasonMalformed: any other request answered RequestMalformed.
+	ReasonMalformed
+	// ReasonConnCap: a newcomer refused because the listener was at its cap
+	// with a request in flight on every connection.
+	ReasonConnCap
+	// ReasonIdentityConnCap: a newcomer refused because its identity was at
+	// its per-identity cap with a request in flight on every one of its
+	// connections.
+	ReasonIdentityConnCap
+	// ReasonIdleEvicted: a connection without a request in flight closed
+	// to admit a newcomer.
+	ReasonIdleEvicted
+	// ReasonHeaderTimeout: a connection closed because its request headers
+	// did not arrive within the header-read timeout.
+	ReasonHeaderTimeout
+	// NumReasons is the number of reasons.
+	NumReasons
+)
+
+var reasonNames = [NumReasons]string{
+	ReasonTLSHandshake:     "tls_handshake",
+	ReasonHandshakeTimeout: "handshake_timeout",
+	ReasonHandshakeCap:     "handshake_cap",
+	ReasonNoIdentity:       "no_identity",
+	ReasonMalformed:        "malformed",
+	ReasonConnCap:          "conn_cap",
+	ReasonIdentityConnCap:  "identity_conn_cap",
+	ReasonIdleEvicted:      "idle_evicted",
+	ReasonHeaderTimeout:    "header_timeout",
+}
+
+// String returns the metric label, e.g. "idle_evicted".
+func (r Reason) String() string {
+	if r < NumReasons {
+		return reasonNames[r]
+	}
+	return "reason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// Stats is a snapshot of the wire's connection accounting, summed over the
+// listeners of each kind. Counters only grow. A plain value: safe for
+// concurrent reads.
+type Stats struct {
+	// Connections is the established connections open now (admitted, the
+	// TLS handshake done).
+	Connections [NumListenerKinds]int64
+	// Handshaking is the TLS connections still in their handshake.
+	Handshaking [NumListenerKinds]int64
+	// Rejected counts rejections by listener and reason since start.
+	Rejected [NumListenerKinds][NumReasons]uint64
+}
+
+// wireStats is the Server's live accounting.
+type wireStats struct {
+	conns       [NumListenerKinds]atomic.Int64
+	handshaking [NumListenerKinds]atomic.Int64
+	rejected    [NumListenerKinds][NumReasons]atomic.Uint64
+}
+
+// Stats returns the current connection accounting. Safe for concurrent
+// use; it does not allocate.
+func (s *Server) Stats() Stats {
+	var st Stats
+	for k := range NumListenerKinds {
+		st.Connections[k] = s.stats.conns[k].Load()
+		st.Handshaking[k] = s.stats.handshaking[k].Load()
+		for r := range NumReasons {
+			st.Rejected[k][r] = s.stats.rejected[k][r].Load()
+		}
+	}
+	return st
+}
+
+// reject counts a rejection and logs it at WARN, at most one line per
+// (listener, reason) per RejectionLogInterval; the line carries how many
+// rejections of that kind were not logged since the previous line.
+func (s *Server) reject(kind ListenerKind, reason Reason, attrs ...slog.Attr) {
+	if kind >= NumListenerKinds || reason >= NumReasons {
+		return
+	}
+	s.stats.rejected[kind][reason].Add(1)
+	suppressed, ok := s.rejectLog.admit(kind, reason, time.Now())
+	if !ok {
+		return
+	}
+	all := make([]slog.Attr, 0, 3+len(attrs))
+	all = append(all, slog.String("listener", kind.String()), slog.String("reason", reason.String()),
+		slog.Uint64("suppressed", suppressed))
+	all = append(all, attrs...)
+	s.logger.LogAttrs(context.Background(), slog.LevelWarn, "wire: rejected", all...)
+}
+
+// rejectLog decides which rejections are logged.
+type rejectLog struct {
+	interval   time.Duration
+	mu         sync.Mutex
+	last       [NumListenerKinds][NumReasons]time.Time
+	suppressed [NumListenerKinds][NumReasons]uint64
+}
+
+// admit reports whether a rejection at now is logged and, if so, how many
+// of its kind were suppressed since the last logged one.
+func (l *rejectLog) admit(kind ListenerKind, reason Reason, now time.Time) (suppressed uint64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last := l.last[kind][reason]
+	if !last.IsZero() && now.Sub(last) < l.interval {
+		l.suppressed[kind][reason]++
+		return 0, false
+	}
+	suppressed = l.suppressed[kind][reason]
+	l.suppressed[kind][reason] = 0
+	l.last[kind][reason] = now
+	return suppressed, true
+}
+
+// trackedConn is a connection under a budget: the raw connection (below
+// TLS, for a TLS listener), with its caller identity and its state.
+type trackedConn struct {
+	net.Conn
+	set     *connSet
+	ident   connIdentity
+	remote  string
+	timeout atomic.Bool  // a read hit its deadline while awaiting headers
+	read    atomic.Int64 // bytes read since the connection was last idle
+	// awaiting is true while the connection waits for (or reads) a
+	// request's headers: from admission or idleness to its handler. Only
+	// then is a deadline error a header (or idle) timeout; net/http also
+	// aborts its background read with a past deadline after a handler.
+	awaiting atomic.Bool
+
+	// Guarded by set.mu.
+	busy     bool      // a handler is running
+	served   bool      // at least one request was handled
+	since    time.Time // accepted, or the end of the last response
+	evicted  bool      // closed by the budget
+	admitted bool      // counted in set.conns
+	inHS     bool      // counted in set.handshaking
+}
+
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.read.Add(int64(n))
+	if err != nil && c.awaiting.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+		c.timeout.Store(true)
+	}
+	return n, err
+}
+
+// connSet is one listener's budget.
+type connSet struct {
+	s           *Server
+	kind        ListenerKind
+	max         int
+	perIdentity int
+	maxHS       int
+	tlsConfig   *tls.Config // nil for a unix listener
+
+	mu          sync.Mutex
+	conns       map[*trackedConn]struct{}
+	byIdentity  map[string]int
+	handshaking map[*trackedConn]struct{}
+}
+
+func newConnSet(s *Server, kind ListenerKind, tlsConfig *tls.Config) *connSet {
+	cs := &connSet{
+		s: s, kind: kind, tlsConfig: tlsConfig,
+		max:         s.opts.UnixMaxConns,
+		perIdentity: s.opts.MaxConnsPerIdentity,
+		maxHS:       s.opts.TLSHandshakeMaxConns,
+		conns:       map[*trackedConn]struct{}{},
+		byIdentity:  map[string]int{},
+		handshaking: map[*trackedConn]struct{}{},
+	}
+	if kind == ListenerTLS {
+		cs.max = s.opts.TLSMaxConns
+	}
+	return cs
+}
+
+// oldestIdleLocked returns the connection without a request in flight
+// that has been so the longest, among those match accepts (nil: all).
+func (cs *connSet) oldestIdleLocked(match func(*trackedConn) bool) *trackedConn {
+	var victim *trackedConn
+	for c := range cs.conns {
+		if c.busy || (match != nil && !match(c)) {
+			continue
+		}
+		if victim == nil || c.since.Before(victim.since) {
+			victim = c
+		}
+	}
+	return victim
+}
+
+// admit takes a slot for c, closing the oldest idle connection of its
+// identity (at the identity's cap) or of the listener (at the listener's
+// cap) to make room. It returns false, and the reason, when every
+// candidate slot holds a request in flight.
+func (cs *connSet) admit(c *trackedConn) (bool, Reason) {
+	cs.mu.Lock()
+	var victim *trackedConn
+	id := c.ident.id
+	switch {
+	case cs.byIdentity[id] >= cs.perIdentity:
+		victim = cs.oldestIdleLocked(func(o *trackedConn) bool { return o.ident.id == id })
+		if victim == nil {
+			cs.mu.Unlock()
+			return false, ReasonIdentityConnCap
+		}
+	case len(cs.conns) >= cs.max:
+		victim = cs.oldestIdleLocked(nil)
+		if victim == nil {
+			cs.mu.Unlock()
+			return false, ReasonConnCap
+		}
+	}
+	if victim != nil {
+		cs.releaseLocked(victim)
+		victim.evicted = true
+	}
+	c.since = time.Now()
+	c.admitted = true
+	c.awaiting.Store(true)
+	cs.conns[c] = struct{}{}
+	cs.byIdentity[id]++
+	cs.s.stats.conns[cs.kind].Add(1)
+	cs.mu.Unlock()
+	if victim != nil {
+		_ = victim.Conn.Close()
+		cs.s.reject(cs.kind, ReasonIdleEvicted, victim.attrs()...)
+	}
+	return true, 0
+}
+
+// releaseLocked gives c's slot back; it is idempotent.
+func (cs *connSet) releaseLocked(c *trackedConn) {
+	if !c.admitted {
+		return
+	}
+	c.admitted = false
+	delete(cs.conns, c)
+	if n := cs.byIdentity[c.ident.id]; n <= 1 {
+		delete(cs.byIdentity, c.ident.id) // no entry for an identity without a connection
+	} else {
+		cs.byIdentity[c.ident.id] = n - 1
+	}
+	cs.s.stats.conns[cs.kind].Add(-1)
+}
+
+// closed is called once the HTTP server is done with c.
+func (cs *connSet) closed(c *trackedConn) {
+	cs.mu.Lock()
+	evicted, busy, served := c.evicted, c.busy, c.served
+	cs.releaseLocked(c)
+	cs.mu.Unlock()
+	// A read deadline that expired while no handler ran is the header
+	// timeout: on the first request, or on a later one once some of its
+	// bytes had arrived (an idle keep-alive connection that sends nothing
+	// is closed by the idle timeout, which is no rejection).
+	if !evicted && !busy && c.timeout.Load() && (!served || c.read.Load() > 0) {
+		cs.s.reject(cs.kind, ReasonHeaderTimeout, c.attrs()...)
+	}
+}
+
+// begin marks c busy as its handler starts. It returns false if c was
+// evicted in the instant between its headers and its handler: the
+// connection is closed and the request must not run.
+func (cs *connSet) begin(c *trackedConn) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if c.evicted {
+		return false
+	}
+	c.busy = true
+	c.served = true
+	c.awaiting.Store(false)
+	return true
+}
+
+// done marks c free of a request in flight once its response is flushed.
+func (cs *connSet) done(c *trackedConn) {
+	cs.mu.Lock()
+	c.busy = false
+	c.since = time.Now()
+	cs.mu.Unlock()
+}
+
+// idle marks c idle once net/http waits for its next request.
+func (cs *connSet) idle(c *trackedConn) {
+	cs.mu.Lock()
+	c.busy = false
+	c.since = time.Now()
+	cs.mu.Unlock()
+	c.read.Store(0)
+	c.timeout.Store(false)
+	c.awaiting.Store(true)
+}
+
+// startHandshake takes a pre-handshake slot for c, closing the oldest
+// connection still in its handshake when the budget is full.
+func (cs *connSet) startHandshake(c *trackedConn) {
+	cs.mu.Lock()
+	var victim *trackedConn
+	if len(cs.handshaking) >= cs.maxHS {
+		for o := range cs.handshaking {
+			if victim == nil || o.since.Before(victim.since) {
+				victim = o
+			}
+		}
+		cs.endHandshakeLocked(victim)
+		victim.evicted = true
+	}
+	c.since = time.Now()
+	c.inHS = true
+	cs.handshaking[c] = struct{}{}
+	cs.s.stats.handshaking[cs.kind].Add(1)
+	cs.mu.Unlock()
+	if victim != nil {
+		_ = victim.Conn.Close()
+		cs.s.reject(cs.kind, ReasonHandshakeCap, victim.attrs()...)
+	}
+}
+
+func (cs *connSet) endHandshakeLocked(c *trackedConn) {
+	if c == nil || !c.inHS {
+		return
+	}
+	c.inHS = false
+	delete(cs.handshaking, c)
+	cs.s.stats.handshaking[cs.kind].Add(-1)
+}
+
+// endHandshake gives c's pre-handshake slot back and reports whether c is
+// still open (false: the budget closed it).
+func (cs *connSet) endHandshake(c *trackedConn) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.endHandshakeLocked(c)
+	return !c.evicted
+}
+
+// closeHandshaking closes every connection still in its handshake (at
+// shutdown).
+func (cs *connSet) closeHandshaking() {
+	cs.mu.Lock()
+	var all []*trackedConn
+	for c := range cs.handshaking {
+		all = append(all, c)
+	}
+	cs.mu.Unlock()
+	for _, c := range all {
+		_ = c.Conn.Close()
+	}
+}
+
+func (c *trackedConn) attrs() []slog.Attr {
+	var out []slog.Attr
+	if c.remote != "" {
+		out = append(out, slog.String("remote", c.remote))
+	}
+	if c.ident.id != "" {
+		out = append(out, slog.String("identity", c.ident.id))
+	}
+	return out
+}
+
+// frontListener is what the HTTP server accepts from: connections the
+// budget has admitted (TLS ones with their handshake done), handed over
+// by the listener's own accept loop.
+type frontListener struct {
+	raw   net.Listener
+	set   *connSet
+	ready chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+	wg    sync.WaitGroup // the accept loop and the handshakes
+	err   chan error     // the raw listener's failure, at most one
+}
+
+func (f *frontListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-f.ready:
+		return c, nil
+	case err := <-f.err:
+		return nil, err
+	case <-f.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (f *frontListener) Close() error {
+	var err error
+	f.once.Do(func() {
+		close(f.done)
+		err = f.raw.Close()
+		f.set.closeHandshaking()
+	})
+	return err
+}
+
+func (f *frontListener) Addr() net.Addr { return f.raw.Addr() }
+
+// hand passes an admitted connection to the HTTP server; at shutdown it
+// closes it and gives its slot back instead.
+func (f *frontListener) hand(c net.Conn) {
+	select {
+	case f.ready <- c:
+	case <-f.done:
+		_ = c.Close()
+		if tc := trackedOf(c); tc != nil {
+			f.set.closed(tc)
+		}
+	}
+}
+
+// acceptLoop accepts raw connections until the listener closes. It never
+// blocks on a connection: the budget decides at once, and a TLS handshake
+// runs in its own goroutine.
+func (f *frontListener) acceptLoop() {
+	defer f.wg.Done()
+	var delay time.Duration
+	for {
+		raw, err := f.raw.Accept()
+		if err != nil {
+			select {
+			case <-f.done:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
+				// EMFILE and the like: back off as net/http does.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				select {
+				case <-time.After(delay):
+					continue
+				case <-f.done:
+					return
+				}
+			}
+			f.err <- err
+			return
+		}
+		delay = 0
+		c := &trackedConn{Conn: raw, set: f.set}
+		if f.set.kind == ListenerTLS {
+			c.remote = raw.RemoteAddr().String()
+			f.set.startHandshake(c)
+			f.wg.Add(1)
+			go f.handshake(c)
+			continue
+		}
+		c.ident = f.set.s.identify(raw)
+		f.admitAndHand(c, c)
+	}
+}
+
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+// admitAndHand takes a slot for c and hands conn (c, or the TLS connection
+// over it) to the HTTP server, or refuses it.
+func (f *frontListener) admitAndHand(c *trackedConn, conn net.Conn) {
+	if ok, reason := f.set.admit(c); !ok {
+		_ = conn.Close()
+		f.set.s.reject(f.set.kind, reason, c.attrs()...)
+		return
+	}
+	f.hand(conn)
+}
+
+// handshake runs c's TLS handshake within the handshake timeout, then
+// admits it.
+func (f *frontListener) handshake(c *trackedConn) {
+	defer f.wg.Done()
+	s := f.set.s
+	// The deadline bounds the handshake; closeHandshaking (at shutdown)
+	// and the pre-handshake budget end it early by closing the connection.
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.TLSHandshakeTimeout)
+	defer cancel()
+	_ = c.Conn.SetDeadline(time.Now().Add(s.opts.TLSHandshakeTimeout))
+	tc := tls.Server(c, f.set.tlsConfig)
+	err := tc.HandshakeContext(ctx)
+	if !f.set.endHandshake(c) {
+		return // closed by the pre-handshake budget, and counted
+	}
+	if err != nil {
+		_ = c.Conn.Close()
+		reason := ReasonTLSHandshake
+		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+			reason = ReasonHandshakeTimeout
+		}
+		select {
+		case <-f.done:
+			return // shutting down: not the caller's fault
+		default:
+		}
+		s.reject(f.set.kind, reason, append(c.attrs(), slog.String("error", boundDetail(err.Error())))...)
+		return
+	}
+	_ = c.Conn.SetDeadline(time.Time{})
+	c.timeout.Store(false)
+	c.read.Store(0)
+	st := tc.ConnectionState()
+	id, problem := tlsIdentity(&st)
+	c.ident = connIdentity{id: id, problem: problem}
+	f.admitAndHand(c, tc)
+}
+
+// trackedOf returns the budgeted connection under c, if any.
+func trackedOf(c net.Conn) *trackedConn {
+	switch x := c.(type) {
+	case *trackedConn:
+		return x
+	case *tls.Conn:
+		tc, _ := x.NetConn().(*trackedConn)
+		return tc
+	}
+	return nil
+}
+
+// connKey is the context key of a request's budgeted connection.
+type connKey struct{}
