@@ -97,6 +97,9 @@ type Server struct {
 	// inflight counts handlers running on the server's own connections,
 	// so Shutdown can wait for every verb call to finish.
 	inflight sync.WaitGroup
+	// hcache is the registrar_health member prepared for the current
+	// snapshot (see preparedHealth).
+	hcache atomic.Pointer[healthCache]
 }
 
 // NewServer returns a server; call Serve for each listener.
@@ -603,22 +606,28 @@ var (
 
 // write encodes v and answers with it. retryAfter > 0 sets Retry-After.
 func (s *Server) write(w http.ResponseWriter, status int, v any, retryAfter uint64) {
-	b, err := json.Marshal(v)
+	bp := respBufPool.Get().(*[]byte)
+	defer respBufPool.Put(bp)
+	b, err := s.appendResponse((*bp)[:0], v)
 	if err != nil {
 		s.logger.LogAttrs(context.Background(), slog.LevelError, "encoding a response failed", slog.Any("error", err))
 		status = http.StatusInternalServerError
-		b = []byte(`{"protocol_version":1,"request_id":"` + s.ids.next() + `","class":"permanent","error":{"id":"RegistrarUnavailable"},"registrar_health":{}}`)
+		b = append(b[:0], `{"protocol_version":1,"request_id":"`+s.ids.next()+`","class":"permanent","error":{"id":"RegistrarUnavailable"},"registrar_health":{}}`...)
 		retryAfter = 0
 	}
 	b = append(b, '\n')
+	*bp = b
 	h := w.Header()
 	h["Content-Type"] = headerJSON
 	// Material is a secret: no cache may keep any answer.
 	h["Cache-Control"] = headerNoStore
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	h["Content-Length"] = contentLengths.get(uint64(len(b)))
 	if retryAfter > 0 {
-		h["Retry-After"] = []string{strconv.FormatUint(retryAfter, 10)}
+		h["Retry-After"] = retryAfters.get(retryAfter)
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b) // a caller that hung up cannot be answered
+	if cap(b) > 2*MaxBodyBytes {
+		*bp = nil // never keep an outsized buffer
+	}
 }
