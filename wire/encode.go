@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -71,9 +72,10 @@ func (s *Server) appendResponse(dst []byte, v any) ([]byte, error) {
 		dst = append(dst, `,"registrar_health":`...)
 		return append(append(dst, h...), '}'), nil
 	}
-	b, err := json.Marshal(v)
-	return append(dst, b...), err
+	return dst, errNoEncoder
 }
+
+var errNoEncoder = errors.New("wire: no encoder for this response type")
 
 func appendRefusal(dst []byte, r *RefusalResponse, health []byte) []byte {
 	dst = append(dst, `{"protocol_version":`...)
