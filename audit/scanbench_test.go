@@ -80,8 +80,8 @@ func scanBenchStore(tb testing.TB) (dir string, lines uint64) {
 	}
 	start := scanBenchNow.Add(-24 * time.Hour)
 	var (
-		f     *os.File
-		w     *bufio.Writer
+		f    *os.File
+		w    *bufio.Writer
 		size int
 		gen  int
 		seq  uint64
