@@ -93,4 +93,3 @@ func TestReclaimDeletesInPlace(t *testing.T) {
 		checkShardIndex(t, l)
 	}
 }
-
