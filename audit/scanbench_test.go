@@ -163,7 +163,7 @@ func BenchmarkScanMillionLines(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, decoder := range []string{"reference", "single-pass"} {
-		b.Run(decoder, func(b *testing.B) {
+		b.Run("decoder="+decoder, func(b *testing.B) {
 			var maxRSS int64
 			b.SetBytes(bytes)
 			for b.Loop() {

@@ -75,10 +75,10 @@ func BenchmarkFlood(b *testing.B) {
 		}
 		floorPath := startFloor(b, flood.NewFloor(status, header, answer))
 		for _, c := range []int{1, 16, 64} {
-			b.Run(kind.name+"/c="+strconv.Itoa(c)+"/floor", func(b *testing.B) {
+			b.Run(kind.name+"/c="+strconv.Itoa(c)+"/server=floor", func(b *testing.B) {
 				drive(b, floorPath, c, req, status)
 			})
-			b.Run(kind.name+"/c="+strconv.Itoa(c)+"/daemon", func(b *testing.B) {
+			b.Run(kind.name+"/c="+strconv.Itoa(c)+"/server=daemon", func(b *testing.B) {
 				drive(b, cfg.Registrar.SocketPath, c, req, status)
 			})
 		}

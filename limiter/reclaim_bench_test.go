@@ -1,24 +1,13 @@
-//go:build unix
-
 package limiter
 
 import (
 	"context"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// cpuNow is the process's CPU time (user + system). On a shared machine
-// ns/op counts time the benchmark spent descheduled; cpu-ns/op does not.
-func cpuNow(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+	"github.com/registrar-otel/registrar-otel/internal/cputime"
+)
 
 // BenchmarkReclaimWorstCase is a reclaim's worst case: the map at the cap
 // with its entries refilling one at a time, so that every miss at the cap
@@ -53,12 +42,12 @@ func BenchmarkReclaimWorstCase(b *testing.B) {
 		}
 		return l, now
 	}
-	b.Run("miss-at-cap", func(b *testing.B) {
+	b.Run("op=miss-at-cap", func(b *testing.B) {
 		l, now := newFull(b)
 		before := l.Stats().Reclaimed
 		b.ReportAllocs()
 		i := 0
-		cpu := cpuNow(b)
+		cpu := cputime.Now()
 		for b.Loop() {
 			now += dt
 			if d := l.ChargeAt(ctx, pool[i&(len(pool)-1)], Mint, Admission, now); !d.Allowed || d.Overflow {
@@ -66,18 +55,18 @@ func BenchmarkReclaimWorstCase(b *testing.B) {
 			}
 			i++
 		}
-		b.ReportMetric(float64(cpuNow(b)-cpu)/float64(i), "cpu-ns/op")
+		b.ReportMetric(float64(cputime.Now()-cpu)/float64(i), "cpu-ns/op")
 		if got := l.Stats().Reclaimed - before; got != uint64(i) {
 			b.Fatalf("%d reclaims for %d misses, want one each", got, i)
 		}
 	})
-	b.Run("present-key", func(b *testing.B) {
+	b.Run("op=present-key", func(b *testing.B) {
 		l, now := newFull(b)
 		b.ReportAllocs()
-		cpu := cpuNow(b)
+		cpu := cputime.Now()
 		for b.Loop() {
 			l.ChargeAt(ctx, "seed0", Mint, Admission, now)
 		}
-		b.ReportMetric(float64(cpuNow(b)-cpu)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(cputime.Now()-cpu)/float64(b.N), "cpu-ns/op")
 	})
 }
