@@ -54,9 +54,8 @@ bench-smoke: ## run every benchmark once so none rots
 	cd bench && $(GO) test -run='^$$' -bench=. -benchtime=1x ./...
 
 .PHONY: bench
-bench: ## the benchmarks, with the peer comparison (bench/ module)
-	$(GO) test -run='^$$' -bench=. -benchmem ./...
-	cd bench && $(GO) test -run='^$$' -bench=. -benchmem -count=3 ./...
+bench: ## every benchmark of both modules in interleaved passes, with benchstat's peer comparisons (BENCH_PASSES, BENCH, BENCHTIME)
+	GO=$(GO) bench/interleaved.sh
 
 .PHONY: fuzz-smoke
 fuzz-smoke: ## run each fuzz target for FUZZTIME (default 10s)
