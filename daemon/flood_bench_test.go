@@ -13,6 +13,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/daemon"
+	"github.com/registrar-otel/registrar-otel/internal/cputime"
 	"github.com/registrar-otel/registrar-otel/internal/flood"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
@@ -32,8 +33,9 @@ import (
 //     ServiceLabelInvalid, no records).
 //
 // Each sub-benchmark's op is one request answered; ns/op is the inverse of
-// the throughput over all connections and allocs/op counts the whole
-// process (the client allocates nothing per request). Read it as a ratio
+// the throughput over all connections, cpu-ns/op the process's CPU time per
+// answer, and allocs/op counts the whole process (the client allocates
+// nothing per request). Read it as a ratio
 // floor/daemon of ns/op within one pass, passes interleaved (make bench).
 func BenchmarkFlood(b *testing.B) {
 	for _, kind := range []struct {
@@ -97,8 +99,15 @@ func drive(b *testing.B, path string, conns int, req []byte, status int) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cputime.Now()
 	if err := cl.Run(b.N, req, status); err != nil {
 		b.Fatal(err)
+	}
+	if cputime.Available() {
+		// The whole process: server and load client (which costs the same
+		// against either server). 1e9 / cpu-ns/op is answers per second per
+		// core, client included.
+		b.ReportMetric(float64(cputime.Now()-cpu)/float64(b.N), "cpu-ns/op")
 	}
 }
 
