@@ -217,7 +217,7 @@ func TestScanAgreesWithReference(t *testing.T) {
 	// Many ids in one chunk of the compact set, out of order: past the
 	// sorted array's size, into the bitmap.
 	var big strings.Builder
-	for i := 5000; i > 0; i-- {
+	for i := 9000; i > 0; i-- { // ids up to 63000: one chunk of 2^16
 		id := fmt.Sprintf("EEEEEEEEEEEE.%d", i*7)
 		big.WriteString(at(intent(id), 0))
 		if i%3 != 0 {
