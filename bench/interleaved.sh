@@ -60,7 +60,7 @@ compare() { # key, values joined by " OR "
 		$benchstat -filter "/$1:($2)" -col "/$1" "$out/passes.txt"
 	fi
 }
-compare server "floor OR daemon"
+compare server "floor OR daemon OR daemon-ratio0"
 compare decoder "reference OR single-pass"
 compare peer "ours OR xrate OR memstore"
 compare span "non-recording OR recording OR recording-sdk-AddEvent-only"

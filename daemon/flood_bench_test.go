@@ -76,6 +76,13 @@ func BenchmarkFlood(b *testing.B) {
 			b.Fatalf("%s: the bucket did not drain: last status %d", kind.name, status)
 		}
 		floorPath := startFloor(b, flood.NewFloor(status, header, answer))
+		// The same daemon with telemetry.trace_sample_ratio = 0: what an
+		// untraced caller's flood costs when the ratio is lowered (see the
+		// operations guide, "Tracing cost and trace_sample_ratio").
+		ucfg := floodConfig(b)
+		ucfg.Telemetry.TraceSampleRatio = 0
+		startDaemon(b, ucfg)
+		drain(b, ucfg.Registrar.SocketPath, req, kind.status)
 		for _, c := range []int{1, 16, 64} {
 			b.Run(kind.name+"/c="+strconv.Itoa(c)+"/server=floor", func(b *testing.B) {
 				drive(b, floorPath, c, req, status)
@@ -83,9 +90,32 @@ func BenchmarkFlood(b *testing.B) {
 			b.Run(kind.name+"/c="+strconv.Itoa(c)+"/server=daemon", func(b *testing.B) {
 				drive(b, cfg.Registrar.SocketPath, c, req, status)
 			})
+			b.Run(kind.name+"/c="+strconv.Itoa(c)+"/server=daemon-ratio0", func(b *testing.B) {
+				drive(b, ucfg.Registrar.SocketPath, c, req, status)
+			})
 		}
 		_ = d
 	}
+}
+
+// drain sends req until the answer is status.
+func drain(b *testing.B, path string, req []byte, status int) {
+	b.Helper()
+	cl, err := flood.Dial(path, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	for range 1024 {
+		got, _, _, err := cl.Body(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got == status {
+			return
+		}
+	}
+	b.Fatalf("the bucket did not drain")
 }
 
 func drive(b *testing.B, path string, conns int, req []byte, status int) {
