@@ -652,6 +652,7 @@ func (s *Server) write(w http.ResponseWriter, status int, v any, retryAfter uint
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b) // a caller that hung up cannot be answered
+	clear(b)          // a mint's answer holds a secret: keep no copy in the pool
 	if cap(b) > 2*MaxBodyBytes {
 		*bp = nil // never keep an outsized buffer
 	}
