@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,19 +152,4 @@ func (s *seqSet) add(n uint64) {
 		}
 		c.sorted = nil
 	}
-}
-
-// len returns the number of values in the set (for tests).
-func (s *seqSet) len() int {
-	n := 0
-	for _, c := range s.chunks {
-		if c.bitmap != nil {
-			for _, w := range c.bitmap {
-				n += bits.OnesCount64(w)
-			}
-			continue
-		}
-		n += len(c.sorted)
-	}
-	return n
 }
