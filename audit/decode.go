@@ -51,7 +51,31 @@ var (
 //
 // A rejected line yields a *DecodeError (matching ErrMalformed) naming the
 // rule. Unmarshal never panics and is safe for concurrent use.
+//
+// A line in the store's exact spelling is read in a single pass (see
+// fastdecode.go); any other line, every rejected one included, by the
+// token decoder, which names the rule.
 func Unmarshal(line []byte) (*Record, error) {
+	var ld lineDecoder
+	if r := ld.canonical(line); r != nil {
+		c := *r // the record escapes: give it storage of its own
+		if r.Requested != nil {
+			q := *r.Requested
+			c.Requested = &q
+		}
+		if r.Outcome != nil {
+			o := *r.Outcome
+			c.Outcome = &o
+		}
+		return &c, nil
+	}
+	return unmarshalTokens(line)
+}
+
+// unmarshalTokens is Unmarshal by encoding/json's tokenizer: every rule
+// checked in the order the reader has always checked them, and the one
+// that names a rejected line's rule.
+func unmarshalTokens(line []byte) (*Record, error) {
 	if len(line) > MaxRecordBytes {
 		return nil, &DecodeError{Rule: RuleOversizedLine}
 	}

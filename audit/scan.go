@@ -177,6 +177,12 @@ func (r *Report) Anomalies() bool {
 // each duplicate intent or outcome line counts as malformed. Limited
 // records are never paired and cannot be duplicates.
 func Scan(ctx context.Context, opts ScanOptions) (*Report, error) {
+	return scan(ctx, opts, nil)
+}
+
+// scan is Scan; setup, if not nil, adjusts the scanner before the first
+// line (the tests' and benchmarks' reference scan).
+func scan(ctx context.Context, opts ScanOptions, setup func(*scanner)) (*Report, error) {
 	if errPlatform != nil {
 		return nil, errPlatform
 	}
@@ -202,7 +208,10 @@ func Scan(ctx context.Context, opts ScanOptions) (*Report, error) {
 		},
 		cutoff:  opts.Now.Add(-opts.Window),
 		settled: opts.Now.Add(-opts.Grace),
-		reqs:    make(map[string]*reqState),
+		waiting: make(map[string]*reqState),
+	}
+	if setup != nil {
+		setup(sc)
 	}
 	fi, err := os.Lstat(opts.Dir)
 	if err != nil {
@@ -268,19 +277,31 @@ func Scan(ctx context.Context, opts ScanOptions) (*Report, error) {
 	return sc.rep, nil
 }
 
-// reqState is what the scan knows about one request_id.
+// reqState is what the scan knows about a request_id whose intent is still
+// waiting for its outcome: the only per-request state it keeps.
 type reqState struct {
-	intents, outcomes uint32
-	first             UnpairedIntent // the first intent seen
-	order             uint64         // its position in the scan, for sorting
+	first UnpairedIntent // the first intent seen
+	order uint64         // its position in the scan, for sorting
 }
 
 type scanner struct {
 	rep     *Report
 	cutoff  time.Time
 	settled time.Time
-	reqs    map[string]*reqState
-	order   uint64 // lines seen so far, across files
+	// waiting holds the request_ids with an intent and, so far, no
+	// outcome. Once its outcome arrives a request_id leaves it for the
+	// compact sets below, which remember, at about two bytes per id, what
+	// the duplicate rule needs: whose intent and whose outcome were seen.
+	waiting  map[string]*reqState
+	intents  idSet  // intents seen, of request_ids no longer waiting
+	outcomes idSet  // outcomes seen
+	order    uint64 // lines seen so far, across files
+	dec      lineDecoder
+
+	// refLine and refFinish replace line and finish (the reference scan of
+	// the benchmarks and agreement tests); nil in production.
+	refLine   func(name string, lineNo uint64, chunk []byte)
+	refFinish func()
 }
 
 // file scans one file. A file that vanished since the listing (trimmed by
@@ -362,8 +383,12 @@ func (sc *scanner) unterminated(f *os.File, snapshot int64, name string, lineNo 
 
 // line classifies one complete line ('\n' included).
 func (sc *scanner) line(name string, lineNo uint64, chunk []byte) {
+	if sc.refLine != nil {
+		sc.refLine(name, lineNo, chunk)
+		return
+	}
 	sc.order++
-	r, err := Unmarshal(chunk)
+	r, err := sc.dec.decode(chunk)
 	if err != nil {
 		var de *DecodeError
 		if errors.As(err, &de) {
@@ -387,30 +412,28 @@ func (sc *scanner) line(name string, lineNo uint64, chunk []byte) {
 			s.Count += r.Count
 		}
 	case PhaseIntent:
-		st := sc.req(r.RequestID)
-		st.intents++
-		if st.intents == 1 {
-			st.first = UnpairedIntent{File: name, Line: lineNo, RequestID: r.RequestID, TS: r.TS}
-			st.order = sc.order
-		} else {
-			sc.malformed(name, lineNo, RuleDuplicateRequestID, "second intent for request_id "+r.RequestID)
+		id := r.RequestID
+		switch {
+		case sc.waiting[id] != nil || sc.intents.has(id):
+			sc.malformed(name, lineNo, RuleDuplicateRequestID, "second intent for request_id "+id)
+		case sc.outcomes.has(id):
+			sc.intents.add(id) // its outcome came first: paired
+		default:
+			// The id is a slice of this line's own copy, never reused.
+			sc.waiting[id] = &reqState{first: UnpairedIntent{File: name, Line: lineNo, RequestID: id, TS: r.TS}, order: sc.order}
 		}
 	case PhaseOutcome:
-		st := sc.req(r.RequestID)
-		st.outcomes++
-		if st.outcomes > 1 {
-			sc.malformed(name, lineNo, RuleDuplicateRequestID, "second outcome for request_id "+r.RequestID)
+		id := r.RequestID
+		if sc.outcomes.has(id) {
+			sc.malformed(name, lineNo, RuleDuplicateRequestID, "second outcome for request_id "+id)
+			return
+		}
+		sc.outcomes.add(id)
+		if _, ok := sc.waiting[id]; ok {
+			delete(sc.waiting, id)
+			sc.intents.add(id)
 		}
 	}
-}
-
-func (sc *scanner) req(id string) *reqState {
-	st, ok := sc.reqs[id]
-	if !ok {
-		st = &reqState{}
-		sc.reqs[id] = st
-	}
-	return st
 }
 
 func (sc *scanner) malformed(name string, lineNo uint64, rule Rule, detail string) {
@@ -423,9 +446,13 @@ func (sc *scanner) malformed(name string, lineNo uint64, rule Rule, detail strin
 
 // finish counts the unpaired intents.
 func (sc *scanner) finish() {
+	if sc.refFinish != nil {
+		sc.refFinish()
+		return
+	}
 	var unpaired []*reqState
-	for _, st := range sc.reqs {
-		if st.intents > 0 && st.outcomes == 0 && st.first.TS.Before(sc.settled) {
+	for _, st := range sc.waiting {
+		if st.first.TS.Before(sc.settled) {
 			sc.rep.IntentWithoutOutcome++
 			unpaired = append(unpaired, st)
 		}

@@ -7,17 +7,23 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/coalesce"
+	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/internal/cputime"
 	"github.com/registrar-otel/registrar-otel/internal/fakes"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
+	"github.com/registrar-otel/registrar-otel/telemetry"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // BenchmarkProductionChain is one limited event through the production
 // sink chain, coalesce → otelsink (real SDK meter provider) → counting,
-// with a non-recording span: the steady state of a flood, counted into an
-// open window.
+// with no span in the context, counted into an open window. It is not the
+// default configuration (there every invocation's span records): see
+// BenchmarkProductionChainDefaultConfig.
 func BenchmarkProductionChain(b *testing.B) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	defer mp.Shutdown(context.Background())
@@ -51,5 +57,96 @@ func BenchmarkProductionChain(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkProductionChainDefaultConfig is one limited event through the
+// production sink chain at the default configuration: the daemon's own
+// providers from telemetry.New with the embedded defaults
+// (trace_sample_ratio 1, so the invocation's span records; the Prometheus
+// exporter; exemplars from sampled spans), coalesce → otelsink → counting
+// into an open window.
+//
+// Each event lands on a fresh recording span of its own, as a throttled
+// invocation's does (one event per span): the spans are started and ended
+// in batches with the timer stopped, so the figure is the event alone. The
+// non-recording variant is the peer: the same chain with the span not
+// sampled.
+func BenchmarkProductionChainDefaultConfig(b *testing.B) {
+	ctx := context.Background()
+	tel, err := telemetry.New(ctx, config.Default().Telemetry, telemetry.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tel.Shutdown(ctx)
+	// The floor of the recording case: the SDK's AddEvent alone, with the
+	// same attributes hoisted, no sink chain.
+	sdkOnly := []trace.EventOption{trace.WithAttributes(otelsink.AttrLimitedBucket.String("admission"),
+		otelsink.AttrVerb.String("mint"), otelsink.AttrRetryAfter.Int64(1))}
+	for _, tc := range []struct {
+		name string
+		tp   trace.TracerProvider
+	}{
+		{"span=recording", tel.TracerProvider()},
+		{"span=recording-sdk-AddEvent-only", tel.TracerProvider()},
+		{"span=non-recording", sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))},
+	} {
+		for _, bucket := range []limiter.Bucket{limiter.Admission, limiter.PredecisionRefusal} {
+			b.Run(tc.name+"/bucket="+bucket.String(), func(b *testing.B) {
+				o, err := otelsink.New(counting.New(), tel.MeterProvider())
+				if err != nil {
+					b.Fatal(err)
+				}
+				s, err := coalesce.New(coalesce.Options{Next: o, Store: &fakes.AuditLog{}, Window: time.Hour})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ev := limiter.Event{Identity: "unix-peer:uid=1000", Verb: limiter.Mint, Bucket: bucket, RetryAfterSeconds: 1}
+				tracer := tc.tp.Tracer("bench")
+				const batch = 4096
+				var (
+					ctxs  [batch]context.Context
+					spans [batch]trace.Span
+				)
+				refill := func() {
+					for i := range spans {
+						if spans[i] != nil {
+							spans[i].End()
+						}
+						ctxs[i], spans[i] = tracer.Start(ctx, "registrar.mint", trace.WithSpanKind(trace.SpanKindServer))
+					}
+				}
+				if rec := tc.name != "span=non-recording"; trace.SpanFromContext(func() context.Context { refill(); return ctxs[0] }()).IsRecording() != rec {
+					b.Fatalf("span recording: want %v", rec)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				var cpu time.Duration // within the timed sections only
+				t0 := cputime.Now()
+				for i := 0; i < b.N; i++ {
+					j := i % batch
+					if j == 0 && i > 0 {
+						b.StopTimer()
+						cpu += cputime.Now() - t0
+						refill()
+						t0 = cputime.Now()
+						b.StartTimer()
+					}
+					if tc.name == "span=recording-sdk-AddEvent-only" {
+						spans[j].AddEvent(otelsink.EventName, sdkOnly...)
+					} else {
+						s.Limited(ctxs[j], ev)
+					}
+				}
+				b.StopTimer()
+				cpu += cputime.Now() - t0
+				if cputime.Available() {
+					b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+				}
+				for _, sp := range spans {
+					sp.End()
+				}
+			})
+		}
 	}
 }

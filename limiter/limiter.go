@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	mathbits "math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,20 +119,8 @@ type Limiter struct {
 
 	// count is the number of entries across all shards, ≤ MaxEntries. A
 	// slot is reserved (count incremented) before an entry is inserted.
-	count atomic.Int64
-	// reclaimAt is a lower bound on the instant at which some entry could
-	// be full again. Charging an entry only delays the instant it fills, so
-	// the bound stays valid until the next reclaim scan recomputes it; below
-	// it a miss at the cap skips the scan entirely, keeping the attack path
-	// (identity churn against a drained map) O(1).
-	reclaimAt atomic.Int64
+	count     atomic.Int64
 	reclaimed atomic.Uint64
-
-	// reclaimMu serialises reclaim scans and guards scratch. It is taken
-	// before any shard lock, and a reclaim then holds every shard lock, in
-	// index order.
-	reclaimMu sync.Mutex
-	scratch   [MaxEntries]entry
 
 	overflowMu sync.Mutex
 	overflow   [NumVerbs][NumBuckets]tokenBucket
@@ -144,7 +133,17 @@ type Limiter struct {
 const numShards = 8
 
 type shard struct {
-	mu    sync.Mutex
+	mu sync.Mutex
+	// reclaimAt is a lower bound on the instant at which some entry of the
+	// shard could be full again; it is written under mu and read without
+	// it. Charging an entry only delays the instant it fills, so the bound
+	// stays valid until the shard's next reclaim recomputes it exactly;
+	// below it a miss at the cap skips the shard, keeping the attack path
+	// (identity churn against a drained map) a few atomic loads.
+	reclaimAt atomic.Int64
+	// inUse has bit i set when slots[i] is used, so a reclaim visits the
+	// shard's entries, not its empty slots.
+	inUse [tableSlots / 64]uint64
 	slots [tableSlots]entry
 	_     [64]byte // keep the next shard's lock off this cache line
 }
@@ -203,7 +202,9 @@ func New(cfg Config, sink Sink) (*Limiter, error) {
 		sink: sink,
 		seed: maphash.MakeSeed(),
 	}
-	l.reclaimAt.Store(math.MaxInt64)
+	for i := range l.shards {
+		l.shards[i].reclaimAt.Store(math.MaxInt64)
+	}
 	for v := range l.overflow {
 		for b := range l.overflow[v] {
 			// Full; a full bucket's accrual instant is set by its first
@@ -248,8 +249,10 @@ func (l *Limiter) ChargeAt(ctx context.Context, identity string, verb Verb, buck
 	}
 	h := l.hash(identity, verb, bucket)
 	d, ok := l.chargeEntry(identity, h, verb, bucket, now)
-	if !ok && now >= Instant(l.reclaimAt.Load()) {
-		l.reclaim(now)
+	// Retry after a reclaim that freed a slot, or when a concurrent
+	// reclaim did; at a drained cap neither holds and the miss goes
+	// straight to the overflow bucket.
+	if !ok && (l.reclaim(now) > 0 || l.count.Load() < MaxEntries) {
 		d, ok = l.chargeEntry(identity, h, verb, bucket, now)
 	}
 	if !ok {
@@ -313,8 +316,11 @@ func (l *Limiter) chargeEntry(identity string, h uint64, verb Verb, bucket Bucke
 		bucket:   bucket,
 		used:     true,
 	}
+	s.inUse[i/64] |= 1 << (i % 64)
 	d := e.tb.take(p, now)
-	l.lowerReclaimAt(e.tb.fullAt(p))
+	if at := int64(e.tb.fullAt(p)); at < s.reclaimAt.Load() {
+		s.reclaimAt.Store(at) // under s.mu, like every write of it
+	}
 	return d, true
 }
 
@@ -336,15 +342,6 @@ func (l *Limiter) reserve() bool {
 		}
 		if l.count.CompareAndSwap(c, c+1) {
 			return true
-		}
-	}
-}
-
-func (l *Limiter) lowerReclaimAt(at Instant) {
-	for {
-		cur := l.reclaimAt.Load()
-		if int64(at) >= cur || l.reclaimAt.CompareAndSwap(cur, int64(at)) {
-			return
 		}
 	}
 }
@@ -372,67 +369,90 @@ func (s *shard) find(identity string, h uint64, verb Verb, bucket Bucket) (int, 
 // full entry is indistinguishable from keeping it (both yield a full bucket
 // on next use), so this changes no decision; the daemon calls it on its
 // tick so the entry count drains back after a burst of identity churn
-// instead of staying at the cap until the next miss there. It is O(1) while
-// no entry can be full yet.
+// instead of staying at the cap until the next miss there. It is a few
+// atomic loads while no entry can be full yet.
 func (l *Limiter) Sweep() int {
-	now := l.now()
-	if now < Instant(l.reclaimAt.Load()) {
-		return 0
-	}
-	before := l.reclaimed.Load()
-	l.reclaim(now)
-	return int(l.reclaimed.Load() - before)
+	return l.reclaim(l.now())
 }
 
 // reclaim removes every entry that is refilled to its full burst at now —
 // a full entry is indistinguishable from an absent one — and never an entry
-// below full. It holds every shard lock, rebuilds each shard's table from
-// its survivors (no tombstones, no allocation) and recomputes reclaimAt
-// exactly.
-func (l *Limiter) reclaim(now Instant) {
-	l.reclaimMu.Lock()
-	defer l.reclaimMu.Unlock()
-	if now < Instant(l.reclaimAt.Load()) {
-		return // another charge reclaimed meanwhile
-	}
-	for i := range l.shards {
-		l.shards[i].mu.Lock()
-	}
-	next := Instant(math.MaxInt64)
-	var freed int64
+// below full, and returns how many it removed. It visits only the shards
+// whose reclaimAt has passed, one at a time under that shard's lock alone,
+// and in each only the used slots; it deletes in place (backward-shift
+// deletion: no tombstones, no allocation) and recomputes the shard's
+// reclaimAt exactly. Charges of other shards go on meanwhile.
+func (l *Limiter) reclaim(now Instant) int {
+	freed := 0
 	for i := range l.shards {
 		s := &l.shards[i]
-		n := 0
-		for j := range s.slots {
-			e := &s.slots[j]
-			if !e.used {
-				continue
-			}
-			p := &l.params[e.bucket]
-			e.tb.refill(p, now)
-			if e.tb.tokens >= p.burst {
+		if int64(now) < s.reclaimAt.Load() {
+			continue
+		}
+		s.mu.Lock()
+		if int64(now) >= s.reclaimAt.Load() { // another reclaim may have been first
+			freed += s.reclaim(&l.params, now)
+		}
+		s.mu.Unlock()
+	}
+	if freed > 0 {
+		l.count.Add(-int64(freed))
+		l.reclaimed.Add(uint64(freed))
+	}
+	return freed
+}
+
+// reclaim is the shard's part of Limiter.reclaim; s.mu is held.
+func (s *shard) reclaim(params *[NumBuckets]params, now Instant) int {
+	next := Instant(math.MaxInt64)
+	freed := 0
+	for w := range s.inUse {
+		for bits := s.inUse[w]; bits != 0; {
+			b := mathbits.TrailingZeros64(bits)
+			j := w*64 + b
+			// A deletion may shift a later entry into j: look at j again
+			// until it holds an entry that stays (or none).
+			for s.slots[j].used {
+				e := &s.slots[j]
+				p := &params[e.bucket]
+				e.tb.refill(p, now)
+				if e.tb.tokens < p.burst {
+					next = min(next, e.tb.fullAt(p))
+					break
+				}
+				s.delete(j)
 				freed++
-				continue
 			}
-			if at := e.tb.fullAt(p); at < next {
-				next = at
+			// Later bits may have changed (entries shifted into them): read
+			// the word again, past j.
+			bits = s.inUse[w] &^ (1<<(b+1) - 1)
+			if b == 63 {
+				bits = 0
 			}
-			l.scratch[n] = *e
-			n++
 		}
-		clear(s.slots[:])
-		for _, e := range l.scratch[:n] {
-			j, _ := s.find(e.identity, e.hash, e.verb, e.bucket)
-			s.slots[j] = e
+	}
+	s.reclaimAt.Store(int64(next))
+	return freed
+}
+
+// delete empties slot i and shifts back the entries of its probe run that
+// would no longer be found past the hole, so the table needs no tombstone.
+// An entry only ever moves to a lower slot of its run (or wraps to the
+// end of the table from its start), never past where a scan from slot 0
+// has yet to look.
+func (s *shard) delete(i int) {
+	const mask = tableSlots - 1
+	for j := (i + 1) & mask; s.slots[j].used; j = (j + 1) & mask {
+		home := int(s.slots[j].hash & mask)
+		// The entry at j stays if its home lies cyclically in (i, j].
+		if i <= j && i < home && home <= j || i > j && (i < home || home <= j) {
+			continue
 		}
-		clear(l.scratch[:n])
+		s.slots[i] = s.slots[j]
+		i = j
 	}
-	l.count.Add(-freed)
-	l.reclaimed.Add(uint64(freed))
-	l.reclaimAt.Store(int64(next))
-	for i := len(l.shards) - 1; i >= 0; i-- {
-		l.shards[i].mu.Unlock()
-	}
+	s.slots[i] = entry{}
+	s.inUse[i/64] &^= 1 << (i % 64)
 }
 
 // refill accrues whole intervals elapsed since accruedAt, capped at the

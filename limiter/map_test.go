@@ -52,6 +52,7 @@ func snapshot(l *Limiter, now Instant) map[key]uint32 {
 // entry is findable, tokens are within [0, burst].
 func checkInvariants(t testing.TB, l *Limiter) {
 	t.Helper()
+	checkShardIndex(t, l)
 	n := 0
 	for _, e := range l.entries() {
 		n++

@@ -57,13 +57,23 @@ func (r Result) String() string {
 // ResultOf classifies a verb's error (nil, *RefusedError, *ThrottledError,
 // *UnavailableError); ok is the result when err is nil.
 func ResultOf(ok Result, err error) Result {
+	// The verbs' own errors, unwrapped: no errors.As (whose targets would
+	// cost an allocation each on every throttled call).
+	switch err.(type) {
+	case nil:
+		return ok
+	case *ThrottledError:
+		return ResultThrottled
+	case *RefusedError:
+		return ResultRefused
+	case *UnavailableError:
+		return ResultUnavailable
+	}
 	var (
 		r *RefusedError
 		t *ThrottledError
 	)
 	switch {
-	case err == nil:
-		return ok
 	case errors.As(err, &t):
 		return ResultThrottled
 	case errors.As(err, &r):
@@ -97,7 +107,19 @@ type instruments struct {
 	byVerb       [limiter.NumVerbs]metric.MeasurementOption
 	spanNames    [limiter.NumVerbs]string
 	verbAttr     [limiter.NumVerbs]attribute.KeyValue
+	// The option slices handed to the variadic SDK calls, hoisted: an
+	// existing slice passed on costs nothing, a fresh one is an allocation
+	// per call.
+	addByResult    [limiter.NumVerbs][numResults][]metric.AddOption
+	recordByResult [limiter.NumVerbs][numResults][]metric.RecordOption
+	addByVerb      [limiter.NumVerbs][]metric.AddOption
+	startOpts      []trace.SpanStartOption
+	resultAttr     [numResults]attribute.KeyValue
 }
+
+// numSpanAttrs is the most attributes finish sets: verb, request id,
+// result, registration id, refusal reason.
+const numSpanAttrs = 5
 
 // Span attribute keys.
 const (
@@ -135,16 +157,23 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) (*instrume
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
+	in.startOpts = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	for r := range numResults {
+		in.resultAttr[r] = AttrResult.String(Result(r).String())
+	}
 	for v := range limiter.NumVerbs {
 		verb := limiter.Verb(v)
 		in.spanNames[v] = "registrar." + verb.String()
 		in.verbAttr[v] = AttrVerb.String(verb.String())
 		in.byVerb[v] = metric.WithAttributeSet(attribute.NewSet(attribute.String("verb", verb.String())))
+		in.addByVerb[v] = []metric.AddOption{in.byVerb[v]}
 		for r := range numResults {
 			in.byResult[v][r] = metric.WithAttributeSet(attribute.NewSet(
 				attribute.String("verb", verb.String()),
 				attribute.String("result", Result(r).String()),
 			))
+			in.addByResult[v][r] = []metric.AddOption{in.byResult[v][r]}
+			in.recordByResult[v][r] = []metric.RecordOption{in.byResult[v][r]}
 		}
 	}
 	// Every counter series exists from the first scrape, at zero: rate()
@@ -152,10 +181,10 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) (*instrume
 	// its denominator from the start.
 	ctx := context.Background()
 	for v := range limiter.NumVerbs {
-		in.unrecordable.Add(ctx, 0, in.byVerb[v])
+		in.unrecordable.Add(ctx, 0, in.addByVerb[v]...)
 		for r := range numResults {
 			if possible(limiter.Verb(v), Result(r)) {
-				in.invocations.Add(ctx, 0, in.byResult[v][r])
+				in.invocations.Add(ctx, 0, in.addByResult[v][r]...)
 			}
 		}
 	}
@@ -175,30 +204,31 @@ func possible(verb limiter.Verb, r Result) bool {
 }
 
 // start opens the invocation's server span, a child of any trace context
-// the transport extracted into ctx.
-func (in *instruments) start(ctx context.Context, verb limiter.Verb, requestID string) (context.Context, trace.Span) {
-	return in.tracer.Start(ctx, in.spanNames[verb],
-		trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(in.verbAttr[verb], AttrRequestID.String(requestID)))
+// the transport extracted into ctx. Its attributes are all set at finish,
+// in one call: each SetAttributes on a recording span grows its attribute
+// slice, and a sampler or processor has no use for them at start.
+func (in *instruments) start(ctx context.Context, verb limiter.Verb, _ string) (context.Context, trace.Span) {
+	return in.tracer.Start(ctx, in.spanNames[verb], in.startOpts...)
 }
 
 // finish records the invocation's result on its span and in the metrics,
-// and ends the span.
+// and ends the span. A span that is not recording costs no attribute.
 func (in *instruments) finish(ctx context.Context, inv *invocation, start time.Time, registrationID string, ok Result, err error) {
 	result := ResultOf(ok, err)
 	elapsed := time.Since(start).Seconds()
-	in.invocations.Add(ctx, 1, in.byResult[inv.verb][result])
-	in.duration.Record(ctx, elapsed, in.byResult[inv.verb][result])
+	in.invocations.Add(ctx, 1, in.addByResult[inv.verb][result]...)
+	in.duration.Record(ctx, elapsed, in.recordByResult[inv.verb][result]...)
 	span := inv.span
 	if span.IsRecording() {
-		span.SetAttributes(AttrResult.String(result.String()))
+		a := inv.attrs[:0]
+		a = append(a, in.verbAttr[inv.verb], AttrRequestID.String(inv.requestID), in.resultAttr[result])
 		if registrationID != "" {
-			span.SetAttributes(AttrRegistrationID.String(registrationID))
+			a = append(a, AttrRegistrationID.String(registrationID))
 		}
-		var r *RefusedError
-		if errors.As(err, &r) {
-			span.SetAttributes(AttrRefusalReason.String(r.Reason.String()))
+		if r, ok := refusedError(err); ok {
+			a = append(a, AttrRefusalReason.String(r.Reason.String()))
 		}
+		span.SetAttributes(a...)
 		if result == ResultUnavailable {
 			span.SetStatus(codes.Error, err.Error())
 		}
@@ -206,6 +236,20 @@ func (in *instruments) finish(ctx context.Context, inv *invocation, start time.T
 	span.End()
 }
 
+// refusedError finds the *RefusedError in err, without errors.As on the
+// verbs' own unwrapped errors.
+func refusedError(err error) (*RefusedError, bool) {
+	switch e := err.(type) {
+	case nil, *ThrottledError, *UnavailableError:
+		return nil, false
+	case *RefusedError:
+		return e, true
+	}
+	var r *RefusedError
+	ok := errors.As(err, &r)
+	return r, ok
+}
+
 func (in *instruments) noteUnrecordable(ctx context.Context, verb limiter.Verb) {
-	in.unrecordable.Add(ctx, 1, in.byVerb[verb])
+	in.unrecordable.Add(ctx, 1, in.addByVerb[verb]...)
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // keyedMutex is one mutex per registration id, shared by both verbs, so a
@@ -63,6 +64,16 @@ func newRequestIDs() (*requestIDs, error) {
 	return &requestIDs{prefix: base64.RawURLEncoding.EncodeToString(b[:]) + "."}, nil
 }
 
-func (r *requestIDs) next() string {
-	return r.prefix + strconv.FormatUint(r.seq.Add(1), 10)
+// maxRequestIDBytes is the longest request id: a 13-byte prefix and a
+// uint64 of at most 20 digits.
+const maxRequestIDBytes = 33
+
+// nextIn writes the next request id into buf and returns it as a string
+// sharing buf's memory, without a copy. buf must never be written again:
+// the caller hands over a buffer inside the invocation it allocates anyway,
+// so the id costs no allocation of its own.
+func (r *requestIDs) nextIn(buf *[maxRequestIDBytes]byte) string {
+	b := append(buf[:0], r.prefix...)
+	b = strconv.AppendUint(b, r.seq.Add(1), 10)
+	return unsafe.String(&buf[0], len(b))
 }

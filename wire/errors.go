@@ -150,13 +150,26 @@ func refusalFor(err error) (status int, body RefusalResponse, retryAfter uint64,
 		thr *registrar.ThrottledError
 		una *registrar.UnavailableError
 	)
+	// The verbs return their errors unwrapped: a type switch finds them
+	// without errors.As, whose targets escape (an allocation each, on
+	// every throttled answer). Anything else goes through errors.As.
+	switch e := err.(type) {
+	case *registrar.ThrottledError:
+		thr = e
+	case *registrar.RefusedError:
+		ref = e
+	case *registrar.UnavailableError:
+		una = e
+	default:
+		thr, ref, una = asVerbError(err)
+	}
 	body.ProtocolVersion = ProtocolVersion
 	switch {
-	case errors.As(err, &thr):
+	case thr != nil:
 		retryAfter = max(thr.RetryAfterSeconds, 1) // the contract says ≥ 1; never advertise 0
 		body.RequestID = thr.RequestID
 		body.Error = ErrorBody{ID: RegistrarBusy, RetryAfter: retryAfter}
-	case errors.As(err, &ref):
+	case ref != nil:
 		id, ok := IDForReason(ref.Reason)
 		if !ok {
 			return 0, body, 0, internalf("refusal reason %d has no identifier", uint8(ref.Reason))
@@ -166,7 +179,7 @@ func refusalFor(err error) (status int, body RefusalResponse, retryAfter uint64,
 		if id == RegistrarUnavailable {
 			body.Error.Reason = registrar.BackendUnavailable.String()
 		}
-	case errors.As(err, &una):
+	case una != nil:
 		reason, ok := unavailableReason(una.Reason)
 		if !ok {
 			return 0, body, 0, internalf("unavailable reason %d has no spelling", uint8(una.Reason))
@@ -182,4 +195,20 @@ func refusalFor(err error) (status int, body RefusalResponse, retryAfter uint64,
 
 func internalf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errInternal}, args...)...)
+}
+
+// asVerbError finds a wrapped verb error with errors.As; kept apart from
+// refusalFor so that only this rare path pays for the escaping targets.
+func asVerbError(err error) (*registrar.ThrottledError, *registrar.RefusedError, *registrar.UnavailableError) {
+	var (
+		thr *registrar.ThrottledError
+		ref *registrar.RefusedError
+		una *registrar.UnavailableError
+	)
+	switch {
+	case errors.As(err, &thr):
+	case errors.As(err, &ref):
+	case errors.As(err, &una):
+	}
+	return thr, ref, una
 }

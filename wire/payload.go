@@ -1,11 +1,11 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -187,11 +187,20 @@ func quoteName(s string) string {
 // configured components, wrap_ttl bounds): those are the verbs' refusals.
 // Every error is a *MalformedError.
 func DecodeMint(body []byte) (MintRequest, error) {
-	var req MintRequest
-	d := newDecodeState(body)
+	// One copy of the body: every decoded string is a slice of it, so
+	// decoding allocates nothing else (a member with escapes excepted).
+	return decodeMint(string(body))
+}
+
+func decodeMint(body string) (MintRequest, error) {
+	var (
+		req MintRequest
+		d   decodeState
+	)
+	d.init(body)
 	// Required members are numbered in the spec's order: the first missing
 	// one is reported.
-	have := d.object("", body, func(name string, val []byte) int {
+	have := d.object("", body, func(name, val string) int {
 		switch name {
 		case "protocol_version":
 			d.version(val)
@@ -217,20 +226,33 @@ func DecodeMint(body []byte) (MintRequest, error) {
 		}
 		return -1
 	})
-	if err := d.finish(have, "service_name", "host", "component", "spec", "wrap_ttl"); err != nil {
+	if err := d.finish(have, mintRequired[:]); err != nil {
 		return MintRequest{}, err
 	}
 	req.ProtocolVersion = ProtocolVersion
 	return req, nil
 }
 
+var (
+	mintRequired       = [...]string{"service_name", "host", "component", "spec", "wrap_ttl"}
+	deregisterRequired = [...]string{"service_name", "host", "component"}
+	specRequired       = [...]string{"component", "service_name", "reload"}
+)
+
 // DecodeDeregister decodes and checks the body of POST /v1/deregister, with
 // DecodeMint's rules: protocol_version, service_name, host, component
 // required; instance and idempotency_key optional.
 func DecodeDeregister(body []byte) (DeregisterRequest, error) {
-	var req DeregisterRequest
-	d := newDecodeState(body)
-	have := d.object("", body, func(name string, val []byte) int {
+	return decodeDeregister(string(body))
+}
+
+func decodeDeregister(body string) (DeregisterRequest, error) {
+	var (
+		req DeregisterRequest
+		d   decodeState
+	)
+	d.init(body)
+	have := d.object("", body, func(name, val string) int {
 		switch name {
 		case "protocol_version":
 			d.version(val)
@@ -250,7 +272,7 @@ func DecodeDeregister(body []byte) (DeregisterRequest, error) {
 		}
 		return -1
 	})
-	if err := d.finish(have, "service_name", "host", "component"); err != nil {
+	if err := d.finish(have, deregisterRequired[:]); err != nil {
 		return DeregisterRequest{}, err
 	}
 	req.ProtocolVersion = ProtocolVersion
@@ -261,24 +283,35 @@ func DecodeDeregister(body []byte) (DeregisterRequest, error) {
 // decoding at once; a member problem is remembered (the first one) and
 // decoding goes on, so that a wrong protocol_version is reported ahead of
 // any member problem wherever it appears in the object.
+//
+// The body is read in one pass that checks the JSON grammar as it goes (no
+// json.Valid pre-pass). Only when that pass finds the body broken is it
+// read again, by encoding/json, to name the byte and the problem exactly as
+// before; that is the rejection path, never the hot one.
 type decodeState struct {
+	body       string
 	fatal      *MalformedError // syntax, not an object: stop
 	versionErr *MalformedError
 	versionOK  bool
 	member     *MalformedError // the first member problem
 }
 
-func newDecodeState(body []byte) *decodeState {
-	d := &decodeState{}
+func (d *decodeState) init(body string) {
+	d.body = body
 	switch {
 	case len(body) > MaxBodyBytes:
 		d.fatal = malformedf("request body exceeds %d bytes", MaxBodyBytes)
-	case !utf8.Valid(body):
+	case !utf8.ValidString(body):
 		d.fatal = malformedf("request body is not valid UTF-8")
-	default:
-		d.fatal = checkSyntax(body)
 	}
-	return d
+}
+
+// syntaxError records that the body is not valid JSON, with encoding/json's
+// account of where and why.
+func (d *decodeState) syntaxError() {
+	if d.fatal == nil {
+		d.fatal = checkSyntax(d.body)
+	}
 }
 
 func (d *decodeState) memberErr(format string, args ...any) {
@@ -291,7 +324,7 @@ func (d *decodeState) memberErr(format string, args ...any) {
 // protocol version, then the first member problem, then the first missing
 // required member (names in the spec's order; have has bit i set when
 // required[i] was present; protocol_version is tracked on its own).
-func (d *decodeState) finish(have uint, required ...string) error {
+func (d *decodeState) finish(have uint, required []string) error {
 	switch {
 	case d.fatal != nil:
 		return d.fatal
@@ -311,15 +344,16 @@ func (d *decodeState) finish(have uint, required ...string) error {
 }
 
 // object walks the JSON object in raw (the body when path is "", else the
-// member at path), calling member with each member's name and raw value in
-// order. member returns the index of a required member, or -1; the result
-// has bit i set for each required index seen. Duplicate names are a member
-// problem.
+// member at path), checking the grammar as it goes, and calls member with
+// each member's name and raw value in order. member returns the index of a
+// required member, or -1; the result has bit i set for each required index
+// seen. Duplicate names are a member problem. For the body, anything after
+// the object other than white space is a syntax problem.
 //
-// raw has passed json.Valid (the body in newDecodeState; a member value is
-// a span of it), so the walk only finds spans; it still checks every index
-// and reports a broken invariant rather than panic.
-func (d *decodeState) object(path string, raw []byte, member func(name string, val []byte) int) uint {
+// A member value is checked in full (every nested level of an unknown
+// member included, to encoding/json's depth limit) before member sees it,
+// so a value member receives is always valid JSON.
+func (d *decodeState) object(path string, raw string, member func(name, val string) int) uint {
 	if d.fatal != nil {
 		return 0
 	}
@@ -327,10 +361,14 @@ func (d *decodeState) object(path string, raw []byte, member func(name string, v
 	if path != "" {
 		where = path
 	}
-	w := walker{b: raw}
-	w.space()
-	if !w.eat('{') {
+	p := scanner{s: raw}
+	p.space()
+	if !p.eat('{') {
 		// Only the body can get here: spec's kind is checked before.
+		if _, ok := p.value(0); !ok || !p.end() {
+			d.syntaxError()
+			return 0
+		}
 		d.fatal = malformedf("request body: must be a JSON object, got %s", kindOf(raw))
 		return 0
 	}
@@ -338,31 +376,34 @@ func (d *decodeState) object(path string, raw []byte, member func(name string, v
 		have  uint
 		names dupSet
 	)
-	w.space()
-	if w.eat('}') {
+	p.space()
+	if p.eat('}') {
+		if path == "" && !p.end() {
+			d.syntaxError()
+		}
 		return have
 	}
 	for {
-		w.space()
-		rawName, ok := w.str()
+		p.space()
+		rawName, escaped, ok := p.str()
 		if !ok {
-			d.fatal = malformedf("%s: unreadable member name", where)
+			d.syntaxError()
 			return have
 		}
-		name, ok := unquote(rawName)
+		name, ok := unquote(rawName, escaped)
 		if !ok {
-			d.fatal = malformedf("%s: unreadable member name", where)
+			d.syntaxError()
 			return have
 		}
-		w.space()
-		if !w.eat(':') {
-			d.fatal = malformedf("%s: unreadable member %s", where, quoteName(name))
+		p.space()
+		if !p.eat(':') {
+			d.syntaxError()
 			return have
 		}
-		w.space()
-		value, ok := w.value()
+		p.space()
+		value, ok := p.value(1)
 		if !ok {
-			d.fatal = malformedf("%s: unreadable value of member %s", where, quoteName(name))
+			d.syntaxError()
 			return have
 		}
 		if names.add(name) {
@@ -371,130 +412,251 @@ func (d *decodeState) object(path string, raw []byte, member func(name string, v
 		if i := member(name, value); i >= 0 && i < 32 {
 			have |= 1 << i
 		}
-		w.space()
+		p.space()
 		switch {
-		case w.eat(','):
+		case p.eat(','):
 			continue
-		case w.eat('}'):
+		case p.eat('}'):
+			if path == "" && !p.end() {
+				d.syntaxError()
+			}
 			return have
 		}
-		d.fatal = malformedf("%s: unreadable object", where)
+		d.syntaxError()
 		return have
 	}
 }
 
-// walker finds the spans of JSON text already known to be valid.
-type walker struct {
-	b []byte
+// maxDepth is encoding/json's nesting limit: a body nested deeper is not
+// valid JSON to it, so it is not to this decoder either.
+const maxDepth = 10000
+
+// scanner reads JSON text, checking the grammar (RFC 8259, as encoding/json
+// accepts it) as it goes. Its methods report false at the first byte that
+// breaks it; the caller then stops. The text is valid UTF-8 (checked
+// before), so only the grammar is left to check.
+type scanner struct {
+	s string
 	i int
 }
 
-func (w *walker) space() {
-	for w.i < len(w.b) {
-		switch w.b[w.i] {
+func (p *scanner) space() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
 		case ' ', '\t', '\r', '\n':
-			w.i++
+			p.i++
 		default:
 			return
 		}
 	}
 }
 
-func (w *walker) eat(c byte) bool {
-	if w.i < len(w.b) && w.b[w.i] == c {
-		w.i++
+func (p *scanner) eat(c byte) bool {
+	if p.i < len(p.s) && p.s[p.i] == c {
+		p.i++
 		return true
 	}
 	return false
 }
 
-// str returns the string at the cursor, quotes included.
-func (w *walker) str() ([]byte, bool) {
-	start := w.i
-	if !w.eat('"') {
-		return nil, false
-	}
-	for w.i < len(w.b) {
-		switch w.b[w.i] {
-		case '\\':
-			w.i += 2
-		case '"':
-			w.i++
-			return w.b[start:w.i], true
-		default:
-			w.i++
-		}
-	}
-	return nil, false
+// end reports whether only white space is left.
+func (p *scanner) end() bool {
+	p.space()
+	return p.i == len(p.s)
 }
 
-// value returns the value at the cursor.
-func (w *walker) value() ([]byte, bool) {
-	if w.i >= len(w.b) {
-		return nil, false
+// str returns the string at the cursor, quotes included, and whether it
+// has escapes.
+func (p *scanner) str() (raw string, escaped, ok bool) {
+	start := p.i
+	if !p.eat('"') {
+		return "", false, false
 	}
-	start := w.i
-	switch w.b[w.i] {
-	case '"':
-		return w.str()
-	case '{', '[':
-		depth := 0
-		for w.i < len(w.b) {
-			switch w.b[w.i] {
-			case '"':
-				if _, ok := w.str(); !ok {
-					return nil, false
+	for p.i < len(p.s) {
+		c := p.s[p.i]
+		switch {
+		case c == '"':
+			p.i++
+			return p.s[start:p.i], escaped, true
+		case c == '\\':
+			escaped = true
+			if p.i+1 >= len(p.s) {
+				return "", false, false
+			}
+			switch p.s[p.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				p.i += 2
+			case 'u':
+				if p.i+6 > len(p.s) {
+					return "", false, false
 				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
+				for _, h := range []byte(p.s[p.i+2 : p.i+6]) {
+					if !isHex(h) {
+						return "", false, false
+					}
+				}
+				p.i += 6
+			default:
+				return "", false, false
 			}
-			w.i++
-			if depth == 0 {
-				return w.b[start:w.i], true
+		case c < 0x20:
+			return "", false, false
+		default:
+			p.i++
+		}
+	}
+	return "", false, false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// value returns the value at the cursor, checked in full. depth is the
+// number of arrays and objects the value is inside.
+func (p *scanner) value(depth int) (string, bool) {
+	if p.i >= len(p.s) {
+		return "", false
+	}
+	start := p.i
+	switch c := p.s[p.i]; {
+	case c == '"':
+		raw, _, ok := p.str()
+		return raw, ok
+	case c == '{' || c == '[':
+		if !p.composite(depth + 1) {
+			return "", false
+		}
+	case c == 't':
+		return p.literal("true")
+	case c == 'f':
+		return p.literal("false")
+	case c == 'n':
+		return p.literal("null")
+	case c == '-' || '0' <= c && c <= '9':
+		if !p.number() {
+			return "", false
+		}
+	default:
+		return "", false
+	}
+	return p.s[start:p.i], true
+}
+
+func (p *scanner) literal(lit string) (string, bool) {
+	if len(p.s)-p.i < len(lit) || p.s[p.i:p.i+len(lit)] != lit {
+		return "", false
+	}
+	p.i += len(lit)
+	return lit, true
+}
+
+// number reads -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
+func (p *scanner) number() bool {
+	p.eat('-')
+	switch {
+	case p.eat('0'):
+	case p.i < len(p.s) && '1' <= p.s[p.i] && p.s[p.i] <= '9':
+		p.digits()
+	default:
+		return false
+	}
+	if p.eat('.') {
+		if p.digits() == 0 {
+			return false
+		}
+	}
+	if p.eat('e') || p.eat('E') {
+		if !p.eat('+') {
+			p.eat('-')
+		}
+		if p.digits() == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *scanner) digits() int {
+	start := p.i
+	for p.i < len(p.s) && '0' <= p.s[p.i] && p.s[p.i] <= '9' {
+		p.i++
+	}
+	return p.i - start
+}
+
+// composite reads an array or an object, opened at the cursor, at nesting
+// depth depth.
+func (p *scanner) composite(depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	open := p.s[p.i]
+	p.i++
+	closer := byte(']')
+	if open == '{' {
+		closer = '}'
+	}
+	p.space()
+	if p.eat(closer) {
+		return true
+	}
+	for {
+		p.space()
+		if open == '{' {
+			if _, _, ok := p.str(); !ok {
+				return false
 			}
+			p.space()
+			if !p.eat(':') {
+				return false
+			}
+			p.space()
 		}
-		return nil, false
-	}
-	for w.i < len(w.b) { // a number or a literal
-		switch w.b[w.i] {
-		case ',', '}', ']', ' ', '\t', '\r', '\n':
-			return w.b[start:w.i], w.i > start
+		if _, ok := p.value(depth); !ok {
+			return false
 		}
-		w.i++
+		p.space()
+		switch {
+		case p.eat(','):
+			continue
+		case p.eat(closer):
+			return true
+		}
+		return false
 	}
-	return w.b[start:w.i], w.i > start
 }
 
 // unquote decodes a JSON string (quotes included). Without escapes it is
-// a plain copy; escapes go through encoding/json.
-func unquote(raw []byte) (string, bool) {
+// a slice of raw, no copy; escapes go through encoding/json.
+func unquote(raw string, escaped bool) (string, bool) {
 	if len(raw) < 2 {
 		return "", false
 	}
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1 : len(raw)-1]), true
+	if !escaped {
+		return raw[1 : len(raw)-1], true
 	}
 	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
 		return "", false
 	}
 	return s, true
 }
 
-// dupSet detects repeated member names: a short list first, a map once an
-// object has many members, so a 64 KiB object of tiny members costs linear
-// time, not quadratic.
+// dupSet detects repeated member names: a fixed array first (no
+// allocation for an ordinary request), a map once an object has many
+// members, so a 64 KiB object of tiny members costs linear time, not
+// quadratic.
 type dupSet struct {
-	few  []string
+	few  [maxFewNames]string
+	n    int
 	many map[string]struct{}
 }
 
+const maxFewNames = 16
+
 // add records name and reports whether it was already there.
 func (s *dupSet) add(name string) bool {
-	const maxFew = 16
 	if s.many != nil {
 		if _, dup := s.many[name]; dup {
 			return true
@@ -502,33 +664,33 @@ func (s *dupSet) add(name string) bool {
 		s.many[name] = struct{}{}
 		return false
 	}
-	for _, n := range s.few {
+	for _, n := range s.few[:s.n] {
 		if n == name {
 			return true
 		}
 	}
-	s.few = append(s.few, name)
-	if len(s.few) > maxFew {
-		s.many = make(map[string]struct{}, 2*len(s.few))
-		for _, n := range s.few {
-			s.many[n] = struct{}{}
-		}
-		s.few = nil
+	if s.n < maxFewNames {
+		s.few[s.n] = name
+		s.n++
+		return false
 	}
+	s.many = make(map[string]struct{}, 4*maxFewNames)
+	for _, n := range s.few {
+		s.many[n] = struct{}{}
+	}
+	s.many[name] = struct{}{}
 	return false
 }
 
-// checkSyntax rejects a body that is not one valid JSON value, naming
-// the byte and the problem as encoding/json reports them.
-func checkSyntax(body []byte) *MalformedError {
-	if json.Valid(body) {
-		return nil
-	}
-	if len(bytes.TrimLeft(body, " \t\r\n")) == 0 {
+// checkSyntax names the byte and the problem of a body that is not one
+// valid JSON value, as encoding/json reports them. It runs only on the
+// rejection path.
+func checkSyntax(body string) *MalformedError {
+	if strings.TrimLeft(body, " \t\r\n") == "" {
 		return malformedf("request body is empty, want a JSON object")
 	}
 	var raw json.RawMessage
-	err := json.Unmarshal(body, &raw)
+	err := json.Unmarshal([]byte(body), &raw)
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		return malformedf("request body is not valid JSON at byte %d: %s", se.Offset, se.Error())
@@ -537,7 +699,7 @@ func checkSyntax(body []byte) *MalformedError {
 }
 
 // version checks protocol_version.
-func (d *decodeState) version(val []byte) {
+func (d *decodeState) version(val string) {
 	if d.versionOK || d.versionErr != nil {
 		return // a duplicate: reported by object
 	}
@@ -545,20 +707,22 @@ func (d *decodeState) version(val []byte) {
 	switch {
 	case kind != "a number":
 		d.versionErr = malformedf("protocol_version: must be the integer %d, got %s", ProtocolVersion, kind)
-	case string(val) != "1":
+	case val != "1":
 		d.versionErr = malformedf("protocol_version: must be %d, the only version this server speaks", ProtocolVersion)
 	default:
 		d.versionOK = true
 	}
 }
 
-// str decodes a string member.
-func (d *decodeState) str(path string, val []byte) string {
+// str decodes a string member. It is the one place every string member of
+// a request passes through (path names it: "host", "spec.reload"), so a
+// check that applies to every string member belongs here.
+func (d *decodeState) str(path string, val string) string {
 	if kind := kindOf(val); kind != "a string" {
 		d.memberErr("%s: must be a string, got %s", path, kind)
 		return ""
 	}
-	s, ok := unquote(val)
+	s, ok := unquote(val, strings.IndexByte(val, '\\') >= 0)
 	if !ok {
 		d.memberErr("%s: invalid string", path)
 		return ""
@@ -567,7 +731,7 @@ func (d *decodeState) str(path string, val []byte) string {
 }
 
 // uint decodes a non-negative integer member that fits bits bits.
-func (d *decodeState) uint(path string, val []byte, bits int) uint64 {
+func (d *decodeState) uint(path string, val string, bits int) uint64 {
 	kind := kindOf(val)
 	switch {
 	case kind == "null":
@@ -579,11 +743,11 @@ func (d *decodeState) uint(path string, val []byte, bits int) uint64 {
 	case val[0] == '-':
 		d.memberErr("%s: must be a non-negative integer, got a negative number", path)
 		return 0
-	case bytes.ContainsAny(val, ".eE"):
+	case strings.ContainsAny(val, ".eE"):
 		d.memberErr("%s: must be an integer, got a fraction or an exponent", path)
 		return 0
 	}
-	n, err := strconv.ParseUint(string(val), 10, bits)
+	n, err := strconv.ParseUint(val, 10, bits)
 	if err != nil {
 		d.memberErr("%s: out of range (at most %d)", path, uint64(1)<<bits-1)
 		return 0
@@ -594,8 +758,8 @@ func (d *decodeState) uint(path string, val []byte, bits int) uint64 {
 // instance decodes the instance member: a positive integer of 32 bits.
 // An explicit 0 is malformed rather than "absent", so a present instance
 // always reaches the verbs as present.
-func (d *decodeState) instance(val []byte) uint32 {
-	if string(val) == "0" {
+func (d *decodeState) instance(val string) uint32 {
+	if val == "0" {
 		d.memberErr("instance: must be 1 or more when present (omit it for a component without instances)")
 		return 0
 	}
@@ -603,13 +767,13 @@ func (d *decodeState) instance(val []byte) uint32 {
 }
 
 // spec decodes the spec member.
-func (d *decodeState) spec(val []byte) Spec {
+func (d *decodeState) spec(val string) Spec {
 	var s Spec
 	if kind := kindOf(val); kind != "an object" {
 		d.memberErr("spec: must be an object, got %s", kind)
 		return s
 	}
-	have := d.object("spec", val, func(name string, v []byte) int {
+	have := d.object("spec", val, func(name, v string) int {
 		switch name {
 		case "component":
 			s.Component = d.str("spec.component", v)
@@ -623,7 +787,7 @@ func (d *decodeState) spec(val []byte) Spec {
 		}
 		return -1
 	})
-	for i, name := range []string{"component", "service_name", "reload"} {
+	for i, name := range specRequired {
 		if have&(1<<i) == 0 {
 			d.memberErr("spec.%s: required", name)
 			break
@@ -633,8 +797,8 @@ func (d *decodeState) spec(val []byte) Spec {
 }
 
 // kindOf names the JSON kind of a syntactically valid value.
-func kindOf(val []byte) string {
-	v := bytes.TrimLeft(val, " \t\r\n")
+func kindOf(val string) string {
+	v := strings.TrimLeft(val, " \t\r\n")
 	if len(v) == 0 {
 		return "nothing"
 	}

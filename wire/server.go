@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"mime"
 	"net"
@@ -131,6 +132,9 @@ type Server struct {
 	// inflight counts handlers running on the server's own connections,
 	// so Shutdown can wait for every verb call to finish.
 	inflight sync.WaitGroup
+	// hcache is the registrar_health member prepared for the current
+	// snapshot (see preparedHealth).
+	hcache atomic.Pointer[healthCache]
 }
 
 // NewServer returns a server; call Serve for each listener.
@@ -480,6 +484,15 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, buf *bytes.
 		s.malformed(w, r, http.StatusBadRequest, fmt.Sprintf("request body exceeds %d bytes", MaxBodyBytes))
 		return "", false
 	}
+	if r.ContentLength >= 0 {
+		// The length is declared and within the bound: net/http's body
+		// reader stops there, so no MaxBytesReader (an allocation) is needed.
+		if err := readDeclared(buf, r.Body, int(r.ContentLength)); err != nil {
+			s.malformed(w, r, http.StatusBadRequest, "request body could not be read")
+			return "", false
+		}
+		return id, true
+	}
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxBodyBytes)); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -492,9 +505,24 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, buf *bytes.
 	return id, true
 }
 
+// readDeclared reads a body of declared length n (≤ MaxBodyBytes) into buf.
+func readDeclared(buf *bytes.Buffer, body io.Reader, n int) error {
+	buf.Grow(n)
+	b := buf.AvailableBuffer()[:n]
+	if _, err := io.ReadFull(body, b); err != nil {
+		return err
+	}
+	buf.Write(b)
+	return nil
+}
+
 // checkContentType accepts application/json, with or without parameters;
 // a charset, if given, must be utf-8.
 func checkContentType(ct string) (problem string) {
+	switch ct {
+	case "application/json", "application/json; charset=utf-8":
+		return "" // what every client sends, without parsing
+	}
 	if ct == "" {
 		return "Content-Type: required, want application/json"
 	}
@@ -702,22 +730,29 @@ var (
 
 // write encodes v and answers with it. retryAfter > 0 sets Retry-After.
 func (s *Server) write(w http.ResponseWriter, status int, v any, retryAfter uint64) {
-	b, err := json.Marshal(v)
+	bp := respBufPool.Get().(*[]byte)
+	defer respBufPool.Put(bp)
+	b, err := s.appendResponse((*bp)[:0], v)
 	if err != nil {
 		s.logger.LogAttrs(context.Background(), slog.LevelError, "encoding a response failed", slog.Any("error", err))
 		status = http.StatusInternalServerError
-		b = []byte(`{"protocol_version":1,"request_id":"` + s.ids.next() + `","class":"permanent","error":{"id":"RegistrarUnavailable"},"registrar_health":{}}`)
+		b = append(b[:0], `{"protocol_version":1,"request_id":"`+s.ids.next()+`","class":"permanent","error":{"id":"RegistrarUnavailable"},"registrar_health":{}}`...)
 		retryAfter = 0
 	}
 	b = append(b, '\n')
+	*bp = b
 	h := w.Header()
 	h["Content-Type"] = headerJSON
 	// Material is a secret: no cache may keep any answer.
 	h["Cache-Control"] = headerNoStore
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	h["Content-Length"] = contentLengths.get(uint64(len(b)))
 	if retryAfter > 0 {
-		h["Retry-After"] = []string{strconv.FormatUint(retryAfter, 10)}
+		h["Retry-After"] = retryAfters.get(retryAfter)
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b) // a caller that hung up cannot be answered
+	clear(b)          // a mint's answer holds a secret: keep no copy in the pool
+	if cap(b) > 2*MaxBodyBytes {
+		*bp = nil // never keep an outsized buffer
+	}
 }

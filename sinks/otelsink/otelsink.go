@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"go.opentelemetry.io/otel/attribute"
@@ -65,9 +66,21 @@ type Sink struct {
 	// eventAttrs holds the span event's constant attributes per (bucket,
 	// verb); admission appends the retry-after.
 	eventAttrs [limiter.NumBuckets][limiter.NumVerbs][2]attribute.KeyValue
-	// refusalEvent is the whole, hoisted event option of a
+	// refusalEvent is the whole, hoisted event option slice of a
 	// predecision_refusal event per verb: it has no per-event value.
-	refusalEvent [limiter.NumVerbs]trace.EventOption
+	refusalEvent [limiter.NumVerbs][]trace.EventOption
+	// lastAdmission caches the whole event option slice of the last
+	// admission event per verb. A flood against a drained bucket sees the
+	// same retry-after again and again (the refill interval rounded up, or
+	// a countdown changing once a second), so the event costs only the
+	// SDK's own two allocations (its copy of the attributes and the span's
+	// event list).
+	lastAdmission [limiter.NumVerbs]atomic.Pointer[admissionEvent]
+}
+
+type admissionEvent struct {
+	retry uint64
+	opts  []trace.EventOption
 }
 
 var _ limiter.Sink = (*Sink)(nil)
@@ -108,7 +121,7 @@ func New(next limiter.Sink, mp metric.MeterProvider) (*Sink, error) {
 			}
 			s.eventAttrs[b][v] = [2]attribute.KeyValue{AttrLimitedBucket.String(bucket), AttrVerb.String(verb)}
 			if limiter.Bucket(b) == limiter.PredecisionRefusal {
-				s.refusalEvent[v] = trace.WithAttributes(s.eventAttrs[b][v][:]...)
+				s.refusalEvent[v] = []trace.EventOption{trace.WithAttributes(s.eventAttrs[b][v][:]...)}
 			}
 			// Zero, without a span: creates the series, carries no exemplar.
 			s.counters[b].Add(context.Background(), 0, s.addOpts[b][v]...)
@@ -132,16 +145,29 @@ func (s *Sink) Limited(ctx context.Context, ev limiter.Event) {
 }
 
 // annotate is kept out of Limited so that the non-recording path stays
-// small; it allocates the event's attribute slice.
+// small. Its options are hoisted (see lastAdmission): what allocates is
+// the SDK's AddEvent.
 func (s *Sink) annotate(span trace.Span, ev limiter.Event) {
 	if ev.Bucket != limiter.Admission {
-		span.AddEvent(EventName, s.refusalEvent[ev.Verb])
+		span.AddEvent(EventName, s.refusalEvent[ev.Verb]...)
 		return
 	}
-	base := s.eventAttrs[ev.Bucket][ev.Verb]
-	retry := ev.RetryAfterSeconds
-	if retry > math.MaxInt64 {
-		retry = math.MaxInt64
+	span.AddEvent(EventName, s.admissionEvent(ev.Verb, ev.RetryAfterSeconds)...)
+}
+
+func (s *Sink) admissionEvent(verb limiter.Verb, retry uint64) []trace.EventOption {
+	last := &s.lastAdmission[verb]
+	if e := last.Load(); e != nil && e.retry == retry {
+		return e.opts
 	}
-	span.AddEvent(EventName, trace.WithAttributes(base[0], base[1], AttrRetryAfter.Int64(int64(retry))))
+	value := retry
+	if value > math.MaxInt64 {
+		value = math.MaxInt64
+	}
+	base := s.eventAttrs[limiter.Admission][verb]
+	e := &admissionEvent{retry: retry, opts: []trace.EventOption{
+		trace.WithAttributes(base[0], base[1], AttrRetryAfter.Int64(int64(value))),
+	}}
+	last.Store(e)
+	return e.opts
 }

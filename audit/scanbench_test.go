@@ -1,0 +1,201 @@
+//go:build unix
+
+package audit_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/limiter"
+)
+
+// scanBenchLines is the size of the benchmark store: a million lines,
+// about 255 MB in 8 MiB generations, as the issue measured. With -short
+// (make bench-smoke) the store has 10,000 lines, so the smoke run stays
+// quick.
+const scanBenchLines = 1_000_000
+
+func scanBenchSize() (lines int, name string) {
+	if testing.Short() {
+		return 10_000, "registrar-otel-bench-scan-10k-v1"
+	}
+	return scanBenchLines, "registrar-otel-bench-scan-1M-v1"
+}
+
+// scanChildEnv makes the test binary a scan child: it scans the directory
+// named by the variable with the decoder named by scanChildDecoderEnv and
+// exits, so the parent can read the child's peak RSS alone.
+const (
+	scanChildEnv        = "REGISTRAR_OTEL_SCAN_CHILD_DIR"
+	scanChildDecoderEnv = "REGISTRAR_OTEL_SCAN_CHILD_DECODER"
+)
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(scanChildEnv); dir != "" {
+		os.Exit(scanChild(dir, os.Getenv(scanChildDecoderEnv)))
+	}
+	os.Exit(m.Run())
+}
+
+func scanChild(dir, decoder string) int {
+	scan := audit.Scan
+	if decoder == "reference" {
+		scan = audit.ScanReference
+	}
+	rep, err := scan(context.Background(), audit.ScanOptions{Dir: dir, Now: scanBenchNow, Window: 365 * 24 * time.Hour})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var sum uint64
+	for _, n := range rep.Records {
+		sum += n
+	}
+	// The parent checks the child read every line.
+	fmt.Printf("records=%d malformed=%d unpaired=%d\n", sum, rep.MalformedRecords, rep.IntentWithoutOutcome)
+	return 0
+}
+
+var scanBenchNow = time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
+
+// scanBenchStore builds (once, then reuses from the temporary directory)
+// a store of scanBenchLines lines as the daemon writes them under a
+// flood-shaped load: pairs of intent and outcome from 64 callers, a counted
+// record every 50 lines, ids of one daemon start with gaps (the throttled
+// calls' ids), and 100 intents left without outcome.
+func scanBenchStore(tb testing.TB) (dir string, lines, unpaired uint64) {
+	tb.Helper()
+	target, name := scanBenchSize()
+	dir = filepath.Join(os.TempDir(), name)
+	done := filepath.Join(dir, ".complete") // holds the line and unpaired counts
+	if b, err := os.ReadFile(done); err == nil {
+		if _, err := fmt.Sscanf(string(b), "%d %d", &lines, &unpaired); err == nil {
+			return dir, lines, unpaired
+		}
+	}
+	lines = 0
+	if err := os.RemoveAll(dir); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	start := scanBenchNow.Add(-24 * time.Hour)
+	var (
+		f    *os.File
+		w    *bufio.Writer
+		size int
+		gen  int
+		seq  uint64
+	)
+	open := func(name string) {
+		var err error
+		if f, err = os.Create(filepath.Join(dir, name)); err != nil {
+			tb.Fatal(err)
+		}
+		w, size = bufio.NewWriterSize(f, 1<<20), 0
+	}
+	closeFile := func() {
+		if err := w.Flush(); err != nil {
+			tb.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	write := func(r *audit.Record) {
+		b, err := audit.Marshal(r)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if size+len(b) > audit.DefaultMaxFileBytes {
+			closeFile()
+			gen++
+			open(fmt.Sprintf("registrar-audit-%s-%06d.jsonl", start.Add(time.Duration(gen)*time.Minute).Format("20060102T150405Z"), gen))
+		}
+		w.Write(b)
+		size += len(b)
+		lines++
+	}
+	open(fmt.Sprintf("registrar-audit-%s-%06d.jsonl", start.Format("20060102T150405Z"), 0))
+	for lines < uint64(target) {
+		lines := int(lines) // for the arithmetic below
+		seq += 1 + seq%7    // the throttled calls' ids leave gaps
+		ts := start.Add(time.Duration(lines) * 40 * time.Millisecond)
+		id := "Zm9vYmFyYmF6." + strconv.FormatUint(seq, 10)
+		caller := "unix-peer:uid=" + strconv.Itoa(1000+int(seq%64))
+		req := &audit.Requested{ServiceName: "review", Host: "host-" + strconv.Itoa(int(seq%97)), Instance: uint32(1 + seq%999)}
+		write(&audit.Record{Phase: audit.PhaseIntent, TS: ts, RequestID: id, Verb: limiter.Mint, CallerIdentity: caller, Requested: req})
+		if lines%10_000 == 5_000 && lines/10_000 < 100 {
+			unpaired++
+			continue // a crash mid-mint: no outcome
+		}
+		write(&audit.Record{Phase: audit.PhaseOutcome, TS: ts.Add(3 * time.Millisecond), RequestID: id, Verb: limiter.Mint, CallerIdentity: caller,
+			Requested: req, RegistrationID: req.Host + "-review-" + fmt.Sprintf("%03d", req.Instance), Outcome: &audit.Outcome{Class: audit.ClassIdempotentRemint}})
+		if lines%50 == 0 {
+			write(&audit.Record{Phase: audit.PhaseLimited, TS: ts, Verb: limiter.Mint, CallerIdentity: caller, LimitedBucket: limiter.Admission,
+				Count: 1234, WindowStart: ts.Add(-time.Minute), WindowEnd: ts})
+		}
+	}
+	closeFile()
+	if err := os.WriteFile(done, fmt.Appendf(nil, "%d %d", lines, unpaired), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return dir, lines, unpaired
+}
+
+// BenchmarkScanMillionLines scans a million-line store (about 255 MB) per
+// op in a child process, with the single-pass decoder and waiting-only
+// state ("single-pass") and with the decoder and state before it
+// ("reference"), and reports the child's throughput and peak RSS. Read the
+// two as a ratio within one pass; make bench interleaves passes.
+func BenchmarkScanMillionLines(b *testing.B) {
+	dir, lines, wantUnpaired := scanBenchStore(b)
+	var bytes int64
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			bytes += fi.Size()
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, decoder := range []string{"reference", "single-pass"} {
+		b.Run("decoder="+decoder, func(b *testing.B) {
+			var maxRSS int64
+			b.SetBytes(bytes)
+			for b.Loop() {
+				cmd := exec.Command(exe, "-test.run=^$")
+				cmd.Env = append(os.Environ(), scanChildEnv+"="+dir, scanChildDecoderEnv+"="+decoder)
+				out, err := cmd.Output()
+				if err != nil {
+					b.Fatalf("scan child: %v: %s", err, out)
+				}
+				var records, malformed, unpaired uint64
+				if _, err := fmt.Sscanf(string(out), "records=%d malformed=%d unpaired=%d", &records, &malformed, &unpaired); err != nil ||
+					records != lines || malformed != 0 || unpaired != wantUnpaired {
+					b.Fatalf("scan child read %q, want %d records, none malformed, %d unpaired", out, lines, wantUnpaired)
+				}
+				if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+					maxRSS = max(maxRSS, ru.Maxrss*1024) // KiB on Linux
+				}
+			}
+			b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+			b.ReportMetric(float64(maxRSS)/(1<<20), "maxrss-MiB")
+		})
+	}
+}

@@ -1,0 +1,223 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/daemon"
+	"github.com/registrar-otel/registrar-otel/internal/cputime"
+	"github.com/registrar-otel/registrar-otel/internal/flood"
+	"github.com/registrar-otel/registrar-otel/wire"
+)
+
+// BenchmarkFlood is the product's headline figure: the cost of answering a
+// flood through the real daemon (default telemetry: every span sampled and
+// recorded, the Prometheus meter provider, the production sink chain, the
+// real audit store and backend), against the floor: a no-op net/http
+// server on the same kind of unix socket answering the same bytes with the
+// same headers. Both are driven by the same keep-alive load client
+// (internal/flood) at 1, 16 and 64 connections.
+//
+//   - throttled: a well-formed remint from one uid with its admission
+//     bucket drained (429 RegistrarBusy);
+//   - limited-refusal: a mint with an invalid service name from one uid
+//     with its predecision_refusal bucket drained (422
+//     ServiceLabelInvalid, no records).
+//
+// Each sub-benchmark's op is one request answered; ns/op is the inverse of
+// the throughput over all connections, cpu-ns/op the process's CPU time per
+// answer, and allocs/op counts the whole process (the client allocates
+// nothing per request). Read it as a ratio
+// floor/daemon of ns/op within one pass, passes interleaved (make bench).
+func BenchmarkFlood(b *testing.B) {
+	for _, kind := range []struct {
+		name   string
+		body   wire.MintRequest
+		status int
+	}{
+		{"throttled", mintReq("review"), http.StatusTooManyRequests},
+		{"limited-refusal", mintReq("Bad_Name"), http.StatusUnprocessableEntity},
+	} {
+		cfg := floodConfig(b)
+		d := startDaemon(b, cfg)
+		body, err := json.Marshal(kind.body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		req := flood.Request(wire.PathMint, body)
+		// Drain the bucket and capture the answer the floor will repeat.
+		warm, err := flood.Dial(cfg.Registrar.SocketPath, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var (
+			status int
+			header http.Header
+			answer []byte
+		)
+		for range 1024 {
+			if status, header, answer, err = warm.Body(req); err != nil {
+				b.Fatal(err)
+			}
+			if status == kind.status {
+				break
+			}
+		}
+		warm.Close()
+		if status != kind.status {
+			b.Fatalf("%s: the bucket did not drain: last status %d", kind.name, status)
+		}
+		floorPath := startFloor(b, flood.NewFloor(status, header, answer))
+		// The same daemon with telemetry.trace_sample_ratio = 0: what an
+		// untraced caller's flood costs when the ratio is lowered (see the
+		// operations guide, "Tracing cost and trace_sample_ratio").
+		ucfg := floodConfig(b)
+		ucfg.Telemetry.TraceSampleRatio = 0
+		startDaemon(b, ucfg)
+		drain(b, ucfg.Registrar.SocketPath, req, kind.status)
+		for _, c := range []int{1, 16, 64} {
+			b.Run(kind.name+"/c="+strconv.Itoa(c)+"/server=floor", func(b *testing.B) {
+				drive(b, floorPath, c, req, status)
+			})
+			b.Run(kind.name+"/c="+strconv.Itoa(c)+"/server=daemon", func(b *testing.B) {
+				drive(b, cfg.Registrar.SocketPath, c, req, status)
+			})
+			b.Run(kind.name+"/c="+strconv.Itoa(c)+"/server=daemon-ratio0", func(b *testing.B) {
+				drive(b, ucfg.Registrar.SocketPath, c, req, status)
+			})
+		}
+		_ = d
+	}
+}
+
+// drain sends req until the answer is status.
+func drain(b *testing.B, path string, req []byte, status int) {
+	b.Helper()
+	cl, err := flood.Dial(path, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	for range 1024 {
+		got, _, _, err := cl.Body(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got == status {
+			return
+		}
+	}
+	b.Fatalf("the bucket did not drain")
+}
+
+func drive(b *testing.B, path string, conns int, req []byte, status int) {
+	cl, err := flood.Dial(path, conns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.Run(4*conns, req, status); err != nil { // connections warm
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cputime.Now()
+	if err := cl.Run(b.N, req, status); err != nil {
+		b.Fatal(err)
+	}
+	if cputime.Available() {
+		// The whole process: server and load client (which costs the same
+		// against either server). 1e9 / cpu-ns/op is answers per second per
+		// core, client included.
+		b.ReportMetric(float64(cputime.Now()-cpu)/float64(b.N), "cpu-ns/op")
+	}
+}
+
+func mintReq(serviceName string) wire.MintRequest {
+	return wire.MintRequest{ProtocolVersion: 1, ServiceName: serviceName, Host: "h1", Instance: 1, Component: "review",
+		Spec: wire.Spec{Component: "review", ServiceName: serviceName, Reload: "systemctl reload review"}, WrapTTL: 60}
+}
+
+// floodConfig is the embedded defaults with every path in a temporary
+// directory, no metrics listener, and refill intervals of an hour, so that
+// once drained a bucket stays drained for the run (at the default intervals
+// a token every 0.5 or 1 s would let a few calls through to fsynced
+// records, noise in a per-request figure). Telemetry is the default.
+func floodConfig(b *testing.B) config.Config {
+	b.Helper()
+	dir, err := os.MkdirTemp("", "fld-") // short: socket paths are limited
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	cfg := config.Default()
+	r := &cfg.Registrar
+	r.SocketPath = filepath.Join(dir, "r.sock")
+	r.StateDir = filepath.Join(dir, "lib")
+	r.AuditRecordDir = filepath.Join(dir, "audit")
+	r.RateLimitAdmissionRefillIntervalMS = 3_600_000
+	r.RateLimitPredecisionRefusalRefillIntervalMS = 3_600_000
+	cfg.Telemetry.MetricsListen = ""
+	return cfg
+}
+
+func startDaemon(b *testing.B, cfg config.Config) *daemon.Daemon {
+	b.Helper()
+	d, err := daemon.New(cfg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	b.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Errorf("daemon Run: %v", err)
+		}
+	})
+	return d
+}
+
+// startFloor serves f on a fresh unix socket with the wire server's
+// timeouts and returns the socket's path.
+func startFloor(b *testing.B, f *flood.Floor) string {
+	b.Helper()
+	dir, err := os.MkdirTemp("", "flr-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "f.sock")
+	l, err := wire.ListenUnix(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{
+		Handler:           f,
+		ReadHeaderTimeout: wire.DefaultReadHeaderTimeout,
+		ReadTimeout:       wire.DefaultReadTimeout,
+		WriteTimeout:      wire.DefaultWriteTimeout,
+		IdleTimeout:       wire.DefaultIdleTimeout,
+		MaxHeaderBytes:    wire.MaxHeaderBytes,
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			b.Errorf("floor Serve: %v", err)
+		}
+	})
+	return path
+}

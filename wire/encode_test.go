@@ -1,0 +1,108 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"testing"
+)
+
+// encodeStrings are the strings whose escaping differs between encoders:
+// every ASCII control and HTML character, U+2028/U+2029, invalid and
+// truncated UTF-8, multi-byte runes.
+func encodeStrings() []string {
+	ss := []string{"", "plain", `"quoted" \back\slash/`, "<script>&amp;</script>", "\u2028\u2029",
+		"\xff\xfe", "a\xc3", "\xe2\x80", "é中𝄞", "\x7f", "tab\tnl\nret\rbs\bff\f"}
+	for c := 0; c < 0x20; c++ {
+		ss = append(ss, string(rune(c))+"x")
+	}
+	r := rand.New(rand.NewPCG(13, 13))
+	alphabet := []string{"a", "\"", "\\", "<", ">", "&", "\n", "\x01", "\u2028", "\xff", "é", "\xe2\x80", "𝄞", " "}
+	for range 2000 {
+		var b []byte
+		for range r.IntN(12) {
+			b = append(b, alphabet[r.IntN(len(alphabet))]...)
+		}
+		ss = append(ss, string(b))
+	}
+	return ss
+}
+
+func TestAppendJSONStringMatchesMarshal(t *testing.T) {
+	for _, s := range encodeStrings() {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("appendJSONString(%q) = %s, json.Marshal = %s", s, got, want)
+		}
+	}
+}
+
+// TestEncodeMatchesMarshal: each hand-assembled response is byte for byte
+// what json.Marshal made of it, optional members present and absent, and
+// an invalid registrar_health fails as json.Marshal fails.
+func TestEncodeMatchesMarshal(t *testing.T) {
+	s := &Server{}
+	healths := []json.RawMessage{
+		json.RawMessage(`{"limiter":{"limited_admission":3}}`),
+		json.RawMessage(" {\n \"a\" : [1, 2], \"html\":\"<&>\"\n} "),
+		json.RawMessage(`{}`),
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	ss := encodeStrings()
+	pick := func() string {
+		if r.IntN(3) == 0 {
+			return ""
+		}
+		return ss[r.IntN(len(ss))]
+	}
+	for i := range 3000 {
+		h := healths[i%len(healths)]
+		vs := []any{
+			&RefusalResponse{ProtocolVersion: 1, RequestID: pick(), RegistrationID: pick(), Class: Class(pick()),
+				Error: ErrorBody{ID: ErrorID(pick()), Reason: pick(), RetryAfter: uint64(r.IntN(3)) * r.Uint64N(1<<40), Detail: pick()}, RegistrarHealth: h},
+			&MintResponse{ProtocolVersion: 1, RequestID: pick(), RegistrationID: pick(), Outcome: pick(),
+				Material: Material{RoleID: pick(), WrappedSecretID: pick(), ExpiresAt: pick()}, RegistrarHealth: h},
+			&DeregisterResponse{ProtocolVersion: 1, RequestID: pick(), RegistrationID: pick(), Outcome: pick(), RegistrarHealth: h},
+			&HealthResponse{ProtocolVersion: 1, RegistrarHealth: h},
+		}
+		for _, v := range vs {
+			want, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.appendResponse(nil, v)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("appendResponse(%+v):\n got %s, %v\nwant %s", v, got, err, want)
+			}
+		}
+	}
+	bad := &RefusalResponse{ProtocolVersion: 1, RegistrarHealth: json.RawMessage(`{"a":`)}
+	if _, err := json.Marshal(bad); err == nil {
+		t.Fatal("json.Marshal accepted invalid health JSON")
+	}
+	if _, err := s.appendResponse(nil, bad); err == nil {
+		t.Fatal("appendResponse accepted invalid health JSON")
+	}
+}
+
+// TestPreparedHealthOncePerSnapshot: the health member is prepared once
+// per snapshot, and a new snapshot is prepared anew.
+func TestPreparedHealthOncePerSnapshot(t *testing.T) {
+	s := &Server{}
+	a := json.RawMessage(`{ "a": 1 }`)
+	first, _ := s.preparedHealth(a)
+	c := s.hcache.Load()
+	if again, _ := s.preparedHealth(a); &again[0] != &first[0] || s.hcache.Load() != c {
+		t.Fatal("the same snapshot was prepared twice")
+	}
+	b := json.RawMessage(`{"b":2}`)
+	if got, _ := s.preparedHealth(b); string(got) != `{"b":2}` {
+		t.Fatalf("a new snapshot got %s", got)
+	}
+	if string(first) != `{"a":1}` {
+		t.Fatalf("prepared %s, want the compacted JSON", first)
+	}
+}
