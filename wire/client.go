@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/health"
@@ -203,12 +205,45 @@ func (c *Client) post(ctx context.Context, path string, v any) (*Response, error
 	if err != nil {
 		return nil, fmt.Errorf("wire: encode %s request: %w", path, err)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("wire: %s request: %w", path, err)
+	for attempt := 0; ; attempt++ {
+		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("wire: %s request: %w", path, err)
+		}
+		hreq.Header.Set("Content-Type", "application/json")
+		// Both verbs are idempotent by contract (a repeated mint is a
+		// remint, a repeated deregister already_absent), so a request that
+		// met a keep-alive connection the server had just closed as idle
+		// (evicted at a connection cap to admit a newcomer, or past its
+		// idle timeout) may be sent again on a fresh one: net/http does so
+		// only on a reused connection and only when no byte of an answer
+		// came back. A nil value marks the request so without sending the
+		// header.
+		hreq.Header["Idempotency-Key"] = nil
+		res, err := c.do(ctx, hreq)
+		// net/http's own resend covers connections it had used before; a
+		// connection it had just opened (or dialled ahead and kept) that
+		// the server closed before answering gets one more try here, for
+		// the same reason. Never after any byte of an answer.
+		var se *sendError
+		if err == nil || attempt > 0 || ctx.Err() != nil || !errors.As(err, &se) || !connectionLost(se.err) {
+			return res, err
+		}
 	}
-	hreq.Header.Set("Content-Type", "application/json")
-	return c.do(ctx, hreq)
+}
+
+// sendError is a request that got no answer at all: the connection failed
+// before any byte of a response came back.
+type sendError struct{ err error }
+
+func (e *sendError) Error() string { return e.err.Error() }
+func (e *sendError) Unwrap() error { return e.err }
+
+// connectionLost reports whether err is a connection the server closed
+// (or reset) under a request, as it does to an idle connection it evicts.
+func connectionLost(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		strings.Contains(err.Error(), "server closed idle connection")
 }
 
 func (c *Client) do(ctx context.Context, hreq *http.Request) (*Response, error) {
@@ -223,7 +258,7 @@ func (c *Client) do(ctx context.Context, hreq *http.Request) (*Response, error) 
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("wire: %s %s on %s: %w", hreq.Method, hreq.URL.Path, c.endpoint, err)
+		return nil, &sendError{fmt.Errorf("wire: %s %s on %s: %w", hreq.Method, hreq.URL.Path, c.endpoint, err)}
 	}
 	defer hres.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(hres.Body, MaxResponseBytes+1))

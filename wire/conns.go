@@ -203,12 +203,16 @@ type trackedConn struct {
 	awaiting atomic.Bool
 
 	// Guarded by set.mu.
-	busy     bool      // a handler is running
-	served   bool      // at least one request was handled
-	since    time.Time // accepted, or the end of the last response
-	evicted  bool      // closed by the budget
-	admitted bool      // counted in set.conns
-	inHS     bool      // counted in set.handshaking
+	busy     bool // a handler is running
+	answered bool // the handler returned; its answer is being flushed
+	// closeWhenIdle: evicted while its answer was being flushed; closed
+	// once net/http reports it idle, so the answer reaches the caller whole.
+	closeWhenIdle bool
+	served        bool      // at least one request was handled
+	since         time.Time // accepted, or the end of the last response
+	evicted       bool      // closed by the budget
+	admitted      bool      // counted in set.conns
+	inHS          bool      // counted in set.handshaking
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
@@ -251,19 +255,47 @@ func newConnSet(s *Server, kind ListenerKind, tlsConfig *tls.Config) *connSet {
 	return cs
 }
 
-// oldestIdleLocked returns the connection without a request in flight
-// that has been so the longest, among those match accepts (nil: all).
+// oldestIdleLocked returns the connection to close so that a newcomer may
+// have its slot, among those match accepts (nil: all), or nil when every
+// one holds a request in flight. In order of preference, the oldest of:
+//
+//  1. an idle keep-alive connection that has served a request: a client
+//     that reuses it after the close sends its call again on a fresh
+//     connection (the client marks the verbs idempotent), so nothing is
+//     lost;
+//  2. one whose handler has returned and whose answer is only being
+//     flushed: its caller has (or is about to have) the answer; it is
+//     closed once idle, never mid-answer;
+//  3. one that has served nothing yet (a newcomer still sending its first
+//     request, or a slowloris connection that never finishes it): last,
+//     because a client cannot resend on a connection it has just opened.
 func (cs *connSet) oldestIdleLocked(match func(*trackedConn) bool) *trackedConn {
-	var victim *trackedConn
+	var best [3]*trackedConn
 	for c := range cs.conns {
-		if c.busy || (match != nil && !match(c)) {
+		if match != nil && !match(c) {
 			continue
 		}
-		if victim == nil || c.since.Before(victim.since) {
-			victim = c
+		var rank int
+		switch {
+		case !c.busy && c.served:
+			rank = 0
+		case c.busy && c.answered:
+			rank = 1
+		case !c.busy:
+			rank = 2
+		default:
+			continue // a request in flight
+		}
+		if best[rank] == nil || c.since.Before(best[rank].since) {
+			best[rank] = c
 		}
 	}
-	return victim
+	for _, c := range best {
+		if c != nil {
+			return c
+		}
+	}
+	return nil
 }
 
 // admit takes a slot for c, closing the oldest idle connection of its
@@ -288,9 +320,14 @@ func (cs *connSet) admit(c *trackedConn) (bool, Reason) {
 			return false, ReasonConnCap
 		}
 	}
+	closeNow := false
 	if victim != nil {
 		cs.releaseLocked(victim)
 		victim.evicted = true
+		// A connection still flushing its answer is closed once it is idle
+		// (idle), never in the middle of the answer.
+		victim.closeWhenIdle = victim.busy
+		closeNow = !victim.busy
 	}
 	c.since = time.Now()
 	c.admitted = true
@@ -300,7 +337,9 @@ func (cs *connSet) admit(c *trackedConn) (bool, Reason) {
 	cs.s.stats.conns[cs.kind].Add(1)
 	cs.mu.Unlock()
 	if victim != nil {
-		_ = victim.Conn.Close()
+		if closeNow {
+			_ = victim.Conn.Close()
+		}
 		cs.s.reject(cs.kind, ReasonIdleEvicted, victim.attrs()...)
 	}
 	return true, 0
@@ -351,20 +390,34 @@ func (cs *connSet) begin(c *trackedConn) bool {
 	return true
 }
 
+// answered marks c's handler as returned, its answer about to be flushed.
+func (cs *connSet) answered(c *trackedConn) {
+	cs.mu.Lock()
+	c.answered = true
+	cs.mu.Unlock()
+}
+
 // done marks c free of a request in flight once its response is flushed.
 func (cs *connSet) done(c *trackedConn) {
 	cs.mu.Lock()
-	c.busy = false
+	c.busy, c.answered = false, false
 	c.since = time.Now()
 	cs.mu.Unlock()
 }
 
-// idle marks c idle once net/http waits for its next request.
+// idle marks c idle once net/http waits for its next request, and closes
+// it if it was evicted while its last answer was being flushed.
 func (cs *connSet) idle(c *trackedConn) {
 	cs.mu.Lock()
-	c.busy = false
+	c.busy, c.answered = false, false
 	c.since = time.Now()
+	closeNow := c.closeWhenIdle
+	c.closeWhenIdle = false
 	cs.mu.Unlock()
+	if closeNow {
+		_ = c.Conn.Close()
+		return
+	}
 	c.read.Store(0)
 	c.timeout.Store(false)
 	c.awaiting.Store(true)

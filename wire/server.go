@@ -204,6 +204,7 @@ func NewServer(o Options) (*Server, error) {
 			defer s.inflight.Done()
 			s.inner.ServeHTTP(w, r)
 			if tc, ok := r.Context().Value(connKey{}).(*trackedConn); ok {
+				tc.set.answered(tc)
 				// The answer is on the wire once flushed: from then on the
 				// connection holds no request in flight and may give way
 				// to a newcomer, even before net/http reports it idle.

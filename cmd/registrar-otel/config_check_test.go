@@ -43,6 +43,7 @@ registrar:
   max wrap_ttl                1800 s
   connections                 unix 128, tls 128 (+32 in handshake, 3000 ms each), 16 per identity
   connection timeouts         headers 3000 ms, idle 15000 ms
+  audit store reserve         268435456 bytes
 components:
   control-plane  one-per-deployment
   edge-proxy     one-per-host
