@@ -83,3 +83,9 @@ lint: vet ## gofmt, go vet and staticcheck
 .PHONY: clean
 clean: ## remove build output (never var/)
 	rm -rf bin
+
+VAULT_BIN := var/tools/vault/bin/vault
+
+.PHONY: vault
+vault: ## build the Vault server the openbao backend's integration tests run (var/tools/vault/bin/vault; ~10 min cold, skipped when present)
+	tools/vault/build.sh
