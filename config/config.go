@@ -127,6 +127,10 @@ type Registrar struct {
 	// Components maps a component name (a DNS label) to its multiplicity,
 	// from [registrar.components.<name>] multiplicity = "...".
 	Components map[string]Multiplicity
+	// Backend selects where bindings and identities live: "embedded" (the
+	// default; a bbolt file in StateDir) or "openbao" (the [openbao] table's
+	// server).
+	Backend string
 	// Extra holds the [registrar] keys this version does not know, with
 	// their values exactly as the TOML parser produced them (int64, float64,
 	// string, bool, time values, []any, map[string]any), or the raw string
@@ -155,6 +159,9 @@ type Telemetry struct {
 type Config struct {
 	Registrar Registrar
 	Telemetry Telemetry
+	// OpenBao is the [openbao] table, used when Registrar.Backend is
+	// "openbao".
+	OpenBao OpenBao
 	// Source is the file the configuration was loaded from, or
 	// "embedded defaults" when no file was given.
 	Source string
@@ -176,7 +183,8 @@ func Default() Config {
 			ServiceName:      "registrar-otel",
 			TraceSampleRatio: 1.0,
 		},
-		Source: SourceDefaults,
+		OpenBao: defaultOpenBao(),
+		Source:  SourceDefaults,
 	}
 	cfg.Registrar.Components = exampleComponents()
 	return cfg
@@ -200,6 +208,7 @@ func defaultRegistrar() Registrar {
 		MaintenanceIntervalMS: 1000,
 		MaxWrapTTLSeconds:     1800,
 		Components:            map[string]Multiplicity{},
+		Backend:               BackendEmbedded,
 	}
 }
 
@@ -347,6 +356,9 @@ func (c *Config) Validate() error {
 	}
 	if !(t.TraceSampleRatio >= 0 && t.TraceSampleRatio <= 1) { // also catches NaN
 		add(&KeyError{Key: "telemetry.trace_sample_ratio", Value: t.TraceSampleRatio, Rule: "must be between 0 and 1"})
+	}
+	for _, e := range c.validateOpenBao() {
+		add(e)
 	}
 	return errors.Join(errs...)
 }

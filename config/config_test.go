@@ -296,10 +296,10 @@ func TestOTLPEndpointRule(t *testing.T) {
 
 func TestKeysListsEveryKnownKey(t *testing.T) {
 	keys := Keys()
-	if len(keys) != 21 {
-		t.Fatalf("Keys() has %d keys, want the 17 [registrar] and 4 [telemetry] keys: %v", len(keys), keys)
+	if len(keys) != 31 {
+		t.Fatalf("Keys() has %d keys, want the 18 [registrar], 4 [telemetry] and 9 [openbao] keys: %v", len(keys), keys)
 	}
-	for _, want := range []string{"registrar.rate_limit_admission_burst", "registrar.components.<name>.multiplicity", "telemetry.trace_sample_ratio"} {
+	for _, want := range []string{"registrar.rate_limit_admission_burst", "registrar.components.<name>.multiplicity", "telemetry.trace_sample_ratio", "registrar.backend", "openbao.secret_id_num_uses"} {
 		if !slices.Contains(keys, want) {
 			t.Errorf("Keys() lacks %s", want)
 		}

@@ -280,6 +280,8 @@ func (d *decoder) root(raw map[string]any, cfg *Config) {
 			d.registrar(raw[k], &cfg.Registrar)
 		case "telemetry":
 			d.telemetry(raw[k], &cfg.Telemetry)
+		case "openbao":
+			d.openbao(raw[k], &cfg.OpenBao)
 		default:
 			d.unknown = append(d.unknown, unknownKey{key: keyPath(k)})
 		}
@@ -314,6 +316,7 @@ var registrarFields = []field[Registrar]{
 	{"maintenance_interval_ms", u32Field(func(r *Registrar) *uint32 { return &r.MaintenanceIntervalMS })},
 	{"max_wrap_ttl_seconds", u32Field(func(r *Registrar) *uint32 { return &r.MaxWrapTTLSeconds })},
 	{"components", func(d *decoder, key string, v any, r *Registrar) { d.components(key, v, r) }},
+	{"backend", stringField(func(r *Registrar) *string { return &r.Backend })},
 }
 
 var telemetryFields = []field[Telemetry]{
@@ -552,6 +555,10 @@ var keyRank = func() map[string]int {
 	for _, f := range telemetryFields {
 		rank["telemetry."+f.name] = len(rank)
 	}
+	rank["openbao"] = len(rank)
+	for _, f := range openbaoFields {
+		rank["openbao."+f.name] = len(rank)
+	}
 	return rank
 }()
 
@@ -583,6 +590,9 @@ func Keys() []string {
 	}
 	for _, f := range telemetryFields {
 		keys = append(keys, "telemetry."+f.name)
+	}
+	for _, f := range openbaoFields {
+		keys = append(keys, "openbao."+f.name)
 	}
 	return keys
 }

@@ -102,12 +102,24 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 			Components: map[string]Multiplicity{
 				"review": ManyPerHost, "edge-proxy": OnePerHost, "control-plane": OnePerDeployment,
 			},
+			Backend: BackendOpenBao,
 		},
 		Telemetry: Telemetry{
 			MetricsListen:    "[::1]:9464",
 			OTLPEndpoint:     "https://otel-collector.example.net:4318",
 			ServiceName:      "registrar-otel-eu1",
 			TraceSampleRatio: 0.25,
+		},
+		OpenBao: OpenBao{
+			Address:            "https://openbao.example.net:8200",
+			CAFile:             "/etc/registrar-otel/openbao-ca.pem",
+			TokenFile:          "/etc/registrar-otel/openbao-token",
+			KVMount:            "kv",
+			KVPrefix:           "bootroot/registrar",
+			AppRoleMount:       "bootroot-approle",
+			RequestTimeoutMS:   2000,
+			SecretIDTTLSeconds: 1800,
+			SecretIDNumUses:    3,
 		},
 		Source: filepath.Join("testdata", "valid_full.toml"),
 	}
@@ -130,6 +142,12 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 	for i := range tv.NumField() {
 		if reflect.DeepEqual(tv.Field(i).Interface(), tdv.Field(i).Interface()) {
 			t.Errorf("valid_full.toml leaves Telemetry.%s at its default", tv.Type().Field(i).Name)
+		}
+	}
+	ov, odv := reflect.ValueOf(cfg.OpenBao), reflect.ValueOf(def.OpenBao)
+	for i := range ov.NumField() {
+		if reflect.DeepEqual(ov.Field(i).Interface(), odv.Field(i).Interface()) {
+			t.Errorf("valid_full.toml leaves OpenBao.%s at its default", ov.Type().Field(i).Name)
 		}
 	}
 }
