@@ -289,7 +289,9 @@ func TestConcurrentMintsOfOneIDOnTheBackendDirectlyHaveOneFirstMint(t *testing.T
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { statuses[i], _, errs[i] = e.b.Mint(context.Background(), mintOp("edge-proxy", "h1", "edge-proxy")) })
+		wg.Go(func() {
+			statuses[i], _, errs[i] = e.b.Mint(context.Background(), mintOp("edge-proxy", "h1", "edge-proxy"))
+		})
 	}
 	wg.Wait()
 	created := 0

@@ -75,14 +75,14 @@ type Backend struct {
 	client    *api.Client
 	transport *http.Transport // nil if the client's is not an *http.Transport
 	kv        *api.KVv2
-	kvMount string
-	prefix  string
-	approle string
-	timeout time.Duration
-	ttl     time.Duration
-	uses    uint32
-	log     *slog.Logger
-	tel     *instruments
+	kvMount   string
+	prefix    string
+	approle   string
+	timeout   time.Duration
+	ttl       time.Duration
+	uses      uint32
+	log       *slog.Logger
+	tel       *instruments
 
 	mu     sync.RWMutex // held shared by operations, exclusively by Close
 	closed bool
