@@ -86,8 +86,43 @@ func configCheck(args, environ []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "config check: %d %s in %s\n", len(errs), noun, source)
 		return configCheckInvalid
 	}
+	// The files the openbao backend will read: the token's mode and
+	// content, and the CA bundle. Nothing to do for the embedded backend.
+	src, err := cfg.CheckFiles(environ)
+	if err != nil {
+		errs := splitJoinedErrors(err)
+		for _, e := range errs {
+			fmt.Fprintln(stderr, e)
+		}
+		fmt.Fprintf(stderr, "config check: %d openbao file %s in %s\n", len(errs), map[bool]string{true: "error", false: "errors"}[len(errs) == 1], cfg.Source)
+		return configCheckInvalid
+	}
 	printConfigSummary(stdout, &cfg)
+	if cfg.Registrar.Backend == config.BackendOpenBao {
+		printOpenBaoSummary(stdout, &cfg, src)
+	}
 	return configCheckOK
+}
+
+// printOpenBaoSummary adds the openbao backend's settings: where the token
+// comes from (never the token), the mounts and the secret id limits.
+func printOpenBaoSummary(w io.Writer, cfg *config.Config, src config.TokenSource) {
+	o := &cfg.OpenBao
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
+	fmt.Fprintln(tw, "openbao (registrar.backend = \"openbao\"):")
+	row("address", o.Address)
+	if o.CAFile == "" {
+		row("ca_file", "(none: the system roots)")
+	} else {
+		row("ca_file", o.CAFile+" (PEM OK)")
+	}
+	row("token", "from "+src.String()+" (mode and content OK)")
+	row("bindings", fmt.Sprintf("%s/data/%s/bindings/<registration_id> (KV v2)", o.KVMount, o.KVPrefix))
+	row("roles", fmt.Sprintf("auth/%s/role/bootroot-service-<registration_id>", o.AppRoleMount))
+	row("request timeout", fmt.Sprintf("%d ms", o.RequestTimeoutMS))
+	row("secret ids", fmt.Sprintf("ttl %d s, %d use(s)", o.SecretIDTTLSeconds, o.SecretIDNumUses))
+	tw.Flush()
 }
 
 // splitJoinedErrors flattens errors.Join trees, in order.
