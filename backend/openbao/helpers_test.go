@@ -178,6 +178,9 @@ type envOptions struct {
 	timeout    time.Duration
 	tp         trace.TracerProvider
 	mp         metric.MeterProvider
+	// tokenPolicy, when set, gives the backend a token holding only this
+	// policy instead of the root token.
+	tokenPolicy string
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -194,9 +197,21 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
+	token := srv.RootToken
+	if o.tokenPolicy != "" {
+		root := srv.Client()
+		if err := root.Sys().PutPolicy("registrar-otel", o.tokenPolicy); err != nil {
+			t.Fatal(err)
+		}
+		sec, err := root.Auth().Token().Create(&api.TokenCreateRequest{Policies: []string{"registrar-otel"}, NoDefaultPolicy: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		token = sec.Auth.ClientToken
+	}
 	b, err := openbao.New(openbao.Options{
 		Address:         px.URL,
-		Token:           srv.RootToken,
+		Token:           token,
 		KVPrefix:        testPrefix,
 		RequestTimeout:  timeout,
 		SecretIDTTL:     time.Hour,
@@ -209,7 +224,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	e := &env{srv: srv, px: px, b: b, root: srv.Client(), logs: logs, token: srv.RootToken}
+	e := &env{srv: srv, px: px, b: b, root: srv.Client(), logs: logs, token: token}
 	t.Cleanup(func() {
 		if strings.Contains(logs.String(), e.token) {
 			t.Errorf("the backend's log contains the token:\n%s", logs.String())

@@ -596,3 +596,37 @@ func TestServerStoppedMidWaveLeavesNoOrphansOnceTheWaveIsRetried(t *testing.T) {
 		}
 	}
 }
+
+func TestTheDocumentedLeastPrivilegeTokenPolicySufficesForEveryAnswer(t *testing.T) {
+	e := newEnv(t, envOptions{tokenPolicy: openbao.TokenPolicy("secret", testPrefix, "approle")})
+	ctx := context.Background()
+	op := mintOp("h1-review-030", "h1", "review")
+	for i, want := range []registrar.MintStatus{registrar.MintCreated, registrar.MintReissued} {
+		if status, _, err := e.b.Mint(ctx, op); err != nil || status != want {
+			t.Fatalf("mint %d with the least-privilege token = %v, %v; want %v", i, status, err, want)
+		}
+	}
+	other := op
+	other.Host = "h2"
+	if status, _, err := e.b.Mint(ctx, other); err != nil || status != registrar.MintCollision {
+		t.Errorf("collision = %v, %v", status, err)
+	}
+	for _, want := range []registrar.DeregisterStatus{registrar.DeregisterHostMismatch, registrar.DeregisterRemoved, registrar.DeregisterAbsent} {
+		host := "h1"
+		if want == registrar.DeregisterHostMismatch {
+			host = "h2"
+		}
+		if status, err := e.b.Deregister(ctx, registrar.DeregisterOp{RegistrationID: op.RegistrationID, Host: host}); err != nil || status != want {
+			t.Errorf("deregister = %v, %v; want %v", status, err, want)
+		}
+	}
+	// And it is least privilege: outside its paths the token is refused.
+	c := e.unwrapper(t)
+	c.SetToken(e.token)
+	if _, err := c.KVv2("secret").Get(ctx, testPrefix+"/services/review/db"); !isForbidden(err) {
+		t.Errorf("the registrar's token reads a service's secret: %v, want permission denied", err)
+	}
+	if err := c.Sys().PutPolicy("admin", `path "*" { capabilities = ["sudo"] }`); !isForbidden(err) {
+		t.Errorf("the registrar's token writes a policy outside bootroot-service-*: %v, want permission denied", err)
+	}
+}
