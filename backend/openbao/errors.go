@@ -41,7 +41,8 @@ const (
 	// KindTransport: no answer (connection refused or reset, TLS or DNS
 	// failure).
 	KindTransport
-	// KindResponse: an answer this backend cannot use (missing fields).
+	// KindResponse: an answer this backend cannot use (missing fields, a
+	// binding that does not decode).
 	KindResponse
 
 	numKinds = 5
@@ -94,6 +95,9 @@ func (e *RequestError) definitelyNotApplied() bool { return e.Kind == KindClient
 
 // classify turns a client error into its kind and status.
 func classify(ctx context.Context, err error) (Kind, int) {
+	if errors.Is(err, ErrCorrupt) {
+		return KindResponse, 0
+	}
 	if re, ok := errors.AsType[*api.ResponseError](err); ok {
 		if re.StatusCode >= 500 {
 			return KindServer, re.StatusCode

@@ -630,3 +630,35 @@ func TestTheDocumentedLeastPrivilegeTokenPolicySufficesForEveryAnswer(t *testing
 		t.Errorf("the registrar's token writes a policy outside bootroot-service-*: %v, want permission denied", err)
 	}
 }
+
+func TestACorruptOrSoftDeletedBindingIsNeverTakenForAbsent(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	kv := e.root.KVv2("secret")
+	if _, err := kv.Put(ctx, testPrefix+"/bindings/garbled", map[string]any{"host": "h1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.b.Mint(ctx, mintOp("garbled", "h1", "review")); !errors.Is(err, openbao.ErrCorrupt) {
+		t.Errorf("mint over a corrupt binding = %v, want ErrCorrupt", err)
+	}
+	if _, err := e.b.Deregister(ctx, registrar.DeregisterOp{RegistrationID: "garbled", Host: "h1"}); !errors.Is(err, openbao.ErrCorrupt) {
+		t.Errorf("deregister of a corrupt binding = %v, want ErrCorrupt", err)
+	}
+	if s := e.state(t, "garbled"); s.policy != "" || s.role != nil || s.version != 1 {
+		t.Errorf("a corrupt binding led to writes: %+v", s)
+	}
+
+	if _, _, err := e.b.Mint(ctx, mintOp("softdel", "h1", "review")); err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(ctx, testPrefix+"/bindings/softdel"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := e.b.Mint(ctx, mintOp("softdel", "h2", "review"))
+	if !errors.Is(err, openbao.ErrCorrupt) || !strings.Contains(err.Error(), "deleted but its metadata remains") {
+		t.Errorf("mint over a soft-deleted binding = %v, want ErrCorrupt saying so", err)
+	}
+	if re, ok := errors.AsType[*openbao.RequestError](err); !ok || re.Kind.String() != "bad_response" {
+		t.Errorf("error %v, want a bad_response *RequestError", err)
+	}
+}

@@ -33,6 +33,7 @@ func TestClassifyNamesEachKindOfFailure(t *testing.T) {
 		{"expired context", expired, errors.New("any"), KindTimeout, 0},
 		{"net timeout", context.Background(), &net.OpError{Op: "dial", Err: timeoutErr{}}, KindTimeout, 0},
 		{"refused", context.Background(), &net.OpError{Op: "dial", Err: errors.New("connection refused")}, KindTransport, 0},
+		{"corrupt binding", context.Background(), fmt.Errorf("%w at p: no host", ErrCorrupt), KindResponse, 0},
 	} {
 		kind, status := classify(c.ctx, c.err)
 		if kind != c.kind || status != c.status {
