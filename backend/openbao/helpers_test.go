@@ -248,12 +248,11 @@ func mintOp(id, host, svc string) registrar.MintOp {
 // state is what the server holds for one registration id, read with the
 // root token.
 type state struct {
-	binding      map[string]any // nil when absent
-	version      int
-	policy       string // "" when absent
-	role         map[string]any
-	roleID       string
-	bindingError error
+	binding map[string]any // nil when absent
+	version int
+	policy  string // "" when absent
+	role    map[string]any
+	roleID  string
 }
 
 func (e *env) state(t *testing.T, id string) state {
