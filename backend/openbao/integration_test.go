@@ -323,6 +323,9 @@ func TestAMintFailingAtAnyStepIsPartialAfterTheClaimAndConvergesOnRetry(t *testi
 		for step, name := range mintSequence {
 			id := fmt.Sprintf("h%d-review-%03d", act, step+1)
 			t.Run(fmt.Sprintf("%s/%d", name, act), func(t *testing.T) {
+				if act == forwardDrop && (name == "binding_read" || name == "role_id_read") {
+					t.Skip("net/http replays a GET whose reused connection dropped, so the read succeeds; fail503 covers the read")
+				}
 				op := mintOp(id, "h1", "review")
 				e.px.failNth(step, act)
 				_, mat, err := e.b.Mint(ctx, op)
@@ -378,6 +381,9 @@ func TestADeregisterFailingAtAnyStepConvergesOnRetry(t *testing.T) {
 		for step, name := range deregisterSequence {
 			id := fmt.Sprintf("h%d-review-%03d", act, step+1)
 			t.Run(fmt.Sprintf("%s/%d", name, act), func(t *testing.T) {
+				if act == forwardDrop && name == "binding_read" {
+					t.Skip("net/http replays a GET whose reused connection dropped, so the read succeeds; fail503 covers the read")
+				}
 				if _, _, err := e.b.Mint(ctx, mintOp(id, "h1", "review")); err != nil {
 					t.Fatal(err)
 				}
@@ -532,22 +538,32 @@ func TestAPartialMintIsRecordedAsPartialNotAsACleanRefusal(t *testing.T) {
 func TestServerStoppedMidWaveLeavesNoOrphansOnceTheWaveIsRetried(t *testing.T) {
 	e := newEnv(t, envOptions{persistent: true, timeout: 5 * time.Second})
 	h := newVerbs(t, e.b, 512, nil)
-	const hosts = 24
-	// Kill the server when the wave has made 60 of its ~168 requests:
-	// some mints are done, some are half-way, some have not started.
+	const hosts, workers = 24, 4
+	// A control plane brings hosts up a few at a time. Kill the server
+	// when the wave has made 66 of its 168 requests: about eight mints are
+	// done, four are half-way, the rest have not started.
 	var once sync.Once
 	e.px.setHook(func(n int, _ *http.Request) (action, <-chan struct{}) {
-		if n >= 60 {
+		if n >= 66 {
 			once.Do(e.srv.Kill)
 		}
 		return forward, nil
 	})
 	wave := func() []error {
 		errs := make([]error, hosts)
+		next := make(chan int)
 		var wg sync.WaitGroup
-		for i := range hosts {
-			wg.Go(func() { _, errs[i] = h.v.Mint(context.Background(), mintRequest(fmt.Sprintf("w%02d", i), 1)) })
+		for range workers {
+			wg.Go(func() {
+				for i := range next {
+					_, errs[i] = h.v.Mint(context.Background(), mintRequest(fmt.Sprintf("w%02d", i), 1))
+				}
+			})
 		}
+		for i := range hosts {
+			next <- i
+		}
+		close(next)
 		wg.Wait()
 		return errs
 	}
@@ -577,6 +593,16 @@ func TestServerStoppedMidWaveLeavesNoOrphansOnceTheWaveIsRetried(t *testing.T) {
 		if !slices.Contains(inv.bindings, id) {
 			t.Errorf("after the outage %s has a policy or role but no binding", id)
 		}
+	}
+	claimed := 0
+	for _, id := range inv.bindings {
+		if e.state(t, id).binding["state"] == "claimed" {
+			claimed++
+		}
+	}
+	t.Logf("after the outage: %d bindings (%d only claimed), %d policies, %d roles", len(inv.bindings), claimed, len(inv.policies), len(inv.roles))
+	if claimed == 0 {
+		t.Error("no mint was cut short after its claim: the outage did not fall inside a mint")
 	}
 	for i, err := range wave() {
 		if err != nil {
