@@ -117,12 +117,18 @@ func classify(ctx context.Context, err error) (Kind, int) {
 // client's multi-line framing), else the error.
 func causeText(err error) string {
 	if re, ok := errors.AsType[*api.ResponseError](err); ok && len(re.Errors) > 0 {
-		return strings.Join(re.Errors, "; ")
+		return oneLine(strings.Join(re.Errors, "; "))
 	}
 	if err == nil {
 		return "no error"
 	}
-	return strings.ReplaceAll(err.Error(), "\n", " ")
+	return oneLine(err.Error())
+}
+
+// oneLine folds the server's multi-line error lists ("1 error occurred:\n\t*
+// permission denied") onto one line for logs and audit details.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }
 
 // isCASMismatch reports whether err is KV v2's answer to a compare-and-set
