@@ -1,6 +1,6 @@
 // Package vaultdev starts and stops a real Vault server on loopback for the
 // openbao backend's integration tests: `vault server -dev` (in memory), or
-// a server with file storage that survives a stop and a restart. The binary
+// a server with integrated storage that survives a kill and a restart. The binary
 // is the one `make vault` builds (var/tools/vault/bin/vault) or
 // $REGISTRAR_OTEL_VAULT_BIN; where it is absent the tests skip with a
 // message saying how to build it, unless $REGISTRAR_OTEL_REQUIRE_VAULT is
@@ -120,23 +120,33 @@ func StartDev(t testing.TB) *Server {
 	return s
 }
 
-// StartPersistent starts a server with file storage under t.TempDir(),
+// StartPersistent starts a server with integrated (raft) storage under t.TempDir(),
 // initialises it with one unseal key, unseals it, and mounts KV version 2
 // at secret/ and AppRole at approle/. Stop and Restart keep its data.
 func StartPersistent(t testing.TB) *Server {
 	t.Helper()
 	s := newServer(t, false)
-	cfg := fmt.Sprintf(`storage "file" {
-  path = %q
+	// Integrated (raft) storage: crash-safe under SIGKILL, as a production
+	// OpenBao is. (The "file" backend writes through temporary files that a
+	// kill can leave behind, and then lists them as keys.)
+	cluster := freeLoopbackAddr(t)
+	if err := os.MkdirAll(filepath.Join(s.dir, "raft"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`storage "raft" {
+  path    = %q
+  node_id = "vaultdev"
 }
 listener "tcp" {
-  address     = %q
-  tls_disable = true
+  address         = %q
+  cluster_address = %q
+  tls_disable     = true
 }
 api_addr      = %q
+cluster_addr  = %q
 disable_mlock = true
 ui            = false
-`, filepath.Join(s.dir, "data"), s.listen, s.Addr)
+`, filepath.Join(s.dir, "raft"), s.listen, cluster, s.Addr, "http://"+cluster)
 	if err := os.WriteFile(filepath.Join(s.dir, "server.hcl"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
