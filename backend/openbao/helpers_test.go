@@ -165,12 +165,26 @@ func (l *logBuffer) String() string {
 // env is one server, optionally behind a proxy, and a backend talking to
 // it.
 type env struct {
-	srv   *vaultdev.Server
-	px    *proxy
-	b     *openbao.Backend
-	root  *api.Client
-	logs  *logBuffer
-	token string
+	srv     *vaultdev.Server
+	px      *proxy
+	b       *openbao.Backend
+	root    *api.Client
+	logs    *logBuffer
+	token   string
+	timeout time.Duration
+}
+
+// restarted returns a new backend on the same server, as a restarted
+// daemon would open: it shares nothing in memory with e.b.
+func (e *env) restarted(t *testing.T) *openbao.Backend {
+	t.Helper()
+	b, err := openbao.New(openbao.Options{Address: e.px.URL, Token: e.token, KVPrefix: testPrefix, RequestTimeout: e.timeout,
+		SecretIDTTL: time.Hour, SecretIDNumUses: 1, Logger: slog.New(slog.NewTextHandler(e.logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }
 
 type envOptions struct {
@@ -224,7 +238,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	e := &env{srv: srv, px: px, b: b, root: srv.Client(), logs: logs, token: token}
+	e := &env{srv: srv, px: px, b: b, root: srv.Client(), logs: logs, token: token, timeout: timeout}
 	t.Cleanup(func() {
 		if strings.Contains(logs.String(), e.token) {
 			t.Errorf("the backend's log contains the token:\n%s", logs.String())

@@ -349,7 +349,9 @@ func TestAMintFailingAtAnyStepIsPartialAfterTheClaimAndConvergesOnRetry(t *testi
 				if s.binding == nil && (s.policy != "" || s.role != nil) {
 					t.Errorf("after the failure a policy or role exists without a binding: %+v", s)
 				}
-				status, mat, err := e.b.Mint(ctx, op)
+				// The retry comes from a restarted daemon: a new backend
+				// that knows only what the server holds.
+				status, mat, err := e.restarted(t).Mint(ctx, op)
 				if err != nil {
 					t.Fatalf("retry: %v", err)
 				}
@@ -401,7 +403,7 @@ func TestADeregisterFailingAtAnyStepConvergesOnRetry(t *testing.T) {
 				if s.binding == nil && (s.policy != "" || s.role != nil) {
 					t.Errorf("after the failure a policy or role outlives the binding: %+v", s)
 				}
-				status, err := e.b.Deregister(ctx, registrar.DeregisterOp{RegistrationID: id, Host: "h1"})
+				status, err := e.restarted(t).Deregister(ctx, registrar.DeregisterOp{RegistrationID: id, Host: "h1"})
 				want := registrar.DeregisterRemoved
 				if name == "binding_delete" && act == forwardDrop {
 					want = registrar.DeregisterAbsent // the delete was applied; its answer was lost
