@@ -127,3 +127,9 @@ docs: docs-deps ## build the docs site into site/ (English at the root, Korean u
 .PHONY: clean
 clean: ## remove build output (never var/)
 	rm -rf bin site
+
+VAULT_BIN := var/tools/vault/bin/vault
+
+.PHONY: vault
+vault: ## build the Vault server the openbao backend's integration tests run (var/tools/vault/bin/vault; ~10 min cold, skipped when present)
+	tools/vault/build.sh

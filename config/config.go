@@ -158,6 +158,10 @@ type Registrar struct {
 	// connection may wait for its next request. Default 15000, 1 to
 	// MaxTimeoutMS.
 	IdleTimeoutMS uint32
+	// Backend selects where bindings and identities live: "embedded" (the
+	// default; a bbolt file in StateDir) or "openbao" (the [openbao] table's
+	// server).
+	Backend string
 	// Extra holds the [registrar] keys this version does not know, with
 	// their values exactly as the TOML parser produced them (int64, float64,
 	// string, bool, time values, []any, map[string]any), or the raw string
@@ -198,6 +202,9 @@ const SignalOff = "none"
 type Config struct {
 	Registrar Registrar
 	Telemetry Telemetry
+	// OpenBao is the [openbao] table, used when Registrar.Backend is
+	// "openbao".
+	OpenBao OpenBao
 	// Source is the file the configuration was loaded from, or
 	// "embedded defaults" when no file was given.
 	Source string
@@ -219,7 +226,8 @@ func Default() Config {
 			ServiceName:      "registrar-otel",
 			TraceSampleRatio: 1.0,
 		},
-		Source: SourceDefaults,
+		OpenBao: defaultOpenBao(),
+		Source:  SourceDefaults,
 	}
 	cfg.Registrar.Components = exampleComponents()
 	return cfg
@@ -253,6 +261,7 @@ func defaultRegistrar() Registrar {
 		MaxConnsPerIdentity:   16,
 		ReadHeaderTimeoutMS:   3000,
 		IdleTimeoutMS:         15000,
+		Backend:               BackendEmbedded,
 	}
 }
 
@@ -447,6 +456,9 @@ func (c *Config) Validate() error {
 			e.Rule += ` (or "` + SignalOff + `" to switch the signal off, "" to follow telemetry.otlp_endpoint)`
 			add(e)
 		}
+	}
+	for _, e := range c.validateOpenBao() {
+		add(e)
 	}
 	return errors.Join(errs...)
 }

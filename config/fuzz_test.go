@@ -63,7 +63,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("[registrar]\nrate_limit_admission_burst = 0x10\naudit_max_file_bytes = 0o777777\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := loadBytes("fuzz.toml", data, nil, nil)
-		checkLoadResult(t, cfg, err, "registrar", "telemetry")
+		checkLoadResult(t, cfg, err, "registrar", "telemetry", "openbao")
 	})
 }
 
@@ -89,6 +89,6 @@ func FuzzLoadEnv(f *testing.F) {
 			t.Skip("not an environment variable name")
 		}
 		cfg, err := loadBytes("fuzz.toml", data, []string{EnvPrefix + name + "=" + value}, nil)
-		checkLoadResult(t, cfg, err, "registrar", "telemetry", EnvPrefix, `"`+EnvPrefix)
+		checkLoadResult(t, cfg, err, "registrar", "telemetry", "openbao", EnvPrefix, `"`+EnvPrefix)
 	})
 }

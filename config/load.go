@@ -292,6 +292,8 @@ func (d *decoder) root(raw map[string]any, cfg *Config) {
 			d.registrar(raw[k], &cfg.Registrar)
 		case "telemetry":
 			d.telemetry(raw[k], &cfg.Telemetry)
+		case "openbao":
+			d.openbao(raw[k], &cfg.OpenBao)
 		default:
 			d.unknown = append(d.unknown, unknownKey{key: keyPath(k)})
 		}
@@ -338,6 +340,7 @@ var registrarFields = []field[Registrar]{
 	{"max_conns_per_identity", u32Field(func(r *Registrar) *uint32 { return &r.MaxConnsPerIdentity })},
 	{"read_header_timeout_ms", u32Field(func(r *Registrar) *uint32 { return &r.ReadHeaderTimeoutMS })},
 	{"idle_timeout_ms", u32Field(func(r *Registrar) *uint32 { return &r.IdleTimeoutMS })},
+	{"backend", stringField(func(r *Registrar) *string { return &r.Backend })},
 }
 
 var telemetryFields = []field[Telemetry]{
@@ -578,6 +581,10 @@ var keyRank = func() map[string]int {
 	for _, f := range telemetryFields {
 		rank["telemetry."+f.name] = len(rank)
 	}
+	rank["openbao"] = len(rank)
+	for _, f := range openbaoFields {
+		rank["openbao."+f.name] = len(rank)
+	}
 	return rank
 }()
 
@@ -609,6 +616,9 @@ func Keys() []string {
 	}
 	for _, f := range telemetryFields {
 		keys = append(keys, "telemetry."+f.name)
+	}
+	for _, f := range openbaoFields {
+		keys = append(keys, "openbao."+f.name)
 	}
 	return keys
 }

@@ -111,6 +111,7 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 			MaxConnsPerIdentity:   8,
 			ReadHeaderTimeoutMS:   2000,
 			IdleTimeoutMS:         30000,
+			Backend:               BackendOpenBao,
 		},
 		Telemetry: Telemetry{
 			MetricsListen:    "[::1]:9464",
@@ -120,6 +121,17 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 
 			OTLPTracesEndpoint:  "https://traces.example.net:4318/v1/traces",
 			OTLPMetricsEndpoint: "none",
+		},
+		OpenBao: OpenBao{
+			Address:            "https://openbao.example.net:8200",
+			CAFile:             "/etc/registrar-otel/openbao-ca.pem",
+			TokenFile:          "/etc/registrar-otel/openbao-token",
+			KVMount:            "kv",
+			KVPrefix:           "bootroot/registrar",
+			AppRoleMount:       "bootroot-approle",
+			RequestTimeoutMS:   2000,
+			SecretIDTTLSeconds: 1800,
+			SecretIDNumUses:    3,
 		},
 		Source: filepath.Join("testdata", "valid_full.toml"),
 	}
@@ -142,6 +154,12 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 	for i := range tv.NumField() {
 		if reflect.DeepEqual(tv.Field(i).Interface(), tdv.Field(i).Interface()) {
 			t.Errorf("valid_full.toml leaves Telemetry.%s at its default", tv.Type().Field(i).Name)
+		}
+	}
+	ov, odv := reflect.ValueOf(cfg.OpenBao), reflect.ValueOf(def.OpenBao)
+	for i := range ov.NumField() {
+		if reflect.DeepEqual(ov.Field(i).Interface(), odv.Field(i).Interface()) {
+			t.Errorf("valid_full.toml leaves OpenBao.%s at its default", ov.Type().Field(i).Name)
 		}
 	}
 }

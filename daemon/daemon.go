@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/backend/embedded"
 	"github.com/registrar-otel/registrar-otel/coalesce"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/health"
@@ -54,7 +53,7 @@ type Daemon struct {
 	store     *audit.Store
 	capacity  *audit.CapacityProbe
 	capLog    *logthrottle.Throttle // capacity state changes, per target state
-	backend   *embedded.Backend
+	backend   closingBackend
 	counts    *counting.Sink
 	coalescer *coalesce.Sink
 	limiter   *limiter.Limiter
@@ -126,9 +125,9 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 		return nil, fmt.Errorf("daemon: telemetry: %w", err)
 	}
 
-	d.backend, err = embedded.Open(r.StateDir, embedded.Options{Logger: logger.With("component", "backend")})
+	d.backend, err = openBackend(cfg, processEnviron(), logger.With("component", "backend"), tp, mp)
 	if err != nil {
-		return nil, fmt.Errorf("daemon: embedded backend (registrar.state_dir %s): %w", r.StateDir, err)
+		return nil, err
 	}
 	d.closers = append(d.closers, d.backend.Close)
 
@@ -264,6 +263,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		slog.String("metrics", metrics),
 		slog.String("audit_record_dir", r.AuditRecordDir),
 		slog.String("state_dir", r.StateDir),
+		slog.String("backend", r.Backend),
 		slog.Int("components", len(r.Components)),
 		slog.Uint64("admission_burst", uint64(r.RateLimitAdmissionBurst)),
 		slog.Uint64("predecision_refusal_burst", uint64(r.RateLimitPredecisionRefusalBurst)))

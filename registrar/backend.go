@@ -2,6 +2,7 @@ package registrar
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -63,3 +64,25 @@ const (
 	DeregisterAbsent
 	DeregisterHostMismatch
 )
+
+// PartialError is a backend failure after a call that changed, or may have
+// changed, the registry: a mint that claimed its binding and then could not
+// finish, or a deregister that removed the role and then could not remove
+// the binding. The verbs answer it BackendUnavailable like any backend
+// failure, but never as a clean refusal: the outcome record's detail starts
+// with "partial:" and names the changes, the failure is logged at error
+// level, and registrar.backend.partial counts it. A backend that returns it
+// must converge when the same request is retried.
+type PartialError struct {
+	// Changed names, in order, the state-changing steps that completed or
+	// may have completed, e.g. "binding claimed", "policy written".
+	Changed []string
+	// Err is the failure that stopped the operation.
+	Err error
+}
+
+func (e *PartialError) Error() string {
+	return "partial: may have changed " + strings.Join(e.Changed, ", ") + "; then: " + e.Err.Error()
+}
+
+func (e *PartialError) Unwrap() error { return e.Err }

@@ -64,6 +64,7 @@ type Verbs struct {
 	locks             keyedMutex
 	ids               *requestIDs
 	tel               *instruments
+	partial           *partialInstruments
 }
 
 // New returns the verbs. Every dependency but the clock, logger and
@@ -94,6 +95,10 @@ func New(cfg Config, deps Deps) (*Verbs, error) {
 	if err != nil {
 		return nil, err
 	}
+	partial, err := newPartialInstruments(deps.MeterProvider)
+	if err != nil {
+		return nil, err
+	}
 	v := &Verbs{
 		lim:               deps.Limiter,
 		log:               deps.Audit,
@@ -104,6 +109,7 @@ func New(cfg Config, deps Deps) (*Verbs, error) {
 		logger:            deps.Logger,
 		ids:               ids,
 		tel:               tel,
+		partial:           partial,
 	}
 	if v.now == nil {
 		v.now = time.Now
@@ -298,11 +304,20 @@ func (v *Verbs) refuse(ctx context.Context, inv *invocation, id string, reason a
 }
 
 // backendFailed records backend_unavailable and answers BackendUnavailable
-// (AuditUnwritable if even that record cannot be written).
+// (AuditUnwritable if even that record cannot be written). A failure after
+// the backend changed, or may have changed, the registry (*PartialError) is
+// never recorded as a clean refusal: its detail starts "partial:" and names
+// the changes, and it is logged and counted as such.
 func (v *Verbs) backendFailed(ctx context.Context, inv *invocation, id string, berr error) error {
-	v.logger.LogAttrs(ctx, slog.LevelError, "backend failed",
+	msg, detail := "backend failed", berr.Error()
+	if p, ok := errors.AsType[*PartialError](berr); ok {
+		msg, detail = "backend failed after changing the registry; retrying the same request converges", p.Error()
+		v.partial.note(ctx, inv.verb)
+		inv.span.SetAttributes(AttrBackendPartial.Bool(true))
+	}
+	v.logger.LogAttrs(ctx, slog.LevelError, msg,
 		slog.String("request_id", inv.requestID), slog.String("registration_id", id), slog.Any("error", berr))
-	if err := v.writeOutcome(ctx, inv, id, &audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonBackendUnavailable, Detail: berr.Error()}); err != nil {
+	if err := v.writeOutcome(ctx, inv, id, &audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonBackendUnavailable, Detail: detail}); err != nil {
 		return &UnavailableError{RequestID: inv.requestID, RegistrationID: id, Reason: AuditUnwritable, Err: errors.Join(berr, err)}
 	}
 	return &UnavailableError{RequestID: inv.requestID, RegistrationID: id, Reason: BackendUnavailable, Err: berr}

@@ -78,6 +78,10 @@ type checkResult struct {
 	Paths    []pathFinding    `json:"paths"`
 	TLS      []tlsFinding     `json:"tls"`
 	Config   *effectiveJSON   `json:"config"` // null when the configuration does not load
+	// OpenBaoToken says where the openbao backend's token comes from
+	// (never the token); absent for the embedded backend.
+	OpenBaoToken string `json:"openbao_token_source,omitempty"`
+	cfg          *config.Config
 }
 
 func (r *checkResult) errorf(key, format string, args ...any) {
@@ -178,8 +182,24 @@ func runCheck(path string, environ []string, strict bool) *checkResult {
 	}
 	checkTLS(res, &cfg)
 	checkPaths(res, &cfg)
+	// The files the openbao backend will read: the token's mode and
+	// content, and the CA bundle. Nothing to do for the embedded backend.
+	src, ferr := cfg.CheckFiles(environ)
+	if ferr != nil {
+		for _, e := range splitJoinedErrors(ferr) {
+			key := ""
+			var ke *config.KeyError
+			if errors.As(e, &ke) {
+				key = ke.Key
+			}
+			res.Errors = append(res.Errors, finding{key, e.Error()})
+		}
+	} else if cfg.Registrar.Backend == config.BackendOpenBao {
+		res.OpenBaoToken = src.String()
+	}
 	eff := effective(&cfg)
 	res.Config = &eff
+	res.cfg = &cfg
 	res.OK = len(res.Errors) == 0
 	return res
 }
@@ -277,6 +297,7 @@ type effectiveJSON struct {
 		MaxConnsPerIdentity                         uint32            `json:"max_conns_per_identity"`
 		ReadHeaderTimeoutMS                         uint32            `json:"read_header_timeout_ms"`
 		IdleTimeoutMS                               uint32            `json:"idle_timeout_ms"`
+		Backend                                     string            `json:"backend"`
 		Components                                  map[string]string `json:"components"`
 	} `json:"registrar"`
 	Telemetry struct {
@@ -303,6 +324,7 @@ func effective(cfg *config.Config) effectiveJSON {
 	er.UnixMaxConns, er.TLSMaxConns, er.TLSHandshakeMaxConns = r.UnixMaxConns, r.TLSMaxConns, r.TLSHandshakeMaxConns
 	er.TLSHandshakeTimeoutMS, er.MaxConnsPerIdentity = r.TLSHandshakeTimeoutMS, r.MaxConnsPerIdentity
 	er.ReadHeaderTimeoutMS, er.IdleTimeoutMS = r.ReadHeaderTimeoutMS, r.IdleTimeoutMS
+	er.Backend = r.Backend
 	er.Components = map[string]string{}
 	for n, m := range r.Components {
 		er.Components[n] = m.String()
@@ -387,6 +409,9 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 		row(p.Key, p.Path+": "+p.Detail)
 	}
 	tw.Flush()
+	if res.cfg != nil && res.cfg.Registrar.Backend == config.BackendOpenBao {
+		printOpenBaoSummary(w, res.cfg, res.OpenBaoToken)
+	}
 }
 
 // redactSignal is a per-signal endpoint as config check may print it:
@@ -410,4 +435,25 @@ func signalEndpoint(own, base, path, what string) string {
 		return "(follows otlp_endpoint: " + config.RedactURL(strings.TrimSuffix(base, "/")+path) + ")"
 	}
 	return "(none: OTEL_EXPORTER_OTLP_* variables, if set)"
+}
+
+// printOpenBaoSummary adds the openbao backend's settings: where the token
+// comes from (never the token), the mounts and the secret id limits.
+func printOpenBaoSummary(w io.Writer, cfg *config.Config, src string) {
+	o := &cfg.OpenBao
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
+	fmt.Fprintln(tw, "openbao (registrar.backend = \"openbao\"):")
+	row("address", o.Address)
+	if o.CAFile == "" {
+		row("ca_file", "(none: the system roots)")
+	} else {
+		row("ca_file", o.CAFile+" (PEM OK)")
+	}
+	row("token", "from "+src+" (mode and content OK)")
+	row("bindings", fmt.Sprintf("%s/data/%s/bindings/<registration_id> (KV v2)", o.KVMount, o.KVPrefix))
+	row("roles", fmt.Sprintf("auth/%s/role/bootroot-service-<registration_id>", o.AppRoleMount))
+	row("request timeout", fmt.Sprintf("%d ms", o.RequestTimeoutMS))
+	row("secret ids", fmt.Sprintf("ttl %d s, %d use(s)", o.SecretIDTTLSeconds, o.SecretIDNumUses))
+	tw.Flush()
 }

@@ -1,0 +1,78 @@
+// Package openbao is the registrar.Backend that mints real OpenBao
+// identities: an AppRole role per registration id, carrying a policy
+// rendered from the binding's spec, and a response-wrapped secret id. It
+// speaks the Vault HTTP API through the official client module
+// (github.com/openbao/openbao/api/v2), so it works against OpenBao and
+// against HashiCorp Vault, which the integration tests run.
+//
+// # What lives where
+//
+// For registration id ID, with the configured mounts and prefix:
+//
+//	<kv_mount>/data/<kv_prefix>/bindings/ID   the binding (KV version 2)
+//	sys/policies/acl/bootroot-service-ID       the policy
+//	auth/<approle_mount>/role/bootroot-service-ID   the AppRole role
+//
+// The binding is a KV v2 secret of strings: v ("1"), host, component,
+// service_name, reload, state ("claimed" or "active") and created_at
+// (RFC 3339, UTC). The policy grants read on
+// <kv_mount>/data/<kv_prefix>/services/<service_name>/* and nothing else;
+// RenderPolicy shows it. The role carries that one policy, binds a secret
+// id, and issues secret ids with openbao.secret_id_ttl_seconds and
+// openbao.secret_id_num_uses.
+//
+// # Mint
+//
+//  1. Read the binding. If there is none, claim it with an absent-only
+//     compare-and-set (cas=0) in state "claimed"; a claim that loses a race
+//     reads the winner's binding instead. A binding is never rolled back.
+//  2. Apply the rules in the verbs' order: another host →
+//     registrar.MintCollision; the same host with another spec →
+//     registrar.MintSpecConflict. Nothing is written in either case.
+//  3. Write the policy, then create or update the role (both idempotent:
+//     each mint restates them, so drift is repaired), read the role id, and
+//     generate a secret id wrapped for the requested TTL.
+//  4. A "claimed" binding is then made "active" with a compare-and-set on
+//     the version that was read: the mint whose compare-and-set wins is the
+//     first mint (registrar.MintCreated); every other mint of an active
+//     binding is a remint (registrar.MintReissued) with the same role id and
+//     a new wrapped secret id.
+//
+// # Deregister
+//
+// Read the binding: none → registrar.DeregisterAbsent; another host →
+// registrar.DeregisterHostMismatch. Otherwise delete the role, then the
+// policy, then the binding with all its versions (so a later claim with
+// cas=0 succeeds) → registrar.DeregisterRemoved. The binding goes last, so
+// a policy or role never outlives it.
+//
+// # Failures, retries and restarts
+//
+// Every request is bounded by openbao.request_timeout_ms and is not retried
+// by the client: the verbs' caller retries, and every step converges. A
+// failure before any state-changing request is an ordinary backend error;
+// a failure at or after one (a timeout, a 5xx or a dropped connection may
+// have been applied) is a *registrar.PartialError naming the steps that did
+// or may have changed state. Retrying the same mint after any partial
+// failure finishes it: a "claimed" binding with the same host and spec is
+// completed and reported as the first mint. Retrying a deregister repeats
+// the deletes, which succeed on what is already gone. Either way there is
+// never a policy or role without a binding.
+//
+// Errors are *RequestError (operation, kind, HTTP status). None carries
+// the token or a secret: the token travels only in a request header, and
+// the wrapped secret id only in a successful response.
+//
+// # Observability
+//
+// Each request is a client span (openbao.<operation>) that is a child of
+// the invocation span in the context, and is measured by
+// registrar.backend.request.duration and, when it fails,
+// registrar.backend.request.errors, both labelled by backend, operation and
+// (for errors) kind — never by registration id. Failures are logged with
+// their cause at warn level.
+//
+// A Backend is safe for concurrent use. The verbs serialise calls per
+// registration id; concurrent calls for one id from several daemons are
+// resolved by the compare-and-set on the binding.
+package openbao

@@ -1,0 +1,390 @@
+package openbao_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openbao/openbao/api/v2"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/registrar-otel/registrar-otel/backend/openbao"
+	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/internal/fakes"
+	"github.com/registrar-otel/registrar-otel/internal/vaultdev"
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/sinks/counting"
+)
+
+const testPrefix = "registrar-otel-test"
+
+// action is what the proxy does with one request.
+type action uint8
+
+const (
+	forward      action = iota
+	fail503             // answer 503 without forwarding: the server never sees it
+	forwardDrop         // forward, let the server apply it, then drop the client's connection
+	forwardAfter        // hold the request until the hook's release channel closes, then forward
+)
+
+// proxy is a loopback reverse proxy in front of the server: it counts every
+// request and can fail, drop or hold any of them.
+type proxy struct {
+	URL string
+
+	t       testing.TB
+	rp      *httputil.ReverseProxy
+	mu      sync.Mutex
+	seen    []string // "METHOD /path" of every request, in order
+	hook    func(n int, r *http.Request) (action, <-chan struct{})
+	holding chan string // receives "METHOD /path" when a request is being held
+}
+
+func newProxy(t testing.TB, target string) *proxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{t: t, rp: httputil.NewSingleHostReverseProxy(u), holding: make(chan string, 64)}
+	// A dead upstream looks like a dead server: the connection is dropped
+	// rather than answered 502.
+	p.rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) { drop(w) }
+	srv := httptest.NewServer(http.HandlerFunc(p.serve))
+	t.Cleanup(srv.Close)
+	p.URL = srv.URL
+	return p
+}
+
+func drop(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if c, _, err := hj.Hijack(); err == nil {
+			c.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
+}
+
+func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	n := len(p.seen)
+	p.seen = append(p.seen, r.Method+" "+r.URL.Path)
+	hook := p.hook
+	p.mu.Unlock()
+	act, release := forward, (<-chan struct{})(nil)
+	if hook != nil {
+		act, release = hook(n, r)
+	}
+	switch act {
+	case fail503:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"errors":["injected by the test proxy"]}`))
+	case forwardDrop:
+		rec := httptest.NewRecorder()
+		p.rp.ServeHTTP(rec, r)
+		drop(w)
+	case forwardAfter:
+		p.holding <- r.Method + " " + r.URL.Path
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		p.rp.ServeHTTP(w, r)
+	default:
+		p.rp.ServeHTTP(w, r)
+	}
+}
+
+// count returns how many requests the proxy has seen.
+func (p *proxy) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.seen)
+}
+
+func (p *proxy) requests() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.seen)
+}
+
+func (p *proxy) setHook(h func(n int, r *http.Request) (action, <-chan struct{})) {
+	p.mu.Lock()
+	p.hook = h
+	p.mu.Unlock()
+}
+
+// failNth fails the proxy's n-th request from now (0-based) with act, once.
+func (p *proxy) failNth(n int, act action) {
+	p.mu.Lock()
+	base := len(p.seen)
+	p.mu.Unlock()
+	p.setHook(func(i int, _ *http.Request) (action, <-chan struct{}) {
+		if i == base+n {
+			return act, nil
+		}
+		return forward, nil
+	})
+}
+
+// logBuffer is a slog destination the tests read back.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// env is one server, optionally behind a proxy, and a backend talking to
+// it.
+type env struct {
+	srv     *vaultdev.Server
+	px      *proxy
+	b       *openbao.Backend
+	root    *api.Client
+	logs    *logBuffer
+	token   string
+	timeout time.Duration
+}
+
+// restarted returns a new backend on the same server, as a restarted
+// daemon would open: it shares nothing in memory with e.b.
+func (e *env) restarted(t *testing.T) *openbao.Backend {
+	t.Helper()
+	b, err := openbao.New(openbao.Options{Address: e.px.URL, Token: e.token, KVPrefix: testPrefix, RequestTimeout: e.timeout,
+		SecretIDTTL: time.Hour, SecretIDNumUses: 1, Logger: slog.New(slog.NewTextHandler(e.logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+type envOptions struct {
+	persistent bool
+	timeout    time.Duration
+	tp         trace.TracerProvider
+	mp         metric.MeterProvider
+	// tokenPolicy, when set, gives the backend a token holding only this
+	// policy instead of the root token.
+	tokenPolicy string
+}
+
+func newEnv(t *testing.T, o envOptions) *env {
+	t.Helper()
+	var srv *vaultdev.Server
+	if o.persistent {
+		srv = vaultdev.StartPersistent(t)
+	} else {
+		srv = vaultdev.StartDev(t)
+	}
+	px := newProxy(t, srv.Addr)
+	logs := &logBuffer{}
+	timeout := o.timeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	token := srv.RootToken
+	if o.tokenPolicy != "" {
+		root := srv.Client()
+		if err := root.Sys().PutPolicy("registrar-otel", o.tokenPolicy); err != nil {
+			t.Fatal(err)
+		}
+		sec, err := root.Auth().Token().Create(&api.TokenCreateRequest{Policies: []string{"registrar-otel"}, NoDefaultPolicy: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		token = sec.Auth.ClientToken
+	}
+	b, err := openbao.New(openbao.Options{
+		Address:         px.URL,
+		Token:           token,
+		KVPrefix:        testPrefix,
+		RequestTimeout:  timeout,
+		SecretIDTTL:     time.Hour,
+		SecretIDNumUses: 1,
+		Logger:          slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		TracerProvider:  o.tp,
+		MeterProvider:   o.mp,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	e := &env{srv: srv, px: px, b: b, root: srv.Client(), logs: logs, token: token, timeout: timeout}
+	t.Cleanup(func() {
+		if strings.Contains(logs.String(), e.token) {
+			t.Errorf("the backend's log contains the token:\n%s", logs.String())
+		}
+	})
+	return e
+}
+
+var testNow = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+
+func mintOp(id, host, svc string) registrar.MintOp {
+	return registrar.MintOp{
+		RegistrationID: id,
+		Host:           host,
+		Spec:           registrar.Spec{Component: "review", ServiceName: svc, Reload: "systemctl reload " + svc},
+		WrapTTL:        300 * time.Second,
+		Now:            testNow,
+	}
+}
+
+// state is what the server holds for one registration id, read with the
+// root token.
+type state struct {
+	binding map[string]any // nil when absent
+	version int
+	policy  string // "" when absent
+	role    map[string]any
+	roleID  string
+}
+
+func (e *env) state(t *testing.T, id string) state {
+	t.Helper()
+	ctx := context.Background()
+	var s state
+	kv, err := e.root.KVv2("secret").Get(ctx, path.Join(testPrefix, "bindings", id))
+	switch {
+	case errors.Is(err, api.ErrSecretNotFound):
+	case err != nil:
+		t.Fatalf("reading the binding of %s: %v", id, err)
+	default:
+		s.binding, s.version = kv.Data, kv.VersionMetadata.Version
+	}
+	s.policy, err = e.root.Sys().GetPolicyWithContext(ctx, openbao.RoleName(id))
+	if err != nil {
+		t.Fatalf("reading the policy of %s: %v", id, err)
+	}
+	role, err := e.root.Logical().ReadWithContext(ctx, "auth/approle/role/"+openbao.RoleName(id))
+	if err != nil {
+		t.Fatalf("reading the role of %s: %v", id, err)
+	}
+	if role != nil {
+		s.role = role.Data
+		rid, err := e.root.Logical().ReadWithContext(ctx, "auth/approle/role/"+openbao.RoleName(id)+"/role-id")
+		if err != nil {
+			t.Fatalf("reading the role id of %s: %v", id, err)
+		}
+		s.roleID, _ = rid.Data["role_id"].(string)
+	}
+	return s
+}
+
+// inventory lists the server's bootroot-service-* policies and roles and
+// the bindings under the test prefix.
+type inventory struct {
+	policies, roles, bindings []string // registration ids
+}
+
+func (e *env) inventory(t *testing.T) inventory {
+	t.Helper()
+	ctx := context.Background()
+	var inv inventory
+	pols, err := e.root.Sys().ListPoliciesWithContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pols {
+		if id, ok := strings.CutPrefix(p, openbao.RolePrefix); ok {
+			inv.policies = append(inv.policies, id)
+		}
+	}
+	inv.roles = listIDs(t, e.root, "auth/approle/role", openbao.RolePrefix)
+	inv.bindings = listIDs(t, e.root, "secret/metadata/"+testPrefix+"/bindings", "")
+	slices.Sort(inv.policies)
+	slices.Sort(inv.roles)
+	slices.Sort(inv.bindings)
+	return inv
+}
+
+func listIDs(t *testing.T, c *api.Client, p, prefix string) []string {
+	t.Helper()
+	s, err := c.Logical().ListWithContext(context.Background(), p)
+	if err != nil {
+		t.Fatalf("LIST %s: %v", p, err)
+	}
+	var out []string
+	if s == nil {
+		return nil
+	}
+	keys, _ := s.Data["keys"].([]any)
+	for _, k := range keys {
+		if id, ok := strings.CutPrefix(k.(string), prefix); ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// verbsHarness is the real verbs over the backend, with an in-memory audit
+// log and a limiter whose clock stands still.
+type verbsHarness struct {
+	v   *registrar.Verbs
+	lim *limiter.Limiter
+	log *fakes.AuditLog
+}
+
+var testComponents = map[string]config.Multiplicity{"review": config.ManyPerHost, "edge-proxy": config.OnePerHost}
+
+func newVerbs(t *testing.T, b registrar.Backend, admissionBurst uint32, tp trace.TracerProvider) *verbsHarness {
+	t.Helper()
+	lim, err := limiter.New(limiter.Config{
+		PredecisionRefusal: limiter.BucketConfig{Burst: 32, RefillInterval: time.Second},
+		Admission:          limiter.BucketConfig{Burst: admissionBurst, RefillInterval: time.Second},
+		Now:                func() limiter.Instant { return 0 },
+	}, counting.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &fakes.AuditLog{}
+	v, err := registrar.New(registrar.Config{Components: testComponents, MaxWrapTTLSeconds: 1800}, registrar.Deps{
+		Limiter: lim, Audit: log, Backend: b, TracerProvider: tp,
+		Now: func() time.Time { return testNow },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &verbsHarness{v: v, lim: lim, log: log}
+}
+
+func mintRequest(host string, instance uint32) registrar.MintRequest {
+	return registrar.MintRequest{
+		CallerIdentity: "unix-peer:uid=1000",
+		ServiceName:    "review",
+		Host:           host,
+		Instance:       instance,
+		Component:      "review",
+		Spec:           registrar.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"},
+		WrapTTLSeconds: 300,
+	}
+}

@@ -1,0 +1,692 @@
+package openbao_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openbao/openbao/api/v2"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/backend/openbao"
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/registrar"
+)
+
+// The integration tests run against a real Vault server (vaultdev), which
+// serves the API OpenBao forked from. They skip with a message where the
+// binary is not built (`make vault`).
+
+func TestFirstMintClaimsTheBindingAndCreatesThePolicyAndTheRole(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	op := mintOp("h1-review-007", "h1", "review")
+	status, mat, err := e.b.Mint(ctx, op)
+	if err != nil || status != registrar.MintCreated {
+		t.Fatalf("Mint = %v, %v; want MintCreated", status, err)
+	}
+	if mat.RoleID == "" || mat.WrappedSecretID == "" || !mat.ExpiresAt.Equal(testNow.Add(300*time.Second)) {
+		t.Errorf("material = %+v, want a role id, a wrapped secret id and expiry Now+300s", mat)
+	}
+	s := e.state(t, op.RegistrationID)
+	wantBinding := map[string]any{"v": "1", "host": "h1", "component": "review", "service_name": "review",
+		"reload": "systemctl reload review", "state": "active", "created_at": testNow.Format(time.RFC3339Nano)}
+	if fmt.Sprint(s.binding) != fmt.Sprint(wantBinding) {
+		t.Errorf("binding = %v, want %v", s.binding, wantBinding)
+	}
+	if s.version != 2 {
+		t.Errorf("binding version = %d, want 2 (claimed, then activated)", s.version)
+	}
+	if want := e.b.RenderPolicy(op.RegistrationID, op.Spec); s.policy != want {
+		t.Errorf("policy =\n%s\nwant\n%s", s.policy, want)
+	}
+	if pols := fmt.Sprint(s.role["token_policies"]); pols != "[bootroot-service-h1-review-007]" {
+		t.Errorf("role token_policies = %s, want [bootroot-service-h1-review-007]", pols)
+	}
+	if uses := fmt.Sprint(s.role["secret_id_num_uses"]); uses != "1" {
+		t.Errorf("role secret_id_num_uses = %s, want 1", uses)
+	}
+	if ttl := fmt.Sprint(s.role["secret_id_ttl"]); ttl != "3600" {
+		t.Errorf("role secret_id_ttl = %s, want 3600", ttl)
+	}
+	if s.roleID != mat.RoleID {
+		t.Errorf("the role's role id is %q, the material's %q", s.roleID, mat.RoleID)
+	}
+}
+
+func TestRemintIssuesANewWrappedSecretIDWithTheSameRoleID(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	op := mintOp("h1-review-001", "h1", "review")
+	_, first, err := e.b.Mint(ctx, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, again, err := e.b.Mint(ctx, op)
+	if err != nil || status != registrar.MintReissued {
+		t.Fatalf("second Mint = %v, %v; want MintReissued", status, err)
+	}
+	if again.RoleID != first.RoleID {
+		t.Errorf("remint role id %q, want the first mint's %q", again.RoleID, first.RoleID)
+	}
+	if again.WrappedSecretID == first.WrappedSecretID {
+		t.Error("remint returned the same wrapped secret id")
+	}
+	if s := e.state(t, op.RegistrationID); s.version != 2 || s.binding["state"] != "active" {
+		t.Errorf("after a remint the binding is version %d state %v, want version 2 active (a remint does not rewrite it)", s.version, s.binding["state"])
+	}
+}
+
+func TestCollisionAndSpecConflictChangeNothing(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	op := mintOp("control-plane", "h1", "control-plane")
+	if _, _, err := e.b.Mint(ctx, op); err != nil {
+		t.Fatal(err)
+	}
+	before := e.state(t, op.RegistrationID)
+
+	other := op
+	other.Host = "h2"
+	if status, mat, err := e.b.Mint(ctx, other); err != nil || status != registrar.MintCollision || mat != (registrar.Material{}) {
+		t.Errorf("mint from another host = %v, %+v, %v; want MintCollision and no material", status, mat, err)
+	}
+	changed := op
+	changed.Spec.Reload = "systemctl restart control-plane"
+	if status, mat, err := e.b.Mint(ctx, changed); err != nil || status != registrar.MintSpecConflict || mat != (registrar.Material{}) {
+		t.Errorf("mint with another spec = %v, %+v, %v; want MintSpecConflict and no material", status, mat, err)
+	}
+	after := e.state(t, op.RegistrationID)
+	if fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("a refused mint changed the server's state:\nbefore %+v\nafter  %+v", before, after)
+	}
+	// A collision on another host of a binding only claimed (its first mint
+	// never finished) is still a collision: a binding is never rolled back.
+	e.px.failNth(2, fail503) // the policy write of the next first mint
+	half := mintOp("half", "h1", "review")
+	if _, _, err := e.b.Mint(ctx, half); err == nil {
+		t.Fatal("the injected failure did not fail the mint")
+	}
+	e.px.setHook(nil)
+	half.Host = "h9"
+	if status, _, err := e.b.Mint(ctx, half); err != nil || status != registrar.MintCollision {
+		t.Errorf("mint of a claimed binding from another host = %v, %v; want MintCollision", status, err)
+	}
+}
+
+func TestDeregisterRemovesRolePolicyAndBindingAndAnswersAbsentAndHostMismatch(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	op := mintOp("h1-review-002", "h1", "review")
+	if _, _, err := e.b.Mint(ctx, op); err != nil {
+		t.Fatal(err)
+	}
+	if status, err := e.b.Deregister(ctx, registrar.DeregisterOp{RegistrationID: op.RegistrationID, Host: "h2"}); err != nil || status != registrar.DeregisterHostMismatch {
+		t.Fatalf("deregister from another host = %v, %v; want DeregisterHostMismatch", status, err)
+	}
+	if s := e.state(t, op.RegistrationID); s.binding == nil || s.policy == "" || s.role == nil {
+		t.Fatalf("a host mismatch removed something: %+v", s)
+	}
+	if status, err := e.b.Deregister(ctx, registrar.DeregisterOp{RegistrationID: op.RegistrationID, Host: "h1"}); err != nil || status != registrar.DeregisterRemoved {
+		t.Fatalf("deregister = %v, %v; want DeregisterRemoved", status, err)
+	}
+	if s := e.state(t, op.RegistrationID); s.binding != nil || s.policy != "" || s.role != nil {
+		t.Errorf("after deregister the server still holds %+v", s)
+	}
+	if inv := e.inventory(t); len(inv.policies)+len(inv.roles)+len(inv.bindings) != 0 {
+		t.Errorf("after deregister the server still lists %+v", inv)
+	}
+	if status, err := e.b.Deregister(ctx, registrar.DeregisterOp{RegistrationID: op.RegistrationID, Host: "h1"}); err != nil || status != registrar.DeregisterAbsent {
+		t.Errorf("second deregister = %v, %v; want DeregisterAbsent", status, err)
+	}
+	// The binding's metadata went with it, so the id can be minted afresh.
+	if status, _, err := e.b.Mint(ctx, op); err != nil || status != registrar.MintCreated {
+		t.Errorf("mint after deregister = %v, %v; want MintCreated", status, err)
+	}
+}
+
+// unwrapper is a client with no token of its own, as a service would have.
+func (e *env) unwrapper(t *testing.T) *api.Client {
+	t.Helper()
+	cfg := api.NewConfig()
+	cfg.Address = e.srv.Addr
+	cfg.MaxRetries = 0
+	c, err := api.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func login(ctx context.Context, c *api.Client, roleID, secretID string) (*api.Secret, error) {
+	return c.Logical().WriteWithContext(ctx, "auth/approle/login", map[string]any{"role_id": roleID, "secret_id": secretID})
+}
+
+func TestTheWrappedSecretIDUnwrapsOnceAndLogsInWithTheRenderedPolicy(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	op := mintOp("h3-review-004", "h3", "review")
+	_, mat, err := e.b.Mint(ctx, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The root writes the service's own secret and another service's.
+	kv := e.root.KVv2("secret")
+	if _, err := kv.Put(ctx, testPrefix+"/services/review/db", map[string]any{"password": "p1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, testPrefix+"/services/billing/db", map[string]any{"password": "p2"}); err != nil {
+		t.Fatal(err)
+	}
+
+	svc := e.unwrapper(t)
+	unwrapped, err := svc.Logical().UnwrapWithContext(ctx, mat.WrappedSecretID)
+	if err != nil {
+		t.Fatalf("unwrap: %v", err)
+	}
+	secretID, _ := unwrapped.Data["secret_id"].(string)
+	if secretID == "" {
+		t.Fatalf("the unwrapped answer has no secret_id: %v", unwrapped.Data)
+	}
+	if _, err := e.unwrapper(t).Logical().UnwrapWithContext(ctx, mat.WrappedSecretID); err == nil {
+		t.Error("the wrapped secret id unwrapped a second time")
+	}
+
+	auth, err := login(ctx, e.unwrapper(t), mat.RoleID, secretID)
+	if err != nil {
+		t.Fatalf("login with the role id and the unwrapped secret id: %v", err)
+	}
+	if !slices.Contains(auth.Auth.Policies, openbao.RoleName(op.RegistrationID)) {
+		t.Errorf("the login token's policies are %v, want %s among them", auth.Auth.Policies, openbao.RoleName(op.RegistrationID))
+	}
+	tok := e.unwrapper(t)
+	tok.SetToken(auth.Auth.ClientToken)
+	got, err := tok.KVv2("secret").Get(ctx, testPrefix+"/services/review/db")
+	if err != nil || got.Data["password"] != "p1" {
+		t.Errorf("the service cannot read its own secret: %v, %v", got, err)
+	}
+	for _, p := range []string{testPrefix + "/services/billing/db", testPrefix + "/bindings/" + op.RegistrationID} {
+		if _, err := tok.KVv2("secret").Get(ctx, p); !isForbidden(err) {
+			t.Errorf("the service's read of %s = %v, want permission denied", p, err)
+		}
+	}
+	if _, err := login(ctx, e.unwrapper(t), mat.RoleID, secretID); err == nil {
+		t.Error("a secret id with secret_id_num_uses = 1 logged in twice")
+	}
+
+	// A fresh secret id, unwrapped but not used before the deregister, no
+	// longer logs in after it.
+	_, mat2, err := e.b.Mint(ctx, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unwrapped2, err := e.unwrapper(t).Logical().UnwrapWithContext(ctx, mat2.WrappedSecretID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.b.Deregister(ctx, registrar.DeregisterOp{RegistrationID: op.RegistrationID, Host: "h3"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := login(ctx, e.unwrapper(t), mat2.RoleID, unwrapped2.Data["secret_id"].(string)); err == nil {
+		t.Error("login succeeded after deregister")
+	}
+	// And the token issued before the deregister lost its policy.
+	if _, err := tok.KVv2("secret").Get(ctx, testPrefix+"/services/review/db"); !isForbidden(err) {
+		t.Errorf("after deregister the earlier token reads the service's secret: %v, want permission denied", err)
+	}
+}
+
+func isForbidden(err error) bool {
+	re, ok := errors.AsType[*api.ResponseError](err)
+	return ok && re.StatusCode == http.StatusForbidden
+}
+
+func TestSixtyFourConcurrentMintsOfOneIDThroughTheVerbs(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	h := newVerbs(t, e.b, 512, nil)
+	const n = 64
+	results := make([]registrar.MintResult, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { results[i], errs[i] = h.v.Mint(context.Background(), mintRequest("h1", 7)) })
+	}
+	wg.Wait()
+	counts := map[registrar.MintOutcome]int{}
+	roleIDs := map[string]bool{}
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("mint %d: %v", i, errs[i])
+		}
+		counts[results[i].Outcome]++
+		roleIDs[results[i].Material.RoleID] = true
+	}
+	if counts[registrar.FirstMint] != 1 || counts[registrar.IdempotentRemint] != n-1 {
+		t.Errorf("outcomes %v, want one first_mint and %d idempotent_remint", counts, n-1)
+	}
+	if len(roleIDs) != 1 {
+		t.Errorf("%d distinct role ids, want 1", len(roleIDs))
+	}
+	inv := e.inventory(t)
+	want := []string{"h1-review-007"}
+	if !slices.Equal(inv.roles, want) || !slices.Equal(inv.policies, want) || !slices.Equal(inv.bindings, want) {
+		t.Errorf("server holds %+v, want one role, one policy and one binding for h1-review-007", inv)
+	}
+}
+
+func TestConcurrentMintsOfOneIDOnTheBackendDirectlyHaveOneFirstMint(t *testing.T) {
+	// Without the verbs' per-id lock (two daemons on one server), the
+	// compare-and-set on the binding alone decides the first mint.
+	e := newEnv(t, envOptions{})
+	const n = 16
+	statuses := make([]registrar.MintStatus, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			statuses[i], _, errs[i] = e.b.Mint(context.Background(), mintOp("edge-proxy", "h1", "edge-proxy"))
+		})
+	}
+	wg.Wait()
+	created := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("mint %d: %v", i, errs[i])
+		}
+		if statuses[i] == registrar.MintCreated {
+			created++
+		} else if statuses[i] != registrar.MintReissued {
+			t.Errorf("mint %d: status %v", i, statuses[i])
+		}
+	}
+	if created != 1 {
+		t.Errorf("%d mints reported MintCreated, want exactly 1", created)
+	}
+	if inv := e.inventory(t); len(inv.roles) != 1 || len(inv.policies) != 1 || len(inv.bindings) != 1 {
+		t.Errorf("server holds %+v, want one of each", inv)
+	}
+}
+
+// mintSequence is the requests of a first mint, in order.
+var mintSequence = []string{"binding_read", "binding_claim", "policy_write", "role_write", "role_id_read", "secret_id_wrap", "binding_activate"}
+
+func TestAMintFailingAtAnyStepIsPartialAfterTheClaimAndConvergesOnRetry(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	for _, act := range []action{fail503, forwardDrop} {
+		for step, name := range mintSequence {
+			id := fmt.Sprintf("h%d-review-%03d", act, step+1)
+			t.Run(fmt.Sprintf("%s/%d", name, act), func(t *testing.T) {
+				if act == forwardDrop && (name == "binding_read" || name == "role_id_read") {
+					t.Skip("net/http replays a GET whose reused connection dropped, so the read succeeds; fail503 covers the read")
+				}
+				op := mintOp(id, "h1", "review")
+				e.px.failNth(step, act)
+				_, mat, err := e.b.Mint(ctx, op)
+				e.px.setHook(nil)
+				if err == nil {
+					t.Fatalf("the injected failure at %s did not fail the mint", name)
+				}
+				if mat != (registrar.Material{}) {
+					t.Errorf("a failed mint returned material %+v", mat)
+				}
+				var re *openbao.RequestError
+				if !errors.As(err, &re) || re.Op.String() != name {
+					t.Errorf("error %v, want a *RequestError of %s", err, name)
+				}
+				_, partial := errors.AsType[*registrar.PartialError](err)
+				if wantPartial := step >= 1; partial != wantPartial {
+					t.Errorf("partial = %v, want %v (a failure at or after the claim may have changed state): %v", partial, wantPartial, err)
+				}
+				// Never a policy or role without a binding.
+				s := e.state(t, id)
+				if s.binding == nil && (s.policy != "" || s.role != nil) {
+					t.Errorf("after the failure a policy or role exists without a binding: %+v", s)
+				}
+				// The retry comes from a restarted daemon: a new backend
+				// that knows only what the server holds.
+				status, mat, err := e.restarted(t).Mint(ctx, op)
+				if err != nil {
+					t.Fatalf("retry: %v", err)
+				}
+				// The retry completes an unfinished first mint; only a
+				// first mint whose last step was applied (and its answer
+				// lost) is a remint.
+				want := registrar.MintCreated
+				if name == "binding_activate" && act == forwardDrop {
+					want = registrar.MintReissued
+				}
+				if status != want || mat.WrappedSecretID == "" {
+					t.Errorf("retry = %v (material %v), want %v with material", status, mat.WrappedSecretID != "", want)
+				}
+				s = e.state(t, id)
+				if s.binding["state"] != "active" || s.policy == "" || s.roleID != mat.RoleID {
+					t.Errorf("after the retry the server holds %+v, want an active binding, the policy and the role", s)
+				}
+			})
+		}
+	}
+}
+
+var deregisterSequence = []string{"binding_read", "role_delete", "policy_delete", "binding_delete"}
+
+func TestADeregisterFailingAtAnyStepConvergesOnRetry(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	for _, act := range []action{fail503, forwardDrop} {
+		for step, name := range deregisterSequence {
+			id := fmt.Sprintf("h%d-review-%03d", act, step+1)
+			t.Run(fmt.Sprintf("%s/%d", name, act), func(t *testing.T) {
+				if act == forwardDrop && name == "binding_read" {
+					t.Skip("net/http replays a GET whose reused connection dropped, so the read succeeds; fail503 covers the read")
+				}
+				if _, _, err := e.b.Mint(ctx, mintOp(id, "h1", "review")); err != nil {
+					t.Fatal(err)
+				}
+				e.px.failNth(step, act)
+				_, err := e.b.Deregister(ctx, registrar.DeregisterOp{RegistrationID: id, Host: "h1"})
+				e.px.setHook(nil)
+				if err == nil {
+					t.Fatalf("the injected failure at %s did not fail the deregister", name)
+				}
+				_, partial := errors.AsType[*registrar.PartialError](err)
+				if wantPartial := step >= 1; partial != wantPartial {
+					t.Errorf("partial = %v, want %v: %v", partial, wantPartial, err)
+				}
+				s := e.state(t, id)
+				if s.binding == nil && (s.policy != "" || s.role != nil) {
+					t.Errorf("after the failure a policy or role outlives the binding: %+v", s)
+				}
+				status, err := e.restarted(t).Deregister(ctx, registrar.DeregisterOp{RegistrationID: id, Host: "h1"})
+				want := registrar.DeregisterRemoved
+				if name == "binding_delete" && act == forwardDrop {
+					want = registrar.DeregisterAbsent // the delete was applied; its answer was lost
+				}
+				if err != nil || status != want {
+					t.Errorf("retry = %v, %v; want %v", status, err, want)
+				}
+				if s := e.state(t, id); s.binding != nil || s.policy != "" || s.role != nil {
+					t.Errorf("after the retry the server still holds %+v", s)
+				}
+			})
+		}
+	}
+}
+
+func TestAThrottledMintMakesNoRequestToTheServer(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	h := newVerbs(t, e.b, 1, nil)
+	ctx := context.Background()
+	if _, err := h.v.Mint(ctx, mintRequest("h1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	before, records := e.px.count(), h.log.Len()
+	if before == 0 {
+		t.Fatal("the admitted mint made no request: the proxy does not see the backend")
+	}
+	_, err := h.v.Mint(ctx, mintRequest("h1", 2))
+	if _, ok := errors.AsType[*registrar.ThrottledError](err); !ok {
+		t.Fatalf("second mint = %v, want *ThrottledError", err)
+	}
+	if after := e.px.count(); after != before {
+		t.Errorf("the throttled mint made %d requests to the server, want 0: %v", after-before, e.px.requests()[before:])
+	}
+	if h.log.Len() != records {
+		t.Errorf("the throttled mint wrote %d audit records, want 0", h.log.Len()-records)
+	}
+}
+
+func TestTheLimiterLockIsNotHeldAcrossARequest(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	h := newVerbs(t, e.b, 512, nil)
+	release := make(chan struct{})
+	e.px.setHook(func(n int, r *http.Request) (action, <-chan struct{}) {
+		if n == 0 {
+			return forwardAfter, release
+		}
+		return forward, nil
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.v.Mint(context.Background(), mintRequest("h1", 3))
+		done <- err
+	}()
+	<-e.px.holding // the mint is inside its first request to the server
+	// The same identity, verb and bucket: the very entry the mint charged.
+	// If its lock were held across the request this would block.
+	d := h.lim.Charge(context.Background(), "unix-peer:uid=1000", limiter.Mint, limiter.Admission)
+	if !d.Allowed {
+		t.Errorf("charge during the held request = %+v, want allowed", d)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTimeoutsAnd5xxAnswerBackendUnavailableWithTheCauseLogged(t *testing.T) {
+	e := newEnv(t, envOptions{timeout: 150 * time.Millisecond})
+	h := newVerbs(t, e.b, 512, nil)
+	ctx := context.Background()
+
+	e.px.failNth(0, fail503)
+	_, err := h.v.Mint(ctx, mintRequest("h1", 10))
+	checkUnavailable(t, err, "server_error")
+
+	release := make(chan struct{})
+	defer close(release)
+	e.px.setHook(func(int, *http.Request) (action, <-chan struct{}) { return forwardAfter, release })
+	_, err = h.v.Mint(ctx, mintRequest("h1", 11))
+	checkUnavailable(t, err, "timeout")
+
+	logs := e.logs.String()
+	for _, want := range []string{"kind=server_error", "status=503", "injected by the test proxy", "kind=timeout", "operation=binding_read"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the backend's log lacks %q:\n%s", want, logs)
+		}
+	}
+	// Both failures were recorded as backend_unavailable refusals.
+	n := 0
+	for _, r := range h.log.Records() {
+		if r.Outcome != nil && r.Outcome.Reason == audit.ReasonBackendUnavailable {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d backend_unavailable outcome records, want 2", n)
+	}
+}
+
+func checkUnavailable(t *testing.T, err error, kind string) {
+	t.Helper()
+	u, ok := errors.AsType[*registrar.UnavailableError](err)
+	if !ok || u.Reason != registrar.BackendUnavailable {
+		t.Fatalf("mint = %v, want UnavailableError{BackendUnavailable}", err)
+	}
+	re, ok := errors.AsType[*openbao.RequestError](err)
+	if !ok || re.Kind.String() != kind {
+		t.Errorf("cause %v, want a *RequestError of kind %s", err, kind)
+	}
+}
+
+func TestAPartialMintIsRecordedAsPartialNotAsACleanRefusal(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	h := newVerbs(t, e.b, 512, nil)
+	ctx := context.Background()
+	e.px.failNth(3, fail503) // role_write, after the claim and the policy
+	_, err := h.v.Mint(ctx, mintRequest("h1", 12))
+	if u, ok := errors.AsType[*registrar.UnavailableError](err); !ok || u.Reason != registrar.BackendUnavailable {
+		t.Fatalf("mint = %v, want BackendUnavailable", err)
+	}
+	recs := h.log.Records()
+	last := recs[len(recs)-1]
+	if last.Outcome == nil || last.Outcome.Reason != audit.ReasonBackendUnavailable ||
+		!strings.HasPrefix(last.Outcome.Detail, "partial: may have changed binding claimed, policy written, role written (maybe)") {
+		t.Errorf("outcome record %+v, want backend_unavailable with a detail naming the partial changes", last.Outcome)
+	}
+	e.px.setHook(nil)
+	res, err := h.v.Mint(ctx, mintRequest("h1", 12))
+	if err != nil || res.Outcome != registrar.FirstMint {
+		t.Errorf("retry = %v, %v; want first_mint (the first one never finished)", res.Outcome, err)
+	}
+}
+
+func TestServerStoppedMidWaveLeavesNoOrphansOnceTheWaveIsRetried(t *testing.T) {
+	e := newEnv(t, envOptions{persistent: true, timeout: 5 * time.Second})
+	h := newVerbs(t, e.b, 512, nil)
+	const hosts, workers = 24, 4
+	// A control plane brings hosts up a few at a time. Kill the server
+	// when the wave has made 66 of its 168 requests: about eight mints are
+	// done, four are half-way, the rest have not started.
+	var once sync.Once
+	e.px.setHook(func(n int, _ *http.Request) (action, <-chan struct{}) {
+		if n >= 66 {
+			once.Do(e.srv.Kill)
+		}
+		return forward, nil
+	})
+	wave := func() []error {
+		errs := make([]error, hosts)
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for i := range next {
+					_, errs[i] = h.v.Mint(context.Background(), mintRequest(fmt.Sprintf("w%02d", i), 1))
+				}
+			})
+		}
+		for i := range hosts {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		return errs
+	}
+	errs := wave()
+	ok, unavailable := 0, 0
+	for _, err := range errs {
+		switch u, isU := errors.AsType[*registrar.UnavailableError](err); {
+		case err == nil:
+			ok++
+		case isU && u.Reason == registrar.BackendUnavailable:
+			unavailable++
+		default:
+			t.Errorf("mint during the outage = %v, want success or BackendUnavailable", err)
+		}
+	}
+	if unavailable == 0 || ok == 0 {
+		t.Fatalf("%d mints succeeded and %d were BackendUnavailable; the outage must fall mid-wave", ok, unavailable)
+	}
+	t.Logf("first wave: %d succeeded, %d BackendUnavailable", ok, unavailable)
+
+	e.px.setHook(nil)
+	e.srv.Restart()
+	// Before the retry: whatever the outage cut short, no policy or role
+	// exists without its binding.
+	inv := e.inventory(t)
+	for _, id := range append(slices.Clone(inv.policies), inv.roles...) {
+		if !slices.Contains(inv.bindings, id) {
+			t.Errorf("after the outage %s has a policy or role but no binding", id)
+		}
+	}
+	claimed := 0
+	for _, id := range inv.bindings {
+		if e.state(t, id).binding["state"] == "claimed" {
+			claimed++
+		}
+	}
+	t.Logf("after the outage: %d bindings (%d only claimed), %d policies, %d roles", len(inv.bindings), claimed, len(inv.policies), len(inv.roles))
+	if claimed == 0 {
+		t.Error("no mint was cut short after its claim: the outage did not fall inside a mint")
+	}
+	for i, err := range wave() {
+		if err != nil {
+			t.Errorf("retried mint %d: %v", i, err)
+		}
+	}
+	// After the retry: exactly one binding, active, one policy and one
+	// role per host, and nothing else under the prefix.
+	inv = e.inventory(t)
+	if len(inv.bindings) != hosts || !slices.Equal(inv.bindings, inv.policies) || !slices.Equal(inv.bindings, inv.roles) {
+		t.Errorf("after the retried wave the server holds %d bindings, %d policies, %d roles (want %d of each, the same ids):\n%+v",
+			len(inv.bindings), len(inv.policies), len(inv.roles), hosts, inv)
+	}
+	for _, id := range inv.bindings {
+		if s := e.state(t, id); s.binding["state"] != "active" {
+			t.Errorf("binding %s is %v after the retried wave, want active", id, s.binding["state"])
+		}
+	}
+}
+
+func TestTheDocumentedLeastPrivilegeTokenPolicySufficesForEveryAnswer(t *testing.T) {
+	e := newEnv(t, envOptions{tokenPolicy: openbao.TokenPolicy("secret", testPrefix, "approle")})
+	ctx := context.Background()
+	op := mintOp("h1-review-030", "h1", "review")
+	for i, want := range []registrar.MintStatus{registrar.MintCreated, registrar.MintReissued} {
+		if status, _, err := e.b.Mint(ctx, op); err != nil || status != want {
+			t.Fatalf("mint %d with the least-privilege token = %v, %v; want %v", i, status, err, want)
+		}
+	}
+	other := op
+	other.Host = "h2"
+	if status, _, err := e.b.Mint(ctx, other); err != nil || status != registrar.MintCollision {
+		t.Errorf("collision = %v, %v", status, err)
+	}
+	for _, want := range []registrar.DeregisterStatus{registrar.DeregisterHostMismatch, registrar.DeregisterRemoved, registrar.DeregisterAbsent} {
+		host := "h1"
+		if want == registrar.DeregisterHostMismatch {
+			host = "h2"
+		}
+		if status, err := e.b.Deregister(ctx, registrar.DeregisterOp{RegistrationID: op.RegistrationID, Host: host}); err != nil || status != want {
+			t.Errorf("deregister = %v, %v; want %v", status, err, want)
+		}
+	}
+	// And it is least privilege: outside its paths the token is refused.
+	c := e.unwrapper(t)
+	c.SetToken(e.token)
+	if _, err := c.KVv2("secret").Get(ctx, testPrefix+"/services/review/db"); !isForbidden(err) {
+		t.Errorf("the registrar's token reads a service's secret: %v, want permission denied", err)
+	}
+	if err := c.Sys().PutPolicy("admin", `path "*" { capabilities = ["sudo"] }`); !isForbidden(err) {
+		t.Errorf("the registrar's token writes a policy outside bootroot-service-*: %v, want permission denied", err)
+	}
+}
+
+func TestACorruptOrSoftDeletedBindingIsNeverTakenForAbsent(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	kv := e.root.KVv2("secret")
+	if _, err := kv.Put(ctx, testPrefix+"/bindings/garbled", map[string]any{"host": "h1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.b.Mint(ctx, mintOp("garbled", "h1", "review")); !errors.Is(err, openbao.ErrCorrupt) {
+		t.Errorf("mint over a corrupt binding = %v, want ErrCorrupt", err)
+	}
+	if _, err := e.b.Deregister(ctx, registrar.DeregisterOp{RegistrationID: "garbled", Host: "h1"}); !errors.Is(err, openbao.ErrCorrupt) {
+		t.Errorf("deregister of a corrupt binding = %v, want ErrCorrupt", err)
+	}
+	if s := e.state(t, "garbled"); s.policy != "" || s.role != nil || s.version != 1 {
+		t.Errorf("a corrupt binding led to writes: %+v", s)
+	}
+
+	if _, _, err := e.b.Mint(ctx, mintOp("softdel", "h1", "review")); err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(ctx, testPrefix+"/bindings/softdel"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := e.b.Mint(ctx, mintOp("softdel", "h2", "review"))
+	if !errors.Is(err, openbao.ErrCorrupt) || !strings.Contains(err.Error(), "deleted but its metadata remains") {
+		t.Errorf("mint over a soft-deleted binding = %v, want ErrCorrupt saying so", err)
+	}
+	if re, ok := errors.AsType[*openbao.RequestError](err); !ok || re.Kind.String() != "bad_response" {
+		t.Errorf("error %v, want a bad_response *RequestError", err)
+	}
+}

@@ -1,0 +1,598 @@
+package openbao
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/openbao/openbao/api/v2"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/registrar-otel/registrar-otel/registrar"
+)
+
+// RolePrefix starts the name of every AppRole role and policy this backend
+// manages: bootroot-service-<registration_id>.
+const RolePrefix = "bootroot-service-"
+
+// DefaultRequestTimeout bounds each request when Options.RequestTimeout is
+// not set.
+const DefaultRequestTimeout = 5 * time.Second
+
+// maxClaimAttempts bounds the read → claim loop of one mint: a claim that
+// loses a race reads the winner, which exists unless it was deregistered
+// in between, which in turn needs another daemon deregistering and
+// re-minting the same id at once.
+const maxClaimAttempts = 3
+
+var _ registrar.Backend = (*Backend)(nil)
+
+// Options configures New. Address and Token are required; the rest have
+// the [openbao] table's defaults.
+type Options struct {
+	// Address is the server's URL (openbao.address).
+	Address string
+	// RootCAs verifies the server's certificate; nil means the system
+	// roots.
+	RootCAs *x509.CertPool
+	// Token authenticates every request. It is never logged and never part
+	// of an error.
+	Token string
+	// KVMount, KVPrefix and AppRoleMount are openbao.kv_mount,
+	// openbao.kv_prefix and openbao.approle_mount; "" means "secret",
+	// "registrar-otel" and "approle".
+	KVMount, KVPrefix, AppRoleMount string
+	// RequestTimeout bounds each request; zero means
+	// DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// SecretIDTTL is each secret id's lifetime from its creation; zero
+	// means one hour. It is rounded down to whole seconds.
+	SecretIDTTL time.Duration
+	// SecretIDNumUses is how many logins a secret id allows; zero means 1.
+	SecretIDNumUses uint32
+	// Logger receives a warning for each failed request, with its cause;
+	// nil discards. No message carries the token or a secret.
+	Logger *slog.Logger
+	// TracerProvider and MeterProvider instrument every request; nil means
+	// no-op.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
+}
+
+// Backend is the openbao registrar.Backend. It is safe for concurrent use.
+type Backend struct {
+	client    *api.Client
+	transport *http.Transport // nil if the client's is not an *http.Transport
+	kv        *api.KVv2
+	kvMount   string
+	prefix    string
+	approle   string
+	timeout   time.Duration
+	ttl       time.Duration
+	uses      uint32
+	log       *slog.Logger
+	tel       *instruments
+
+	mu     sync.RWMutex // held shared by operations, exclusively by Close
+	closed bool
+}
+
+// New returns a backend for the server at opts.Address. It makes no
+// request: a server that is down fails the first mint, not the daemon's
+// start.
+func New(opts Options) (*Backend, error) {
+	if opts.Address == "" {
+		return nil, errors.New("openbao: New: empty address (openbao.address)")
+	}
+	if opts.Token == "" {
+		return nil, errors.New("openbao: New: empty token")
+	}
+	u, err := url.Parse(opts.Address)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("openbao: New: address %q is not an http:// or https:// URL", opts.Address)
+	}
+	b := &Backend{
+		kvMount: orDefault(opts.KVMount, "secret"),
+		prefix:  orDefault(opts.KVPrefix, "registrar-otel"),
+		approle: orDefault(opts.AppRoleMount, "approle"),
+		timeout: opts.RequestTimeout,
+		ttl:     opts.SecretIDTTL,
+		uses:    opts.SecretIDNumUses,
+		log:     opts.Logger,
+	}
+	if b.timeout <= 0 {
+		b.timeout = DefaultRequestTimeout
+	}
+	if b.ttl <= 0 {
+		b.ttl = time.Hour
+	}
+	if b.uses == 0 {
+		b.uses = 1
+	}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	b.log = b.log.With("openbao", u.Redacted())
+
+	// NewConfig, not DefaultConfig: nothing is read from BAO_* / VAULT_*
+	// variables (an inherited BAO_SKIP_VERIFY must not turn verification
+	// off). No client-side retries: every step converges when the caller
+	// retries, and a retried write would blur what the metrics count.
+	cfg := api.NewConfig()
+	if cfg.Error != nil {
+		return nil, fmt.Errorf("openbao: New: %w", cfg.Error)
+	}
+	cfg.Address = opts.Address
+	cfg.MaxRetries = 0
+	cfg.Timeout = b.timeout
+	if t, ok := cfg.HttpClient.Transport.(*http.Transport); ok {
+		if t.TLSClientConfig == nil {
+			t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		t.TLSClientConfig.RootCAs = opts.RootCAs
+		b.transport = t
+	}
+	client, err := api.NewClient(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("openbao: New: %w", err)
+	}
+	client.SetToken(opts.Token)
+	b.client = client
+	b.kv = client.KVv2(b.kvMount)
+	if b.tel, err = newInstruments(opts.TracerProvider, opts.MeterProvider, u); err != nil {
+		return nil, fmt.Errorf("openbao: New: %w", err)
+	}
+	return b, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Close stops the backend: every later call returns ErrClosed. Calls in
+// flight finish first. Idle connections are closed.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.closed {
+		b.closed = true
+		if b.transport != nil {
+			b.transport.CloseIdleConnections()
+		}
+	}
+	return nil
+}
+
+// RoleName returns the AppRole role's (and the policy's) name for a
+// registration id: bootroot-service-<registration_id>.
+func RoleName(registrationID string) string { return RolePrefix + registrationID }
+
+// BindingPath returns the binding's path inside the KV mount:
+// <kv_prefix>/bindings/<registration_id>.
+func (b *Backend) BindingPath(registrationID string) string {
+	return path.Join(b.prefix, "bindings", registrationID)
+}
+
+// RenderPolicy returns the ACL policy of a registration bound to spec: read
+// on the service's own secrets, <kv_mount>/data/<kv_prefix>/services/<service_name>/*,
+// and nothing else. Both names are restricted to [a-z0-9-] by the verbs
+// and checked again here, so nothing a caller sends can change the policy's
+// structure.
+func (b *Backend) RenderPolicy(registrationID string, spec registrar.Spec) string {
+	return fmt.Sprintf(`# %s: rendered by registrar-otel for service %s.
+# Rewritten on every mint; do not edit.
+path %q {
+  capabilities = ["read"]
+}
+`, RoleName(registrationID), spec.ServiceName,
+		path.Join(b.kvMount, "data", b.prefix, "services", spec.ServiceName)+"/*")
+}
+
+func (b *Backend) enter() error {
+	b.mu.RLock()
+	if b.closed {
+		b.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (b *Backend) leave() { b.mu.RUnlock() }
+
+// binding is what a registration id is bound to, as stored in KV.
+type binding struct {
+	host      string
+	spec      registrar.Spec
+	state     string // stateClaimed or stateActive
+	createdAt string
+	version   int // the KV version read
+}
+
+const (
+	bindingFormat = "1"
+	stateClaimed  = "claimed"
+	stateActive   = "active"
+)
+
+func (bd *binding) data() map[string]any {
+	return map[string]any{
+		"v":            bindingFormat,
+		"host":         bd.host,
+		"component":    bd.spec.Component,
+		"service_name": bd.spec.ServiceName,
+		"reload":       bd.spec.Reload,
+		"state":        bd.state,
+		"created_at":   bd.createdAt,
+	}
+}
+
+func decodeBinding(p string, version int, data map[string]any) (*binding, error) {
+	str := func(k string) (string, error) {
+		v, ok := data[k].(string)
+		if !ok {
+			return "", fmt.Errorf("%w at %s (version %d): %q is missing or not a string", ErrCorrupt, p, version, k)
+		}
+		return v, nil
+	}
+	bd := &binding{version: version}
+	var errs [7]error
+	var v string
+	v, errs[0] = str("v")
+	bd.host, errs[1] = str("host")
+	bd.spec.Component, errs[2] = str("component")
+	bd.spec.ServiceName, errs[3] = str("service_name")
+	bd.spec.Reload, errs[4] = str("reload")
+	bd.state, errs[5] = str("state")
+	bd.createdAt, errs[6] = str("created_at")
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, err
+	}
+	if v != bindingFormat {
+		return nil, fmt.Errorf("%w at %s (version %d): format %q, want %q", ErrCorrupt, p, version, v, bindingFormat)
+	}
+	if bd.state != stateClaimed && bd.state != stateActive {
+		return nil, fmt.Errorf("%w at %s (version %d): state %q", ErrCorrupt, p, version, bd.state)
+	}
+	if bd.host == "" {
+		return nil, fmt.Errorf("%w at %s (version %d): empty host", ErrCorrupt, p, version)
+	}
+	return bd, nil
+}
+
+// readBinding returns the binding, or nil when there is none.
+func (b *Backend) readBinding(ctx context.Context, id string) (*binding, error) {
+	p := b.BindingPath(id)
+	var bd *binding
+	err := b.tel.request(ctx, OpBindingRead, b.timeout, func(ctx context.Context) error {
+		s, err := b.kv.Get(ctx, p)
+		if errors.Is(err, api.ErrSecretNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if s.VersionMetadata == nil {
+			return b.tel.badResponse(ctx, OpBindingRead, fmt.Errorf("reading %s: no version metadata", p))
+		}
+		if s.Data == nil {
+			// The current version is soft-deleted: the metadata survives,
+			// so a claim with cas=0 would fail. Say what to do rather
+			// than guess whether it is bound.
+			return fmt.Errorf("%w at %s: version %d is deleted but its metadata remains; destroy it (kv metadata delete) or undelete it",
+				ErrCorrupt, p, s.VersionMetadata.Version)
+		}
+		bd, err = decodeBinding(p, s.VersionMetadata.Version, s.Data)
+		return err
+	})
+	return bd, err
+}
+
+// writeBinding writes bd with a compare-and-set on cas (0: only if
+// absent). lost reports a compare-and-set that did not match.
+func (b *Backend) writeBinding(ctx context.Context, op Operation, id string, bd *binding, cas int) (version int, lost bool, err error) {
+	p := b.BindingPath(id)
+	err = b.tel.request(ctx, op, b.timeout, func(ctx context.Context) error {
+		s, err := b.kv.Put(ctx, p, bd.data(), api.WithCheckAndSet(cas))
+		if isCASMismatch(err) {
+			lost = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if s.VersionMetadata == nil {
+			return b.tel.badResponse(ctx, op, fmt.Errorf("writing %s: no version metadata in the answer", p))
+		}
+		version = s.VersionMetadata.Version
+		return nil
+	})
+	return version, lost, err
+}
+
+// progress tracks the state-changing steps of one operation, so that a
+// failure after any of them is reported as a *registrar.PartialError.
+type progress struct {
+	changed []string
+}
+
+func (p *progress) done(step string) { p.changed = append(p.changed, step) }
+
+// fail wraps err: a *registrar.PartialError when a step already changed
+// state, or when this step (named) may have been applied; else err as is.
+func (p *progress) fail(step string, err error) error {
+	changed := p.changed
+	if re, ok := errors.AsType[*RequestError](err); step != "" && (!ok || !re.definitelyNotApplied()) {
+		changed = append(changed[:len(changed):len(changed)], step+" (maybe)")
+	}
+	if len(changed) == 0 {
+		return err
+	}
+	return &registrar.PartialError{Changed: changed, Err: err}
+}
+
+// Mint implements registrar.Backend; see the package documentation for the
+// steps. Material is the zero value unless the status is MintCreated or
+// MintReissued; its ExpiresAt is op.Now + op.WrapTTL (the server's wrapping
+// lives at least that long).
+func (b *Backend) Mint(ctx context.Context, op registrar.MintOp) (registrar.MintStatus, registrar.Material, error) {
+	if err := checkMint(op); err != nil {
+		return 0, registrar.Material{}, err
+	}
+	if err := b.enter(); err != nil {
+		return 0, registrar.Material{}, err
+	}
+	defer b.leave()
+	status, mat, err := b.mint(ctx, op)
+	if err != nil {
+		b.logFailure(ctx, "mint", op.RegistrationID, err)
+		return 0, registrar.Material{}, err
+	}
+	return status, mat, nil
+}
+
+func (b *Backend) mint(ctx context.Context, op registrar.MintOp) (registrar.MintStatus, registrar.Material, error) {
+	var (
+		prog progress
+		bd   *binding
+		err  error
+	)
+	id := op.RegistrationID
+	for attempt := 0; bd == nil; attempt++ {
+		if attempt == maxClaimAttempts {
+			return 0, registrar.Material{}, prog.fail("", fmt.Errorf("openbao: mint %q: the binding at %s kept changing while being claimed", id, b.BindingPath(id)))
+		}
+		if bd, err = b.readBinding(ctx, id); err != nil {
+			return 0, registrar.Material{}, prog.fail("", err)
+		}
+		if bd != nil {
+			break
+		}
+		claim := &binding{host: op.Host, spec: op.Spec, state: stateClaimed, createdAt: op.Now.UTC().Format(time.RFC3339Nano)}
+		version, lost, err := b.writeBinding(ctx, OpBindingClaim, id, claim, 0)
+		if err != nil {
+			return 0, registrar.Material{}, prog.fail("binding claimed", err)
+		}
+		if !lost {
+			claim.version = version
+			bd = claim
+			prog.done("binding claimed")
+		}
+		// A lost claim: another mint claimed it first; read it.
+	}
+	switch {
+	case bd.host != op.Host:
+		return registrar.MintCollision, registrar.Material{}, nil
+	case bd.spec != op.Spec:
+		return registrar.MintSpecConflict, registrar.Material{}, nil
+	}
+
+	name := RoleName(id)
+	policy := b.RenderPolicy(id, op.Spec)
+	err = b.tel.request(ctx, OpPolicyWrite, b.timeout, func(ctx context.Context) error {
+		return b.client.Sys().PutPolicyWithContext(ctx, name, policy)
+	})
+	if err != nil {
+		return 0, registrar.Material{}, prog.fail("policy written", err)
+	}
+	prog.done("policy written")
+
+	rolePath := path.Join("auth", b.approle, "role", name)
+	err = b.tel.request(ctx, OpRoleWrite, b.timeout, func(ctx context.Context) error {
+		_, err := b.client.Logical().WriteWithContext(ctx, rolePath, map[string]any{
+			"token_policies":     []string{name},
+			"bind_secret_id":     true,
+			"secret_id_ttl":      strconv.FormatInt(int64(b.ttl/time.Second), 10) + "s",
+			"secret_id_num_uses": b.uses,
+		})
+		return err
+	})
+	if err != nil {
+		return 0, registrar.Material{}, prog.fail("role written", err)
+	}
+	prog.done("role written")
+
+	var roleID string
+	err = b.tel.request(ctx, OpRoleIDRead, b.timeout, func(ctx context.Context) error {
+		s, err := b.client.Logical().ReadWithContext(ctx, rolePath+"/role-id")
+		if err != nil {
+			return err
+		}
+		if s != nil {
+			roleID, _ = s.Data["role_id"].(string)
+		}
+		if roleID == "" {
+			return b.tel.badResponse(ctx, OpRoleIDRead, fmt.Errorf("reading %s/role-id: no role_id (was the role deleted meanwhile?)", rolePath))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, registrar.Material{}, prog.fail("", err)
+	}
+
+	var wrapped string
+	err = b.tel.request(ctx, OpSecretIDWrap, b.timeout, func(ctx context.Context) error {
+		req := b.client.NewRequest(http.MethodPut, "/v1/"+rolePath+"/secret-id")
+		req.WrapTTL = strconv.FormatInt(int64(op.WrapTTL/time.Second), 10) + "s"
+		if err := req.SetJSONBody(map[string]any{}); err != nil {
+			return err
+		}
+		resp, err := b.client.RawRequestWithContext(ctx, req)
+		if resp != nil {
+			defer resp.Body.Close()
+		}
+		if err != nil {
+			return err
+		}
+		s, err := api.ParseSecret(resp.Body)
+		if err != nil {
+			return b.tel.badResponse(ctx, OpSecretIDWrap, fmt.Errorf("decoding the wrapped secret id: %w", err))
+		}
+		if s == nil || s.WrapInfo == nil || s.WrapInfo.Token == "" {
+			return b.tel.badResponse(ctx, OpSecretIDWrap, errors.New("the answer carries no wrapping token (is response wrapping disabled?)"))
+		}
+		wrapped = s.WrapInfo.Token
+		return nil
+	})
+	if err != nil {
+		return 0, registrar.Material{}, prog.fail("secret id issued", err)
+	}
+	prog.done("secret id issued")
+
+	mat := registrar.Material{RoleID: roleID, WrappedSecretID: wrapped, ExpiresAt: op.Now.Add(op.WrapTTL)}
+	if bd.state == stateActive {
+		return registrar.MintReissued, mat, nil
+	}
+	active := *bd
+	active.state = stateActive
+	_, lost, err := b.writeBinding(ctx, OpBindingActivate, id, &active, bd.version)
+	if err != nil {
+		return 0, registrar.Material{}, prog.fail("binding activated", err)
+	}
+	if !lost {
+		return registrar.MintCreated, mat, nil
+	}
+	// Another mint activated it first (or changed it): whoever won is the
+	// first mint. This one is a remint if the binding still says the same.
+	now, err := b.readBinding(ctx, id)
+	if err != nil {
+		return 0, registrar.Material{}, prog.fail("", err)
+	}
+	if now == nil || now.state != stateActive || now.host != op.Host || now.spec != op.Spec {
+		return 0, registrar.Material{}, prog.fail("", fmt.Errorf("openbao: mint %q: the binding at %s changed while this mint completed it", id, b.BindingPath(id)))
+	}
+	return registrar.MintReissued, mat, nil
+}
+
+// Deregister implements registrar.Backend: host check, then delete the
+// role, the policy and the binding, in that order.
+func (b *Backend) Deregister(ctx context.Context, op registrar.DeregisterOp) (registrar.DeregisterStatus, error) {
+	if op.RegistrationID == "" || op.Host == "" || !isName(op.RegistrationID) {
+		return 0, fmt.Errorf("%w: registration id %q, host %q", ErrInvalidOp, op.RegistrationID, op.Host)
+	}
+	if err := b.enter(); err != nil {
+		return 0, err
+	}
+	defer b.leave()
+	status, err := b.deregister(ctx, op)
+	if err != nil {
+		b.logFailure(ctx, "deregister", op.RegistrationID, err)
+		return 0, err
+	}
+	return status, nil
+}
+
+func (b *Backend) deregister(ctx context.Context, op registrar.DeregisterOp) (registrar.DeregisterStatus, error) {
+	var prog progress
+	id := op.RegistrationID
+	bd, err := b.readBinding(ctx, id)
+	switch {
+	case err != nil:
+		return 0, err
+	case bd == nil:
+		return registrar.DeregisterAbsent, nil
+	case bd.host != op.Host:
+		return registrar.DeregisterHostMismatch, nil
+	}
+	name := RoleName(id)
+	err = b.tel.request(ctx, OpRoleDelete, b.timeout, func(ctx context.Context) error {
+		_, err := b.client.Logical().DeleteWithContext(ctx, path.Join("auth", b.approle, "role", name))
+		return err
+	})
+	if err != nil {
+		return 0, prog.fail("role deleted", err)
+	}
+	prog.done("role deleted")
+	err = b.tel.request(ctx, OpPolicyDelete, b.timeout, func(ctx context.Context) error {
+		return b.client.Sys().DeletePolicyWithContext(ctx, name)
+	})
+	if err != nil {
+		return 0, prog.fail("policy deleted", err)
+	}
+	prog.done("policy deleted")
+	err = b.tel.request(ctx, OpBindingDelete, b.timeout, func(ctx context.Context) error {
+		return b.kv.DeleteMetadata(ctx, b.BindingPath(id))
+	})
+	if err != nil {
+		return 0, prog.fail("binding deleted", err)
+	}
+	return registrar.DeregisterRemoved, nil
+}
+
+func (b *Backend) logFailure(ctx context.Context, verb, id string, err error) {
+	attrs := []slog.Attr{slog.String("verb", verb), slog.String("registration_id", id), slog.String("error", err.Error())}
+	if re, ok := errors.AsType[*RequestError](err); ok {
+		attrs = append(attrs, slog.String("operation", re.Op.String()), slog.String("kind", re.Kind.String()))
+		if re.Status != 0 {
+			attrs = append(attrs, slog.Int("status", re.Status))
+		}
+	}
+	if p, ok := errors.AsType[*registrar.PartialError](err); ok {
+		attrs = append(attrs, slog.String("changed", strings.Join(p.Changed, ", ")))
+	}
+	b.log.LogAttrs(ctx, slog.LevelWarn, "openbao request failed", attrs...)
+}
+
+func checkMint(op registrar.MintOp) error {
+	switch {
+	case op.RegistrationID == "" || op.Host == "":
+		return fmt.Errorf("%w: empty registration id or host", ErrInvalidOp)
+	case !isName(op.RegistrationID):
+		return fmt.Errorf("%w: registration id %q is not [a-z0-9-]", ErrInvalidOp, op.RegistrationID)
+	case !isName(op.Spec.ServiceName):
+		return fmt.Errorf("%w: spec service name %q is not [a-z0-9-]", ErrInvalidOp, op.Spec.ServiceName)
+	case op.WrapTTL < time.Second:
+		return fmt.Errorf("%w: wrap TTL %s is under a second", ErrInvalidOp, op.WrapTTL)
+	case op.Now.IsZero():
+		return fmt.Errorf("%w: Now is zero", ErrInvalidOp)
+	}
+	return nil
+}
+
+// isName reports whether s is 1–131 octets of [a-z0-9-]: what the verbs
+// derive, and all that may appear in a role name, policy name or path.
+func isName(s string) bool {
+	if len(s) == 0 || len(s) > 131 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
+}

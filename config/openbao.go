@@ -1,0 +1,382 @@
+package config
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// The registrar.backend values.
+const (
+	// BackendEmbedded is the default backend: a bbolt file in
+	// registrar.state_dir.
+	BackendEmbedded = "embedded"
+	// BackendOpenBao mints real AppRole identities on the OpenBao (or
+	// Vault) server of the [openbao] table.
+	BackendOpenBao = "openbao"
+)
+
+// The environment variables the OpenBao token may come from, in order of
+// precedence, when openbao.token_file is not set.
+const (
+	EnvBaoToken   = "BAO_TOKEN"
+	EnvVaultToken = "VAULT_TOKEN"
+)
+
+// MaxTokenFileBytes bounds openbao.token_file: a token is about 100 bytes,
+// and a file far larger is not a token file.
+const MaxTokenFileBytes = 4096
+
+// OpenBao is the [openbao] table, read by the openbao backend when
+// registrar.backend = "openbao". It never holds the token itself: the token
+// is read from TokenFile or the environment by ReadToken, so it is never in
+// a configuration file, a Config value or a log line. Durations carry their
+// unit in the field name.
+type OpenBao struct {
+	// Address is the server's URL, e.g. "https://openbao.internal:8200".
+	// Required when registrar.backend = "openbao". http:// is accepted only
+	// for a loopback host (the token would otherwise travel in clear).
+	Address string
+	// CAFile is a PEM bundle of the CA certificates that sign the server's
+	// certificate; "" means the system roots. Only with an https:// address.
+	CAFile string
+	// TokenFile holds the token, readable by its owner only (mode 0600 or
+	// 0400). "" means the token comes from BAO_TOKEN, else VAULT_TOKEN.
+	TokenFile string
+	// KVMount is the path of the KV version 2 mount holding the bindings.
+	// Default "secret".
+	KVMount string
+	// KVPrefix is the path inside KVMount under which the bindings live, as
+	// <kv_prefix>/bindings/<registration_id>, and the services' own
+	// secrets, as <kv_prefix>/services/<service_name>/. Default
+	// "registrar-otel".
+	KVPrefix string
+	// AppRoleMount is the path of the AppRole auth mount. Default "approle".
+	AppRoleMount string
+	// RequestTimeoutMS bounds each request to the server in milliseconds.
+	// Default 5000, greater than 0.
+	RequestTimeoutMS uint32
+	// SecretIDTTLSeconds is the lifetime in seconds of each secret id the
+	// AppRole role issues, from its creation. Default 3600, greater than 0
+	// and at least registrar.max_wrap_ttl_seconds (a secret id must outlive
+	// the wrapping that delivers it).
+	SecretIDTTLSeconds uint32
+	// SecretIDNumUses is how many logins one secret id allows. Default 1,
+	// greater than 0.
+	SecretIDNumUses uint32
+}
+
+func defaultOpenBao() OpenBao {
+	return OpenBao{
+		KVMount:            "secret",
+		KVPrefix:           "registrar-otel",
+		AppRoleMount:       "approle",
+		RequestTimeoutMS:   5000,
+		SecretIDTTLSeconds: 3600,
+		SecretIDNumUses:    1,
+	}
+}
+
+var openbaoFields = []field[OpenBao]{
+	{"address", stringField(func(o *OpenBao) *string { return &o.Address })},
+	{"ca_file", stringField(func(o *OpenBao) *string { return &o.CAFile })},
+	{"token_file", stringField(func(o *OpenBao) *string { return &o.TokenFile })},
+	{"kv_mount", stringField(func(o *OpenBao) *string { return &o.KVMount })},
+	{"kv_prefix", stringField(func(o *OpenBao) *string { return &o.KVPrefix })},
+	{"approle_mount", stringField(func(o *OpenBao) *string { return &o.AppRoleMount })},
+	{"request_timeout_ms", u32Field(func(o *OpenBao) *uint32 { return &o.RequestTimeoutMS })},
+	{"secret_id_ttl_seconds", u32Field(func(o *OpenBao) *uint32 { return &o.SecretIDTTLSeconds })},
+	{"secret_id_num_uses", u32Field(func(o *OpenBao) *uint32 { return &o.SecretIDNumUses })},
+}
+
+// secretKeys are [openbao] keys that would put a credential in the file.
+// They are refused by name, and their value is never repeated.
+var secretKeys = map[string]bool{"token": true, "secret_id": true, "role_id": true, "unseal_key": true}
+
+const ruleInlineToken = "must not be set: the token is read only from openbao.token_file (a file readable by its owner only) or the " +
+	EnvBaoToken + " / " + EnvVaultToken + " environment variable, never from the configuration"
+
+// openbao decodes the [openbao] table. Unknown keys are warned about like
+// every other table's, except a credential, which is an error.
+func (d *decoder) openbao(v any, o *OpenBao) {
+	m, unknown := decodeTable(d, "openbao", v, openbaoFields, o)
+	for _, k := range unknown {
+		key := keyPath("openbao", k)
+		if secretKeys[strings.ToLower(k)] {
+			ke := &KeyError{Key: key, Rule: ruleInlineToken}
+			if ev, ok := m[k].(envValue); ok {
+				ke.EnvVar = ev.Var
+			}
+			d.errs = append(d.errs, ke)
+			d.bad[key] = true
+			continue
+		}
+		d.unknown = append(d.unknown, unknownKey{key: key})
+	}
+}
+
+// validateOpenBao is Validate's share for registrar.backend and [openbao].
+// The [openbao] values are checked whatever the backend, so a typo is
+// caught before the switch; what the openbao backend needs (an address, a
+// secret id TTL covering the wrap TTL) only when it is selected.
+func (c *Config) validateOpenBao() []*KeyError {
+	var errs []*KeyError
+	add := func(e *KeyError) { errs = append(errs, e) }
+	o := &c.OpenBao
+	selected := c.Registrar.Backend == BackendOpenBao
+	switch c.Registrar.Backend {
+	case BackendEmbedded, BackendOpenBao:
+	default:
+		add(&KeyError{Key: "registrar.backend", Value: c.Registrar.Backend, Rule: `must be "embedded" or "openbao"`})
+	}
+	switch {
+	case o.Address == "" && selected:
+		add(&KeyError{Key: "openbao.address", Rule: `is required when registrar.backend is "openbao"`})
+	case o.Address != "":
+		if e := checkOpenBaoAddress(o.Address); e != nil {
+			add(e)
+		} else if o.CAFile != "" && !strings.HasPrefix(o.Address, "https://") {
+			add(&KeyError{Key: "openbao.ca_file", Value: o.CAFile, Rule: "is set but openbao.address is not an https:// URL"})
+		}
+	}
+	for _, f := range []struct{ key, val string }{
+		{"openbao.ca_file", o.CAFile},
+		{"openbao.token_file", o.TokenFile},
+	} {
+		if strings.IndexByte(f.val, 0) >= 0 {
+			add(nulInPath(f.key, f.val))
+		}
+	}
+	for _, f := range []struct{ key, val string }{
+		{"openbao.kv_mount", o.KVMount},
+		{"openbao.kv_prefix", o.KVPrefix},
+		{"openbao.approle_mount", o.AppRoleMount},
+	} {
+		if !isAPIPath(f.val) {
+			add(&KeyError{Key: f.key, Value: f.val,
+				Rule: "must be a path of one or more segments of letters, digits, '-', '_' and '.', separated by single '/', without a leading or trailing '/' and without '.' or '..' segments"})
+		}
+	}
+	for _, f := range []struct {
+		key  string
+		val  uint32
+		rule string
+	}{
+		{"openbao.request_timeout_ms", o.RequestTimeoutMS, "must be greater than 0; a zero timeout fails every request"},
+		{"openbao.secret_id_ttl_seconds", o.SecretIDTTLSeconds, "must be greater than 0; a zero TTL would issue secret ids that never expire"},
+		{"openbao.secret_id_num_uses", o.SecretIDNumUses, "must be greater than 0; zero would issue secret ids with unlimited logins"},
+	} {
+		if f.val == 0 {
+			add(&KeyError{Key: f.key, Value: f.val, Rule: f.rule, hideValue: true})
+		}
+	}
+	if selected && o.SecretIDTTLSeconds != 0 && o.SecretIDTTLSeconds < c.Registrar.MaxWrapTTLSeconds {
+		add(&KeyError{Key: "openbao.secret_id_ttl_seconds", Value: o.SecretIDTTLSeconds,
+			Rule: fmt.Sprintf("must be at least registrar.max_wrap_ttl_seconds (%d): a secret id that expires before its wrapping is unwrapped cannot log in", c.Registrar.MaxWrapTTLSeconds)})
+	}
+	return errs
+}
+
+// checkOpenBaoAddress accepts an http(s) URL with a host, without
+// credentials, a query, a fragment or a path, and http:// only for a
+// loopback host.
+func checkOpenBaoAddress(v string) *KeyError {
+	const key = "openbao.address"
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.Opaque != "" {
+		// Redacted even when it does not parse: a mistyped URL may still
+		// carry a password.
+		return SecretKeyError(key, v, "must be an http:// or https:// URL with a host")
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || (u.Path != "" && u.Path != "/") {
+		return SecretKeyError(key, v, "must not carry credentials, a path, a query or a fragment")
+	}
+	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		return &KeyError{Key: key, Value: v, Rule: "must be an https:// URL unless its host is a loopback address: over http:// the token would travel in clear"}
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// isAPIPath reports whether s is a relative API path: '/'-separated
+// segments of [A-Za-z0-9._-], none empty, "." or "..".
+func isAPIPath(s string) bool {
+	if s == "" {
+		return false
+	}
+	for seg := range strings.SplitSeq(s, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+		for i := 0; i < len(seg); i++ {
+			c := seg[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TokenSource says where ReadToken found the token, for messages. It never
+// carries the token.
+type TokenSource struct {
+	// File is openbao.token_file when the token came from it.
+	File string
+	// EnvVar is BAO_TOKEN or VAULT_TOKEN when the token came from it.
+	EnvVar string
+}
+
+// String returns e.g. `openbao.token_file "/etc/registrar-otel/bao-token"`
+// or "environment variable BAO_TOKEN".
+func (s TokenSource) String() string {
+	if s.File != "" {
+		return "openbao.token_file " + quote(s.File)
+	}
+	return "environment variable " + s.EnvVar
+}
+
+// ReadToken returns the OpenBao token: from TokenFile when it is set (a
+// regular file readable by its owner only, holding one token), else from
+// BAO_TOKEN, else VAULT_TOKEN, as found in environ (os.Environ() in
+// production). Errors are *KeyError naming openbao.token_file (or the
+// variable) and never contain the token. The caller must not log the token.
+func (o *OpenBao) ReadToken(environ []string) (string, TokenSource, error) {
+	if o.TokenFile != "" {
+		tok, err := readTokenFile(o.TokenFile)
+		if err != nil {
+			return "", TokenSource{}, err
+		}
+		return tok, TokenSource{File: o.TokenFile}, nil
+	}
+	for _, name := range []string{EnvBaoToken, EnvVaultToken} {
+		v, ok := lookupEnv(environ, name)
+		if !ok {
+			continue
+		}
+		tok := strings.TrimSpace(v)
+		if !isToken(tok) {
+			return "", TokenSource{}, &KeyError{Key: name, Rule: "must hold one token: non-empty, printable, without spaces"}
+		}
+		return tok, TokenSource{EnvVar: name}, nil
+	}
+	return "", TokenSource{}, &KeyError{Key: "openbao.token_file",
+		Rule: "is required when registrar.backend is \"openbao\" and neither " + EnvBaoToken + " nor " + EnvVaultToken + " is set"}
+}
+
+func lookupEnv(environ []string, name string) (string, bool) {
+	// The last assignment wins, as with os.Getenv over a duplicated name.
+	val, found := "", false
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			val, found = v, true
+		}
+	}
+	return val, found
+}
+
+func readTokenFile(path string) (string, error) {
+	const key = "openbao.token_file"
+	f, err := os.Open(path)
+	if err != nil {
+		return "", &KeyError{Key: key, Value: path, Rule: "cannot be opened: " + pathErrText(err)}
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", &KeyError{Key: key, Value: path, Rule: "cannot be inspected: " + pathErrText(err)}
+	}
+	if !st.Mode().IsRegular() {
+		return "", &KeyError{Key: key, Value: path, Rule: "must be a regular file"}
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return "", &KeyError{Key: key, Value: path,
+			Rule: fmt.Sprintf("must be readable by its owner only (chmod 0600), but has mode %#o", perm)}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxTokenFileBytes+1))
+	if err != nil {
+		return "", &KeyError{Key: key, Value: path, Rule: "cannot be read: " + pathErrText(err)}
+	}
+	if len(data) > MaxTokenFileBytes {
+		return "", &KeyError{Key: key, Value: path, Rule: fmt.Sprintf("must hold one token, but is larger than %d bytes", MaxTokenFileBytes)}
+	}
+	tok := strings.TrimSpace(string(data))
+	if !isToken(tok) {
+		return "", &KeyError{Key: key, Value: path, Rule: "must hold one token: non-empty, printable, without spaces"}
+	}
+	return tok, nil
+}
+
+// isToken accepts a non-empty run of printable ASCII without spaces.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// pathErrText is an *fs.PathError's cause without its repetition of the
+// path (the message names it already).
+func pathErrText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// CheckFiles verifies, as `config check` does and the daemon does before
+// it starts, the files the openbao backend will read: the token (see
+// ReadToken) and the CA bundle, which must hold at least one PEM
+// certificate. It returns every problem joined, each a *KeyError, and the
+// token's source. It does nothing and returns nil when the backend is not
+// "openbao".
+func (c *Config) CheckFiles(environ []string) (TokenSource, error) {
+	if c.Registrar.Backend != BackendOpenBao {
+		return TokenSource{}, nil
+	}
+	var errs []error
+	_, src, err := c.OpenBao.ReadToken(environ)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if c.OpenBao.CAFile != "" {
+		if _, err := LoadCAFile(c.OpenBao.CAFile); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return src, errors.Join(errs...)
+}
+
+// LoadCAFile reads openbao.ca_file into a certificate pool; the error is a
+// *KeyError naming the key.
+func LoadCAFile(path string) (*x509.CertPool, error) {
+	const key = "openbao.ca_file"
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &KeyError{Key: key, Value: path, Rule: "cannot be read: " + pathErrText(err)}
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, &KeyError{Key: key, Value: path, Rule: "must be a PEM file holding at least one CA certificate"}
+	}
+	return pool, nil
+}

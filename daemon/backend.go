@@ -1,0 +1,67 @@
+package daemon
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/registrar-otel/registrar-otel/backend/embedded"
+	"github.com/registrar-otel/registrar-otel/backend/openbao"
+	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/registrar"
+)
+
+// closingBackend is a registrar.Backend the daemon closes on shutdown.
+type closingBackend interface {
+	registrar.Backend
+	Close() error
+}
+
+// openBackend opens the backend registrar.backend selects: the embedded
+// bbolt registry in registrar.state_dir (the default), or the OpenBao
+// server of the [openbao] table, with the token read from
+// openbao.token_file or BAO_TOKEN / VAULT_TOKEN (never logged).
+func openBackend(cfg config.Config, environ []string, logger *slog.Logger, tp trace.TracerProvider, mp metric.MeterProvider) (closingBackend, error) {
+	r := cfg.Registrar
+	switch r.Backend {
+	case config.BackendOpenBao:
+		o := cfg.OpenBao
+		token, src, err := o.ReadToken(environ)
+		if err != nil {
+			return nil, fmt.Errorf("daemon: openbao backend: %w", err)
+		}
+		var opts openbao.Options
+		if o.CAFile != "" {
+			if opts.RootCAs, err = config.LoadCAFile(o.CAFile); err != nil {
+				return nil, fmt.Errorf("daemon: openbao backend: %w", err)
+			}
+		}
+		opts.Address, opts.Token = o.Address, token
+		opts.KVMount, opts.KVPrefix, opts.AppRoleMount = o.KVMount, o.KVPrefix, o.AppRoleMount
+		opts.RequestTimeout = time.Duration(o.RequestTimeoutMS) * time.Millisecond
+		opts.SecretIDTTL = time.Duration(o.SecretIDTTLSeconds) * time.Second
+		opts.SecretIDNumUses = o.SecretIDNumUses
+		opts.Logger = logger
+		opts.TracerProvider, opts.MeterProvider = tp, mp
+		b, err := openbao.New(opts)
+		if err != nil {
+			return nil, fmt.Errorf("daemon: openbao backend (openbao.address %s): %w", o.Address, err)
+		}
+		logger.Info("openbao backend ready", "token_from", src.String(), "kv_mount", o.KVMount, "kv_prefix", o.KVPrefix, "approle_mount", o.AppRoleMount)
+		return b, nil
+	default:
+		b, err := embedded.Open(r.StateDir, embedded.Options{Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("daemon: embedded backend (registrar.state_dir %s): %w", r.StateDir, err)
+		}
+		return b, nil
+	}
+}
+
+// processEnviron is where the daemon reads the token's environment
+// variables; tests replace it.
+var processEnviron = os.Environ
