@@ -2,8 +2,8 @@
 // openbao backend's integration tests: `vault server -dev` (in memory), or
 // a server with integrated storage that survives a kill and a restart. The binary
 // is the one `make vault` builds (var/tools/vault/bin/vault) or
-// $REGISTRAR_OTEL_VAULT_BIN; where it is absent the tests skip with a
-// message saying how to build it, unless $REGISTRAR_OTEL_REQUIRE_VAULT is
+// $REGISTRAR_TEST_VAULT_BIN; where it is absent the tests skip with a
+// message saying how to build it, unless $REGISTRAR_TEST_REQUIRE_VAULT is
 // set (CI), when they fail.
 //
 // Readiness is read from the server's own log lines, never waited for with
@@ -33,10 +33,10 @@ import (
 )
 
 // EnvBinary overrides the binary's path.
-const EnvBinary = "REGISTRAR_OTEL_VAULT_BIN"
+const EnvBinary = "REGISTRAR_TEST_VAULT_BIN"
 
 // EnvRequire makes an absent binary a test failure instead of a skip.
-const EnvRequire = "REGISTRAR_OTEL_REQUIRE_VAULT"
+const EnvRequire = "REGISTRAR_TEST_REQUIRE_VAULT"
 
 // startTimeout bounds how long a server may take to log that it is ready.
 const startTimeout = 90 * time.Second
@@ -57,7 +57,7 @@ func Binary() (string, bool) {
 }
 
 // Require returns the binary's path, or skips t (fails it under
-// $REGISTRAR_OTEL_REQUIRE_VAULT) with a message naming `make vault`.
+// $REGISTRAR_TEST_REQUIRE_VAULT) with a message naming `make vault`.
 func Require(t testing.TB) string {
 	t.Helper()
 	p, ok := Binary()
