@@ -16,7 +16,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -268,10 +267,10 @@ func TestTwoHundredIdleMutualTLSConnectionsOfOneIdentityDoNotStarveAnother(t *te
 	v := mintingVerbs(t)
 	s := newServer(t, v, fixedHolder(t, 0, 0))
 	addr := tlsServer(t, s, pki)
-	holder := pki.issue(t, "holder", []string{"spiffe://registrar.test/holder"}, nil, nil, x509.ExtKeyUsageClientAuth)
-	other := pki.issue(t, "other", []string{"spiffe://registrar.test/other"}, nil, nil, x509.ExtKeyUsageClientAuth)
+	holder := pki.Client(t, "spiffe://registrar.test/holder")
+	other := pki.Client(t, "spiffe://registrar.test/other")
 	cfg := func(c tls.Certificate) *tls.Config {
-		return &tls.Config{RootCAs: pki.roots, Certificates: []tls.Certificate{c}, NextProtos: []string{"http/1.1"}}
+		return &tls.Config{RootCAs: pki.Pool(), Certificates: []tls.Certificate{c}, NextProtos: []string{"http/1.1"}}
 	}
 	d := &net.Dialer{Timeout: ioDeadline}
 	idleConns(t, 200, func() (net.Conn, error) { return tls.DialWithDialer(d, "tcp", addr, cfg(holder)) })
@@ -375,8 +374,8 @@ func TestNeverHandshakingAndSlowlorisConnectionsDoNotDelayRealCallers(t *testing
 		t.Errorf("unix callers' p99 %v under the attack, want under %v", p99, answerBound)
 	}
 	// An mTLS caller: handshake and mint.
-	cert := pki.issue(t, "ctl", []string{"spiffe://registrar.test/ctl"}, nil, nil, x509.ExtKeyUsageClientAuth)
-	tc := wire.NewTLSClient(addr, &tls.Config{RootCAs: pki.roots, Certificates: []tls.Certificate{cert}}, wire.WithTimeout(ioDeadline))
+	cert := pki.Client(t, "spiffe://registrar.test/ctl")
+	tc := wire.NewTLSClient(addr, &tls.Config{RootCAs: pki.Pool(), Certificates: []tls.Certificate{cert}}, wire.WithTimeout(ioDeadline))
 	defer tc.CloseIdleConnections()
 	if took := timedMint(t, tc); took > answerBound {
 		t.Errorf("mTLS handshake and mint took %v under the attack, want within %v", took, answerBound)

@@ -8,16 +8,11 @@ package wire
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"net/url"
@@ -29,6 +24,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/health"
+	"github.com/registrar-otel/registrar-otel/internal/testpki"
 	"github.com/registrar-otel/registrar-otel/registrar"
 )
 
@@ -474,73 +470,23 @@ func TestEvictionBetweenHeadersAndHandlerStopsTheRequest(t *testing.T) {
 // ---------------------------------------------------------------------------
 // TLS, over pipes: the server's own handshakes.
 
-// pipePKI is a CA, a server certificate and client certificates, made
-// inside the bubble so that their validity matches its clock.
+// pipePKI is a CA and a server certificate for "registrar", made inside
+// the bubble so that their validity matches its clock.
 type pipePKI struct {
-	ca     *x509.Certificate
-	caKey  *ecdsa.PrivateKey
+	*testpki.CA
 	server tls.Certificate
-	roots  *x509.CertPool
-	serial int64
 }
 
 func newPipePKI(t *testing.T) *pipePKI {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "pipe CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &pipePKI{ca: ca, caKey: key, roots: x509.NewCertPool(), serial: 1}
-	p.roots.AddCert(ca)
-	p.server = p.issue(t, nil, []string{"registrar"}, x509.ExtKeyUsageServerAuth)
-	return p
-}
-
-func (p *pipePKI) issue(t *testing.T, uris, dns []string, usage x509.ExtKeyUsage) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.serial++
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(p.serial), Subject: pkix.Name{CommonName: "leaf"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, DNSNames: dns,
-	}
-	for _, u := range uris {
-		pu, err := url.Parse(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl.URIs = append(tmpl.URIs, pu)
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	ca := testpki.New(t)
+	return &pipePKI{CA: ca, server: ca.Issue(t, testpki.Options{DNS: []string{"registrar"}, Usage: x509.ExtKeyUsageServerAuth})}
 }
 
 func (p *pipePKI) serverConfig() *tls.Config {
-	pool := x509.NewCertPool()
-	pool.AddCert(p.ca)
 	return &tls.Config{
 		MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{p.server},
-		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, NextProtos: []string{"http/1.1"},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: p.Pool(), NextProtos: []string{"http/1.1"},
 	}
 }
 
@@ -566,7 +512,7 @@ func tlsPipeServer(t *testing.T, o Options, p *pipePKI) (*Server, *pipeListener,
 // tlsDial handshakes over a new pipe with the given client certificate
 // (none when cert is nil).
 func tlsDial(l *pipeListener, p *pipePKI, cert *tls.Certificate) (*tls.Conn, error) {
-	cfg := &tls.Config{RootCAs: p.roots, ServerName: "registrar", NextProtos: []string{"http/1.1"}}
+	cfg := &tls.Config{RootCAs: p.Pool(), ServerName: "registrar", NextProtos: []string{"http/1.1"}}
 	if cert != nil {
 		cfg.Certificates = []tls.Certificate{*cert}
 	}
@@ -616,7 +562,7 @@ func TestTLSHandshakesHaveTheirOwnBudgetAndTimeout(t *testing.T) {
 		}
 		// An authenticated caller still gets through at once, its own
 		// handshake taking the place of the oldest silent one.
-		cert := p.issue(t, []string{"spiffe://registrar.test/ctl"}, nil, x509.ExtKeyUsageClientAuth)
+		cert := p.Client(t, "spiffe://registrar.test/ctl")
 		c, err := tlsDial(l, p, &cert)
 		if err != nil {
 			t.Fatalf("an authenticated caller's handshake failed behind the silent ones: %v", err)
@@ -665,12 +611,11 @@ func TestRejectedCertificatesAndMissingIdentitiesAreCounted(t *testing.T) {
 		if !tlsRefused(l, p, nil) {
 			t.Fatal("a handshake without a client certificate succeeded")
 		}
-		other := newPipePKI(t)
-		rogue := other.issue(t, []string{"spiffe://elsewhere/x"}, nil, x509.ExtKeyUsageClientAuth)
+		rogue := testpki.New(t).Client(t, "spiffe://elsewhere/x")
 		if !tlsRefused(l, p, &rogue) {
 			t.Fatal("a handshake with another CA's certificate succeeded")
 		}
-		wrongEKU := p.issue(t, []string{"spiffe://registrar.test/x"}, nil, x509.ExtKeyUsageServerAuth)
+		wrongEKU := p.Issue(t, testpki.Options{URIs: []string{"spiffe://registrar.test/x"}, Usage: x509.ExtKeyUsageServerAuth})
 		if !tlsRefused(l, p, &wrongEKU) {
 			t.Fatal("a handshake with a server-auth-only certificate succeeded")
 		}
@@ -683,7 +628,7 @@ func TestRejectedCertificatesAndMissingIdentitiesAreCounted(t *testing.T) {
 			t.Errorf("WARN lines %v, want one tls_handshake line with the error and the remote address", lines)
 		}
 
-		noSAN := p.issue(t, nil, nil, x509.ExtKeyUsageClientAuth)
+		noSAN := p.Client(t)
 		c, err := tlsDial(l, p, &noSAN)
 		if err != nil {
 			t.Fatal(err)

@@ -4,16 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/url"
@@ -25,6 +20,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/health"
+	"github.com/registrar-otel/registrar-otel/internal/testpki"
 	"github.com/registrar-otel/registrar-otel/registrar"
 )
 
@@ -252,28 +248,10 @@ func checkAnswers(t *testing.T, out []byte, anonymous bool) {
 	}
 }
 
-// fuzzLeafDER is a certificate with both SAN kinds, for the seeds.
-func fuzzLeafDER(f *testing.F, uris, dns []string) []byte {
+// fuzzLeafDER is a client certificate with the given SANs, for the seeds.
+func fuzzLeafDER(f *testing.F, ca *testpki.CA, uris, dns []string) []byte {
 	f.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		f.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "c"},
-		NotBefore: time.Unix(0, 0), NotAfter: time.Unix(1<<31, 0), DNSNames: dns,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	for _, u := range uris {
-		pu, err := url.Parse(u)
-		if err != nil {
-			f.Fatal(err)
-		}
-		tmpl.URIs = append(tmpl.URIs, pu)
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		f.Fatal(err)
-	}
-	return der
+	return ca.Issue(f, testpki.Options{URIs: uris, DNS: dns, Usage: x509.ExtKeyUsageClientAuth}).Certificate[0]
 }
 
 // FuzzCertificateIdentity: the identity a verified certificate yields.
@@ -281,9 +259,10 @@ func fuzzLeafDER(f *testing.F, uris, dns []string) []byte {
 // is registrar-client: and the first URI SAN, else the first DNS SAN, and
 // at most MaxIdentityBytes long.
 func FuzzCertificateIdentity(f *testing.F) {
-	f.Add(fuzzLeafDER(f, []string{"spiffe://registrar.test/ctl"}, []string{"ctl.example"}), "", "", false)
-	f.Add(fuzzLeafDER(f, nil, []string{"ctl.example", "b.example"}), "", "", false)
-	f.Add(fuzzLeafDER(f, nil, nil), "", "", false)
+	ca := testpki.New(f)
+	f.Add(fuzzLeafDER(f, ca, []string{"spiffe://registrar.test/ctl"}, []string{"ctl.example"}), "", "", false)
+	f.Add(fuzzLeafDER(f, ca, nil, []string{"ctl.example", "b.example"}), "", "", false)
+	f.Add(fuzzLeafDER(f, ca, nil, nil), "", "", false)
 	f.Add([]byte{}, "spiffe://x/y", "", false)
 	f.Add([]byte{}, "", "only.dns", false)
 	f.Add([]byte{}, "", "", true)

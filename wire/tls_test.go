@@ -2,116 +2,30 @@ package wire_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/registrar-otel/registrar-otel/internal/testpki"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
 // testPKI is a CA with a server certificate for 127.0.0.1, written to files.
 type testPKI struct {
-	ca                        *x509.Certificate
-	caKey                     *ecdsa.PrivateKey
+	*testpki.CA
 	caFile, certFile, keyFile string
-	roots                     *x509.CertPool
-	serial                    int64
-	notBefore, notAfter       time.Time
-	dir                       string
 }
 
 func newTestPKI(t *testing.T) *testPKI {
 	t.Helper()
-	p := &testPKI{dir: t.TempDir(), notBefore: time.Now().Add(-time.Hour), notAfter: time.Now().Add(time.Hour)}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "registrar test CA"},
-		NotBefore:             p.notBefore,
-		NotAfter:              p.notAfter,
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.ca, err = x509.ParseCertificate(der); err != nil {
-		t.Fatal(err)
-	}
-	p.caKey = key
-	p.serial = 1
-	p.roots = x509.NewCertPool()
-	p.roots.AddCert(p.ca)
-	p.caFile = p.write(t, "ca.pem", "CERTIFICATE", der)
-
-	srv := p.issue(t, "registrar", nil, nil, []net.IP{net.IPv4(127, 0, 0, 1)}, x509.ExtKeyUsageServerAuth)
-	p.certFile = p.write(t, "server.pem", "CERTIFICATE", srv.Certificate[0])
-	keyDER, err := x509.MarshalECPrivateKey(srv.PrivateKey.(*ecdsa.PrivateKey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.keyFile = p.write(t, "server-key.pem", "EC PRIVATE KEY", keyDER)
+	p := &testPKI{CA: testpki.New(t)}
+	p.caFile, p.certFile, p.keyFile = p.ServerFiles(t)
 	return p
-}
-
-func (p *testPKI) write(t *testing.T, name, typ string, der []byte) string {
-	t.Helper()
-	path := filepath.Join(p.dir, name)
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// issue signs a leaf with the given SANs.
-func (p *testPKI) issue(t *testing.T, cn string, uris []string, dns []string, ips []net.IP, usage x509.ExtKeyUsage) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.serial++
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(p.serial),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    p.notBefore,
-		NotAfter:     p.notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		DNSNames:     dns,
-		IPAddresses:  ips,
-	}
-	for _, u := range uris {
-		pu, err := url.Parse(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl.URIs = append(tmpl.URIs, pu)
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 func TestMutualTLSIdentityComesFromTheClientCertificate(t *testing.T) {
@@ -143,8 +57,8 @@ func TestMutualTLSIdentityComesFromTheClientCertificate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			seen.Store("")
 			before := v.calls.Load()
-			cert := pki.issue(t, "client", tc.uris, tc.dns, nil, x509.ExtKeyUsageClientAuth)
-			c := wire.NewTLSClient(addr, &tls.Config{RootCAs: pki.roots, Certificates: []tls.Certificate{cert}})
+			cert := pki.Issue(t, testpki.Options{CommonName: "client", URIs: tc.uris, DNS: tc.dns, Usage: x509.ExtKeyUsageClientAuth})
+			c := wire.NewTLSClient(addr, &tls.Config{RootCAs: pki.Pool(), Certificates: []tls.Certificate{cert}})
 			defer c.CloseIdleConnections()
 			res, err := c.Deregister(context.Background(), goodDeregister())
 			if err != nil {
@@ -170,7 +84,7 @@ func TestMutualTLSIdentityComesFromTheClientCertificate(t *testing.T) {
 
 	t.Run("no client certificate", func(t *testing.T) {
 		before := v.calls.Load()
-		c := wire.NewTLSClient(addr, &tls.Config{RootCAs: pki.roots})
+		c := wire.NewTLSClient(addr, &tls.Config{RootCAs: pki.Pool()})
 		defer c.CloseIdleConnections()
 		res, err := c.Deregister(context.Background(), goodDeregister())
 		if err == nil {
@@ -185,9 +99,8 @@ func TestMutualTLSIdentityComesFromTheClientCertificate(t *testing.T) {
 	})
 
 	t.Run("certificate of another CA", func(t *testing.T) {
-		other := newTestPKI(t)
-		cert := other.issue(t, "client", []string{"spiffe://elsewhere/x"}, nil, nil, x509.ExtKeyUsageClientAuth)
-		c := wire.NewTLSClient(addr, &tls.Config{RootCAs: pki.roots, Certificates: []tls.Certificate{cert}})
+		cert := testpki.New(t).Client(t, "spiffe://elsewhere/x")
+		c := wire.NewTLSClient(addr, &tls.Config{RootCAs: pki.Pool(), Certificates: []tls.Certificate{cert}})
 		defer c.CloseIdleConnections()
 		res, err := c.Health(context.Background())
 		if err == nil {

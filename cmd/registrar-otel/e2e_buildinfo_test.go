@@ -7,7 +7,6 @@ package main
 // down still writes only JSON lines.
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -20,16 +19,13 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
 
 // servedDaemon is a `serve` started by launchServe.
 type servedDaemon struct {
-	cmd        *exec.Cmd
-	logs       *syncBuffer
-	exited     chan error
+	*loggedProc
 	metricsURL string
 	socket     string
 }
@@ -46,7 +42,7 @@ func launchServe(t *testing.T, bin, telemetryExtra string, env []string, args ..
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	s := &servedDaemon{logs: &syncBuffer{}, exited: make(chan error, 1), socket: filepath.Join(dir, "run", "registrar.sock")}
+	s := &servedDaemon{socket: filepath.Join(dir, "run", "registrar.sock")}
 	cfg := fmt.Sprintf(`[registrar]
 socket_path = %q
 state_dir = %q
@@ -63,67 +59,21 @@ metrics_listen = "127.0.0.1:0"
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s.cmd = exec.Command(bin, append([]string{"serve", "--config", cfgPath}, args...)...)
-	s.cmd.Env = append(os.Environ(), env...)
-	stderr, err := s.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.cmd.Stdout = s.logs
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			fmt.Fprintln(s.logs, sc.Text())
-			if strings.Contains(sc.Text(), "registrar-otel serving") {
-				select {
-				case ready <- sc.Text():
-				default:
-				}
-			}
-		}
-		s.exited <- s.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if s.cmd.ProcessState == nil {
-			s.cmd.Process.Kill()
-			<-s.exited
-		}
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", s.logs.String())
-		}
-	})
-	select {
-	case line := <-ready:
-		if m := metricsRE.FindStringSubmatch(line); m != nil {
-			s.metricsURL = m[1]
-		} else if m := jsonMetricsRE.FindStringSubmatch(line); m != nil {
-			s.metricsURL = m[1]
-		}
-	case err := <-s.exited:
-		t.Fatalf("daemon exited before serving: %v\n%s", err, s.logs.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("daemon did not report serving within 60 s:\n%s", s.logs.String())
+	cmd := exec.Command(bin, append([]string{"serve", "--config", cfgPath}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var line string
+	s.loggedProc, line = startLogged(t, "daemon", cmd, "registrar-otel serving")
+	if m := metricsRE.FindStringSubmatch(line); m != nil {
+		s.metricsURL = m[1]
+	} else if m := jsonMetricsRE.FindStringSubmatch(line); m != nil {
+		s.metricsURL = m[1]
 	}
 	return s
 }
 
 func (s *servedDaemon) stop(t *testing.T) {
 	t.Helper()
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-s.exited:
-		if err != nil {
-			t.Fatalf("daemon exited with %v after SIGTERM:\n%s", err, s.logs.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("daemon did not exit within 60 s of SIGTERM")
-	}
+	s.terminate(t, "daemon")
 }
 
 func gitOutput(t *testing.T, dir string, args ...string) string {

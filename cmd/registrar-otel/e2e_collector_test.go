@@ -17,9 +17,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // collectorBinary finds the test Collector: $OTELCOL_BIN, else where `make
@@ -50,12 +48,10 @@ func collectorBinary(t *testing.T) string {
 
 // collectorProc is a running Collector.
 type collectorProc struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	url    string // the OTLP/HTTP base URL
-	out    string // the file exporter's output
-	logs   *syncBuffer
-	exited chan error
+	t   *testing.T
+	url string // the OTLP/HTTP base URL
+	out string // the file exporter's output
+	*loggedProc
 }
 
 func startCollector(t *testing.T) *collectorProc {
@@ -66,8 +62,7 @@ func startCollector(t *testing.T) *collectorProc {
 	}
 	dir := t.TempDir()
 	port := freePort(t)
-	c := &collectorProc{t: t, url: fmt.Sprintf("http://127.0.0.1:%d", port), out: filepath.Join(dir, "otlp.jsonl"),
-		logs: &syncBuffer{}, exited: make(chan error, 1)}
+	c := &collectorProc{t: t, url: fmt.Sprintf("http://127.0.0.1:%d", port), out: filepath.Join(dir, "otlp.jsonl")}
 	// The Collector's own telemetry is switched off so it binds nothing but
 	// the receiver's loopback port.
 	cfg := fmt.Sprintf(`receivers:
@@ -97,45 +92,7 @@ service:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.cmd = exec.Command(bin, "--config", cfgPath)
-	stderr, err := c.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.cmd.Stdout = c.logs
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{}, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			fmt.Fprintln(c.logs, sc.Text())
-			if strings.Contains(sc.Text(), "Everything is ready") {
-				select {
-				case ready <- struct{}{}:
-				default:
-				}
-			}
-		}
-		c.exited <- c.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if c.cmd.ProcessState == nil {
-			c.cmd.Process.Kill()
-			<-c.exited
-		}
-		if t.Failed() {
-			t.Logf("collector log:\n%s", c.logs.String())
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-c.exited:
-		t.Fatalf("collector exited before it was ready: %v\n%s", err, c.logs.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("collector not ready within 60 s:\n%s", c.logs.String())
-	}
+	c.loggedProc, _ = startLogged(t, "collector", exec.Command(bin, "--config", cfgPath), "Everything is ready")
 	return c
 }
 
@@ -143,17 +100,7 @@ service:
 // exporter flushes and closes the file before the process exits.
 func (c *collectorProc) stop() {
 	c.t.Helper()
-	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		c.t.Fatal(err)
-	}
-	select {
-	case err := <-c.exited:
-		if err != nil {
-			c.t.Fatalf("collector exited with %v:\n%s", err, c.logs.String())
-		}
-	case <-time.After(60 * time.Second):
-		c.t.Fatalf("collector did not stop within 60 s of SIGTERM")
-	}
+	c.terminate(c.t, "collector")
 }
 
 // The OTLP/JSON the file exporter writes: one export request per line.

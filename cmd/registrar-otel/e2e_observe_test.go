@@ -7,9 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,36 +46,14 @@ rate_limit_predecision_refusal_refill_interval_ms = 3600000`, "")
 	}
 	target := strings.TrimSuffix(strings.TrimPrefix(d.metricsURL, "http://"), "/metrics")
 
-	promDir := t.TempDir()
-	promCfg := filepath.Join(promDir, "prometheus.yml")
-	if err := os.WriteFile(promCfg, []byte(fmt.Sprintf(`global:
+	base := runPrometheus(t, prom, t.TempDir(), fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s
 scrape_configs:
   - job_name: registrar-otel
     static_configs:
       - targets: [%q]
-`, target)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port := freePort(t)
-	cmd := exec.Command(prom,
-		"--config.file="+promCfg,
-		"--storage.tsdb.path="+filepath.Join(promDir, "data"),
-		"--web.listen-address=127.0.0.1:"+strconv.Itoa(port),
-		"--log.level=warn")
-	logs := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", logs.String())
-		}
-	})
+`, target))
 
 	// The flood: 20 well-formed mints (5 admitted, 15 throttled) and 10
 	// malformed ones (3 recorded, 7 limited), from one identity.
@@ -96,7 +72,7 @@ scrape_configs:
 		}
 	}
 
-	api := fmt.Sprintf("http://127.0.0.1:%d/api/v1/query", port)
+	api := base + "/api/v1/query"
 	want := map[string]float64{
 		`sum(registrar_limited_admission_total{job="registrar-otel"})`:           15,
 		`sum(registrar_limited_predecision_refusal_total{job="registrar-otel"})`: 7,

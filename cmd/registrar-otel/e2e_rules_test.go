@@ -81,8 +81,7 @@ func startPrometheus(t *testing.T, target string) *promServer {
 	}
 	dir := t.TempDir()
 	rules, alerts := shortenedRules(t, dir)
-	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`global:
+	base := runPrometheus(t, bin, dir, fmt.Sprintf(`global:
   scrape_interval: 1s
   scrape_timeout: 900ms
   evaluation_interval: 1s
@@ -91,16 +90,34 @@ scrape_configs:
   - job_name: registrar-otel
     static_configs:
       - targets: [%q]
-`, rules, target)), 0o600); err != nil {
+`, rules, target), "--enable-feature=exemplar-storage")
+	p := &promServer{t: t, base: base, target: target, alerts: alerts}
+	p.waitFor("Prometheus ready with the rules loaded", func() (bool, string) {
+		rs, err := p.rules()
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(rs) == len(alerts), fmt.Sprintf("%d rules loaded, want %d", len(rs), len(alerts))
+	})
+	return p
+}
+
+// runPrometheus writes config to dir/prometheus.yml and starts bin with it
+// on a free port of 127.0.0.1, its TSDB under dir, plus extra flags. A
+// cleanup kills it and, when the test failed, logs what it wrote. It
+// returns the base URL, http://127.0.0.1:port.
+func runPrometheus(t *testing.T, bin, dir, config string, flags ...string) string {
+	t.Helper()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	port := freePort(t)
-	cmd := exec.Command(bin,
-		"--config.file="+cfg,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address=127.0.0.1:"+strconv.Itoa(port),
-		"--enable-feature=exemplar-storage",
-		"--log.level=warn")
+	cmd := exec.Command(bin, append([]string{
+		"--config.file=" + cfg,
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=127.0.0.1:" + strconv.Itoa(port),
+		"--log.level=warn"}, flags...)...)
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
@@ -113,15 +130,7 @@ scrape_configs:
 			t.Logf("prometheus log:\n%s", logs.String())
 		}
 	})
-	p := &promServer{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port), target: target, alerts: alerts}
-	p.waitFor("Prometheus ready with the rules loaded", func() (bool, string) {
-		rs, err := p.rules()
-		if err != nil {
-			return false, err.Error()
-		}
-		return len(rs) == len(alerts), fmt.Sprintf("%d rules loaded, want %d", len(rs), len(alerts))
-	})
-	return p
+	return fmt.Sprintf("http://127.0.0.1:%d", port)
 }
 
 // waitFor polls cond until it holds or promDeadline passes.

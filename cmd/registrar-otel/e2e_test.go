@@ -71,9 +71,7 @@ type daemonProc struct {
 	auditDir   string
 	metricsURL string
 	ready      string // the "registrar-otel serving" log line
-	cmd        *exec.Cmd
-	logs       *syncBuffer
-	exited     chan error
+	*loggedProc
 }
 
 type syncBuffer struct {
@@ -91,6 +89,82 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// loggedProc is a child process of a test (the daemon, a Collector)
+// whose stdout and stderr lines are kept in logs and which is waited for in
+// the background: exited receives Wait's result once.
+type loggedProc struct {
+	cmd    *exec.Cmd
+	logs   *syncBuffer
+	exited chan error
+}
+
+// startLogged starts cmd (its Stdout going to the logs) and returns once
+// it writes a line containing ready to stderr, with that line. It fails
+// the test if the process exits first or is not ready within 60 s. A
+// cleanup kills the process if it is still running and waits for it, and
+// when the test failed logs what it wrote; what names it in messages.
+func startLogged(t *testing.T, what string, cmd *exec.Cmd, ready string) (*loggedProc, string) {
+	t.Helper()
+	p := &loggedProc{cmd: cmd, logs: &syncBuffer{}, exited: make(chan error, 1)}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = p.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	readyLine := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(p.logs, line)
+			if strings.Contains(line, ready) {
+				select {
+				case readyLine <- line:
+				default:
+				}
+			}
+		}
+		p.exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("%s log:\n%s", what, p.logs.String())
+		}
+	})
+	select {
+	case line := <-readyLine:
+		return p, line
+	case err := <-p.exited:
+		t.Fatalf("%s exited before it was ready: %v\n%s", what, err, p.logs.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s not ready within 60 s:\n%s", what, p.logs.String())
+	}
+	return nil, ""
+}
+
+// terminate sends SIGTERM and waits up to 60 s for a clean exit.
+func (p *loggedProc) terminate(t *testing.T, what string) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.exited:
+		if err != nil {
+			t.Fatalf("%s exited with %v after SIGTERM:\n%s", what, err, p.logs.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s did not exit within 60 s of SIGTERM:\n%s", what, p.logs.String())
+	}
 }
 
 var metricsRE = regexp.MustCompile(`metrics=(http://[^ ]+/metrics)`)
@@ -112,8 +186,6 @@ func startDaemon(t *testing.T, registrarExtra, telemetryExtra string) *daemonPro
 		config:   filepath.Join(dir, "registrar.toml"),
 		socket:   filepath.Join(dir, "run", "registrar.sock"),
 		auditDir: filepath.Join(dir, "audit"),
-		logs:     &syncBuffer{},
-		exited:   make(chan error, 1),
 	}
 	cfg := fmt.Sprintf(`[registrar]
 socket_path = %q
@@ -133,48 +205,11 @@ metrics_listen = "127.0.0.1:0"
 	if err := os.WriteFile(d.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d.cmd = exec.Command(bin, "serve", "--config", d.config)
-	stderr, err := d.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.cmd.Stdout = d.logs
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			fmt.Fprintln(d.logs, line)
-			if strings.Contains(line, "registrar-otel serving") {
-				select {
-				case ready <- line:
-				default:
-				}
-			}
-		}
-		d.exited <- d.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if d.cmd.ProcessState == nil {
-			d.cmd.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", d.logs.String())
-		}
-	})
-	select {
-	case line := <-ready:
-		d.ready = line
-		if m := metricsRE.FindStringSubmatch(line); m != nil {
-			d.metricsURL = m[1]
-		}
-	case err := <-d.exited:
-		t.Fatalf("daemon exited before serving: %v\n%s", err, d.logs.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("daemon did not report serving within 60 s:\n%s", d.logs.String())
+	var line string
+	d.loggedProc, line = startLogged(t, "daemon", exec.Command(bin, "serve", "--config", d.config), "registrar-otel serving")
+	d.ready = line
+	if m := metricsRE.FindStringSubmatch(line); m != nil {
+		d.metricsURL = m[1]
 	}
 	return d
 }
@@ -182,17 +217,7 @@ metrics_listen = "127.0.0.1:0"
 // stop sends SIGTERM and waits for a clean exit.
 func (d *daemonProc) stop() {
 	d.t.Helper()
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		d.t.Fatal(err)
-	}
-	select {
-	case err := <-d.exited:
-		if err != nil {
-			d.t.Fatalf("daemon exited with %v after SIGTERM:\n%s", err, d.logs.String())
-		}
-	case <-time.After(60 * time.Second):
-		d.t.Fatalf("daemon did not exit within 60 s of SIGTERM:\n%s", d.logs.String())
-	}
+	d.terminate(d.t, "daemon")
 }
 
 // run runs the binary and returns its exit status and output.

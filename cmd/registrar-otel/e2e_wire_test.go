@@ -8,20 +8,12 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -30,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/registrar-otel/registrar-otel/internal/testpki"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -41,76 +34,19 @@ const rssSlack = 32 << 20
 
 // e2ePKI is a CA and its server certificate for 127.0.0.1, as files.
 type e2ePKI struct {
-	ca                        *x509.Certificate
-	caKey                     *ecdsa.PrivateKey
-	roots                     *x509.CertPool
+	*testpki.CA
 	caFile, certFile, keyFile string
-	serial                    int64
 }
 
 func newE2EPKI(t *testing.T) *e2ePKI {
 	t.Helper()
-	dir := t.TempDir()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &e2ePKI{caKey: key, roots: x509.NewCertPool(), serial: 1}
-	if p.ca, err = x509.ParseCertificate(der); err != nil {
-		t.Fatal(err)
-	}
-	p.roots.AddCert(p.ca)
-	write := func(name, typ string, b []byte) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	p.caFile = write("ca.pem", "CERTIFICATE", der)
-	srv := p.issue(t, nil, []net.IP{net.IPv4(127, 0, 0, 1)}, x509.ExtKeyUsageServerAuth)
-	p.certFile = write("server.pem", "CERTIFICATE", srv.Certificate[0])
-	keyDER, err := x509.MarshalECPrivateKey(srv.PrivateKey.(*ecdsa.PrivateKey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.keyFile = write("server-key.pem", "EC PRIVATE KEY", keyDER)
+	p := &e2ePKI{CA: testpki.New(t)}
+	p.caFile, p.certFile, p.keyFile = p.ServerFiles(t)
 	return p
 }
 
-func (p *e2ePKI) issue(t *testing.T, uris []string, ips []net.IP, usage x509.ExtKeyUsage) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.serial++
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(p.serial), Subject: pkix.Name{CommonName: "leaf"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips}
-	for _, u := range uris {
-		pu, err := url.Parse(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl.URIs = append(tmpl.URIs, pu)
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
 func (p *e2ePKI) clientConfig(cert *tls.Certificate) *tls.Config {
-	cfg := &tls.Config{RootCAs: p.roots, NextProtos: []string{"http/1.1"}}
+	cfg := &tls.Config{RootCAs: p.Pool(), NextProtos: []string{"http/1.1"}}
 	if cert != nil {
 		cfg.Certificates = []tls.Certificate{*cert}
 	}
@@ -240,8 +176,8 @@ func healthOK(t *testing.T, c *wire.Client) time.Duration {
 func TestEndToEndAttacksLeaveTheDaemonsMemoryAndCallersAlone(t *testing.T) {
 	p := newE2EPKI(t)
 	d, addr := startTLSDaemon(t, p, "")
-	holder := p.issue(t, []string{"spiffe://registrar.test/holder"}, nil, x509.ExtKeyUsageClientAuth)
-	caller := p.issue(t, []string{"spiffe://registrar.test/caller"}, nil, x509.ExtKeyUsageClientAuth)
+	holder := p.Client(t, "spiffe://registrar.test/holder")
+	caller := p.Client(t, "spiffe://registrar.test/caller")
 	unixCaller := wire.NewUnixClient(d.socket, wire.WithoutKeepAlive(), wire.WithTimeout(e2eIODeadline))
 	tlsCaller := func() *wire.Client {
 		return wire.NewTLSClient(addr, p.clientConfig(&caller), wire.WithoutKeepAlive(), wire.WithTimeout(e2eIODeadline))
@@ -357,8 +293,7 @@ func TestEndToEndEveryRejectionIsCountedAndLoggedWithoutFlooding(t *testing.T) {
 
 	// tls_handshake: no client certificate, another CA's.
 	for _, cfg := range []*tls.Config{p.clientConfig(nil), func() *tls.Config {
-		other := newE2EPKI(t)
-		c := other.issue(t, []string{"spiffe://elsewhere/x"}, nil, x509.ExtKeyUsageClientAuth)
+		c := testpki.New(t).Client(t, "spiffe://elsewhere/x")
 		cfg := p.clientConfig(&c)
 		return cfg
 	}()} {
@@ -384,7 +319,7 @@ func TestEndToEndEveryRejectionIsCountedAndLoggedWithoutFlooding(t *testing.T) {
 	readUntilClosedBy(t, slow)
 	slow.Close()
 	// no_identity: a certificate without a SAN; malformed: an unknown path.
-	noSAN := p.issue(t, nil, nil, x509.ExtKeyUsageClientAuth)
+	noSAN := p.Client(t)
 	res, err := wire.NewTLSClient(addr, p.clientConfig(&noSAN)).Health(context.Background())
 	if err != nil || !res.OK() {
 		t.Fatalf("health without an identity: %+v, %v (health needs none)", res, err)
@@ -470,4 +405,3 @@ func TestEndToEndAnOverLongFieldNeverReachesTheRegistry(t *testing.T) {
 		t.Errorf("audit scan: exit %d, records %+v; want only the one good mint recorded", code, rep.Records)
 	}
 }
-
