@@ -156,7 +156,8 @@ func mintReq(serviceName string) wire.MintRequest {
 }
 
 // floodConfig is the embedded defaults with every path in a temporary
-// directory, no metrics listener, and refill intervals of an hour, so that
+// directory, no metrics listener, max_conns_per_identity 128 (the c=64
+// flood comes from one uid), and refill intervals of an hour, so that
 // once drained a bucket stays drained for the run (at the default intervals
 // a token every 0.5 or 1 s would let a few calls through to fsynced
 // records, noise in a per-request figure). Telemetry is the default.
@@ -174,6 +175,9 @@ func floodConfig(b *testing.B) config.Config {
 	r.AuditRecordDir = filepath.Join(dir, "audit")
 	r.RateLimitAdmissionRefillIntervalMS = 3_600_000
 	r.RateLimitPredecisionRefusalRefillIntervalMS = 3_600_000
+	// The flood is one uid over up to 64 connections: above the default
+	// registrar.max_conns_per_identity (16), which would close the rest.
+	r.MaxConnsPerIdentity = 128
 	cfg.Telemetry.MetricsListen = ""
 	return cfg
 }
