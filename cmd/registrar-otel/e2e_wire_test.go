@@ -470,4 +470,3 @@ func TestEndToEndAnOverLongFieldNeverReachesTheRegistry(t *testing.T) {
 		t.Errorf("audit scan: exit %d, records %+v; want only the one good mint recorded", code, rep.Records)
 	}
 }
-
