@@ -180,7 +180,9 @@ type Telemetry struct {
 	// ServiceName is the OpenTelemetry service.name. Default "registrar-otel".
 	ServiceName string
 	// TraceSampleRatio is the fraction of root traces sampled, 0..1
-	// inclusive. Default 1.0.
+	// inclusive. Default 0.01: a caller's sampled traceparent is always
+	// followed, so only untraced callers are sampled at this ratio (see the
+	// operations guide, "Tracing cost and trace_sample_ratio").
 	TraceSampleRatio float64
 	// OTLPTracesEndpoint is the full OTLP/HTTP URL spans are sent to (used
 	// as is, like OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: no /v1/traces is
@@ -224,7 +226,7 @@ func Default() Config {
 			MetricsListen:    "127.0.0.1:9464",
 			OTLPEndpoint:     "",
 			ServiceName:      "registrar-otel",
-			TraceSampleRatio: 1.0,
+			TraceSampleRatio: 0.01,
 		},
 		OpenBao: defaultOpenBao(),
 		Source:  SourceDefaults,

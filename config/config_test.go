@@ -41,7 +41,7 @@ func TestDefaultHoldsTheDocumentedValues(t *testing.T) {
 		{"telemetry.metrics_listen", tel.MetricsListen, "127.0.0.1:9464"},
 		{"telemetry.otlp_endpoint", tel.OTLPEndpoint, ""},
 		{"telemetry.service_name", tel.ServiceName, "registrar-otel"},
-		{"telemetry.trace_sample_ratio", tel.TraceSampleRatio, 1.0},
+		{"telemetry.trace_sample_ratio", tel.TraceSampleRatio, 0.01},
 		{"source", cfg.Source, "embedded defaults"},
 	} {
 		if !reflect.DeepEqual(c.got, c.want) {

@@ -72,7 +72,7 @@
 //	metrics_listen      string  "127.0.0.1:9464"   host:port; "" disables the /metrics listener
 //	otlp_endpoint       string  "" (no export)     an http:// or https:// URL with a host
 //	service_name        string  "registrar-otel"   non-empty
-//	trace_sample_ratio  float   1.0                0 to 1 inclusive; the TOML integers 0 and 1 are accepted too
+//	trace_sample_ratio  float   0.01               0 to 1 inclusive; the TOML integers 0 and 1 are accepted too
 //	otlp_traces_endpoint   string  "" (follow otlp_endpoint)  full OTLP/HTTP traces URL, or "none" (no spans sent)
 //	otlp_metrics_endpoint  string  "" (follow otlp_endpoint)  full OTLP/HTTP metrics URL, or "none" (no metrics sent)
 //

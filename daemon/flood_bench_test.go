@@ -19,8 +19,8 @@ import (
 )
 
 // BenchmarkFlood is the product's headline figure: the cost of answering a
-// flood through the real daemon (default telemetry: every span sampled and
-// recorded, the Prometheus meter provider, the production sink chain, the
+// flood through the real daemon (default telemetry: untraced calls sampled
+// at trace_sample_ratio 0.01, the Prometheus meter provider, the production sink chain, the
 // real audit store and backend), against the floor: a no-op net/http
 // server on the same kind of unix socket answering the same bytes with the
 // same headers. Both are driven by the same keep-alive load client
@@ -76,13 +76,19 @@ func BenchmarkFlood(b *testing.B) {
 			b.Fatalf("%s: the bucket did not drain: last status %d", kind.name, status)
 		}
 		floorPath := startFloor(b, flood.NewFloor(status, header, answer))
-		// The same daemon with telemetry.trace_sample_ratio = 0: what an
-		// untraced caller's flood costs when the ratio is lowered (see the
-		// operations guide, "Tracing cost and trace_sample_ratio").
+		// The same daemon with telemetry.trace_sample_ratio = 0 (no
+		// untraced call recorded) and = 1 (every call recorded, the default
+		// before 0.01: what a flood whose caller sends a sampled traceparent
+		// costs), see the operations guide, "Tracing cost and
+		// trace_sample_ratio".
 		ucfg := floodConfig(b)
 		ucfg.Telemetry.TraceSampleRatio = 0
 		startDaemon(b, ucfg)
 		drain(b, ucfg.Registrar.SocketPath, req, kind.status)
+		rcfg := floodConfig(b)
+		rcfg.Telemetry.TraceSampleRatio = 1
+		startDaemon(b, rcfg)
+		drain(b, rcfg.Registrar.SocketPath, req, kind.status)
 		for _, c := range []int{1, 16, 64} {
 			b.Run(kind.name+"/c="+strconv.Itoa(c)+"/server=floor", func(b *testing.B) {
 				drive(b, floorPath, c, req, status)
@@ -92,6 +98,9 @@ func BenchmarkFlood(b *testing.B) {
 			})
 			b.Run(kind.name+"/c="+strconv.Itoa(c)+"/server=daemon-ratio0", func(b *testing.B) {
 				drive(b, ucfg.Registrar.SocketPath, c, req, status)
+			})
+			b.Run(kind.name+"/c="+strconv.Itoa(c)+"/server=daemon-ratio1", func(b *testing.B) {
+				drive(b, rcfg.Registrar.SocketPath, c, req, status)
 			})
 		}
 		_ = d
@@ -147,7 +156,8 @@ func mintReq(serviceName string) wire.MintRequest {
 }
 
 // floodConfig is the embedded defaults with every path in a temporary
-// directory, no metrics listener, and refill intervals of an hour, so that
+// directory, no metrics listener, max_conns_per_identity 128 (the c=64
+// flood comes from one uid), and refill intervals of an hour, so that
 // once drained a bucket stays drained for the run (at the default intervals
 // a token every 0.5 or 1 s would let a few calls through to fsynced
 // records, noise in a per-request figure). Telemetry is the default.
@@ -165,6 +175,9 @@ func floodConfig(b *testing.B) config.Config {
 	r.AuditRecordDir = filepath.Join(dir, "audit")
 	r.RateLimitAdmissionRefillIntervalMS = 3_600_000
 	r.RateLimitPredecisionRefusalRefillIntervalMS = 3_600_000
+	// The flood is one uid over up to 64 connections: above the default
+	// registrar.max_conns_per_identity (16), which would close the rest.
+	r.MaxConnsPerIdentity = 128
 	cfg.Telemetry.MetricsListen = ""
 	return cfg
 }

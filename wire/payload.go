@@ -798,11 +798,16 @@ func (d *decodeState) spec(val string) Spec {
 
 // kindOf names the JSON kind of a syntactically valid value.
 func kindOf(val string) string {
-	v := strings.TrimLeft(val, " \t\r\n")
-	if len(v) == 0 {
+	// JSON's insignificant whitespace, skipped by hand: strings.TrimLeft
+	// builds its byte set on every call, and this runs for every member.
+	i := 0
+	for i < len(val) && (val[i] == ' ' || val[i] == '\t' || val[i] == '\r' || val[i] == '\n') {
+		i++
+	}
+	if i == len(val) {
 		return "nothing"
 	}
-	switch v[0] {
+	switch val[i] {
 	case '"':
 		return "a string"
 	case '{':

@@ -492,6 +492,14 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, buf *bytes.
 			s.malformed(w, r, http.StatusBadRequest, "request body could not be read")
 			return "", false
 		}
+		// Once net/http's body reader has seen its end, closing it tells
+		// the server there is nothing left to discard after the handler
+		// (otherwise it copies the rest away through a fresh LimitReader,
+		// an allocation per request). Only then: closing a body with
+		// unread bytes would cost the connection its keep-alive.
+		if n, err := r.Body.Read(nil); n == 0 && err == io.EOF {
+			_ = r.Body.Close()
+		}
 		return id, true
 	}
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxBodyBytes)); err != nil {

@@ -52,7 +52,7 @@ telemetry:
   metrics_listen      127.0.0.1:9464
   otlp_endpoint       (none)
   service_name        registrar-otel
-  trace_sample_ratio  1
+  trace_sample_ratio  0.01
   otlp_traces_endpoint   (none: OTEL_EXPORTER_OTLP_* variables, if set)
   otlp_metrics_endpoint  (none: OTEL_EXPORTER_OTLP_* variables, if set)
 paths (what serve does):
