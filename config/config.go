@@ -149,7 +149,7 @@ type Registrar struct {
 	// Default 3000, 1 to MaxTimeoutMS.
 	TLSHandshakeTimeoutMS uint32
 	// MaxConnsPerIdentity caps one caller identity's connections on each
-	// listener. Default 16, 1 to MaxConnsLimit.
+	// listener. Default 64, 1 to MaxConnsLimit.
 	MaxConnsPerIdentity uint32
 	// ReadHeaderTimeoutMS bounds, in milliseconds, how long a connection
 	// may take to send a request's headers. Default 3000, 1 to MaxTimeoutMS.
@@ -260,7 +260,7 @@ func defaultRegistrar() Registrar {
 		TLSMaxConns:           128,
 		TLSHandshakeMaxConns:  32,
 		TLSHandshakeTimeoutMS: 3000,
-		MaxConnsPerIdentity:   16,
+		MaxConnsPerIdentity:   64,
 		ReadHeaderTimeoutMS:   3000,
 		IdleTimeoutMS:         15000,
 		Backend:               BackendEmbedded,

@@ -52,7 +52,7 @@
 //	tls_max_conns                                      u32     128 (connections)        1 to 65536
 //	tls_handshake_max_conns                            u32     32 (connections)         1 to 65536
 //	tls_handshake_timeout_ms                           u32     3000 (ms)                1 to 600000
-//	max_conns_per_identity                             u32     16 (connections)         1 to 65536
+//	max_conns_per_identity                             u32     64 (connections)         1 to 65536
 //	read_header_timeout_ms                             u32     3000 (ms)                1 to 600000
 //	idle_timeout_ms                                    u32     15000 (ms)               1 to 600000
 //

@@ -45,7 +45,7 @@ const (
 	DefaultTLSHandshakeTimeout = 3 * time.Second
 	// DefaultMaxConnsPerIdentity caps one identity's connections on each
 	// listener.
-	DefaultMaxConnsPerIdentity = 16
+	DefaultMaxConnsPerIdentity = 64
 	DefaultReadHeaderTimeout   = 3 * time.Second
 	DefaultReadTimeout         = 10 * time.Second
 	DefaultWriteTimeout        = 30 * time.Second

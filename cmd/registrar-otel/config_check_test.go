@@ -41,7 +41,7 @@ registrar:
   coalesce window             60 s
   maintenance interval        1000 ms
   max wrap_ttl                1800 s
-  connections                 unix 128, tls 128 (+32 in handshake, 3000 ms each), 16 per identity
+  connections                 unix 128, tls 128 (+32 in handshake, 3000 ms each), 64 per identity
   connection timeouts         headers 3000 ms, idle 15000 ms
   audit store reserve         268435456 bytes
 components:
