@@ -107,15 +107,21 @@ func appendRefusal(dst []byte, r *RefusalResponse, health []byte) []byte {
 	return append(dst, '}')
 }
 
-func appendMint(dst []byte, r *MintResponse, health []byte) []byte {
+// appendAnswerHead writes the members a mint and a deregister answer share,
+// in their field order, opening the object.
+func appendAnswerHead(dst []byte, version int, requestID, registrationID, outcome string) []byte {
 	dst = append(dst, `{"protocol_version":`...)
-	dst = strconv.AppendInt(dst, int64(r.ProtocolVersion), 10)
+	dst = strconv.AppendInt(dst, int64(version), 10)
 	dst = append(dst, `,"request_id":`...)
-	dst = appendJSONString(dst, r.RequestID)
+	dst = appendJSONString(dst, requestID)
 	dst = append(dst, `,"registration_id":`...)
-	dst = appendJSONString(dst, r.RegistrationID)
+	dst = appendJSONString(dst, registrationID)
 	dst = append(dst, `,"outcome":`...)
-	dst = appendJSONString(dst, r.Outcome)
+	return appendJSONString(dst, outcome)
+}
+
+func appendMint(dst []byte, r *MintResponse, health []byte) []byte {
+	dst = appendAnswerHead(dst, r.ProtocolVersion, r.RequestID, r.RegistrationID, r.Outcome)
 	dst = append(dst, `,"material":{"role_id":`...)
 	dst = appendJSONString(dst, r.Material.RoleID)
 	dst = append(dst, `,"wrapped_secret_id":`...)
@@ -128,14 +134,7 @@ func appendMint(dst []byte, r *MintResponse, health []byte) []byte {
 }
 
 func appendDeregister(dst []byte, r *DeregisterResponse, health []byte) []byte {
-	dst = append(dst, `{"protocol_version":`...)
-	dst = strconv.AppendInt(dst, int64(r.ProtocolVersion), 10)
-	dst = append(dst, `,"request_id":`...)
-	dst = appendJSONString(dst, r.RequestID)
-	dst = append(dst, `,"registration_id":`...)
-	dst = appendJSONString(dst, r.RegistrationID)
-	dst = append(dst, `,"outcome":`...)
-	dst = appendJSONString(dst, r.Outcome)
+	dst = appendAnswerHead(dst, r.ProtocolVersion, r.RequestID, r.RegistrationID, r.Outcome)
 	dst = append(dst, `,"registrar_health":`...)
 	dst = append(dst, health...)
 	return append(dst, '}')
