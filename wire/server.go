@@ -195,7 +195,8 @@ func NewServer(o Options) (*Server, error) {
 	s.inner = s.handler
 	s.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if tc, ok := r.Context().Value(connKey{}).(*trackedConn); ok && !tc.set.begin(tc) {
+			tc, tracked := r.Context().Value(connKey{}).(*trackedConn)
+			if tracked && !tc.set.begin(tc) {
 				// Evicted between its headers and its handler: the
 				// connection is closed, the request must not run.
 				panic(http.ErrAbortHandler)
@@ -203,12 +204,12 @@ func NewServer(o Options) (*Server, error) {
 			s.inflight.Add(1)
 			defer s.inflight.Done()
 			s.inner.ServeHTTP(w, r)
-			if tc, ok := r.Context().Value(connKey{}).(*trackedConn); ok {
+			if tracked {
 				tc.set.answered(tc)
 				// The answer is on the wire once flushed: from then on the
 				// connection holds no request in flight and may give way
 				// to a newcomer, even before net/http reports it idle.
-				_ = http.NewResponseController(w).Flush()
+				flush(w)
 				tc.set.done(tc)
 			}
 		}),
@@ -368,10 +369,14 @@ func listenerOf(r *http.Request) ListenerKind {
 // identity returns the request's caller identity, or the problem that left
 // it unknown.
 func identity(r *http.Request) (id, problem string) {
-	if r.TLS != nil {
+	// A budgeted connection's identity was established once, when it was
+	// accepted (unix) or after its handshake (TLS, from the same verified
+	// state r.TLS holds): a flood over one connection does not derive it
+	// again on every request.
+	ci, ok := r.Context().Value(identityKey{}).(connIdentity)
+	if !ok && r.TLS != nil {
 		return tlsIdentity(r.TLS)
 	}
-	ci, ok := r.Context().Value(identityKey{}).(connIdentity)
 	switch {
 	case !ok:
 		return "", "the identity of the connection could not be determined"
@@ -560,7 +565,26 @@ func putBuf(b *bytes.Buffer) {
 // verbContext is the request's context with the caller's W3C trace
 // context extracted, so the verbs' server span is the caller's child.
 func verbContext(r *http.Request) context.Context {
+	// Most callers (every anonymous flood) send no traceparent: then there
+	// is nothing to extract, and looking the lower-case name up through
+	// the carrier would canonicalise it into a fresh string on every call.
+	// net/http stores the request's header names canonicalised, so the
+	// map lookup is exact.
+	if _, ok := r.Header["Traceparent"]; !ok {
+		return r.Context()
+	}
 	return propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+}
+
+// flush writes the buffered answer to the connection. net/http's
+// response is an http.Flusher; a wrapping writer (a test's, a middleware's)
+// is reached through http.ResponseController, which unwraps it.
+func flush(w http.ResponseWriter) {
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+		return
+	}
+	_ = http.NewResponseController(w).Flush()
 }
 
 func (s *Server) mint(w http.ResponseWriter, r *http.Request) {
