@@ -3,6 +3,7 @@ package registrar
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/limiter"
@@ -220,21 +221,28 @@ func (in *instruments) finish(ctx context.Context, inv *invocation, start time.T
 	in.duration.Record(ctx, elapsed, in.recordByResult[inv.verb][result]...)
 	span := inv.span
 	if span.IsRecording() {
-		a := inv.attrs[:0]
-		a = append(a, in.verbAttr[inv.verb], AttrRequestID.String(inv.requestID), in.resultAttr[result])
+		buf := spanAttrPool.Get().(*[numSpanAttrs]attribute.KeyValue)
+		a := append(buf[:0], in.verbAttr[inv.verb], AttrRequestID.String(inv.requestID), in.resultAttr[result])
 		if registrationID != "" {
 			a = append(a, AttrRegistrationID.String(registrationID))
 		}
 		if r, ok := refusedError(err); ok {
 			a = append(a, AttrRefusalReason.String(r.Reason.String()))
 		}
-		span.SetAttributes(a...)
+		span.SetAttributes(a...) // the span copies them
+		*buf = [numSpanAttrs]attribute.KeyValue{}
+		spanAttrPool.Put(buf)
 		if result == ResultUnavailable {
 			span.SetStatus(codes.Error, err.Error())
 		}
 	}
 	span.End()
 }
+
+// spanAttrPool holds the buffers finish builds a recording span's
+// attributes in: passed to the span through an interface, a buffer on the
+// stack would escape, one per call.
+var spanAttrPool = sync.Pool{New: func() any { return new([numSpanAttrs]attribute.KeyValue) }}
 
 // refusedError finds the *RefusedError in err, without errors.As on the
 // verbs' own unwrapped errors.
