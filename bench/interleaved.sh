@@ -64,3 +64,8 @@ compare server "floor OR daemon OR daemon-ratio0"
 compare decoder "reference OR single-pass"
 compare peer "ours OR xrate OR memstore"
 compare span "non-recording OR recording OR recording-sdk-AddEvent-only"
+if grep -q '^BenchmarkFlood/' "$out/passes.txt"; then
+	echo
+	echo "== the flood's headline figure: floor / server within each pass, median (min–max) over $passes passes"
+	awk -f bench/floor_ratios.awk "$out/passes.txt"
+fi
