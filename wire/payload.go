@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -193,42 +194,15 @@ func DecodeMint(body []byte) (MintRequest, error) {
 }
 
 func decodeMint(body string) (MintRequest, error) {
-	var (
-		req MintRequest
-		d   decodeState
-	)
+	var d decodeState
 	d.init(body)
 	// Required members are numbered in the spec's order: the first missing
 	// one is reported.
-	have := d.object("", body, func(name, val string) int {
-		switch name {
-		case "protocol_version":
-			d.version(val)
-		case "service_name":
-			req.ServiceName = d.str(name, val)
-			return 0
-		case "host":
-			req.Host = d.str(name, val)
-			return 1
-		case "instance":
-			req.Instance = d.instance(val)
-		case "component":
-			req.Component = d.str(name, val)
-			return 2
-		case "spec":
-			req.Spec = d.spec(val)
-			return 3
-		case "wrap_ttl":
-			req.WrapTTL = d.uint(name, val, 64)
-			return 4
-		case "idempotency_key":
-			req.IdempotencyKey = d.str(name, val)
-		}
-		return -1
-	})
+	have := d.request(true)
 	if err := d.finish(have, mintRequired[:]); err != nil {
 		return MintRequest{}, err
 	}
+	req := d.req
 	req.ProtocolVersion = ProtocolVersion
 	return req, nil
 }
@@ -247,36 +221,21 @@ func DecodeDeregister(body []byte) (DeregisterRequest, error) {
 }
 
 func decodeDeregister(body string) (DeregisterRequest, error) {
-	var (
-		req DeregisterRequest
-		d   decodeState
-	)
+	var d decodeState
 	d.init(body)
-	have := d.object("", body, func(name, val string) int {
-		switch name {
-		case "protocol_version":
-			d.version(val)
-		case "service_name":
-			req.ServiceName = d.str(name, val)
-			return 0
-		case "host":
-			req.Host = d.str(name, val)
-			return 1
-		case "instance":
-			req.Instance = d.instance(val)
-		case "component":
-			req.Component = d.str(name, val)
-			return 2
-		case "idempotency_key":
-			req.IdempotencyKey = d.str(name, val)
-		}
-		return -1
-	})
+	// spec and wrap_ttl are unknown members here: checked as JSON, ignored.
+	have := d.request(false)
 	if err := d.finish(have, deregisterRequired[:]); err != nil {
 		return DeregisterRequest{}, err
 	}
-	req.ProtocolVersion = ProtocolVersion
-	return req, nil
+	return DeregisterRequest{
+		ProtocolVersion: ProtocolVersion,
+		ServiceName:     d.req.ServiceName,
+		Host:            d.req.Host,
+		Instance:        d.req.Instance,
+		Component:       d.req.Component,
+		IdempotencyKey:  d.req.IdempotencyKey,
+	}, nil
 }
 
 // decodeState accumulates the decoder's findings. A syntax problem stops
@@ -285,10 +244,13 @@ func decodeDeregister(body string) (DeregisterRequest, error) {
 // any member problem wherever it appears in the object.
 //
 // The body is read in one pass that checks the JSON grammar as it goes (no
-// json.Valid pre-pass). Only when that pass finds the body broken is it
-// read again, by encoding/json, to name the byte and the problem exactly as
-// before; that is the rejection path, never the hot one.
+// json.Valid pre-pass) and decodes the members it interprets as it meets
+// them: each byte is looked at once, spec's members included. Only when
+// that pass finds the body broken is it read again, by encoding/json, to
+// name the byte and the problem exactly as before; that is the rejection
+// path, never the hot one.
 type decodeState struct {
+	req        MintRequest // the members decoded so far (a deregister's are a subset)
 	body       string
 	fatal      *MalformedError // syntax, not an object: stop
 	versionErr *MalformedError
@@ -343,89 +305,411 @@ func (d *decodeState) finish(have uint, required []string) error {
 	return nil
 }
 
-// object walks the JSON object in raw (the body when path is "", else the
-// member at path), checking the grammar as it goes, and calls member with
-// each member's name and raw value in order. member returns the index of a
-// required member, or -1; the result has bit i set for each required index
-// seen. Duplicate names are a member problem. For the body, anything after
-// the object other than white space is a syntax problem.
+// The member names the decoder interprets, at either level, numbered for
+// the bitmask of the names an object has had (knownName).
+const (
+	nameProtocolVersion = iota
+	nameServiceName
+	nameHost
+	nameInstance
+	nameComponent
+	nameSpec
+	nameWrapTTL
+	nameIdempotencyKey
+	nameReload
+)
+
+var knownNames = [...]string{
+	nameProtocolVersion: "protocol_version",
+	nameServiceName:     "service_name",
+	nameHost:            "host",
+	nameInstance:        "instance",
+	nameComponent:       "component",
+	nameSpec:            "spec",
+	nameWrapTTL:         "wrap_ttl",
+	nameIdempotencyKey:  "idempotency_key",
+	nameReload:          "reload",
+}
+
+// The hot walk below keeps its cursor in a local index (i, returned as
+// next; -1 when the grammar breaks) rather than in a scanner, so that it
+// stays in a register; whatever is not on the usual path is handed to a
+// scanner at that index.
+
+// memberName reads the member name at i and the colon after it; id is its
+// knownName number.
+func memberName(s string, i int) (name string, id, next int) {
+	if id, next = knownLiteral(s, i); id >= 0 {
+		name = knownNames[id]
+	} else {
+		p := scanner{s: s, i: i}
+		var ok bool
+		if name, ok = p.name(); !ok {
+			return "", -1, -1
+		}
+		id, next = knownName(name), p.i
+	}
+	if next+1 < len(s) && s[next] == ':' && s[next+1] > ' ' {
+		return name, id, next + 1 // the compact case
+	}
+	p := scanner{s: s, i: next}
+	p.space()
+	if !p.eat(':') {
+		return "", -1, -1
+	}
+	p.space()
+	return name, id, p.i
+}
+
+// knownLiteral reads a known name spelt without escapes (as every usual
+// request spells them) at i and returns its number and the index after
+// it, without scanning it byte by byte; for any other text, -1.
+func knownLiteral(s string, i int) (id, next int) {
+	if i+2 >= len(s) || s[i] != '"' {
+		return -1, 0
+	}
+	// Each name is compared as a constant (the compiler turns that into a
+	// few word compares), its closing quote included: a longer name does
+	// not match.
+	n := 0
+	id = -1
+	switch rest := s[i+1:]; rest[0] {
+	case 'p':
+		if len(rest) > 16 && rest[:16] == "protocol_version" && rest[16] == '"' {
+			n, id = 16, nameProtocolVersion
+		}
+	case 's':
+		if len(rest) > 12 && rest[:12] == "service_name" && rest[12] == '"' {
+			n, id = 12, nameServiceName
+		} else if len(rest) > 4 && rest[:5] == `spec"` {
+			n, id = 4, nameSpec
+		}
+	case 'h':
+		if len(rest) > 4 && rest[:5] == `host"` {
+			n, id = 4, nameHost
+		}
+	case 'i':
+		if len(rest) > 8 && rest[:9] == `instance"` {
+			n, id = 8, nameInstance
+		} else if len(rest) > 15 && rest[:15] == "idempotency_key" && rest[15] == '"' {
+			n, id = 15, nameIdempotencyKey
+		}
+	case 'c':
+		if len(rest) > 9 && rest[:10] == `component"` {
+			n, id = 9, nameComponent
+		}
+	case 'w':
+		if len(rest) > 8 && rest[:9] == `wrap_ttl"` {
+			n, id = 8, nameWrapTTL
+		}
+	case 'r':
+		if len(rest) > 6 && rest[:7] == `reload"` {
+			n, id = 6, nameReload
+		}
+	}
+	return id, i + n + 2
+}
+
+// knownName returns name's number, or -1 for any other name. Names are
+// exact (case-sensitive).
+func knownName(name string) int {
+	switch len(name) {
+	case 4:
+		if name == "host" {
+			return nameHost
+		}
+		if name == "spec" {
+			return nameSpec
+		}
+	case 6:
+		if name == "reload" {
+			return nameReload
+		}
+	case 8:
+		if name == "instance" {
+			return nameInstance
+		}
+		if name == "wrap_ttl" {
+			return nameWrapTTL
+		}
+	case 9:
+		if name == "component" {
+			return nameComponent
+		}
+	case 12:
+		if name == "service_name" {
+			return nameServiceName
+		}
+	case 15:
+		if name == "idempotency_key" {
+			return nameIdempotencyKey
+		}
+	case 16:
+		if name == "protocol_version" {
+			return nameProtocolVersion
+		}
+	}
+	return -1
+}
+
+// members tracks the names an object has had, so that a repeated one is a
+// member problem: the known names (knownName) in a bitmask, any other in a
+// dupSet. Either way the comparison is of the decoded (unescaped) names.
+type members struct {
+	known uint
+	other dupSet
+}
+
+// repeated records name (numbered id by knownName) and reports whether the
+// object already had it.
+func (m *members) repeated(name string, id int) bool {
+	if id < 0 {
+		return m.other.add(name)
+	}
+	bit := uint(1) << id
+	dup := m.known&bit != 0
+	m.known |= bit
+	return dup
+}
+
+// request walks the body: one JSON object, checked as it goes, each member
+// decoded as it is met (mint: spec and wrap_ttl are the mint's; without
+// mint they are unknown members). The result has bit i set for each
+// required member seen (mintRequired's numbering; deregisterRequired's is
+// its prefix). Anything after the object other than white space is a
+// syntax problem.
 //
-// A member value is checked in full (every nested level of an unknown
-// member included, to encoding/json's depth limit) before member sees it,
-// so a value member receives is always valid JSON.
-func (d *decodeState) object(path string, raw string, member func(name, val string) int) uint {
+// A member value is checked in full, every nested level of an unknown
+// member included, to encoding/json's depth limit.
+func (d *decodeState) request(mint bool) uint {
 	if d.fatal != nil {
 		return 0
 	}
-	where := "request body"
-	if path != "" {
-		where = path
-	}
-	p := scanner{s: raw}
-	p.space()
-	if !p.eat('{') {
-		// Only the body can get here: spec's kind is checked before.
+	s := d.body
+	i := skipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		p := scanner{s: s, i: i}
 		if _, ok := p.value(0); !ok || !p.end() {
 			d.syntaxError()
 			return 0
 		}
-		d.fatal = malformedf("request body: must be a JSON object, got %s", kindOf(raw))
+		d.fatal = malformedf("request body: must be a JSON object, got %s", kindOf(s))
 		return 0
 	}
 	var (
 		have  uint
-		names dupSet
+		names members
 	)
-	p.space()
-	if p.eat('}') {
-		if path == "" && !p.end() {
-			d.syntaxError()
-		}
-		return have
-	}
-	for {
-		p.space()
-		rawName, escaped, ok := p.str()
-		if !ok {
-			d.syntaxError()
-			return have
-		}
-		name, ok := unquote(rawName, escaped)
-		if !ok {
-			d.syntaxError()
-			return have
-		}
-		p.space()
-		if !p.eat(':') {
-			d.syntaxError()
-			return have
-		}
-		p.space()
-		value, ok := p.value(1)
-		if !ok {
-			d.syntaxError()
-			return have
-		}
-		if names.add(name) {
-			d.memberErr("%s: duplicate member %s", where, quoteName(name))
-		}
-		if i := member(name, value); i >= 0 && i < 32 {
-			have |= 1 << i
-		}
-		p.space()
-		switch {
-		case p.eat(','):
-			continue
-		case p.eat('}'):
-			if path == "" && !p.end() {
+	if i = skipSpace(s, i+1); i < len(s) && s[i] == '}' {
+		i++
+	} else {
+		for {
+			name, id, next := memberName(s, skipSpace(s, i))
+			if next < 0 {
 				d.syntaxError()
+				return have
 			}
+			if names.repeated(name, id) {
+				d.memberErr("request body: duplicate member %s", quoteName(name))
+			}
+			i = next
+			var v string
+			switch id {
+			case nameProtocolVersion:
+				if v, i = scanValue(s, i, 1); i >= 0 {
+					d.version(v)
+				}
+			case nameServiceName:
+				d.req.ServiceName, i = d.str(s, i, "service_name", 1)
+				have |= 1 << 0
+			case nameHost:
+				d.req.Host, i = d.str(s, i, "host", 1)
+				have |= 1 << 1
+			case nameInstance:
+				if v, i = scanValue(s, i, 1); i >= 0 {
+					d.req.Instance = d.instance(v)
+				}
+			case nameComponent:
+				d.req.Component, i = d.str(s, i, "component", 1)
+				have |= 1 << 2
+			case nameSpec:
+				if !mint {
+					_, i = scanValue(s, i, 1)
+					break
+				}
+				d.req.Spec, i = d.spec(s, i)
+				have |= 1 << 3
+			case nameWrapTTL:
+				if !mint {
+					_, i = scanValue(s, i, 1)
+					break
+				}
+				if v, i = scanValue(s, i, 1); i >= 0 {
+					d.req.WrapTTL = d.uint("wrap_ttl", v, 64)
+				}
+				have |= 1 << 4
+			case nameIdempotencyKey:
+				d.req.IdempotencyKey, i = d.str(s, i, "idempotency_key", 1)
+			default:
+				_, i = scanValue(s, i, 1)
+			}
+			if i < 0 {
+				d.syntaxError()
+				return have
+			}
+			if i = skipSpace(s, i); i < len(s) && s[i] == ',' {
+				i++
+				continue
+			}
+			if i < len(s) && s[i] == '}' {
+				i++
+				break
+			}
+			d.syntaxError()
 			return have
 		}
-		d.syntaxError()
-		return have
 	}
+	if skipSpace(s, i) != len(s) {
+		d.syntaxError()
+	}
+	return have
 }
+
+// spec decodes the spec member, at i; next is -1 when the grammar breaks
+// (a syntax problem for the caller to record).
+func (d *decodeState) spec(s string, i int) (_ Spec, next int) {
+	var sp Spec
+	if i >= len(s) || s[i] != '{' {
+		v, next := scanValue(s, i, 1)
+		if next >= 0 {
+			d.memberErr("spec: must be an object, got %s", kindOf(v))
+		}
+		return sp, next
+	}
+	// spec's own depth, 2, is well inside maxDepth.
+	var (
+		have  uint
+		names members
+	)
+	if i = skipSpace(s, i+1); i < len(s) && s[i] == '}' {
+		i++
+	} else {
+		for {
+			name, id, next := memberName(s, skipSpace(s, i))
+			if next < 0 {
+				return sp, -1
+			}
+			if names.repeated(name, id) {
+				d.memberErr("spec: duplicate member %s", quoteName(name))
+			}
+			switch id {
+			case nameComponent:
+				sp.Component, i = d.str(s, next, "spec.component", 2)
+				have |= 1 << 0
+			case nameServiceName:
+				sp.ServiceName, i = d.str(s, next, "spec.service_name", 2)
+				have |= 1 << 1
+			case nameReload:
+				sp.Reload, i = d.str(s, next, "spec.reload", 2)
+				have |= 1 << 2
+			default:
+				_, i = scanValue(s, next, 2)
+			}
+			if i < 0 {
+				return sp, -1
+			}
+			if i = skipSpace(s, i); i < len(s) && s[i] == ',' {
+				i++
+				continue
+			}
+			if i < len(s) && s[i] == '}' {
+				i++
+				break
+			}
+			return sp, -1
+		}
+	}
+	for j, name := range specRequired {
+		if have&(1<<j) == 0 {
+			d.memberErr("spec.%s: required", name)
+			break
+		}
+	}
+	return sp, i
+}
+
+// str decodes the string member at i, depth arrays and objects deep. It
+// is the one place every string member of a request passes through (path
+// names it: "host", "spec.reload"), so a check that applies to every
+// string member belongs here. next is -1 when the grammar breaks.
+func (d *decodeState) str(s string, i int, path string, depth int) (_ string, next int) {
+	if i >= len(s) || s[i] != '"' {
+		v, next := scanValue(s, i, depth)
+		if next >= 0 {
+			d.memberErr("%s: must be a string, got %s", path, kindOf(v))
+		}
+		return "", next
+	}
+	var v string
+	if end := plainRun(s, i+1); end < len(s) && s[end] == '"' {
+		v, next = s[i+1:end], end+1 // no escapes: the usual case
+	} else {
+		p := scanner{s: s, i: i}
+		raw, escaped, ok := p.str()
+		if !ok {
+			return "", -1
+		}
+		if v, ok = unquote(raw, escaped); !ok {
+			d.memberErr("%s: invalid string", path)
+			return "", p.i
+		}
+		next = p.i
+	}
+	if len(v) > minFieldBound {
+		v = d.bounded(path, v) // the FieldBounds maxima (bounds.go)
+	}
+	return v, next
+}
+
+// scanValue reads the value at i, checked in full, depth arrays and
+// objects deep; next is -1 when the grammar breaks. A plain integer (the
+// usual number) is read here, anything else by a scanner.
+func scanValue(s string, i, depth int) (v string, next int) {
+	if i < len(s) && '1' <= s[i] && s[i] <= '9' {
+		j := i + 1
+		for j < len(s) && '0' <= s[j] && s[j] <= '9' {
+			j++
+		}
+		if j >= len(s) || s[j] != '.' && s[j] != 'e' && s[j] != 'E' {
+			return s[i:j], j
+		}
+	}
+	p := scanner{s: s, i: i}
+	v, ok := p.value(depth)
+	if !ok {
+		return "", -1
+	}
+	return v, p.i
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON white space.
+func skipSpace(s string, i int) int {
+	for i < len(s) && s[i] <= ' ' && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// minFieldBound is the smallest of the FieldBounds maxima: a string no
+// longer is within every bound, so only a longer one is looked up.
+var minFieldBound = func() int {
+	m := MaxBodyBytes
+	for _, b := range fieldBounds {
+		m = min(m, b.MaxBytes)
+	}
+	return m
+}()
 
 // maxDepth is encoding/json's nesting limit: a body nested deeper is not
 // valid JSON to it, so it is not to this decoder either.
@@ -441,7 +725,7 @@ type scanner struct {
 }
 
 func (p *scanner) space() {
-	for p.i < len(p.s) {
+	for p.i < len(p.s) && p.s[p.i] <= ' ' {
 		switch p.s[p.i] {
 		case ' ', '\t', '\r', '\n':
 			p.i++
@@ -465,6 +749,51 @@ func (p *scanner) end() bool {
 	return p.i == len(p.s)
 }
 
+// name reads a member name at the cursor and decodes it.
+func (p *scanner) name() (string, bool) {
+	raw, escaped, ok := p.str()
+	if !ok {
+		return "", false
+	}
+	return unquote(raw, escaped)
+}
+
+// plainRun returns the index of the first byte at or after i that is not
+// plainByte, or len(s): eight bytes at a time while eight are left.
+func plainRun(s string, i int) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	for ; i+8 <= len(s); i += 8 {
+		w := s[i : i+8]
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		// The high bit of a byte is set in stop when that byte is below
+		// 0x20, a quote or a backslash; the lowest such bit is exact (a
+		// borrow only runs upward from a true one).
+		q, b := x^(ones*'"'), x^(ones*'\\')
+		stop := ((x - ones*0x20) &^ x) | ((q - ones) &^ q) | ((b - ones) &^ b)
+		if stop &= highs; stop != 0 {
+			return i + bits.TrailingZeros64(stop)>>3
+		}
+	}
+	for i < len(s) && plainByte[s[i]] {
+		i++
+	}
+	return i
+}
+
+// plainByte is true for the bytes that stand for themselves inside a JSON
+// string: not the quote, not the backslash, not a control character.
+// (Bytes of multi-byte characters are plain: the text is valid UTF-8.)
+var plainByte = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // str returns the string at the cursor, quotes included, and whether it
 // has escapes.
 func (p *scanner) str() (raw string, escaped, ok bool) {
@@ -472,40 +801,43 @@ func (p *scanner) str() (raw string, escaped, ok bool) {
 	if !p.eat('"') {
 		return "", false, false
 	}
-	for p.i < len(p.s) {
-		c := p.s[p.i]
-		switch {
-		case c == '"':
-			p.i++
-			return p.s[start:p.i], escaped, true
-		case c == '\\':
+	s, i := p.s, p.i
+	for {
+		for i < len(s) && plainByte[s[i]] {
+			i++
+		}
+		if i >= len(s) {
+			return "", false, false
+		}
+		switch s[i] {
+		case '"':
+			p.i = i + 1
+			return s[start:p.i], escaped, true
+		case '\\':
 			escaped = true
-			if p.i+1 >= len(p.s) {
+			if i+1 >= len(s) {
 				return "", false, false
 			}
-			switch p.s[p.i+1] {
+			switch s[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				p.i += 2
+				i += 2
 			case 'u':
-				if p.i+6 > len(p.s) {
+				if i+6 > len(s) {
 					return "", false, false
 				}
-				for _, h := range []byte(p.s[p.i+2 : p.i+6]) {
+				for _, h := range []byte(s[i+2 : i+6]) {
 					if !isHex(h) {
 						return "", false, false
 					}
 				}
-				p.i += 6
+				i += 6
 			default:
 				return "", false, false
 			}
-		case c < 0x20:
+		default: // a control character
 			return "", false, false
-		default:
-			p.i++
 		}
 	}
-	return "", false, false
 }
 
 func isHex(c byte) bool {
@@ -701,7 +1033,7 @@ func checkSyntax(body string) *MalformedError {
 // version checks protocol_version.
 func (d *decodeState) version(val string) {
 	if d.versionOK || d.versionErr != nil {
-		return // a duplicate: reported by object
+		return // a duplicate: reported by request
 	}
 	kind := kindOf(val)
 	switch {
@@ -714,24 +1046,20 @@ func (d *decodeState) version(val string) {
 	}
 }
 
-// str decodes a string member. It is the one place every string member of
-// a request passes through (path names it: "host", "spec.reload"), so a
-// check that applies to every string member belongs here.
-func (d *decodeState) str(path string, val string) string {
-	if kind := kindOf(val); kind != "a string" {
-		d.memberErr("%s: must be a string, got %s", path, kind)
-		return ""
-	}
-	s, ok := unquote(val, strings.IndexByte(val, '\\') >= 0)
-	if !ok {
-		d.memberErr("%s: invalid string", path)
-		return ""
-	}
-	return d.bounded(path, s) // the FieldBounds maxima (bounds.go)
-}
-
 // uint decodes a non-negative integer member that fits bits bits.
 func (d *decodeState) uint(path string, val string, bits int) uint64 {
+	// The usual value, plain decimal digits that fit whatever bits is,
+	// read by hand; everything else (and each problem) the long way.
+	if len(val) > 0 && len(val) <= 19 {
+		var n uint64
+		i := 0
+		for ; i < len(val) && '0' <= val[i] && val[i] <= '9'; i++ {
+			n = n*10 + uint64(val[i]-'0')
+		}
+		if i == len(val) && n <= uint64(1)<<bits-1 {
+			return n
+		}
+	}
 	kind := kindOf(val)
 	switch {
 	case kind == "null":
@@ -764,36 +1092,6 @@ func (d *decodeState) instance(val string) uint32 {
 		return 0
 	}
 	return uint32(d.uint("instance", val, 32))
-}
-
-// spec decodes the spec member.
-func (d *decodeState) spec(val string) Spec {
-	var s Spec
-	if kind := kindOf(val); kind != "an object" {
-		d.memberErr("spec: must be an object, got %s", kind)
-		return s
-	}
-	have := d.object("spec", val, func(name, v string) int {
-		switch name {
-		case "component":
-			s.Component = d.str("spec.component", v)
-			return 0
-		case "service_name":
-			s.ServiceName = d.str("spec.service_name", v)
-			return 1
-		case "reload":
-			s.Reload = d.str("spec.reload", v)
-			return 2
-		}
-		return -1
-	})
-	for i, name := range specRequired {
-		if have&(1<<i) == 0 {
-			d.memberErr("spec.%s: required", name)
-			break
-		}
-	}
-	return s
 }
 
 // kindOf names the JSON kind of a syntactically valid value.
