@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/registrar-otel/registrar-otel/internal/deferredcount"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -100,14 +101,17 @@ func deregisterResult(o DeregisterOutcome) Result {
 // instruments holds the verbs' tracer and metric instruments, with every
 // attribute set precomputed: recording costs no allocation for attributes.
 type instruments struct {
-	tracer       trace.Tracer
-	invocations  metric.Int64Counter
-	duration     metric.Float64Histogram
-	unrecordable metric.Int64Counter
-	byResult     [limiter.NumVerbs][numResults]metric.MeasurementOption
-	byVerb       [limiter.NumVerbs]metric.MeasurementOption
-	spanNames    [limiter.NumVerbs]string
-	verbAttr     [limiter.NumVerbs]attribute.KeyValue
+	tracer      trace.Tracer
+	invocations metric.Int64Counter
+	// invocationsDeferred is invocations for the calls: an unsampled
+	// call's increment is added at the next collection.
+	invocationsDeferred *deferredcount.Counter
+	duration            metric.Float64Histogram
+	unrecordable        metric.Int64Counter
+	byResult            [limiter.NumVerbs][numResults]metric.MeasurementOption
+	byVerb              [limiter.NumVerbs]metric.MeasurementOption
+	spanNames           [limiter.NumVerbs]string
+	verbAttr            [limiter.NumVerbs]attribute.KeyValue
 	// The option slices handed to the variadic SDK calls, hoisted: an
 	// existing slice passed on costs nothing, a fresh one is an allocation
 	// per call.
@@ -177,6 +181,18 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) (*instrume
 			in.recordByResult[v][r] = []metric.RecordOption{in.byResult[v][r]}
 		}
 	}
+	// The flood path's increments: those of unsampled calls are summed
+	// and added at each collection (see internal/deferredcount).
+	series := make([][]metric.AddOption, 0, limiter.NumVerbs*numResults)
+	for v := range limiter.NumVerbs {
+		for r := range numResults {
+			series = append(series, in.addByResult[v][r])
+		}
+	}
+	var err error
+	if in.invocationsDeferred, err = deferredcount.New(m, in.invocations, "registrar.invocations.deferred_flush", series); err != nil {
+		return nil, err
+	}
 	// Every counter series exists from the first scrape, at zero: rate()
 	// and increase() then see the first event, and a throttle ratio has
 	// its denominator from the start.
@@ -217,7 +233,7 @@ func (in *instruments) start(ctx context.Context, verb limiter.Verb, _ string) (
 func (in *instruments) finish(ctx context.Context, inv *invocation, start time.Time, registrationID string, ok Result, err error) {
 	result := ResultOf(ok, err)
 	elapsed := time.Since(start).Seconds()
-	in.invocations.Add(ctx, 1, in.addByResult[inv.verb][result]...)
+	in.invocationsDeferred.Add(ctx, int(inv.verb)*numResults+int(result), 1)
 	in.duration.Record(ctx, elapsed, in.recordByResult[inv.verb][result]...)
 	span := inv.span
 	if span.IsRecording() {

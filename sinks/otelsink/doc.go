@@ -26,7 +26,12 @@
 // Both counters are incremented with the invocation's context, so when the
 // invocation's span is sampled the SDK's trace-based exemplar filter
 // attaches its trace id to the measurement: in an OpenMetrics scrape an
-// admission-throttle spike links to a trace.
+// admission-throttle spike links to a trace. The increments of invocations
+// whose span is not sampled (most of a flood's) carry no exemplar, so they
+// are summed in atomics and added to the counters when a reader collects
+// (internal/deferredcount): every collection still counts every earlier
+// invocation, and a flood's call costs an atomic add instead of the SDK's
+// synchronous Add.
 //
 // New adds zero to every (counter, verb) series, so all four series are
 // exported from the first collection and a rate or increase over the first

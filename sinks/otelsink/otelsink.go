@@ -7,6 +7,7 @@ import (
 	"math"
 	"sync/atomic"
 
+	"github.com/registrar-otel/registrar-otel/internal/deferredcount"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -60,6 +61,11 @@ var counterSpec = [limiter.NumBuckets]struct{ name, description string }{
 type Sink struct {
 	next     limiter.Sink
 	counters [limiter.NumBuckets]metric.Int64Counter
+	// deferred is counters for Limited: an increment from a context
+	// without a sampled span is added at the next collection (it carries
+	// no exemplar either way), one from a sampled span at once, with its
+	// exemplar. Series index: the verb.
+	deferred [limiter.NumBuckets]*deferredcount.Counter
 	// addOpts holds one hoisted option slice per (bucket, verb): passing an
 	// existing slice to a variadic parameter allocates nothing.
 	addOpts [limiter.NumBuckets][limiter.NumVerbs][]metric.AddOption
@@ -126,6 +132,11 @@ func New(next limiter.Sink, mp metric.MeterProvider) (*Sink, error) {
 			// Zero, without a span: creates the series, carries no exemplar.
 			s.counters[b].Add(context.Background(), 0, s.addOpts[b][v]...)
 		}
+		d, err := deferredcount.New(m, s.counters[b], counterSpec[b].name+".deferred_flush", s.addOpts[b][:])
+		if err != nil {
+			return nil, fmt.Errorf("otelsink: counter %s: %w", counterSpec[b].name, err)
+		}
+		s.deferred[b] = d
 	}
 	return s, nil
 }
@@ -136,7 +147,7 @@ func New(next limiter.Sink, mp metric.MeterProvider) (*Sink, error) {
 // it has no series to go to.
 func (s *Sink) Limited(ctx context.Context, ev limiter.Event) {
 	if ev.Bucket.Valid() && ev.Verb.Valid() {
-		s.counters[ev.Bucket].Add(ctx, 1, s.addOpts[ev.Bucket][ev.Verb]...)
+		s.deferred[ev.Bucket].Add(ctx, int(ev.Verb), 1)
 		if span := trace.SpanFromContext(ctx); span.IsRecording() {
 			s.annotate(span, ev)
 		}
