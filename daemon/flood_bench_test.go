@@ -90,6 +90,9 @@ func BenchmarkFlood(b *testing.B) {
 		startDaemon(b, rcfg)
 		drain(b, rcfg.Registrar.SocketPath, req, kind.status)
 		for _, c := range []int{1, 16, 64} {
+			b.Run(kind.name+"/c="+strconv.Itoa(c)+"/server=paired", func(b *testing.B) {
+				drivePaired(b, floorPath, cfg.Registrar.SocketPath, c, req, status)
+			})
 			b.Run(kind.name+"/c="+strconv.Itoa(c)+"/server=floor", func(b *testing.B) {
 				drive(b, floorPath, c, req, status)
 			})
@@ -147,6 +150,62 @@ func drive(b *testing.B, path string, conns int, req []byte, status int) {
 		// against either server). 1e9 / cpu-ns/op is answers per second per
 		// core, client included.
 		b.ReportMetric(float64(cputime.Now()-cpu)/float64(b.N), "cpu-ns/op")
+	}
+}
+
+// pairedChunk is how many answers each server gives in one turn of a
+// paired run: about 10 to 30 ms of flood, short enough that a machine
+// busy elsewhere slows both servers of a turn alike.
+const pairedChunk = 1024
+
+// drivePaired is the same flood against the floor and the daemon (default
+// telemetry), alternating between them every pairedChunk answers in the
+// order floor, daemon, daemon, floor (so a steady drift in the machine's
+// speed cancels), until each has given b.N answers. It reports each
+// server's ns/op and cpu-ns/op over its own turns and, as the headline
+// figure, daemon/floor: the daemon's throughput as a fraction of the
+// floor's, and the same for CPU time per answer. The ns/op of the
+// benchmark itself covers both servers and is not a figure to read.
+func drivePaired(b *testing.B, floorPath, daemonPath string, conns int, req []byte, status int) {
+	dial := func(path string) *flood.Client {
+		cl, err := flood.Dial(path, conns)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(cl.Close)
+		if err := cl.Run(4*conns, req, status); err != nil { // connections warm
+			b.Fatal(err)
+		}
+		return cl
+	}
+	servers := [2]*flood.Client{dial(floorPath), dial(daemonPath)}
+	var wall, cpu [2]time.Duration
+	left := [2]int{b.N, b.N}
+	b.ResetTimer()
+	for turn := 0; left[0] > 0 || left[1] > 0; turn++ {
+		// floor, daemon, daemon, floor, floor, daemon, ...
+		i := ((turn + 1) / 2) % 2
+		n := min(pairedChunk, left[i])
+		if n == 0 {
+			continue
+		}
+		c0, t0 := cputime.Now(), time.Now()
+		if err := servers[i].Run(n, req, status); err != nil {
+			b.Fatal(err)
+		}
+		wall[i] += time.Since(t0)
+		cpu[i] += cputime.Now() - c0
+		left[i] -= n
+	}
+	b.StopTimer()
+	perOp := func(d time.Duration) float64 { return float64(d) / float64(b.N) }
+	b.ReportMetric(perOp(wall[0]), "floor-ns/op")
+	b.ReportMetric(perOp(wall[1]), "daemon-ns/op")
+	b.ReportMetric(float64(wall[0])/float64(wall[1]), "daemon/floor")
+	if cputime.Available() {
+		b.ReportMetric(perOp(cpu[0]), "floor-cpu-ns/op")
+		b.ReportMetric(perOp(cpu[1]), "daemon-cpu-ns/op")
+		b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "daemon/floor-cpu")
 	}
 }
 
