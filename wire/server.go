@@ -369,14 +369,18 @@ func listenerOf(r *http.Request) ListenerKind {
 // identity returns the request's caller identity, or the problem that left
 // it unknown.
 func identity(r *http.Request) (id, problem string) {
-	// A budgeted connection's identity was established once, when it was
-	// accepted (unix) or after its handshake (TLS, from the same verified
-	// state r.TLS holds): a flood over one connection does not derive it
-	// again on every request.
-	ci, ok := r.Context().Value(identityKey{}).(connIdentity)
-	if !ok && r.TLS != nil {
+	if r.TLS != nil {
+		// A TLS connection this server accepted had its identity derived
+		// once, after its handshake, from the same verified state r.TLS
+		// holds: a flood over one connection does not derive it again on
+		// every request. The certificate takes precedence over any
+		// identity a context carries (WithIdentity).
+		if tc, ok := r.Context().Value(connKey{}).(*trackedConn); ok && tc.set.kind == ListenerTLS {
+			return tc.ident.id, tc.ident.problem
+		}
 		return tlsIdentity(r.TLS)
 	}
+	ci, ok := r.Context().Value(identityKey{}).(connIdentity)
 	switch {
 	case !ok:
 		return "", "the identity of the connection could not be determined"
