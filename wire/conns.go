@@ -209,7 +209,12 @@ type trackedConn struct {
 	// once net/http reports it idle, so the answer reaches the caller whole.
 	closeWhenIdle bool
 	served        bool      // at least one request was handled
-	since         time.Time // accepted, or the end of the last response
+	// since orders connections by when they were accepted, or when their
+	// last response ended: a value of the set's logical clock (see
+	// connSet.clock), not a time. Only the order matters (the oldest idle
+	// connection gives way first), and reading the clock on every request
+	// cost two clock reads, a tenth of a microsecond on a virtual machine.
+	since uint64
 	evicted       bool      // closed by the budget
 	admitted      bool      // counted in set.conns
 	inHS          bool      // counted in set.handshaking
@@ -234,9 +239,17 @@ type connSet struct {
 	tlsConfig   *tls.Config // nil for a unix listener
 
 	mu          sync.Mutex
+	clock       uint64 // the last since handed out; advanced under mu
 	conns       map[*trackedConn]struct{}
 	byIdentity  map[string]int
 	handshaking map[*trackedConn]struct{}
+}
+
+// tick advances the set's logical clock and returns its new reading.
+// cs.mu is held.
+func (cs *connSet) tick() uint64 {
+	cs.clock++
+	return cs.clock
 }
 
 func newConnSet(s *Server, kind ListenerKind, tlsConfig *tls.Config) *connSet {
@@ -286,7 +299,7 @@ func (cs *connSet) oldestIdleLocked(match func(*trackedConn) bool) *trackedConn 
 		default:
 			continue // a request in flight
 		}
-		if best[rank] == nil || c.since.Before(best[rank].since) {
+		if best[rank] == nil || c.since < best[rank].since {
 			best[rank] = c
 		}
 	}
@@ -329,7 +342,7 @@ func (cs *connSet) admit(c *trackedConn) (bool, Reason) {
 		victim.closeWhenIdle = victim.busy
 		closeNow = !victim.busy
 	}
-	c.since = time.Now()
+	c.since = cs.tick()
 	c.admitted = true
 	c.awaiting.Store(true)
 	cs.conns[c] = struct{}{}
@@ -401,7 +414,7 @@ func (cs *connSet) answered(c *trackedConn) {
 func (cs *connSet) done(c *trackedConn) {
 	cs.mu.Lock()
 	c.busy, c.answered = false, false
-	c.since = time.Now()
+	c.since = cs.tick()
 	cs.mu.Unlock()
 }
 
@@ -410,7 +423,7 @@ func (cs *connSet) done(c *trackedConn) {
 func (cs *connSet) idle(c *trackedConn) {
 	cs.mu.Lock()
 	c.busy, c.answered = false, false
-	c.since = time.Now()
+	c.since = cs.tick()
 	closeNow := c.closeWhenIdle
 	c.closeWhenIdle = false
 	cs.mu.Unlock()
@@ -430,14 +443,14 @@ func (cs *connSet) startHandshake(c *trackedConn) {
 	var victim *trackedConn
 	if len(cs.handshaking) >= cs.maxHS {
 		for o := range cs.handshaking {
-			if victim == nil || o.since.Before(victim.since) {
+			if victim == nil || o.since < victim.since {
 				victim = o
 			}
 		}
 		cs.endHandshakeLocked(victim)
 		victim.evicted = true
 	}
-	c.since = time.Now()
+	c.since = cs.tick()
 	c.inHS = true
 	cs.handshaking[c] = struct{}{}
 	cs.s.stats.handshaking[cs.kind].Add(1)
