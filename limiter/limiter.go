@@ -112,8 +112,11 @@ type Stats struct {
 type Limiter struct {
 	params [NumBuckets]params
 	now    func() Instant
-	sink   Sink
-	seed   maphash.Seed
+	// wallClock: now is MonotonicNow (Config.Now was nil), so a caller's
+	// own time.Now reading may stand in for it (ChargeTime).
+	wallClock bool
+	sink      Sink
+	seed      maphash.Seed
 
 	shards [numShards]shard
 
@@ -198,9 +201,10 @@ func New(cfg Config, sink Sink) (*Limiter, error) {
 			PredecisionRefusal: {burst: cfg.PredecisionRefusal.Burst, interval: int64(cfg.PredecisionRefusal.RefillInterval)},
 			Admission:          {burst: cfg.Admission.Burst, interval: int64(cfg.Admission.RefillInterval)},
 		},
-		now:  now,
-		sink: sink,
-		seed: maphash.MakeSeed(),
+		now:       now,
+		wallClock: cfg.Now == nil,
+		sink:      sink,
+		seed:      maphash.MakeSeed(),
 	}
 	for i := range l.shards {
 		l.shards[i].reclaimAt.Store(math.MaxInt64)
@@ -222,6 +226,22 @@ func (l *Limiter) Now() Instant { return l.now() }
 // limiter's current clock reading. See ChargeAt.
 func (l *Limiter) Charge(ctx context.Context, identity string, verb Verb, bucket Bucket) Decision {
 	return l.ChargeAt(ctx, identity, verb, bucket, l.now())
+}
+
+// ChargeTime is Charge for a caller that has just read the clock: t, a
+// time.Now reading (its monotonic part is what counts), stands in for the
+// limiter's own clock read when the limiter runs on its default clock
+// (MonotonicNow); a limiter built with Config.Now reads that clock, as
+// Charge does. The daemon's verbs pass the instant the invocation
+// arrived: on a virtual machine a clock read costs about 50 ns, and the
+// invocation has read the clock for its duration already. An instant a
+// little in the past is what ChargeAt allows for anyway (it is clamped,
+// never moving a bucket's accrual backwards).
+func (l *Limiter) ChargeTime(ctx context.Context, identity string, verb Verb, bucket Bucket, t time.Time) Decision {
+	if !l.wallClock {
+		return l.ChargeAt(ctx, identity, verb, bucket, l.now())
+	}
+	return l.ChargeAt(ctx, identity, verb, bucket, monotonicSince(t))
 }
 
 // ChargeAt takes one token from the bucket of (identity, verb, bucket) at

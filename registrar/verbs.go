@@ -121,6 +121,10 @@ func New(cfg Config, deps Deps) (*Verbs, error) {
 
 // invocation is the state one verb call threads through its steps.
 type invocation struct {
+	// arrived is the invocation's arrival (the start of its duration): the
+	// instant both check points charge at, without a clock read of their
+	// own.
+	arrived   time.Time
 	requestID string
 	verb      limiter.Verb
 	identity  string
@@ -142,7 +146,7 @@ type invocation struct {
 // nil, *RefusedError, *ThrottledError or *UnavailableError.
 func (v *Verbs) Mint(ctx context.Context, req MintRequest) (MintResult, error) {
 	start := time.Now()
-	inv, ctx := v.begin(ctx, limiter.Mint, req.CallerIdentity, req.ServiceName, req.Host, req.Instance)
+	inv, ctx := v.begin(ctx, start, limiter.Mint, req.CallerIdentity, req.ServiceName, req.Host, req.Instance)
 	res, err := v.mint(ctx, inv, &req)
 	res.RequestID = inv.requestID
 	v.tel.finish(ctx, inv, start, res.RegistrationID, mintResult(res.Outcome), err)
@@ -153,15 +157,16 @@ func (v *Verbs) Mint(ctx context.Context, req MintRequest) (MintResult, error) {
 // *ThrottledError or *UnavailableError.
 func (v *Verbs) Deregister(ctx context.Context, req DeregisterRequest) (DeregisterResult, error) {
 	start := time.Now()
-	inv, ctx := v.begin(ctx, limiter.Deregister, req.CallerIdentity, req.ServiceName, req.Host, req.Instance)
+	inv, ctx := v.begin(ctx, start, limiter.Deregister, req.CallerIdentity, req.ServiceName, req.Host, req.Instance)
 	res, err := v.deregister(ctx, inv, &req)
 	res.RequestID = inv.requestID
 	v.tel.finish(ctx, inv, start, res.RegistrationID, deregisterResult(res.Outcome), err)
 	return res, err
 }
 
-func (v *Verbs) begin(ctx context.Context, verb limiter.Verb, identity, serviceName, host string, instance uint32) (*invocation, context.Context) {
+func (v *Verbs) begin(ctx context.Context, start time.Time, verb limiter.Verb, identity, serviceName, host string, instance uint32) (*invocation, context.Context) {
 	inv := &invocation{
+		arrived:  start,
 		verb:     verb,
 		identity: identity,
 		req:      audit.Requested{ServiceName: serviceName, Host: host, Instance: instance},
@@ -265,7 +270,7 @@ func (v *Verbs) deregister(ctx context.Context, inv *invocation, req *Deregister
 // the intent write. No token → no records, one limited event (published by
 // the limiter), and the same real permanent refusal.
 func (v *Verbs) refusePreDerivation(ctx context.Context, inv *invocation, reason audit.Reason) error {
-	if d := v.lim.Charge(ctx, inv.identity, inv.verb, limiter.PredecisionRefusal); !d.Allowed {
+	if d := v.lim.ChargeTime(ctx, inv.identity, inv.verb, limiter.PredecisionRefusal, inv.arrived); !d.Allowed {
 		inv.limited = RefusedError{RequestID: inv.requestID, Reason: reason, Limited: true}
 		return &inv.limited
 	}
@@ -283,7 +288,7 @@ func (v *Verbs) refusePreDerivation(ctx context.Context, inv *invocation, reason
 // returned context is not cancelled by the caller hanging up: once the
 // intent is written the work and its outcome record must finish.
 func (v *Verbs) admit(ctx context.Context, inv *invocation) (context.Context, error) {
-	if d := v.lim.Charge(ctx, inv.identity, inv.verb, limiter.Admission); !d.Allowed {
+	if d := v.lim.ChargeTime(ctx, inv.identity, inv.verb, limiter.Admission, inv.arrived); !d.Allowed {
 		inv.throttled = ThrottledError{RequestID: inv.requestID, RetryAfterSeconds: d.RetryAfterSeconds}
 		return nil, &inv.throttled
 	}

@@ -1,0 +1,45 @@
+package limiter_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/limiter"
+)
+
+// TestChargeTimeChargesAtTheGivenInstantOnTheDefaultClock: on the default
+// clock the caller's time.Now reading is the charge instant (an hour
+// later refills the bucket without an hour passing); with an injected
+// clock it is ignored and the limiter's own clock decides.
+func TestChargeTimeChargesAtTheGivenInstantOnTheDefaultClock(t *testing.T) {
+	cfg := limiter.Config{
+		PredecisionRefusal: limiter.BucketConfig{Burst: 1, RefillInterval: time.Hour},
+		Admission:          limiter.BucketConfig{Burst: 1, RefillInterval: time.Hour},
+	}
+	ctx := context.Background()
+	l, err := limiter.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if d := l.ChargeTime(ctx, "a", limiter.Mint, limiter.Admission, t0); !d.Allowed {
+		t.Fatal("first charge denied")
+	}
+	if d := l.ChargeTime(ctx, "a", limiter.Mint, limiter.Admission, t0.Add(time.Minute)); d.Allowed || d.RetryAfterSeconds != 3540 {
+		t.Fatalf("a minute later: %+v, want denied with retry after 3540 s", d)
+	}
+	if d := l.ChargeTime(ctx, "a", limiter.Mint, limiter.Admission, t0.Add(time.Hour)); !d.Allowed {
+		t.Fatalf("an hour later (by the given instant): %+v, want allowed", d)
+	}
+
+	cfg.Now = func() limiter.Instant { return 0 }
+	l, err = limiter.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.ChargeTime(ctx, "a", limiter.Mint, limiter.Admission, t0)
+	if d := l.ChargeTime(ctx, "a", limiter.Mint, limiter.Admission, t0.Add(time.Hour)); d.Allowed {
+		t.Fatal("an injected clock standing still: the given instant refilled the bucket")
+	}
+}
