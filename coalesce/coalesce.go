@@ -120,7 +120,10 @@ type Sink struct {
 	store  Appender
 	window time.Duration
 	now    func() time.Time
-	logger *slog.Logger
+	// wallClock: now is time.Now (Options.Now was nil), so an event's At
+	// (the limiter's reading of that clock) may stand in for it.
+	wallClock bool
+	logger    *slog.Logger
 
 	wake chan struct{} // capacity 1: the hand-off has something for Run
 
@@ -130,9 +133,9 @@ type Sink struct {
 	open map[key]int32
 	// slots is a ring of windows in opening order: the open ones, and ones
 	// past their deadline that the next tick writes. Every window has the
-	// same length and opens at a clock reading taken under mu, so opening
-	// order is deadline order: the oldest window is always at head, and
-	// Tick pops from the head.
+	// same length and opens at an instant no earlier than notBefore, so
+	// opening order is deadline order: the oldest window is always at
+	// head, and Tick pops from the head.
 	slots *[MaxOpenWindows]window
 	head  int32
 	n     int32
@@ -140,6 +143,10 @@ type Sink struct {
 	pend  *[MaxPending]closed
 	pHead int32
 	pN    int32
+	// notBefore is the latest instant a window was opened at, or windows
+	// were closed at (a tick, an early flush, the shutdown flush): an
+	// event's instant, read before mu, is moved up to it.
+	notBefore time.Time
 
 	records       [limiter.NumBuckets]atomic.Uint64
 	earlyFlushes  atomic.Uint64
@@ -173,6 +180,7 @@ func New(o Options) (*Sink, error) {
 		s.next = limiter.Discard
 	}
 	if s.now == nil {
+		s.wallClock = true
 		s.now = time.Now
 	}
 	if s.logger == nil {
@@ -191,10 +199,25 @@ func (s *Sink) Limited(ctx context.Context, ev limiter.Event) {
 		return
 	}
 	k := key{ev.Identity, ev.Verb, ev.Bucket}
+	// The event's instant: the limiter's reading of the clock when the
+	// sink runs on the wall clock and the limiter passed one, else the
+	// sink's own, read before the lock either way (a flood of one caller
+	// takes this lock on every call; a clock read inside it was a third
+	// of its hold time).
+	now := ev.At
+	if !s.wallClock || now.IsZero() {
+		now = s.now()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for {
-		now := s.now()
+	for ; ; now = s.now() {
+		// Read before the lock, now may precede an instant another call
+		// opened a window at, or a tick or an early flush closed windows
+		// at, meanwhile: it is moved up to it, so that windows open in
+		// deadline order and none starts before a closed one ended.
+		if now.Before(s.notBefore) {
+			now = s.notBefore
+		}
 		if i, ok := s.open[k]; ok {
 			if now.Before(s.slots[i].deadline) {
 				s.slots[i].count++
@@ -229,6 +252,7 @@ func (s *Sink) Limited(ctx context.Context, ev limiter.Event) {
 
 // push opens k's window at now. s.mu is held and s.n < MaxOpenWindows.
 func (s *Sink) push(k key, now time.Time) {
+	s.notBefore = now // now ≥ notBefore: Limited clamps it
 	i := (s.head + s.n) % MaxOpenWindows
 	s.slots[i] = window{key: k, start: now, deadline: now.Add(s.window), count: 1}
 	s.open[k] = i
@@ -302,6 +326,9 @@ func (s *Sink) Tick(ctx context.Context, now time.Time) {
 		w := s.pop()
 		batch = append(batch, closed{w: w, end: w.deadline, why: "deadline"})
 	}
+	if now.After(s.notBefore) {
+		s.notBefore = now
+	}
 	s.mu.Unlock()
 	s.writeAll(ctx, batch)
 }
@@ -314,6 +341,9 @@ func (s *Sink) Flush(ctx context.Context, now time.Time) {
 	batch := s.takePending(make([]closed, 0, s.pN+s.n))
 	for s.n > 0 {
 		batch = append(batch, closed{w: s.pop(), end: now, why: "shutdown"})
+	}
+	if now.After(s.notBefore) {
+		s.notBefore = now
 	}
 	s.mu.Unlock()
 	s.writeAll(ctx, batch)

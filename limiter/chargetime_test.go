@@ -43,3 +43,38 @@ func TestChargeTimeChargesAtTheGivenInstantOnTheDefaultClock(t *testing.T) {
 		t.Fatal("an injected clock standing still: the given instant refilled the bucket")
 	}
 }
+
+type lastEvent struct{ ev limiter.Event }
+
+func (s *lastEvent) Limited(_ context.Context, ev limiter.Event) { s.ev = ev }
+
+// TestChargeTimeEventsCarryTheInstant: a limited ChargeTime passes its
+// instant on to the sinks (the coalescing sink opens its window there);
+// Charge, and ChargeTime on an injected clock, pass none.
+func TestChargeTimeEventsCarryTheInstant(t *testing.T) {
+	cfg := limiter.Config{
+		PredecisionRefusal: limiter.BucketConfig{Burst: 1, RefillInterval: time.Hour},
+		Admission:          limiter.BucketConfig{Burst: 1, RefillInterval: time.Hour},
+	}
+	ctx := context.Background()
+	for _, injected := range []bool{false, true} {
+		if injected {
+			cfg.Now = func() limiter.Instant { return 0 }
+		}
+		sink := &lastEvent{}
+		l, err := limiter.New(cfg, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		l.ChargeTime(ctx, "a", limiter.Mint, limiter.Admission, t0)
+		l.ChargeTime(ctx, "a", limiter.Mint, limiter.Admission, t0)
+		if want := !injected; sink.ev.At.Equal(t0) != want || (injected && !sink.ev.At.IsZero()) {
+			t.Errorf("injected clock %v: event At %v, want %v", injected, sink.ev.At, map[bool]string{true: "t0", false: "zero"}[want])
+		}
+		l.Charge(ctx, "a", limiter.Mint, limiter.Admission)
+		if !sink.ev.At.IsZero() {
+			t.Errorf("injected clock %v: Charge's event carries At %v, want zero", injected, sink.ev.At)
+		}
+	}
+}

@@ -231,8 +231,9 @@ func (l *Limiter) Charge(ctx context.Context, identity string, verb Verb, bucket
 // ChargeTime is Charge for a caller that has just read the clock: t, a
 // time.Now reading (its monotonic part is what counts), stands in for the
 // limiter's own clock read when the limiter runs on its default clock
-// (MonotonicNow); a limiter built with Config.Now reads that clock, as
-// Charge does. The daemon's verbs pass the instant the invocation
+// (MonotonicNow), and a limited charge's Event carries it as At; a limiter
+// built with Config.Now reads that clock, as Charge does, and its events
+// carry no At. The daemon's verbs pass the instant the invocation
 // arrived: on a virtual machine a clock read costs about 50 ns, and the
 // invocation has read the clock for its duration already. An instant a
 // little in the past is what ChargeAt allows for anyway (it is clamped,
@@ -241,7 +242,7 @@ func (l *Limiter) ChargeTime(ctx context.Context, identity string, verb Verb, bu
 	if !l.wallClock {
 		return l.ChargeAt(ctx, identity, verb, bucket, l.now())
 	}
-	return l.ChargeAt(ctx, identity, verb, bucket, monotonicSince(t))
+	return l.chargeAt(ctx, identity, verb, bucket, monotonicSince(t), t)
 }
 
 // ChargeAt takes one token from the bucket of (identity, verb, bucket) at
@@ -264,6 +265,12 @@ func (l *Limiter) ChargeTime(ctx context.Context, identity string, verb Verb, bu
 // A verb or bucket outside the two defined values is denied (fail closed,
 // RetryAfterSeconds 1) without an event; it is a programming error.
 func (l *Limiter) ChargeAt(ctx context.Context, identity string, verb Verb, bucket Bucket, now Instant) Decision {
+	return l.chargeAt(ctx, identity, verb, bucket, now, time.Time{})
+}
+
+// chargeAt is ChargeAt; at, if not zero, is the clock reading now was
+// taken from, passed on in the event.
+func (l *Limiter) chargeAt(ctx context.Context, identity string, verb Verb, bucket Bucket, now Instant, at time.Time) Decision {
 	if !verb.Valid() || !bucket.Valid() {
 		return Decision{RetryAfterSeconds: 1}
 	}
@@ -285,6 +292,7 @@ func (l *Limiter) ChargeAt(ctx context.Context, identity string, verb Verb, buck
 			Bucket:            bucket,
 			RetryAfterSeconds: d.RetryAfterSeconds,
 			Overflow:          d.Overflow,
+			At:                at,
 		})
 	}
 	return d

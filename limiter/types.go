@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Verb is one of the registrar's two verbs. The zero value is Mint.
@@ -150,6 +151,11 @@ type Event struct {
 	// Overflow reports that the charge fell on the shared overflow bucket of
 	// (Verb, Bucket) because the entry map was saturated with drained entries.
 	Overflow bool
+	// At is the clock reading the charge was made at, when the charger
+	// passed one (Limiter.ChargeTime on the default clock); zero
+	// otherwise. A sink on the wall clock may use it instead of reading
+	// the clock again.
+	At time.Time
 }
 
 // Sink receives limited-invocation events. The limiter holds exactly one
