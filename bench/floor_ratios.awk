@@ -1,7 +1,9 @@
 # bench/floor_ratios.awk — the flood benchmark's headline figure: for each
 # flood, connection count and server, the ratio floor / server of ns/op
 # (throughput) and of cpu-ns/op (CPU time per answer) within each pass,
-# then the median, minimum and maximum of those per-pass ratios.
+# then the median, minimum and maximum of those per-pass ratios; for the
+# paired sub-benchmark (floor and daemon alternating every 1024 answers
+# within one run), the daemon/floor ratios it reports itself.
 #
 #   awk -f bench/floor_ratios.awk var/bench/passes.txt
 #
@@ -23,10 +25,21 @@ $1 ~ /^BenchmarkFlood\// {
 	server = part[n]
 	sub(/^server=/, "", server)
 	group = part[2] "/" part[3]
-	ns = ""; cpu = ""
+	ns = ""; cpu = ""; pw = ""; pc = ""
 	for (i = 2; i < NF; i++) {
 		if ($(i+1) == "ns/op") ns = $i
 		if ($(i+1) == "cpu-ns/op") cpu = $i
+		if ($(i+1) == "daemon/floor") pw = $i
+		if ($(i+1) == "daemon/floor-cpu") pc = $i
+	}
+	if (server == "paired") {
+		# The paired run measures its own ratio, floor and daemon
+		# alternating every 1024 answers: taken as reported.
+		k = ++pseen[group]
+		pwall[group, k] = pw
+		pcpu[group, k] = pc
+		if (!(group in order)) { order[group] = ++ngroups; groups[ngroups] = group }
+		next
 	}
 	k = ++seen[group, server]
 	wall[group, server, k] = ns
@@ -44,16 +57,25 @@ END {
 			if (server == "floor") continue
 			m = 0
 			for (k = 1; k <= seen[group, server] && k <= seen[group, "floor"]; k++) {
-				if (wall[group, server, k] > 0) { m++; rw[m] = wall[group, "floor", k] / wall[group, server, k] }
-				if (cput[group, server, k] > 0) rc[m] = cput[group, "floor", k] / cput[group, server, k]
+				if (wall[group, server, k] > 0) {
+					m++
+					rw[m] = wall[group, "floor", k] / wall[group, server, k]
+					rc[m] = cput[group, server, k] > 0 ? cput[group, "floor", k] / cput[group, server, k] : 0
+				}
 			}
-			if (m == 0) continue
-			lo = hi = rw[1]; clo = chi = rc[1]
-			for (k = 1; k <= m; k++) {
-				if (rw[k] < lo) lo = rw[k]; if (rw[k] > hi) hi = rw[k]
-				if (rc[k] < clo) clo = rc[k]; if (rc[k] > chi) chi = rc[k]
-			}
-			printf "%-22s %-16s %6d   %.3f (%.3f–%.3f)    %.3f (%.3f–%.3f)\n", group, server, m, median(rw, m), lo, hi, median(rc, m), clo, chi
+			report(group, server, m)
 		}
+		m = 0
+		for (k = 1; k <= pseen[group]; k++) { m++; rw[m] = pwall[group, k]; rc[m] = pcpu[group, k] + 0 }
+		report(group, "paired", m)
 	}
+}
+function report(group, server, m,    k, lo, hi, clo, chi) {
+	if (m == 0) return
+	lo = hi = rw[1]; clo = chi = rc[1]
+	for (k = 1; k <= m; k++) {
+		if (rw[k] < lo) lo = rw[k]; if (rw[k] > hi) hi = rw[k]
+		if (rc[k] < clo) clo = rc[k]; if (rc[k] > chi) chi = rc[k]
+	}
+	printf "%-22s %-16s %6d   %.3f (%.3f–%.3f)    %.3f (%.3f–%.3f)\n", group, server, m, median(rw, m), lo, hi, median(rc, m), clo, chi
 }
