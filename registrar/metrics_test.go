@@ -10,12 +10,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/internal/fakes"
 	"github.com/registrar-otel/registrar-otel/limiter"
-	"github.com/registrar-otel/registrar-otel/registrar"
-	"github.com/registrar-otel/registrar-otel/sinks/counting"
-	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 )
 
 // TestInvocationCountersAreExactSampledOrNot: registrar.invocations and
@@ -37,23 +33,10 @@ func TestInvocationCountersAreExactSampledOrNot(t *testing.T) {
 			t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(tc.sampler))
 			t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-			sink, err := otelsink.New(counting.New(), mp)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lim, err := limiter.New(limiter.Config{
+			v := instrumented(t, tp, mp, limiter.Config{
 				PredecisionRefusal: limiter.BucketConfig{Burst: 32, RefillInterval: time.Second},
 				Admission:          limiter.BucketConfig{Burst: 2, RefillInterval: time.Hour},
-				Now:                func() limiter.Instant { return 0 },
-			}, sink)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := registrar.New(registrar.Config{Components: map[string]config.Multiplicity{"review": config.ManyPerHost}, MaxWrapTTLSeconds: 1800},
-				registrar.Deps{Limiter: lim, Audit: &fakes.AuditLog{}, Backend: fakes.NewBackend(t), TracerProvider: tp, MeterProvider: mp})
-			if err != nil {
-				t.Fatal(err)
-			}
+			}, fakes.NewBackend(t))
 			type key struct{ name, verb, result string }
 			collect := func() map[key]int64 {
 				var rm metricdata.ResourceMetrics

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -26,15 +27,23 @@ func traced(t *testing.T, prBurst, admBurst uint32, backend registrar.Backend) (
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	return instrumented(t, tp, mp, limiter.Config{
+		PredecisionRefusal: limiter.BucketConfig{Burst: prBurst, RefillInterval: time.Second},
+		Admission:          limiter.BucketConfig{Burst: admBurst, RefillInterval: 1500 * time.Millisecond},
+	}, backend), rec
+}
+
+// instrumented is the verbs of one "review" component (many per host) on
+// tp and mp, with the production sink chain's OTel link (otelsink →
+// counting) and a limiter of lc whose clock stands still.
+func instrumented(t *testing.T, tp trace.TracerProvider, mp metric.MeterProvider, lc limiter.Config, backend registrar.Backend) *registrar.Verbs {
+	t.Helper()
 	sink, err := otelsink.New(counting.New(), mp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim, err := limiter.New(limiter.Config{
-		PredecisionRefusal: limiter.BucketConfig{Burst: prBurst, RefillInterval: time.Second},
-		Admission:          limiter.BucketConfig{Burst: admBurst, RefillInterval: 1500 * time.Millisecond},
-		Now:                func() limiter.Instant { return 0 },
-	}, sink)
+	lc.Now = func() limiter.Instant { return 0 }
+	lim, err := limiter.New(lc, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +52,7 @@ func traced(t *testing.T, prBurst, admBurst uint32, backend registrar.Backend) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v, rec
+	return v
 }
 
 func attrs(kvs []attribute.KeyValue) map[string]string {
