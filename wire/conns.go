@@ -208,16 +208,16 @@ type trackedConn struct {
 	// closeWhenIdle: evicted while its answer was being flushed; closed
 	// once net/http reports it idle, so the answer reaches the caller whole.
 	closeWhenIdle bool
-	served        bool      // at least one request was handled
+	served        bool // at least one request was handled
 	// since orders connections by when they were accepted, or when their
 	// last response ended: a value of the set's logical clock (see
 	// connSet.clock), not a time. Only the order matters (the oldest idle
 	// connection gives way first), and reading the clock on every request
 	// cost two clock reads, a tenth of a microsecond on a virtual machine.
-	since uint64
-	evicted       bool      // closed by the budget
-	admitted      bool      // counted in set.conns
-	inHS          bool      // counted in set.handshaking
+	since    uint64
+	evicted  bool // closed by the budget
+	admitted bool // counted in set.conns
+	inHS     bool // counted in set.handshaking
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
