@@ -194,12 +194,18 @@ func DecodeMint(body []byte) (MintRequest, error) {
 }
 
 func decodeMint(body string) (MintRequest, error) {
+	return decodeRequest(body, true, mintRequired[:])
+}
+
+// decodeRequest decodes either verb's body: mint says whether spec and
+// wrap_ttl are members (for a deregister they are unknown members,
+// checked as JSON and ignored). Required members are numbered in the
+// spec's order: the first missing one is reported.
+func decodeRequest(body string, mint bool, required []string) (MintRequest, error) {
 	var d decodeState
 	d.init(body)
-	// Required members are numbered in the spec's order: the first missing
-	// one is reported.
-	have := d.request(true)
-	if err := d.finish(have, mintRequired[:]); err != nil {
+	have := d.request(mint)
+	if err := d.finish(have, required); err != nil {
 		return MintRequest{}, err
 	}
 	req := d.req
@@ -221,20 +227,17 @@ func DecodeDeregister(body []byte) (DeregisterRequest, error) {
 }
 
 func decodeDeregister(body string) (DeregisterRequest, error) {
-	var d decodeState
-	d.init(body)
-	// spec and wrap_ttl are unknown members here: checked as JSON, ignored.
-	have := d.request(false)
-	if err := d.finish(have, deregisterRequired[:]); err != nil {
+	req, err := decodeRequest(body, false, deregisterRequired[:])
+	if err != nil {
 		return DeregisterRequest{}, err
 	}
 	return DeregisterRequest{
-		ProtocolVersion: ProtocolVersion,
-		ServiceName:     d.req.ServiceName,
-		Host:            d.req.Host,
-		Instance:        d.req.Instance,
-		Component:       d.req.Component,
-		IdempotencyKey:  d.req.IdempotencyKey,
+		ProtocolVersion: req.ProtocolVersion,
+		ServiceName:     req.ServiceName,
+		Host:            req.Host,
+		Instance:        req.Instance,
+		Component:       req.Component,
+		IdempotencyKey:  req.IdempotencyKey,
 	}, nil
 }
 
