@@ -9,8 +9,8 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/coalesce"
 	"github.com/registrar-otel/registrar-otel/config"
-	"github.com/registrar-otel/registrar-otel/internal/cputime"
-	"github.com/registrar-otel/registrar-otel/internal/fakes"
+	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
+	"github.com/registrar-otel/registrar-otel/internal/testing/cputime"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
@@ -40,7 +40,7 @@ func BenchmarkProductionChain(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			s, err := coalesce.New(coalesce.Options{Next: o, Store: &fakes.AuditLog{}, Window: time.Hour})
+			s, err := coalesce.New(coalesce.Options{Next: o, Store: &audittest.AuditLog{}, Window: time.Hour})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -117,7 +117,7 @@ func BenchmarkProductionChainDefaultConfig(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				s, err := coalesce.New(coalesce.Options{Next: o, Store: &fakes.AuditLog{}, Window: time.Hour})
+				s, err := coalesce.New(coalesce.Options{Next: o, Store: &audittest.AuditLog{}, Window: time.Hour})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/coalesce"
-	"github.com/registrar-otel/registrar-otel/internal/fakes"
+	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 )
@@ -29,7 +29,7 @@ var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 type rig struct {
 	s     *coalesce.Sink
-	store *fakes.AuditLog
+	store *audittest.AuditLog
 	count *counting.Sink
 	clk   *clock
 	logs  *bytes.Buffer
@@ -37,7 +37,7 @@ type rig struct {
 
 func newRig(t testing.TB, window time.Duration) *rig {
 	t.Helper()
-	r := &rig{store: &fakes.AuditLog{}, count: counting.New(), clk: &clock{t0}, logs: &bytes.Buffer{}}
+	r := &rig{store: &audittest.AuditLog{}, count: counting.New(), clk: &clock{t0}, logs: &bytes.Buffer{}}
 	s, err := coalesce.New(coalesce.Options{
 		Next:   r.count,
 		Store:  r.store,
@@ -70,7 +70,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	if _, err := coalesce.New(coalesce.Options{Window: time.Minute}); err == nil {
 		t.Error("nil store accepted")
 	}
-	if _, err := coalesce.New(coalesce.Options{Store: &fakes.AuditLog{}}); err == nil {
+	if _, err := coalesce.New(coalesce.Options{Store: &audittest.AuditLog{}}); err == nil {
 		t.Error("zero window accepted")
 	}
 }

@@ -13,14 +13,14 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/coalesce"
-	"github.com/registrar-otel/registrar-otel/internal/fakes"
+	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
 	"github.com/registrar-otel/registrar-otel/limiter"
 )
 
 // gatedStore is an Appender whose batches block until released, so a test
 // can tell whether a caller waited on a write.
 type gatedStore struct {
-	fakes.AuditLog
+	audittest.AuditLog
 	gate    chan struct{}
 	writers atomic.Int32
 }
@@ -98,7 +98,7 @@ func TestEarlyFlushWritesNothingOnTheLimitedCall(t *testing.T) {
 
 func TestRunWritesTheHandoffAsItFills(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &fakes.AuditLog{}
+		store := &audittest.AuditLog{}
 		s, err := coalesce.New(coalesce.Options{Store: store, Window: time.Hour})
 		if err != nil {
 			t.Fatal(err)
@@ -128,7 +128,7 @@ func TestRunWritesTheHandoffAsItFills(t *testing.T) {
 // event is in exactly one record.
 func TestAFullHandoffMakesTheLimitedCallWaitAndLosesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &fakes.AuditLog{}
+		store := &audittest.AuditLog{}
 		s, err := coalesce.New(coalesce.Options{Store: store, Window: time.Hour})
 		if err != nil {
 			t.Fatal(err)

@@ -6,16 +6,16 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/coalesce"
-	"github.com/registrar-otel/registrar-otel/internal/fakes"
+	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
 	"github.com/registrar-otel/registrar-otel/limiter"
 )
 
 // wallRig is a sink on its default clock (time.Now), the daemon's, so that
 // an event's At (the limiter's reading of the charge instant) stands in for
 // the sink's own clock read.
-func wallRig(t *testing.T, window time.Duration) (*coalesce.Sink, *fakes.AuditLog) {
+func wallRig(t *testing.T, window time.Duration) (*coalesce.Sink, *audittest.AuditLog) {
 	t.Helper()
-	store := &fakes.AuditLog{}
+	store := &audittest.AuditLog{}
 	s, err := coalesce.New(coalesce.Options{Store: store, Window: window})
 	if err != nil {
 		t.Fatal(err)

@@ -13,8 +13,8 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/daemon"
-	"github.com/registrar-otel/registrar-otel/internal/cputime"
-	"github.com/registrar-otel/registrar-otel/internal/flood"
+	"github.com/registrar-otel/registrar-otel/internal/testing/cputime"
+	"github.com/registrar-otel/registrar-otel/internal/testing/floodtest"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -24,7 +24,7 @@ import (
 // real audit store and backend), against the floor: a no-op net/http
 // server on the same kind of unix socket answering the same bytes with the
 // same headers. Both are driven by the same keep-alive load client
-// (internal/flood) at 1, 16 and 64 connections.
+// (internal/testing/floodtest) at 1, 16 and 64 connections.
 //
 //   - throttled: a well-formed remint from one uid with its admission
 //     bucket drained (429 RegistrarBusy);
@@ -52,9 +52,9 @@ func BenchmarkFlood(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		req := flood.Request(wire.PathMint, body)
+		req := floodtest.Request(wire.PathMint, body)
 		// Drain the bucket and capture the answer the floor will repeat.
-		warm, err := flood.Dial(cfg.Registrar.SocketPath, 1)
+		warm, err := floodtest.Dial(cfg.Registrar.SocketPath, 1)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func BenchmarkFlood(b *testing.B) {
 		if status != kind.status {
 			b.Fatalf("%s: the bucket did not drain: last status %d", kind.name, status)
 		}
-		floorPath := startFloor(b, flood.NewFloor(status, header, answer))
+		floorPath := startFloor(b, floodtest.NewFloor(status, header, answer))
 		// The same daemon with telemetry.trace_sample_ratio = 0 (no
 		// untraced call recorded) and = 1 (every call recorded, the default
 		// before 0.01: what a flood whose caller sends a sampled traceparent
@@ -113,7 +113,7 @@ func BenchmarkFlood(b *testing.B) {
 // drain sends req until the answer is status.
 func drain(b *testing.B, path string, req []byte, status int) {
 	b.Helper()
-	cl, err := flood.Dial(path, 1)
+	cl, err := floodtest.Dial(path, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func drain(b *testing.B, path string, req []byte, status int) {
 }
 
 func drive(b *testing.B, path string, conns int, req []byte, status int) {
-	cl, err := flood.Dial(path, conns)
+	cl, err := floodtest.Dial(path, conns)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -167,8 +167,8 @@ const pairedChunk = 1024
 // floor's, and the same for CPU time per answer. The ns/op of the
 // benchmark itself covers both servers and is not a figure to read.
 func drivePaired(b *testing.B, floorPath, daemonPath string, conns int, req []byte, status int) {
-	dial := func(path string) *flood.Client {
-		cl, err := flood.Dial(path, conns)
+	dial := func(path string) *floodtest.Client {
+		cl, err := floodtest.Dial(path, conns)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -178,7 +178,7 @@ func drivePaired(b *testing.B, floorPath, daemonPath string, conns int, req []by
 		}
 		return cl
 	}
-	servers := [2]*flood.Client{dial(floorPath), dial(daemonPath)}
+	servers := [2]*floodtest.Client{dial(floorPath), dial(daemonPath)}
 	var wall, cpu [2]time.Duration
 	left := [2]int{b.N, b.N}
 	b.ResetTimer()
@@ -261,7 +261,7 @@ func startDaemon(b *testing.B, cfg config.Config) *daemon.Daemon {
 
 // startFloor serves f on a fresh unix socket with the wire server's
 // timeouts and returns the socket's path.
-func startFloor(b *testing.B, f *flood.Floor) string {
+func startFloor(b *testing.B, f *floodtest.Floor) string {
 	b.Helper()
 	dir, err := os.MkdirTemp("", "flr-")
 	if err != nil {

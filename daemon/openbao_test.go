@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/config"
-	"github.com/registrar-otel/registrar-otel/internal/vaultdev"
+	"github.com/registrar-otel/registrar-otel/internal/testing/vaulttest"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -31,7 +31,7 @@ func scrape(t *testing.T, d *Daemon) string {
 // over the socket, then the server gone and the next mint answered
 // BackendUnavailable, each visible on /metrics.
 func TestTheDaemonMintsOnOpenBaoAndShowsItsFailuresInTheMetrics(t *testing.T) {
-	srv := vaultdev.StartDev(t)
+	srv := vaulttest.StartDev(t)
 	cfg := testConfig(t)
 	cfg.Registrar.Backend = config.BackendOpenBao
 	cfg.OpenBao.Address = srv.Addr

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/internal/cputime"
+	"github.com/registrar-otel/registrar-otel/internal/testing/cputime"
 )
 
 // BenchmarkReclaimWorstCase is a reclaim's worst case: the map at the cap

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/config"
-	"github.com/registrar-otel/registrar-otel/internal/fakes"
+	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
@@ -37,7 +37,7 @@ func (s *recSink) all() []limiter.Event {
 type harness struct {
 	v    *registrar.Verbs
 	lim  *limiter.Limiter
-	log  *fakes.AuditLog
+	log  *audittest.AuditLog
 	sink *recSink
 }
 
@@ -59,7 +59,7 @@ func newHarness(t testing.TB, prBurst, admBurst uint32, backend registrar.Backen
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &fakes.AuditLog{}
+	log := &audittest.AuditLog{}
 	v, err := registrar.New(registrar.Config{Components: testComponents, MaxWrapTTLSeconds: 1800}, registrar.Deps{
 		Limiter: lim,
 		Audit:   log,

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/registrar-otel/registrar-otel/internal/fakes"
+	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
 	"github.com/registrar-otel/registrar-otel/limiter"
 )
 
@@ -36,7 +36,7 @@ func TestInvocationCountersAreExactSampledOrNot(t *testing.T) {
 			v := instrumented(t, tp, mp, limiter.Config{
 				PredecisionRefusal: limiter.BucketConfig{Burst: 32, RefillInterval: time.Second},
 				Admission:          limiter.BucketConfig{Burst: 2, RefillInterval: time.Hour},
-			}, fakes.NewBackend(t))
+			}, registrartest.NewBackend(t))
 			type key struct{ name, verb, result string }
 			collect := func() map[key]int64 {
 				var rm metricdata.ResourceMetrics

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/internal/fakes"
+	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
 	"github.com/registrar-otel/registrar-otel/registrar"
 )
 
@@ -22,7 +22,7 @@ func asUnavailable(t testing.TB, err error) *registrar.UnavailableError {
 }
 
 func TestMintAndDeregisterOutcomes(t *testing.T) {
-	b := fakes.NewBackend(t)
+	b := registrartest.NewBackend(t)
 	h := newHarness(t, 32, 512, b)
 	ctx := context.Background()
 
@@ -96,7 +96,7 @@ func TestMintAndDeregisterOutcomes(t *testing.T) {
 }
 
 func TestDerivedKeyInvalidIsRecorded(t *testing.T) {
-	h := newHarness(t, 32, 512, fakes.FailingBackend{T: t})
+	h := newHarness(t, 32, 512, registrartest.FailingBackend{T: t})
 	req := goodMint()
 	req.Component, req.Spec.Component, req.Instance = "Bad_Component", "Bad_Component", 0
 	_, err := h.v.Mint(context.Background(), req)
@@ -109,7 +109,7 @@ func TestDerivedKeyInvalidIsRecorded(t *testing.T) {
 }
 
 func TestIntentWriteFailureCreatesNothing(t *testing.T) {
-	b := fakes.NewBackend(t)
+	b := registrartest.NewBackend(t)
 	h := newHarness(t, 32, 512, b)
 	h.log.FailPhase(audit.PhaseIntent, errors.New("disk full"))
 	_, err := h.v.Mint(context.Background(), goodMint())
@@ -130,7 +130,7 @@ func TestIntentWriteFailureCreatesNothing(t *testing.T) {
 }
 
 func TestOutcomeWriteFailureAfterMutation(t *testing.T) {
-	b := fakes.NewBackend(t)
+	b := registrartest.NewBackend(t)
 	h := newHarness(t, 32, 512, b)
 	h.log.FailPhase(audit.PhaseOutcome, errors.New("disk full"))
 	res, err := h.v.Mint(context.Background(), goodMint())
@@ -154,7 +154,7 @@ func TestOutcomeWriteFailureAfterMutation(t *testing.T) {
 }
 
 func TestBackendFailureIsRecordedAndAnsweredUnavailable(t *testing.T) {
-	b := fakes.NewBackend(t)
+	b := registrartest.NewBackend(t)
 	b.Err = errors.New("bbolt: timeout")
 	h := newHarness(t, 32, 512, b)
 	_, err := h.v.Mint(context.Background(), goodMint())
@@ -168,7 +168,7 @@ func TestBackendFailureIsRecordedAndAnsweredUnavailable(t *testing.T) {
 }
 
 func TestConcurrentMintsOfOneIDYieldOneFirstMint(t *testing.T) {
-	b := fakes.NewBackend(t)
+	b := registrartest.NewBackend(t)
 	h := newHarness(t, 32, 512, b)
 	var (
 		wg    sync.WaitGroup
@@ -196,7 +196,7 @@ func TestConcurrentMintsOfOneIDYieldOneFirstMint(t *testing.T) {
 func TestMintAndDeregisterOfOneIDNeverInterleave(t *testing.T) {
 	// The fake backend fails the test if two calls for one id overlap, and
 	// the outcome record is written under the same lock as the call.
-	b := fakes.NewBackend(t)
+	b := registrartest.NewBackend(t)
 	h := newHarness(t, 32, 4096, b)
 	var wg sync.WaitGroup
 	for i := range 200 {
@@ -241,7 +241,7 @@ func TestMintAndDeregisterOfOneIDNeverInterleave(t *testing.T) {
 }
 
 func TestRequestIDsAreUnique(t *testing.T) {
-	h := newHarness(t, 1000, 1000, fakes.NewBackend(t))
+	h := newHarness(t, 1000, 1000, registrartest.NewBackend(t))
 	seen := map[string]bool{}
 	for range 500 {
 		res, _ := h.v.Mint(context.Background(), goodMint())

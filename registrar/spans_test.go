@@ -13,7 +13,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/registrar-otel/registrar-otel/config"
-	"github.com/registrar-otel/registrar-otel/internal/fakes"
+	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
+	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
@@ -48,7 +49,7 @@ func instrumented(t *testing.T, tp trace.TracerProvider, mp metric.MeterProvider
 		t.Fatal(err)
 	}
 	v, err := registrar.New(registrar.Config{Components: map[string]config.Multiplicity{"review": config.ManyPerHost}, MaxWrapTTLSeconds: 1800},
-		registrar.Deps{Limiter: lim, Audit: &fakes.AuditLog{}, Backend: backend, TracerProvider: tp, MeterProvider: mp})
+		registrar.Deps{Limiter: lim, Audit: &audittest.AuditLog{}, Backend: backend, TracerProvider: tp, MeterProvider: mp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func events(s sdktrace.ReadOnlySpan) map[string]map[string]string {
 }
 
 func TestAdmittedMintSpanCarriesTheAuditEvents(t *testing.T) {
-	v, rec := traced(t, 32, 512, fakes.NewBackend(t))
+	v, rec := traced(t, 32, 512, registrartest.NewBackend(t))
 	res, err := v.Mint(context.Background(), goodMint())
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +111,7 @@ func TestAdmittedMintSpanCarriesTheAuditEvents(t *testing.T) {
 }
 
 func TestThrottledMintSpanCarriesTheLimitedEventWithRetryAfter(t *testing.T) {
-	v, rec := traced(t, 32, 1, fakes.NewBackend(t))
+	v, rec := traced(t, 32, 1, registrartest.NewBackend(t))
 	v.Mint(context.Background(), goodMint()) // spends the one token
 	_, err := v.Mint(context.Background(), goodMint())
 	if err == nil {
@@ -135,7 +136,7 @@ func TestThrottledMintSpanCarriesTheLimitedEventWithRetryAfter(t *testing.T) {
 }
 
 func TestLimitedRefusalSpanCarriesTheEventAndItsRealRefusal(t *testing.T) {
-	v, rec := traced(t, 1, 512, fakes.FailingBackend{T: t})
+	v, rec := traced(t, 1, 512, registrartest.FailingBackend{T: t})
 	bad := goodMint()
 	bad.ServiceName = "Not-A-Label"
 	v.Mint(context.Background(), bad) // recorded
@@ -155,7 +156,7 @@ func TestLimitedRefusalSpanCarriesTheEventAndItsRealRefusal(t *testing.T) {
 }
 
 func TestInvocationSpanIsAChildOfTheCallersContext(t *testing.T) {
-	v, rec := traced(t, 32, 512, fakes.NewBackend(t))
+	v, rec := traced(t, 32, 512, registrartest.NewBackend(t))
 	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
 	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
 	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})

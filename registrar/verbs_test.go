@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/internal/fakes"
+	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
 )
@@ -47,7 +47,7 @@ var preDerivationCases = []struct {
 func TestPreDerivationRefusalsAreRecordedWhileTheBucketHasTokens(t *testing.T) {
 	for _, tc := range preDerivationCases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, 32, 512, fakes.FailingBackend{T: t})
+			h := newHarness(t, 32, 512, registrartest.FailingBackend{T: t})
 			req := goodMint()
 			tc.mut(&req)
 			_, err := h.v.Mint(context.Background(), req)
@@ -77,7 +77,7 @@ func TestPreDerivationFloodIsLimitedButKeepsItsRealRefusal(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const burst, flood = 3, 50
-			h := newHarness(t, burst, 512, fakes.FailingBackend{T: t})
+			h := newHarness(t, burst, 512, registrartest.FailingBackend{T: t})
 			req := goodMint()
 			tc.mut(&req)
 			for i := range flood {
@@ -108,7 +108,7 @@ func TestPreDerivationFloodIsLimitedButKeepsItsRealRefusal(t *testing.T) {
 }
 
 func TestRefusalFloodDoesNotStarveAConcurrentMint(t *testing.T) {
-	b := fakes.NewBackend(t)
+	b := registrartest.NewBackend(t)
 	h := newHarness(t, 2, 512, b)
 	bad := goodMint()
 	bad.ServiceName = "BAD"
@@ -144,7 +144,7 @@ func TestRefusalFloodDoesNotStarveAConcurrentMint(t *testing.T) {
 func TestChargePrecedesIntentWriteOnBothArms(t *testing.T) {
 	for _, arm := range []string{"pre-derivation", "admission"} {
 		t.Run(arm, func(t *testing.T) {
-			b := fakes.NewBackend(t)
+			b := registrartest.NewBackend(t)
 			h := newHarness(t, 32, 512, b)
 			req := goodMint()
 			if arm == "pre-derivation" {
@@ -174,7 +174,7 @@ func TestChargePrecedesIntentWriteOnBothArms(t *testing.T) {
 func TestAdmissionThrottle(t *testing.T) {
 	for _, verb := range []limiter.Verb{limiter.Mint, limiter.Deregister} {
 		t.Run(verb.String(), func(t *testing.T) {
-			b := fakes.NewBackend(t)
+			b := registrartest.NewBackend(t)
 			h := newHarness(t, 32, 2, b)
 			ctx := context.Background()
 			call := func() error {
@@ -216,7 +216,7 @@ func TestAdmissionThrottle(t *testing.T) {
 }
 
 func TestThrottleRequiresNoBackend(t *testing.T) {
-	h := newHarness(t, 32, 1, fakes.FailingBackend{T: t})
+	h := newHarness(t, 32, 1, registrartest.FailingBackend{T: t})
 	h.lim.Charge(context.Background(), "unix-peer:uid=1000", limiter.Mint, limiter.Admission) // drain
 	_, err := h.v.Mint(context.Background(), goodMint())
 	var thr *registrar.ThrottledError
@@ -229,7 +229,7 @@ func TestThrottleRequiresNoBackend(t *testing.T) {
 }
 
 func TestBringUpWaveIsNotThrottled(t *testing.T) {
-	b := fakes.NewBackend(t)
+	b := registrartest.NewBackend(t)
 	h := newHarness(t, 32, 512, b)
 	ctx := context.Background()
 	for host := range 64 {

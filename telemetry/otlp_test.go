@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/registrar-otel/registrar-otel/internal/otlptest"
+	"github.com/registrar-otel/registrar-otel/internal/testing/otlptest"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 	"github.com/registrar-otel/registrar-otel/telemetry"

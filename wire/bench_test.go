@@ -6,7 +6,8 @@ import (
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/config"
-	"github.com/registrar-otel/registrar-otel/internal/fakes"
+	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
+	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/telemetry"
 	"github.com/registrar-otel/registrar-otel/wire"
@@ -36,7 +37,7 @@ func BenchmarkMintOverSocket(b *testing.B) {
 	}
 
 	b.Run("admitted", func(b *testing.B) {
-		rv := newRealVerbs(b, 32, 1<<31, fakes.NewBackend(nil), &fakes.AuditLog{Discard: true})
+		rv := newRealVerbs(b, 32, 1<<31, registrartest.NewBackend(nil), &audittest.AuditLog{Discard: true})
 		s := newServer(b, rv.v, fixedHolder(b, 0, 0))
 		c := wire.NewUnixClient(serveUnix(b, s))
 		defer c.CloseIdleConnections()
@@ -52,7 +53,7 @@ func BenchmarkMintOverSocket(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer tel.Shutdown(ctx)
-		rv := newRealVerbs(b, 32, 1<<31, fakes.NewBackend(nil), &fakes.AuditLog{Discard: true}, func(d *registrar.Deps) {
+		rv := newRealVerbs(b, 32, 1<<31, registrartest.NewBackend(nil), &audittest.AuditLog{Discard: true}, func(d *registrar.Deps) {
 			d.TracerProvider, d.MeterProvider = tel.TracerProvider(), tel.MeterProvider()
 		})
 		s := newServer(b, rv.v, fixedHolder(b, 0, 0))
@@ -62,8 +63,8 @@ func BenchmarkMintOverSocket(b *testing.B) {
 	})
 
 	b.Run("throttled", func(b *testing.B) {
-		backend := fakes.NewBackend(nil)
-		rv := newRealVerbs(b, 32, 1, backend, &fakes.AuditLog{Discard: true})
+		backend := registrartest.NewBackend(nil)
+		rv := newRealVerbs(b, 32, 1, backend, &audittest.AuditLog{Discard: true})
 		s := newServer(b, rv.v, fixedHolder(b, 0, 0))
 		c := wire.NewUnixClient(serveUnix(b, s))
 		defer c.CloseIdleConnections()

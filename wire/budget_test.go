@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/health"
-	"github.com/registrar-otel/registrar-otel/internal/testpki"
+	"github.com/registrar-otel/registrar-otel/internal/testing/pkitest"
 	"github.com/registrar-otel/registrar-otel/registrar"
 )
 
@@ -473,14 +473,14 @@ func TestEvictionBetweenHeadersAndHandlerStopsTheRequest(t *testing.T) {
 // pipePKI is a CA and a server certificate for "registrar", made inside
 // the bubble so that their validity matches its clock.
 type pipePKI struct {
-	*testpki.CA
+	*pkitest.CA
 	server tls.Certificate
 }
 
 func newPipePKI(t *testing.T) *pipePKI {
 	t.Helper()
-	ca := testpki.New(t)
-	return &pipePKI{CA: ca, server: ca.Issue(t, testpki.Options{DNS: []string{"registrar"}, Usage: x509.ExtKeyUsageServerAuth})}
+	ca := pkitest.New(t)
+	return &pipePKI{CA: ca, server: ca.Issue(t, pkitest.Options{DNS: []string{"registrar"}, Usage: x509.ExtKeyUsageServerAuth})}
 }
 
 func (p *pipePKI) serverConfig() *tls.Config {
@@ -611,11 +611,11 @@ func TestRejectedCertificatesAndMissingIdentitiesAreCounted(t *testing.T) {
 		if !tlsRefused(l, p, nil) {
 			t.Fatal("a handshake without a client certificate succeeded")
 		}
-		rogue := testpki.New(t).Client(t, "spiffe://elsewhere/x")
+		rogue := pkitest.New(t).Client(t, "spiffe://elsewhere/x")
 		if !tlsRefused(l, p, &rogue) {
 			t.Fatal("a handshake with another CA's certificate succeeded")
 		}
-		wrongEKU := p.Issue(t, testpki.Options{URIs: []string{"spiffe://registrar.test/x"}, Usage: x509.ExtKeyUsageServerAuth})
+		wrongEKU := p.Issue(t, pkitest.Options{URIs: []string{"spiffe://registrar.test/x"}, Usage: x509.ExtKeyUsageServerAuth})
 		if !tlsRefused(l, p, &wrongEKU) {
 			t.Fatal("a handshake with a server-auth-only certificate succeeded")
 		}

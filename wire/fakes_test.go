@@ -12,7 +12,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/health"
-	"github.com/registrar-otel/registrar-otel/internal/fakes"
+	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
@@ -81,11 +81,11 @@ var testComponents = map[string]config.Multiplicity{
 // clock stands still (no token ever refills).
 type realVerbs struct {
 	v      *registrar.Verbs
-	log    *fakes.AuditLog
+	log    *audittest.AuditLog
 	counts *counting.Sink
 }
 
-func newRealVerbs(t testing.TB, prBurst, admBurst uint32, backend registrar.Backend, log *fakes.AuditLog, opts ...func(*registrar.Deps)) *realVerbs {
+func newRealVerbs(t testing.TB, prBurst, admBurst uint32, backend registrar.Backend, log *audittest.AuditLog, opts ...func(*registrar.Deps)) *realVerbs {
 	t.Helper()
 	counts := counting.New()
 	lim, err := limiter.New(limiter.Config{

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/health"
-	"github.com/registrar-otel/registrar-otel/internal/testpki"
+	"github.com/registrar-otel/registrar-otel/internal/testing/pkitest"
 	"github.com/registrar-otel/registrar-otel/registrar"
 )
 
@@ -249,9 +249,9 @@ func checkAnswers(t *testing.T, out []byte, anonymous bool) {
 }
 
 // fuzzLeafDER is a client certificate with the given SANs, for the seeds.
-func fuzzLeafDER(f *testing.F, ca *testpki.CA, uris, dns []string) []byte {
+func fuzzLeafDER(f *testing.F, ca *pkitest.CA, uris, dns []string) []byte {
 	f.Helper()
-	return ca.Issue(f, testpki.Options{URIs: uris, DNS: dns, Usage: x509.ExtKeyUsageClientAuth}).Certificate[0]
+	return ca.Issue(f, pkitest.Options{URIs: uris, DNS: dns, Usage: x509.ExtKeyUsageClientAuth}).Certificate[0]
 }
 
 // FuzzCertificateIdentity: the identity a verified certificate yields.
@@ -259,7 +259,7 @@ func fuzzLeafDER(f *testing.F, ca *testpki.CA, uris, dns []string) []byte {
 // is registrar-client: and the first URI SAN, else the first DNS SAN, and
 // at most MaxIdentityBytes long.
 func FuzzCertificateIdentity(f *testing.F) {
-	ca := testpki.New(f)
+	ca := pkitest.New(f)
 	f.Add(fuzzLeafDER(f, ca, []string{"spiffe://registrar.test/ctl"}, []string{"ctl.example"}), "", "", false)
 	f.Add(fuzzLeafDER(f, ca, nil, []string{"ctl.example", "b.example"}), "", "", false)
 	f.Add(fuzzLeafDER(f, ca, nil, nil), "", "", false)

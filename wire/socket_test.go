@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/internal/fakes"
+	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
+	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/wire"
@@ -32,7 +33,7 @@ func TestPreDerivationFloodOverTheSocketKeepsItsRealRefusal(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const burst, flood = 3, 40
-			rv := newRealVerbs(t, burst, 512, fakes.FailingBackend{T: t}, &fakes.AuditLog{})
+			rv := newRealVerbs(t, burst, 512, registrartest.FailingBackend{T: t}, &audittest.AuditLog{})
 			s := newServer(t, rv.v, fixedHolder(t, 0, 0))
 			c := wire.NewUnixClient(serveUnix(t, s))
 			defer c.CloseIdleConnections()
@@ -73,8 +74,8 @@ func TestPreDerivationFloodOverTheSocketKeepsItsRealRefusal(t *testing.T) {
 
 func TestThrottleOverTheSocket(t *testing.T) {
 	const burst = 2
-	backend := fakes.NewBackend(nil)
-	rv := newRealVerbs(t, 32, burst, backend, &fakes.AuditLog{})
+	backend := registrartest.NewBackend(nil)
+	rv := newRealVerbs(t, 32, burst, backend, &audittest.AuditLog{})
 	s := newServer(t, rv.v, fixedHolder(t, 0, 0))
 	c := wire.NewUnixClient(serveUnix(t, s))
 	defer c.CloseIdleConnections()
@@ -136,7 +137,7 @@ func (l *countingListener) Accept() (net.Conn, error) {
 // TestTwoConnectionsOfOneCallerSpendOneBucket: the identity is the uid, not
 // anything per connection, so reconnecting does not buy a fresh bucket.
 func TestTwoConnectionsOfOneCallerSpendOneBucket(t *testing.T) {
-	rv := newRealVerbs(t, 32, 1, fakes.NewBackend(nil), &fakes.AuditLog{})
+	rv := newRealVerbs(t, 32, 1, registrartest.NewBackend(nil), &audittest.AuditLog{})
 	s := newServer(t, rv.v, fixedHolder(t, 0, 0))
 	path := filepath.Join(t.TempDir(), "run", "r.sock")
 	ul, err := wire.ListenUnix(path)
@@ -228,7 +229,7 @@ func TestRequestFieldsReachTheVerbs(t *testing.T) {
 // burst of one, a run of malformed requests leaves the token in place for
 // the next well-formed mint, and writes nothing.
 func TestMalformedRequestsAreNeitherChargedNorRecorded(t *testing.T) {
-	rv := newRealVerbs(t, 1, 1, fakes.NewBackend(nil), &fakes.AuditLog{})
+	rv := newRealVerbs(t, 1, 1, registrartest.NewBackend(nil), &audittest.AuditLog{})
 	s := newServer(t, rv.v, fixedHolder(t, 0, 0))
 	c := wire.NewUnixClient(serveUnix(t, s))
 	defer c.CloseIdleConnections()

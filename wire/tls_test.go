@@ -10,20 +10,20 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/registrar-otel/registrar-otel/internal/testpki"
+	"github.com/registrar-otel/registrar-otel/internal/testing/pkitest"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
 // testPKI is a CA with a server certificate for 127.0.0.1, written to files.
 type testPKI struct {
-	*testpki.CA
+	*pkitest.CA
 	caFile, certFile, keyFile string
 }
 
 func newTestPKI(t *testing.T) *testPKI {
 	t.Helper()
-	p := &testPKI{CA: testpki.New(t)}
+	p := &testPKI{CA: pkitest.New(t)}
 	p.caFile, p.certFile, p.keyFile = p.ServerFiles(t)
 	return p
 }
@@ -57,7 +57,7 @@ func TestMutualTLSIdentityComesFromTheClientCertificate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			seen.Store("")
 			before := v.calls.Load()
-			cert := pki.Issue(t, testpki.Options{CommonName: "client", URIs: tc.uris, DNS: tc.dns, Usage: x509.ExtKeyUsageClientAuth})
+			cert := pki.Issue(t, pkitest.Options{CommonName: "client", URIs: tc.uris, DNS: tc.dns, Usage: x509.ExtKeyUsageClientAuth})
 			c := wire.NewTLSClient(addr, &tls.Config{RootCAs: pki.Pool(), Certificates: []tls.Certificate{cert}})
 			defer c.CloseIdleConnections()
 			res, err := c.Deregister(context.Background(), goodDeregister())
@@ -99,7 +99,7 @@ func TestMutualTLSIdentityComesFromTheClientCertificate(t *testing.T) {
 	})
 
 	t.Run("certificate of another CA", func(t *testing.T) {
-		cert := testpki.New(t).Client(t, "spiffe://elsewhere/x")
+		cert := pkitest.New(t).Client(t, "spiffe://elsewhere/x")
 		c := wire.NewTLSClient(addr, &tls.Config{RootCAs: pki.Pool(), Certificates: []tls.Certificate{cert}})
 		defer c.CloseIdleConnections()
 		res, err := c.Health(context.Background())

@@ -22,8 +22,8 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/backend/openbao"
 	"github.com/registrar-otel/registrar-otel/config"
-	"github.com/registrar-otel/registrar-otel/internal/fakes"
-	"github.com/registrar-otel/registrar-otel/internal/vaultdev"
+	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
+	"github.com/registrar-otel/registrar-otel/internal/testing/vaulttest"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
@@ -165,7 +165,7 @@ func (l *logBuffer) String() string {
 // env is one server, optionally behind a proxy, and a backend talking to
 // it.
 type env struct {
-	srv     *vaultdev.Server
+	srv     *vaulttest.Server
 	px      *proxy
 	b       *openbao.Backend
 	root    *api.Client
@@ -199,11 +199,11 @@ type envOptions struct {
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
-	var srv *vaultdev.Server
+	var srv *vaulttest.Server
 	if o.persistent {
-		srv = vaultdev.StartPersistent(t)
+		srv = vaulttest.StartPersistent(t)
 	} else {
-		srv = vaultdev.StartDev(t)
+		srv = vaulttest.StartDev(t)
 	}
 	px := newProxy(t, srv.Addr)
 	logs := &logBuffer{}
@@ -351,7 +351,7 @@ func listIDs(t *testing.T, c *api.Client, p, prefix string) []string {
 type verbsHarness struct {
 	v   *registrar.Verbs
 	lim *limiter.Limiter
-	log *fakes.AuditLog
+	log *audittest.AuditLog
 }
 
 var testComponents = map[string]config.Multiplicity{"review": config.ManyPerHost, "edge-proxy": config.OnePerHost}
@@ -366,7 +366,7 @@ func newVerbs(t *testing.T, b registrar.Backend, admissionBurst uint32, tp trace
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &fakes.AuditLog{}
+	log := &audittest.AuditLog{}
 	v, err := registrar.New(registrar.Config{Components: testComponents, MaxWrapTTLSeconds: 1800}, registrar.Deps{
 		Limiter: lim, Audit: log, Backend: b, TracerProvider: tp,
 		Now: func() time.Time { return testNow },

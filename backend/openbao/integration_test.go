@@ -19,7 +19,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/registrar"
 )
 
-// The integration tests run against a real Vault server (vaultdev), which
+// The integration tests run against a real Vault server (internal/testing/vaulttest), which
 // serves the API OpenBao forked from. They skip with a message where the
 // binary is not built (`make vault`).
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/internal/otlptest"
+	"github.com/registrar-otel/registrar-otel/internal/testing/otlptest"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 

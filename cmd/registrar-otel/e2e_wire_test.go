@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/internal/testpki"
+	"github.com/registrar-otel/registrar-otel/internal/testing/pkitest"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -34,13 +34,13 @@ const rssSlack = 32 << 20
 
 // e2ePKI is a CA and its server certificate for 127.0.0.1, as files.
 type e2ePKI struct {
-	*testpki.CA
+	*pkitest.CA
 	caFile, certFile, keyFile string
 }
 
 func newE2EPKI(t *testing.T) *e2ePKI {
 	t.Helper()
-	p := &e2ePKI{CA: testpki.New(t)}
+	p := &e2ePKI{CA: pkitest.New(t)}
 	p.caFile, p.certFile, p.keyFile = p.ServerFiles(t)
 	return p
 }
@@ -293,7 +293,7 @@ func TestEndToEndEveryRejectionIsCountedAndLoggedWithoutFlooding(t *testing.T) {
 
 	// tls_handshake: no client certificate, another CA's.
 	for _, cfg := range []*tls.Config{p.clientConfig(nil), func() *tls.Config {
-		c := testpki.New(t).Client(t, "spiffe://elsewhere/x")
+		c := pkitest.New(t).Client(t, "spiffe://elsewhere/x")
 		cfg := p.clientConfig(&c)
 		return cfg
 	}()} {

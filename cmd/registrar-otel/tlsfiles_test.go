@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/internal/testpki"
+	"github.com/registrar-otel/registrar-otel/internal/testing/pkitest"
 )
 
 // tlsFiles writes a CA (valid 2020 to 2099), a server certificate it
@@ -14,8 +14,8 @@ import (
 // and ca.crt, and returns their paths.
 func tlsFiles(t *testing.T, dir string, notBefore, notAfter time.Time) (cert, key, ca string) {
 	t.Helper()
-	pki := testpki.NewValid(t, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC))
-	srv := pki.Issue(t, testpki.Options{CommonName: "registrar-test", DNS: []string{"localhost"}, Usage: x509.ExtKeyUsageServerAuth,
+	pki := pkitest.NewValid(t, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC))
+	srv := pki.Issue(t, pkitest.Options{CommonName: "registrar-test", DNS: []string{"localhost"}, Usage: x509.ExtKeyUsageServerAuth,
 		NotBefore: notBefore, NotAfter: notAfter})
 	ca, cert, key = pki.WriteFiles(t, dir, "server", srv)
 	return cert, key, ca

@@ -1,4 +1,4 @@
-// Package flood is the load client and the floor server of the flood
+// Package floodtest is the load client and the floor server of the flood
 // benchmarks (daemon/flood_bench_test.go): what anyone needs to rerun the
 // measurement of the daemon's headline figure, the cost of answering a
 // flood, against the cheapest server that gives the same answers.
@@ -13,7 +13,7 @@
 // and answered with fixed bytes and headers. Serving it on the same kind of
 // socket with the same body as the daemon gives the floor a flood cannot
 // be answered below.
-package flood
+package floodtest
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-// Package testpki is a throwaway certificate authority for tests: an ECDSA
+// Package pkitest is a throwaway certificate authority for tests: an ECDSA
 // P-256 CA made in memory, leaf certificates it signs with the SANs, key
 // usage and validity a test asks for, the PEM files a listener reads, and
 // the pool a peer verifies against.
@@ -13,7 +13,7 @@
 //
 // Times come from time.Now when New is called, so a CA made inside a
 // testing/synctest bubble is valid on the bubble's clock.
-package testpki
+package pkitest
 
 import (
 	"crypto/ecdsa"
@@ -76,7 +76,7 @@ func NewValid(t testing.TB, notBefore, notAfter time.Time) *CA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatalf("testpki: CA key: %v", err)
+		t.Fatalf("pkitest: CA key: %v", err)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
@@ -89,11 +89,11 @@ func NewValid(t testing.TB, notBefore, notAfter time.Time) *CA {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatalf("testpki: CA certificate: %v", err)
+		t.Fatalf("pkitest: CA certificate: %v", err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatalf("testpki: CA certificate: %v", err)
+		t.Fatalf("pkitest: CA certificate: %v", err)
 	}
 	ca := &CA{cert: cert, der: der, key: key, notBefore: notBefore, notAfter: notAfter}
 	ca.serial.Store(1)
@@ -104,11 +104,11 @@ func NewValid(t testing.TB, notBefore, notAfter time.Time) *CA {
 func (ca *CA) Issue(t testing.TB, o Options) tls.Certificate {
 	t.Helper()
 	if o.Usage == x509.ExtKeyUsageAny {
-		t.Fatal("testpki: Options.Usage is unset: name the extended key usage")
+		t.Fatal("pkitest: Options.Usage is unset: name the extended key usage")
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatalf("testpki: leaf key: %v", err)
+		t.Fatalf("pkitest: leaf key: %v", err)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(ca.serial.Add(1)),
@@ -132,13 +132,13 @@ func (ca *CA) Issue(t testing.TB, o Options) tls.Certificate {
 	for _, u := range o.URIs {
 		pu, err := url.Parse(u)
 		if err != nil {
-			t.Fatalf("testpki: URI SAN %q: %v", u, err)
+			t.Fatalf("pkitest: URI SAN %q: %v", u, err)
 		}
 		tmpl.URIs = append(tmpl.URIs, pu)
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
-		t.Fatalf("testpki: leaf certificate: %v", err)
+		t.Fatalf("pkitest: leaf certificate: %v", err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
@@ -165,16 +165,16 @@ func (ca *CA) Pool() *x509.CertPool {
 func (ca *CA) WriteFiles(t testing.TB, dir, name string, leaf tls.Certificate) (caFile, certFile, keyFile string) {
 	t.Helper()
 	if len(leaf.Certificate) == 0 || leaf.PrivateKey == nil {
-		t.Fatal("testpki: WriteFiles: the leaf has no certificate or no key")
+		t.Fatal("pkitest: WriteFiles: the leaf has no certificate or no key")
 	}
 	keyDER, err := x509.MarshalPKCS8PrivateKey(leaf.PrivateKey)
 	if err != nil {
-		t.Fatalf("testpki: leaf key: %v", err)
+		t.Fatalf("pkitest: leaf key: %v", err)
 	}
 	write := func(file, typ string, der []byte) string {
 		path := filepath.Join(dir, file)
 		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatalf("testpki: %v", err)
+			t.Fatalf("pkitest: %v", err)
 		}
 		return path
 	}

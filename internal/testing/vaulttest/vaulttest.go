@@ -1,4 +1,4 @@
-// Package vaultdev starts and stops a real Vault server on loopback for the
+// Package vaulttest starts and stops a real Vault server on loopback for the
 // openbao backend's integration tests: `vault server -dev` (in memory), or
 // a server with integrated storage that survives a kill and a restart. The binary
 // is the one `make vault` builds (var/tools/vault/bin/vault) or
@@ -9,7 +9,7 @@
 // Readiness is read from the server's own log lines, never waited for with
 // a sleep. Every server is killed when its test ends. It is for tests only;
 // a Server is safe for use by one test goroutine at a time.
-package vaultdev
+package vaulttest
 
 import (
 	"bufio"
@@ -84,7 +84,7 @@ func repoRoot() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("vaultdev: not inside the registrar-otel module")
+			return "", errors.New("vaulttest: not inside the registrar-otel module")
 		}
 		dir = parent
 	}
@@ -241,7 +241,7 @@ func (s *Server) waitLog(substr string) {
 
 func (s *Server) fatalf(format string, args ...any) {
 	s.t.Helper()
-	s.t.Fatalf("vaultdev: "+format+"\nlast lines of the server's log:\n%s", append(args, s.out.tail(30))...)
+	s.t.Fatalf("vaulttest: "+format+"\nlast lines of the server's log:\n%s", append(args, s.out.tail(30))...)
 }
 
 func (s *Server) unseal() {
@@ -319,10 +319,10 @@ func (s *Server) kill() {
 func (s *Server) Restart() {
 	s.t.Helper()
 	if s.dev {
-		s.t.Fatal("vaultdev: a -dev server keeps nothing to restart with")
+		s.t.Fatal("vaulttest: a -dev server keeps nothing to restart with")
 	}
 	if s.cmd != nil {
-		s.t.Fatal("vaultdev: Restart of a running server")
+		s.t.Fatal("vaulttest: Restart of a running server")
 	}
 	s.start()
 	s.unseal()

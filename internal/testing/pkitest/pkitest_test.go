@@ -1,4 +1,4 @@
-package testpki_test
+package pkitest_test
 
 import (
 	"crypto/tls"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/internal/testpki"
+	"github.com/registrar-otel/registrar-otel/internal/testing/pkitest"
 )
 
 func leaf(t *testing.T, c tls.Certificate) *x509.Certificate {
@@ -30,7 +30,7 @@ func verify(c *x509.Certificate, pool *x509.CertPool, usage x509.ExtKeyUsage, at
 }
 
 func TestIssuedCertificatesVerifyOnlyForTheirCAUsageAndTime(t *testing.T) {
-	ca := testpki.New(t)
+	ca := pkitest.New(t)
 	now := time.Now()
 	client := leaf(t, ca.Client(t, "spiffe://registrar.test/a", "spiffe://registrar.test/b"))
 	if err := verify(client, ca.Pool(), x509.ExtKeyUsageClientAuth, now); err != nil {
@@ -42,7 +42,7 @@ func TestIssuedCertificatesVerifyOnlyForTheirCAUsageAndTime(t *testing.T) {
 	if err := verify(client, ca.Pool(), x509.ExtKeyUsageServerAuth, now); err == nil {
 		t.Fatal("a client certificate verified as a server")
 	}
-	if err := verify(client, testpki.New(t).Pool(), x509.ExtKeyUsageClientAuth, now); err == nil {
+	if err := verify(client, pkitest.New(t).Pool(), x509.ExtKeyUsageClientAuth, now); err == nil {
 		t.Fatal("a certificate verified against another CA")
 	}
 
@@ -51,7 +51,7 @@ func TestIssuedCertificatesVerifyOnlyForTheirCAUsageAndTime(t *testing.T) {
 		t.Fatalf("Client() got URIs %v DNS %v IPs %v CN %q, want no SAN and a CN", noSAN.URIs, noSAN.DNSNames, noSAN.IPAddresses, noSAN.Subject.CommonName)
 	}
 
-	expired := leaf(t, ca.Issue(t, testpki.Options{DNS: []string{"x.example"}, Usage: x509.ExtKeyUsageServerAuth,
+	expired := leaf(t, ca.Issue(t, pkitest.Options{DNS: []string{"x.example"}, Usage: x509.ExtKeyUsageServerAuth,
 		NotBefore: now.Add(-2 * time.Hour), NotAfter: now.Add(-time.Minute)}))
 	if err := verify(expired, ca.Pool(), x509.ExtKeyUsageServerAuth, now); err == nil {
 		t.Fatal("an expired certificate verified")
@@ -62,7 +62,7 @@ func TestIssuedCertificatesVerifyOnlyForTheirCAUsageAndTime(t *testing.T) {
 }
 
 func TestWrittenFilesLoadAsAKeyPairAndAPool(t *testing.T) {
-	ca := testpki.New(t)
+	ca := pkitest.New(t)
 	caFile, certFile, keyFile := ca.ServerFiles(t)
 	if filepath.Dir(caFile) != filepath.Dir(certFile) || filepath.Base(certFile) != "server.crt" || filepath.Base(keyFile) != "server.key" || filepath.Base(caFile) != "ca.crt" {
 		t.Fatalf("files %s %s %s, want ca.crt, server.crt, server.key in one directory", caFile, certFile, keyFile)
@@ -97,7 +97,7 @@ func TestWrittenFilesLoadAsAKeyPairAndAPool(t *testing.T) {
 }
 
 func TestConcurrentIssuesGetDistinctSerials(t *testing.T) {
-	ca := testpki.New(t)
+	ca := pkitest.New(t)
 	var (
 		mu   sync.Mutex
 		seen = map[string]bool{}
@@ -131,12 +131,12 @@ func (f *fatalTB) Fatal(args ...any) {
 func (f *fatalTB) Fatalf(format string, args ...any) { f.Fatal() }
 
 func TestAnUnsetUsageFailsTheTestInsteadOfAllowingAnyUse(t *testing.T) {
-	ca := testpki.New(t)
+	ca := pkitest.New(t)
 	tb := &fatalTB{TB: t}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ca.Issue(tb, testpki.Options{URIs: []string{"spiffe://registrar.test/x"}})
+		ca.Issue(tb, pkitest.Options{URIs: []string{"spiffe://registrar.test/x"}})
 		tb.msg = "returned"
 	}()
 	<-done

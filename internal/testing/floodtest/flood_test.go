@@ -1,4 +1,4 @@
-package flood
+package floodtest
 
 import (
 	"bufio"
