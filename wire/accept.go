@@ -12,13 +12,17 @@ import (
 // budget has admitted (TLS ones with their handshake done), handed over
 // by the listener's own accept loop.
 type frontListener struct {
-	raw   net.Listener
-	set   *connSet
-	ready chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-	wg    sync.WaitGroup // the accept loop and the handshakes
-	err   chan error     // the raw listener's failure, at most one
+	raw net.Listener
+	set *connSet
+	// identify derives a unix (or unknown) connection's identity.
+	identify func(net.Conn) connIdentity
+	// handshakeTimeout bounds a TLS handshake.
+	handshakeTimeout time.Duration
+	ready            chan net.Conn
+	done             chan struct{}
+	once             sync.Once
+	wg               sync.WaitGroup // the accept loop and the handshakes
+	err              chan error     // the raw listener's failure, at most one
 }
 
 func (f *frontListener) Accept() (net.Conn, error) {
@@ -94,7 +98,7 @@ func (f *frontListener) acceptLoop() {
 			go f.handshake(c)
 			continue
 		}
-		c.ident = f.set.s.identify(raw)
+		c.ident = f.identify(raw)
 		f.admitAndHand(c, c)
 	}
 }
@@ -109,7 +113,7 @@ func isTemporary(err error) bool {
 func (f *frontListener) admitAndHand(c *trackedConn, conn net.Conn) {
 	if ok, reason := f.set.admit(c); !ok {
 		_ = conn.Close()
-		f.set.s.reject(f.set.kind, reason, c.attrs()...)
+		f.set.events.reject(f.set.kind, reason, c.attrs()...)
 		return
 	}
 	f.hand(conn)

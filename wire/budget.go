@@ -67,9 +67,29 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// budgetEvents is all a connection budget knows of its server: where it
+// counts the connections it holds and reports those it turns away. *Server
+// implements it (rejections.go); a budget holds no other part of it.
+type budgetEvents interface {
+	// countConns adds delta to the established connections of kind.
+	countConns(kind ListenerKind, delta int64)
+	// countHandshaking adds delta to the connections of kind still in
+	// their TLS handshake.
+	countHandshaking(kind ListenerKind, delta int64)
+	// reject counts a rejection and logs it, rate-limited.
+	reject(kind ListenerKind, reason Reason, attrs ...slog.Attr)
+}
+
+// budgetLimits are one listener's caps (see Options).
+type budgetLimits struct {
+	maxConns    int // UnixMaxConns or TLSMaxConns
+	perIdentity int // MaxConnsPerIdentity
+	maxHS       int // TLSHandshakeMaxConns
+}
+
 // connSet is one listener's budget.
 type connSet struct {
-	s           *Server
+	events      budgetEvents
 	kind        ListenerKind
 	max         int
 	perIdentity int
@@ -90,20 +110,16 @@ func (cs *connSet) tick() uint64 {
 	return cs.clock
 }
 
-func newConnSet(s *Server, kind ListenerKind, tlsConfig *tls.Config) *connSet {
-	cs := &connSet{
-		s: s, kind: kind, tlsConfig: tlsConfig,
-		max:         s.opts.UnixMaxConns,
-		perIdentity: s.opts.MaxConnsPerIdentity,
-		maxHS:       s.opts.TLSHandshakeMaxConns,
+func newConnSet(events budgetEvents, kind ListenerKind, limits budgetLimits, tlsConfig *tls.Config) *connSet {
+	return &connSet{
+		events: events, kind: kind, tlsConfig: tlsConfig,
+		max:         limits.maxConns,
+		perIdentity: limits.perIdentity,
+		maxHS:       limits.maxHS,
 		conns:       map[*trackedConn]struct{}{},
 		byIdentity:  map[string]int{},
 		handshaking: map[*trackedConn]struct{}{},
 	}
-	if kind == ListenerTLS {
-		cs.max = s.opts.TLSMaxConns
-	}
-	return cs
 }
 
 // oldestIdleLocked returns the connection to close so that a newcomer may
@@ -185,13 +201,13 @@ func (cs *connSet) admit(c *trackedConn) (bool, Reason) {
 	c.awaiting.Store(true)
 	cs.conns[c] = struct{}{}
 	cs.byIdentity[id]++
-	cs.s.stats.conns[cs.kind].Add(1)
+	cs.events.countConns(cs.kind, 1)
 	cs.mu.Unlock()
 	if victim != nil {
 		if closeNow {
 			_ = victim.Conn.Close()
 		}
-		cs.s.reject(cs.kind, ReasonIdleEvicted, victim.attrs()...)
+		cs.events.reject(cs.kind, ReasonIdleEvicted, victim.attrs()...)
 	}
 	return true, 0
 }
@@ -208,7 +224,7 @@ func (cs *connSet) releaseLocked(c *trackedConn) {
 	} else {
 		cs.byIdentity[c.ident.id] = n - 1
 	}
-	cs.s.stats.conns[cs.kind].Add(-1)
+	cs.events.countConns(cs.kind, -1)
 }
 
 // closed is called once the HTTP server is done with c.
@@ -222,7 +238,7 @@ func (cs *connSet) closed(c *trackedConn) {
 	// bytes had arrived (an idle keep-alive connection that sends nothing
 	// is closed by the idle timeout, which is no rejection).
 	if !evicted && !busy && c.timeout.Load() && (!served || c.read.Load() > 0) {
-		cs.s.reject(cs.kind, ReasonHeaderTimeout, c.attrs()...)
+		cs.events.reject(cs.kind, ReasonHeaderTimeout, c.attrs()...)
 	}
 }
 
@@ -291,11 +307,11 @@ func (cs *connSet) startHandshake(c *trackedConn) {
 	c.since = cs.tick()
 	c.inHS = true
 	cs.handshaking[c] = struct{}{}
-	cs.s.stats.handshaking[cs.kind].Add(1)
+	cs.events.countHandshaking(cs.kind, 1)
 	cs.mu.Unlock()
 	if victim != nil {
 		_ = victim.Conn.Close()
-		cs.s.reject(cs.kind, ReasonHandshakeCap, victim.attrs()...)
+		cs.events.reject(cs.kind, ReasonHandshakeCap, victim.attrs()...)
 	}
 }
 
@@ -305,7 +321,7 @@ func (cs *connSet) endHandshakeLocked(c *trackedConn) {
 	}
 	c.inHS = false
 	delete(cs.handshaking, c)
-	cs.s.stats.handshaking[cs.kind].Add(-1)
+	cs.events.countHandshaking(cs.kind, -1)
 }
 
 // endHandshake gives c's pre-handshake slot back and reports whether c is

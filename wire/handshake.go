@@ -13,12 +13,11 @@ import (
 // admits it.
 func (f *frontListener) handshake(c *trackedConn) {
 	defer f.wg.Done()
-	s := f.set.s
 	// The deadline bounds the handshake; closeHandshaking (at shutdown)
 	// and the pre-handshake budget end it early by closing the connection.
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.TLSHandshakeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), f.handshakeTimeout)
 	defer cancel()
-	_ = c.Conn.SetDeadline(time.Now().Add(s.opts.TLSHandshakeTimeout))
+	_ = c.Conn.SetDeadline(time.Now().Add(f.handshakeTimeout))
 	tc := tls.Server(c, f.set.tlsConfig)
 	err := tc.HandshakeContext(ctx)
 	if !f.set.endHandshake(c) {
@@ -35,7 +34,7 @@ func (f *frontListener) handshake(c *trackedConn) {
 			return // shutting down: not the caller's fault
 		default:
 		}
-		s.reject(f.set.kind, reason, append(c.attrs(), slog.String("error", boundDetail(err.Error())))...)
+		f.set.events.reject(f.set.kind, reason, append(c.attrs(), slog.String("error", boundDetail(err.Error())))...)
 		return
 	}
 	_ = c.Conn.SetDeadline(time.Time{})

@@ -133,3 +133,12 @@ func (o Options) withDefaults() Options {
 	}
 	return o
 }
+
+// budget returns the caps of a listener of kind (the defaults filled in).
+func (o Options) budget(kind ListenerKind) budgetLimits {
+	l := budgetLimits{maxConns: o.UnixMaxConns, perIdentity: o.MaxConnsPerIdentity, maxHS: o.TLSHandshakeMaxConns}
+	if kind == ListenerTLS {
+		l.maxConns = o.TLSMaxConns
+	}
+	return l
+}

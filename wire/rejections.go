@@ -4,9 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
-	"time"
+
+	"github.com/registrar-otel/registrar-otel/internal/logthrottle"
 )
 
 // ListenerKind is the kind of a listener, the listener label of the wire
@@ -125,6 +125,14 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
+var _ budgetEvents = (*Server)(nil)
+
+func (s *Server) countConns(kind ListenerKind, delta int64) { s.stats.conns[kind].Add(delta) }
+
+func (s *Server) countHandshaking(kind ListenerKind, delta int64) {
+	s.stats.handshaking[kind].Add(delta)
+}
+
 // reject counts a rejection and logs it at WARN, at most one line per
 // (listener, reason) per RejectionLogInterval; the line carries how many
 // rejections of that kind were not logged since the previous line.
@@ -133,37 +141,24 @@ func (s *Server) reject(kind ListenerKind, reason Reason, attrs ...slog.Attr) {
 		return
 	}
 	s.stats.rejected[kind][reason].Add(1)
-	suppressed, ok := s.rejectLog.admit(kind, reason, time.Now())
+	suppressed, ok := s.rejectLog.Allow(rejectKeys[kind][reason])
 	if !ok {
 		return
 	}
 	all := make([]slog.Attr, 0, 3+len(attrs))
 	all = append(all, slog.String("listener", kind.String()), slog.String("reason", reason.String()),
-		slog.Uint64("suppressed", suppressed))
+		slog.Uint64(logthrottle.SuppressedKey, suppressed))
 	all = append(all, attrs...)
 	s.logger.LogAttrs(context.Background(), slog.LevelWarn, "wire: rejected", all...)
 }
 
-// rejectLog decides which rejections are logged.
-type rejectLog struct {
-	interval   time.Duration
-	mu         sync.Mutex
-	last       [NumListenerKinds][NumReasons]time.Time
-	suppressed [NumListenerKinds][NumReasons]uint64
-}
-
-// admit reports whether a rejection at now is logged and, if so, how many
-// of its kind were suppressed since the last logged one.
-func (l *rejectLog) admit(kind ListenerKind, reason Reason, now time.Time) (suppressed uint64, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	last := l.last[kind][reason]
-	if !last.IsZero() && now.Sub(last) < l.interval {
-		l.suppressed[kind][reason]++
-		return 0, false
+// rejectKeys are the throttle's cause keys, one per (listener, reason):
+// a fixed set, built once, so a rejection builds no key.
+var rejectKeys = func() (k [NumListenerKinds][NumReasons]string) {
+	for kind := range NumListenerKinds {
+		for reason := range NumReasons {
+			k[kind][reason] = kind.String() + "/" + reason.String()
+		}
 	}
-	suppressed = l.suppressed[kind][reason]
-	l.suppressed[kind][reason] = 0
-	l.last[kind][reason] = now
-	return suppressed, true
-}
+	return k
+}()

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/registrar-otel/registrar-otel/health"
+	"github.com/registrar-otel/registrar-otel/internal/logthrottle"
 	"github.com/registrar-otel/registrar-otel/registrar"
 )
 
@@ -45,8 +46,9 @@ type Server struct {
 	inner http.Handler
 	opts  Options // with the defaults filled in
 	stats wireStats
-	// rejectLog rate-limits the WARN lines of rejections.
-	rejectLog rejectLog
+	// rejectLog rate-limits the WARN lines of rejections, per (listener,
+	// reason); reject writes the lines itself, listener and reason first.
+	rejectLog *logthrottle.Throttle
 	// identifyOther identifies the connections of a listener that is
 	// neither unix nor TLS (tests); nil leaves them without an identity.
 	identifyOther func(net.Conn) connIdentity
@@ -74,7 +76,7 @@ func NewServer(o Options) (*Server, error) {
 		health:    o.Health,
 		logger:    o.Logger,
 		opts:      o,
-		rejectLog: rejectLog{interval: o.RejectionLogInterval},
+		rejectLog: logthrottle.New(o.Logger, o.RejectionLogInterval, nil),
 		ids:       ids,
 	}
 	s.handler = http.HandlerFunc(s.serveHTTP)
@@ -132,11 +134,13 @@ func (s *Server) Serve(l net.Listener) error {
 		kind, raw, tlsConfig = ListenerTLS, tl.Listener, tl.config
 	}
 	f := &frontListener{
-		raw:   raw,
-		set:   newConnSet(s, kind, tlsConfig),
-		ready: make(chan net.Conn),
-		done:  make(chan struct{}),
-		err:   make(chan error, 1),
+		raw:              raw,
+		set:              newConnSet(s, kind, s.opts.budget(kind), tlsConfig),
+		identify:         s.identify,
+		handshakeTimeout: s.opts.TLSHandshakeTimeout,
+		ready:            make(chan net.Conn),
+		done:             make(chan struct{}),
+		err:              make(chan error, 1),
 	}
 	f.wg.Add(1)
 	go f.acceptLoop()
