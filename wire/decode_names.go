@@ -2,6 +2,15 @@ package wire
 
 // The member names the decoder interprets, at either level, numbered for
 // the bitmask of the names an object has had (knownName).
+//
+// A new request member touches, besides its payload type (payload.go):
+// a name here and in knownNames, knownLiteral and knownName below (their
+// lengths are counted by hand), its case in decodeState.request or spec
+// and the required lists (decode.go), the frozen reference
+// (refdecode_test.go), and the request goldens (a response member instead
+// touches encode.go, which writes answers by hand). decode_names_test.go
+// holds the names, the lengths and the required lists to the types' JSON
+// tags, and checks that a body of every tagged member decodes whole.
 const (
 	nameProtocolVersion = iota
 	nameServiceName
@@ -26,7 +35,8 @@ var knownNames = [...]string{
 	nameReload:          "reload",
 }
 
-// The hot walk below keeps its cursor in a local index (i, returned as
+// The hot walk (memberName here; decodeState.request, spec and str in
+// decode.go) keeps its cursor in a local index (i, returned as
 // next; -1 when the grammar breaks) rather than in a scanner, so that it
 // stays in a register; whatever is not on the usual path is handed to a
 // scanner at that index.
