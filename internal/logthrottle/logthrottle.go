@@ -65,21 +65,10 @@ func (t *Throttle) Log(ctx context.Context, key string, level slog.Level, msg st
 	if !t.logger.Enabled(ctx, level) {
 		return false
 	}
-	now := t.now()
-	t.mu.Lock()
-	c, ok := t.state[key]
+	n, ok := t.Allow(key)
 	if !ok {
-		c = &cause{}
-		t.state[key] = c
-	} else if d := now.Sub(c.last); t.interval > 0 && d >= 0 && d < t.interval {
-		// (A clock stepped back past the last line counts as elapsed.)
-		c.suppressed++
-		t.mu.Unlock()
 		return false
 	}
-	n := c.suppressed
-	c.last, c.suppressed = now, 0
-	t.mu.Unlock()
 	t.logger.LogAttrs(ctx, level, msg, append(attrs, slog.Uint64(SuppressedKey, n))...)
 	return true
 }

@@ -1,0 +1,359 @@
+package wire
+
+import (
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+)
+
+// Connection budgets. Every listener a Server serves has its own budget:
+//
+//   - a cap on its established connections (UnixMaxConns, TLSMaxConns);
+//   - a cap per caller identity on each listener (MaxConnsPerIdentity);
+//   - on a TLS listener, a separate, smaller budget for connections still
+//     in their TLS handshake (TLSHandshakeMaxConns), each bounded by
+//     TLSHandshakeTimeout, so unauthenticated traffic never takes a slot
+//     an authenticated or local caller could use.
+//
+// At a cap the oldest connection that holds no request in flight (idle
+// between requests, or not yet done sending its request headers) is closed
+// to admit the newcomer; the newcomer is refused only when every slot it
+// could take holds a request in flight, which the read and write timeouts
+// bound. The pre-handshake budget always closes its oldest connection.
+
+// trackedConn is a connection under a budget: the raw connection (below
+// TLS, for a TLS listener), with its caller identity and its state.
+type trackedConn struct {
+	net.Conn
+	set     *connSet
+	ident   connIdentity
+	remote  string
+	timeout atomic.Bool  // a read hit its deadline while awaiting headers
+	read    atomic.Int64 // bytes read since the connection was last idle
+	// awaiting is true while the connection waits for (or reads) a
+	// request's headers: from admission or idleness to its handler. Only
+	// then is a deadline error a header (or idle) timeout; net/http also
+	// aborts its background read with a past deadline after a handler.
+	awaiting atomic.Bool
+
+	// Guarded by set.mu.
+	busy     bool // a handler is running
+	answered bool // the handler returned; its answer is being flushed
+	// closeWhenIdle: evicted while its answer was being flushed; closed
+	// once net/http reports it idle, so the answer reaches the caller whole.
+	closeWhenIdle bool
+	served        bool // at least one request was handled
+	// since orders connections by when they were accepted, or when their
+	// last response ended: a value of the set's logical clock (see
+	// connSet.clock), not a time. Only the order matters (the oldest idle
+	// connection gives way first), and reading the clock on every request
+	// cost two clock reads, a tenth of a microsecond on a virtual machine.
+	since    uint64
+	evicted  bool // closed by the budget
+	admitted bool // counted in set.conns
+	inHS     bool // counted in set.handshaking
+}
+
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.read.Add(int64(n))
+	if err != nil && c.awaiting.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+		c.timeout.Store(true)
+	}
+	return n, err
+}
+
+// budgetEvents is all a connection budget knows of its server: where it
+// counts the connections it holds and reports those it turns away. *Server
+// implements it (rejections.go); a budget holds no other part of it.
+type budgetEvents interface {
+	// countConns adds delta to the established connections of kind.
+	countConns(kind ListenerKind, delta int64)
+	// countHandshaking adds delta to the connections of kind still in
+	// their TLS handshake.
+	countHandshaking(kind ListenerKind, delta int64)
+	// reject counts a rejection and logs it, rate-limited.
+	reject(kind ListenerKind, reason Reason, attrs ...slog.Attr)
+}
+
+// budgetLimits are one listener's caps (see Options).
+type budgetLimits struct {
+	maxConns    int // UnixMaxConns or TLSMaxConns
+	perIdentity int // MaxConnsPerIdentity
+	maxHS       int // TLSHandshakeMaxConns
+}
+
+// connSet is one listener's budget.
+type connSet struct {
+	events      budgetEvents
+	kind        ListenerKind
+	max         int
+	perIdentity int
+	maxHS       int
+	tlsConfig   *tls.Config // nil for a unix listener
+
+	mu          sync.Mutex
+	clock       uint64 // the last since handed out; advanced under mu
+	conns       map[*trackedConn]struct{}
+	byIdentity  map[string]int
+	handshaking map[*trackedConn]struct{}
+}
+
+// tick advances the set's logical clock and returns its new reading.
+// cs.mu is held.
+func (cs *connSet) tick() uint64 {
+	cs.clock++
+	return cs.clock
+}
+
+func newConnSet(events budgetEvents, kind ListenerKind, limits budgetLimits, tlsConfig *tls.Config) *connSet {
+	return &connSet{
+		events: events, kind: kind, tlsConfig: tlsConfig,
+		max:         limits.maxConns,
+		perIdentity: limits.perIdentity,
+		maxHS:       limits.maxHS,
+		conns:       map[*trackedConn]struct{}{},
+		byIdentity:  map[string]int{},
+		handshaking: map[*trackedConn]struct{}{},
+	}
+}
+
+// oldestIdleLocked returns the connection to close so that a newcomer may
+// have its slot, among those match accepts (nil: all), or nil when every
+// one holds a request in flight. In order of preference, the oldest of:
+//
+//  1. an idle keep-alive connection that has served a request: a client
+//     that reuses it after the close sends its call again on a fresh
+//     connection (the client marks the verbs idempotent), so nothing is
+//     lost;
+//  2. one whose handler has returned and whose answer is only being
+//     flushed: its caller has (or is about to have) the answer; it is
+//     closed once idle, never mid-answer;
+//  3. one that has served nothing yet (a newcomer still sending its first
+//     request, or a slowloris connection that never finishes it): last,
+//     because a client cannot resend on a connection it has just opened.
+func (cs *connSet) oldestIdleLocked(match func(*trackedConn) bool) *trackedConn {
+	var best [3]*trackedConn
+	for c := range cs.conns {
+		if match != nil && !match(c) {
+			continue
+		}
+		var rank int
+		switch {
+		case !c.busy && c.served:
+			rank = 0
+		case c.busy && c.answered:
+			rank = 1
+		case !c.busy:
+			rank = 2
+		default:
+			continue // a request in flight
+		}
+		if best[rank] == nil || c.since < best[rank].since {
+			best[rank] = c
+		}
+	}
+	for _, c := range best {
+		if c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// admit takes a slot for c, closing the oldest idle connection of its
+// identity (at the identity's cap) or of the listener (at the listener's
+// cap) to make room. It returns false, and the reason, when every
+// candidate slot holds a request in flight.
+func (cs *connSet) admit(c *trackedConn) (bool, Reason) {
+	cs.mu.Lock()
+	var victim *trackedConn
+	id := c.ident.id
+	switch {
+	case cs.byIdentity[id] >= cs.perIdentity:
+		victim = cs.oldestIdleLocked(func(o *trackedConn) bool { return o.ident.id == id })
+		if victim == nil {
+			cs.mu.Unlock()
+			return false, ReasonIdentityConnCap
+		}
+	case len(cs.conns) >= cs.max:
+		victim = cs.oldestIdleLocked(nil)
+		if victim == nil {
+			cs.mu.Unlock()
+			return false, ReasonConnCap
+		}
+	}
+	closeNow := false
+	if victim != nil {
+		cs.releaseLocked(victim)
+		victim.evicted = true
+		// A connection still flushing its answer is closed once it is idle
+		// (idle), never in the middle of the answer.
+		victim.closeWhenIdle = victim.busy
+		closeNow = !victim.busy
+	}
+	c.since = cs.tick()
+	c.admitted = true
+	c.awaiting.Store(true)
+	cs.conns[c] = struct{}{}
+	cs.byIdentity[id]++
+	cs.events.countConns(cs.kind, 1)
+	cs.mu.Unlock()
+	if victim != nil {
+		if closeNow {
+			_ = victim.Conn.Close()
+		}
+		cs.events.reject(cs.kind, ReasonIdleEvicted, victim.attrs()...)
+	}
+	return true, 0
+}
+
+// releaseLocked gives c's slot back; it is idempotent.
+func (cs *connSet) releaseLocked(c *trackedConn) {
+	if !c.admitted {
+		return
+	}
+	c.admitted = false
+	delete(cs.conns, c)
+	if n := cs.byIdentity[c.ident.id]; n <= 1 {
+		delete(cs.byIdentity, c.ident.id) // no entry for an identity without a connection
+	} else {
+		cs.byIdentity[c.ident.id] = n - 1
+	}
+	cs.events.countConns(cs.kind, -1)
+}
+
+// closed is called once the HTTP server is done with c.
+func (cs *connSet) closed(c *trackedConn) {
+	cs.mu.Lock()
+	evicted, busy, served := c.evicted, c.busy, c.served
+	cs.releaseLocked(c)
+	cs.mu.Unlock()
+	// A read deadline that expired while no handler ran is the header
+	// timeout: on the first request, or on a later one once some of its
+	// bytes had arrived (an idle keep-alive connection that sends nothing
+	// is closed by the idle timeout, which is no rejection).
+	if !evicted && !busy && c.timeout.Load() && (!served || c.read.Load() > 0) {
+		cs.events.reject(cs.kind, ReasonHeaderTimeout, c.attrs()...)
+	}
+}
+
+// begin marks c busy as its handler starts. It returns false if c was
+// evicted in the instant between its headers and its handler: the
+// connection is closed and the request must not run.
+func (cs *connSet) begin(c *trackedConn) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if c.evicted {
+		return false
+	}
+	c.busy = true
+	c.served = true
+	c.awaiting.Store(false)
+	return true
+}
+
+// answered marks c's handler as returned, its answer about to be flushed.
+func (cs *connSet) answered(c *trackedConn) {
+	cs.mu.Lock()
+	c.answered = true
+	cs.mu.Unlock()
+}
+
+// done marks c free of a request in flight once its response is flushed.
+func (cs *connSet) done(c *trackedConn) {
+	cs.mu.Lock()
+	c.busy, c.answered = false, false
+	c.since = cs.tick()
+	cs.mu.Unlock()
+}
+
+// idle marks c idle once net/http waits for its next request, and closes
+// it if it was evicted while its last answer was being flushed.
+func (cs *connSet) idle(c *trackedConn) {
+	cs.mu.Lock()
+	c.busy, c.answered = false, false
+	c.since = cs.tick()
+	closeNow := c.closeWhenIdle
+	c.closeWhenIdle = false
+	cs.mu.Unlock()
+	if closeNow {
+		_ = c.Conn.Close()
+		return
+	}
+	c.read.Store(0)
+	c.timeout.Store(false)
+	c.awaiting.Store(true)
+}
+
+// startHandshake takes a pre-handshake slot for c, closing the oldest
+// connection still in its handshake when the budget is full.
+func (cs *connSet) startHandshake(c *trackedConn) {
+	cs.mu.Lock()
+	var victim *trackedConn
+	if len(cs.handshaking) >= cs.maxHS {
+		for o := range cs.handshaking {
+			if victim == nil || o.since < victim.since {
+				victim = o
+			}
+		}
+		cs.endHandshakeLocked(victim)
+		victim.evicted = true
+	}
+	c.since = cs.tick()
+	c.inHS = true
+	cs.handshaking[c] = struct{}{}
+	cs.events.countHandshaking(cs.kind, 1)
+	cs.mu.Unlock()
+	if victim != nil {
+		_ = victim.Conn.Close()
+		cs.events.reject(cs.kind, ReasonHandshakeCap, victim.attrs()...)
+	}
+}
+
+func (cs *connSet) endHandshakeLocked(c *trackedConn) {
+	if c == nil || !c.inHS {
+		return
+	}
+	c.inHS = false
+	delete(cs.handshaking, c)
+	cs.events.countHandshaking(cs.kind, -1)
+}
+
+// endHandshake gives c's pre-handshake slot back and reports whether c is
+// still open (false: the budget closed it).
+func (cs *connSet) endHandshake(c *trackedConn) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.endHandshakeLocked(c)
+	return !c.evicted
+}
+
+// closeHandshaking closes every connection still in its handshake (at
+// shutdown).
+func (cs *connSet) closeHandshaking() {
+	cs.mu.Lock()
+	var all []*trackedConn
+	for c := range cs.handshaking {
+		all = append(all, c)
+	}
+	cs.mu.Unlock()
+	for _, c := range all {
+		_ = c.Conn.Close()
+	}
+}
+
+func (c *trackedConn) attrs() []slog.Attr {
+	var out []slog.Attr
+	if c.remote != "" {
+		out = append(out, slog.String("remote", c.remote))
+	}
+	if c.ident.id != "" {
+		out = append(out, slog.String("identity", c.ident.id))
+	}
+	return out
+}
