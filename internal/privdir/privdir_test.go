@@ -33,6 +33,30 @@ var openers = []opener{
 	}},
 }
 
+// must fails the test on a setup error.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mkdir makes a directory with exactly mode, whatever the umask.
+func mkdir(t *testing.T, path string, mode fs.FileMode) {
+	t.Helper()
+	must(t, os.Mkdir(path, 0o700))
+	must(t, os.Chmod(path, mode))
+}
+
+// openDir opens path for the test's duration.
+func openDir(t *testing.T, path string) *os.File {
+	t.Helper()
+	d, err := os.Open(path)
+	must(t, err)
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
 func wantUnsafe(t *testing.T, err error, path string, p Problem) *UnsafeError {
 	t.Helper()
 	ue, ok := errors.AsType[*UnsafeError](err)
@@ -89,10 +113,7 @@ func TestAnExistingSafeDirectoryIsKeptAsItIs(t *testing.T) {
 	for _, op := range openers {
 		t.Run(op.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "d")
-			if err := os.Mkdir(dir, 0o750); err != nil {
-				t.Fatal(err)
-			}
-			os.Chmod(dir, 0o750) // whatever the umask
+			mkdir(t, dir, 0o750)
 			if _, err := op.open(dir, Options{Owner: true}); err != nil {
 				t.Fatal(err)
 			}
@@ -108,13 +129,9 @@ func TestASymlinkIsRefusedEvenToASafeDirectory(t *testing.T) {
 		t.Run(op.name, func(t *testing.T) {
 			base := t.TempDir()
 			target := filepath.Join(base, "target")
-			if err := os.Mkdir(target, 0o700); err != nil {
-				t.Fatal(err)
-			}
+			must(t, os.Mkdir(target, 0o700))
 			link := filepath.Join(base, "link")
-			if err := os.Symlink(target, link); err != nil {
-				t.Fatal(err)
-			}
+			must(t, os.Symlink(target, link))
 			_, err := op.open(link, Options{})
 			wantUnsafe(t, err, link, Symlink)
 		})
@@ -125,9 +142,7 @@ func TestAFileIsRefusedAsNotADirectory(t *testing.T) {
 	for _, op := range openers {
 		t.Run(op.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "f")
-			if err := os.WriteFile(p, nil, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			must(t, os.WriteFile(p, nil, 0o600))
 			_, err := op.open(p, Options{})
 			wantUnsafe(t, err, p, NotDir)
 		})
@@ -139,12 +154,7 @@ func TestAGroupOrWorldWritableDirectoryIsRefused(t *testing.T) {
 		for _, mode := range []fs.FileMode{0o720, 0o702, 0o777, 0o1777} {
 			t.Run(op.name+"/"+mode.String(), func(t *testing.T) {
 				dir := filepath.Join(t.TempDir(), "d")
-				if err := os.Mkdir(dir, 0o700); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Chmod(dir, mode); err != nil {
-					t.Fatal(err)
-				}
+				mkdir(t, dir, mode)
 				_, err := op.open(dir, Options{})
 				ue := wantUnsafe(t, err, dir, Writable)
 				if ue.Mode != mode.Perm() {
@@ -162,12 +172,8 @@ func TestAnotherUsersDirectoryIsRefusedOnlyUnderTheOwnerRule(t *testing.T) {
 	for _, op := range openers {
 		t.Run(op.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "d")
-			if err := os.Mkdir(dir, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chown(dir, 4242, -1); err != nil {
-				t.Fatal(err)
-			}
+			must(t, os.Mkdir(dir, 0o700))
+			must(t, os.Chown(dir, 4242, -1))
 			if _, err := op.open(dir, Options{}); err != nil {
 				t.Fatalf("without the owner rule: %v", err)
 			}
@@ -266,48 +272,28 @@ func TestOpenRefusesADirectorySwappedAfterItsCheck(t *testing.T) {
 	base := t.TempDir()
 	checked, swapped := filepath.Join(base, "checked"), filepath.Join(base, "swapped")
 	for _, d := range []string{checked, swapped} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
+		must(t, os.Mkdir(d, 0o700))
 	}
 	fi, err := os.Lstat(checked)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	// What Open sees when another directory was renamed into the path
 	// between its Lstat and its open.
-	d, err := os.Open(swapped)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	_, err = opened(d, checked, fi, false, Options{})
+	_, err = opened(openDir(t, swapped), checked, fi, false, Options{})
 	wantUnsafe(t, err, checked, Changed)
 	// The same directory passes.
-	same, err := os.Open(checked)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer same.Close()
-	if _, err := opened(same, checked, fi, false, Options{}); err != nil {
+	if _, err := opened(openDir(t, checked), checked, fi, false, Options{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestOpenChecksTheModeOnTheOpenDirectory(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "d")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	must(t, os.Mkdir(dir, 0o700))
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openDir(t, dir)
 	// Loosened after the Lstat: the descriptor's mode is the one that counts.
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
@@ -348,9 +334,7 @@ func TestAFailingCallIsAStepError(t *testing.T) {
 		t.Run(op.name, func(t *testing.T) {
 			base := t.TempDir()
 			file := filepath.Join(base, "file")
-			if err := os.WriteFile(file, nil, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			must(t, os.WriteFile(file, nil, 0o600))
 			// Lstat fails with ENOTDIR, which is not "missing".
 			_, err := op.open(filepath.Join(file, "d"), Options{})
 			se := wantStep(t, err, StepStat)
@@ -360,9 +344,7 @@ func TestAFailingCallIsAStepError(t *testing.T) {
 			// Lstat says missing (a dangling link's target is), MkdirAll
 			// then finds the link in its way.
 			dangling := filepath.Join(base, "dangling")
-			if err := os.Symlink(filepath.Join(base, "nowhere"), dangling); err != nil {
-				t.Fatal(err)
-			}
+			must(t, os.Symlink(filepath.Join(base, "nowhere"), dangling))
 			_, err = op.open(filepath.Join(dangling, "d"), Options{})
 			wantStep(t, err, StepCreate)
 		})
