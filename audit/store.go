@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/internal/logthrottle"
+	"github.com/registrar-otel/registrar-otel/internal/privdir"
 )
 
 // ActiveFileName is the name of the file appends go to, inside the store's
@@ -245,50 +246,29 @@ func open(opts Options, h hooks) (*Store, error) {
 }
 
 // openDir validates (creating if missing) the record directory and returns
-// it open, for directory fsyncs, with its identity.
+// it open, for directory fsyncs, with its identity. The rules are privdir's;
+// the errors are the store's.
 func openDir(path string) (*os.File, fs.FileInfo, error) {
-	fi, err := os.Lstat(path)
-	created := false
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(path, 0o700); err != nil {
-			return nil, nil, fmt.Errorf("audit: creating record directory: %w", err)
-		}
-		created = true
-		fi, err = os.Lstat(path)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("audit: record directory: %w", err)
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		return nil, nil, &UnsafeStoreError{Path: path, Problem: "is a symlink"}
-	}
-	if !fi.IsDir() {
-		return nil, nil, &UnsafeStoreError{Path: path, Problem: "is not a directory"}
-	}
-	d, err := os.OpenFile(path, os.O_RDONLY|oNoFollow|oNonBlock, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("audit: opening record directory: %w", err)
-	}
-	st, err := d.Stat()
-	if err == nil && (!st.IsDir() || !os.SameFile(fi, st)) {
-		err = &UnsafeStoreError{Path: path, Problem: "changed while being opened"}
-	}
-	if err == nil && created {
-		// Restate the mode: MkdirAll's is filtered by the umask.
-		if err = d.Chmod(0o700); err == nil {
-			st, err = d.Stat()
-		}
-	}
+	d, st, err := privdir.Open(path, privdir.Options{})
 	if err == nil {
-		if perm := st.Mode().Perm(); perm&0o022 != 0 {
-			err = &UnsafeStoreError{Path: path, Problem: fmt.Sprintf("has mode %#o (group- or world-writable; want 0700)", perm)}
-		}
+		return d, st, nil
 	}
-	if err != nil {
-		d.Close()
+	if ue, ok := errors.AsType[*privdir.UnsafeError](err); ok {
+		return nil, nil, &UnsafeStoreError{Path: path, Problem: ue.Detail()}
+	}
+	se, ok := errors.AsType[*privdir.StepError](err)
+	if !ok {
 		return nil, nil, err
 	}
-	return d, st, nil
+	switch se.Step {
+	case privdir.StepCreate:
+		return nil, nil, fmt.Errorf("audit: creating record directory: %w", err)
+	case privdir.StepStat:
+		return nil, nil, fmt.Errorf("audit: record directory: %w", err)
+	case privdir.StepOpen:
+		return nil, nil, fmt.Errorf("audit: opening record directory: %w", err)
+	}
+	return nil, nil, se.Err // fstat, chmod: the *fs.PathError says it
 }
 
 // openActive opens the existing active file in the directory open as dirf,

@@ -478,14 +478,19 @@ func nulInPath(key, val string) *KeyError {
 // checkComponentName enforces the DNS-label rule: component names are part of
 // derived registration ids.
 func checkComponentName(name string) *KeyError {
-	if isDNSLabel(name) {
+	if IsDNSLabel(name) {
 		return nil
 	}
 	return &KeyError{Key: keyPath("registrar", "components", name), Value: name, hideValue: true,
 		Rule: "is not a valid component name: it must be a DNS label (1 to 63 characters of a-z, 0-9 and '-', not starting or ending with '-') because it is part of derived registration ids"}
 }
 
-func isDNSLabel(s string) bool {
+// IsDNSLabel reports whether s is a DNS label as the registrar spells one:
+// 1 to 63 octets of [a-z0-9-], not starting or ending with '-' (lower case
+// only, no IDNA). Component names (here) and the verbs' service names and
+// hosts (package registrar) follow it, since all three are joined into
+// derived registration ids.
+func IsDNSLabel(s string) bool {
 	if len(s) == 0 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
 		return false
 	}

@@ -218,8 +218,8 @@ func TestComponentNamesMustBeDNSLabels(t *testing.T) {
 		"edge proxy":              false,
 		"registrar-otel-internal": true,
 	} {
-		if got := isDNSLabel(name); got != want {
-			t.Errorf("isDNSLabel(%q) = %v, want %v", name, got, want)
+		if got := IsDNSLabel(name); got != want {
+			t.Errorf("IsDNSLabel(%q) = %v, want %v", name, got, want)
 		}
 	}
 }

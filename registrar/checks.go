@@ -20,9 +20,9 @@ const MaxInstance = 999
 // every check passed. spec and wrapTTL are checked for mint only.
 func (v *Verbs) preDerivation(serviceName, host, component string, instance uint32, mint *MintRequest) audit.Reason {
 	switch {
-	case !isDNSLabel(serviceName):
+	case !config.IsDNSLabel(serviceName):
 		return audit.ReasonInvalidServiceName
-	case !isDNSLabel(host):
+	case !config.IsDNSLabel(host):
 		return audit.ReasonInvalidHost
 	case hasReservedPrefix(serviceName):
 		return audit.ReasonReservedServiceName
@@ -40,21 +40,6 @@ func (v *Verbs) preDerivation(serviceName, host, component string, instance uint
 		return audit.ReasonInvalidWrapTTL
 	}
 	return 0
-}
-
-// isDNSLabel reports whether s is 1–63 octets of [a-z0-9-] with no leading
-// or trailing '-'.
-func isDNSLabel(s string) bool {
-	if len(s) < 1 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
-			return false
-		}
-	}
-	return true
 }
 
 func hasReservedPrefix(s string) bool {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/internal/logthrottle"
 	"go.opentelemetry.io/otel"
 )
 
@@ -20,27 +20,19 @@ import (
 const DiagnosticsInterval = time.Minute
 
 // maxDiagnosticKinds bounds the kinds of message remembered; beyond it,
-// every new kind shares one budget.
+// quiet kinds are forgotten, or else every new kind shares one budget.
 const maxDiagnosticKinds = 64
 
 // Diagnostics routes the OpenTelemetry SDK's own errors and log lines
 // (failed exports, dropped spans, invalid instrument names) to a
 // *slog.Logger, so a JSON log stays JSON, rate-limited per kind of
-// message (the message with its digits masked).
+// message (the message with its digits masked) by a logthrottle.Throttle.
 //
 // A Diagnostics is safe for concurrent use; the SDK calls it from its
 // export goroutines.
 type Diagnostics struct {
-	logger *slog.Logger
-	now    func() time.Time
-
-	mu    sync.Mutex
-	kinds map[string]*diagKind
-}
-
-type diagKind struct {
-	last       time.Time
-	suppressed uint64
+	logger   *slog.Logger
+	throttle *logthrottle.Throttle
 }
 
 // NewDiagnostics returns a Diagnostics logging on logger (nil discards);
@@ -49,10 +41,14 @@ func NewDiagnostics(logger *slog.Logger, now func() time.Time) *Diagnostics {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if now == nil {
-		now = time.Now
-	}
-	return &Diagnostics{logger: logger, now: now, kinds: map[string]*diagKind{}}
+	return &Diagnostics{logger: logger, throttle: logthrottle.NewWith(logger, logthrottle.Options{
+		Interval: DiagnosticsInterval,
+		Now:      now,
+		// The kinds come from the SDK's messages, an open set.
+		MaxKeys: maxDiagnosticKinds,
+		// A first line has never carried suppressed=0.
+		OmitZero: true,
+	})}
 }
 
 // InstallDiagnostics points the process-wide OpenTelemetry error handler
@@ -76,51 +72,8 @@ func (d *Diagnostics) Handle(err error) {
 	d.log(slog.LevelWarn, "telemetry: OpenTelemetry SDK error", text, slog.String("error", text))
 }
 
-// allow reports whether a message of this kind may be logged now, and how
-// many were suppressed since the last one logged.
-func (d *Diagnostics) allow(kind string) (bool, uint64) {
-	now := d.now()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	k, ok := d.kinds[kind]
-	if !ok {
-		if len(d.kinds) >= maxDiagnosticKinds {
-			for key, old := range d.kinds {
-				if now.Sub(old.last) >= DiagnosticsInterval && old.suppressed == 0 {
-					delete(d.kinds, key)
-				}
-			}
-		}
-		if len(d.kinds) >= maxDiagnosticKinds {
-			kind = "\x00overflow"
-			k, ok = d.kinds[kind]
-		}
-		if !ok {
-			d.kinds[kind] = &diagKind{last: now}
-			return true, 0
-		}
-	}
-	if now.Sub(k.last) < DiagnosticsInterval {
-		k.suppressed++
-		return false, 0
-	}
-	n := k.suppressed
-	k.last, k.suppressed = now, 0
-	return true, n
-}
-
 func (d *Diagnostics) log(level slog.Level, msg, kindText string, attrs ...slog.Attr) {
-	if !d.logger.Enabled(context.Background(), level) {
-		return
-	}
-	ok, suppressed := d.allow(diagKindOf(msg + "\x00" + kindText))
-	if !ok {
-		return
-	}
-	if suppressed > 0 {
-		attrs = append(attrs, slog.Uint64("suppressed", suppressed))
-	}
-	d.logger.LogAttrs(context.Background(), level, msg, attrs...)
+	d.throttle.Log(context.Background(), diagKindOf(msg+"\x00"+kindText), level, msg, attrs...)
 }
 
 // diagKindOf masks the digits of a message, so "dropped 3 spans" and

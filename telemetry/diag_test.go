@@ -60,6 +60,10 @@ func TestDiagnosticsRateLimitsEachKindOfError(t *testing.T) {
 	if lines[2].Error != "traces export: context deadline exceeded" || lines[0].Level != "WARN" {
 		t.Errorf("lines %+v", lines)
 	}
+	// A line with nothing suppressed before it carries no suppressed=0.
+	if first := strings.SplitN(buf.String(), "\n", 2)[0]; strings.Contains(first, `"suppressed"`) {
+		t.Errorf("first line %s carries a suppressed count; want none", first)
+	}
 }
 
 func TestDiagnosticsLoggerMapsTheSDKsLevels(t *testing.T) {
@@ -94,5 +98,23 @@ func TestDiagnosticsBoundsTheKindsItRemembers(t *testing.T) {
 	}
 	if n := len(diagLines(t, &buf)); n != 65 {
 		t.Errorf("%d lines for 1000 distinct errors in one interval, want 65 (64 kinds + the shared overflow)", n)
+	}
+}
+
+func TestDiagnosticsForgetsQuietKindsToMakeRoomForNewOnes(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(1_700_000_000, 0)
+	d := telemetry.NewDiagnostics(slog.New(slog.NewJSONHandler(&buf, nil)), func() time.Time { return now })
+	for i := range 65 { // 64 kinds and the overflow
+		d.Handle(errors.New("error " + strings.Repeat("x", i)))
+	}
+	// An interval later the 64 are quiet (nothing suppressed since): two
+	// new kinds each get a line of their own, rather than sharing the
+	// overflow's one.
+	now = now.Add(telemetry.DiagnosticsInterval)
+	d.Handle(errors.New("a new kind"))
+	d.Handle(errors.New("another new kind"))
+	if n := len(diagLines(t, &buf)); n != 67 {
+		t.Errorf("%d lines, want 67 (65, then both new kinds)", n)
 	}
 }

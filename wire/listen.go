@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/internal/privdir"
 )
 
 // Sentinel errors of ListenUnix, wrapped with the path.
@@ -66,37 +68,31 @@ func ListenUnix(path string) (net.Listener, error) {
 	return l, nil
 }
 
-// socketDir creates dir 0700 if it is missing and checks it either way.
+// socketDir creates dir 0700 if it is missing and checks it either way,
+// with privdir's rules (the owner rule included), worded as wire's errors.
 func socketDir(dir string) error {
-	fi, err := os.Lstat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("wire: create socket directory %s: %w", dir, err)
-		}
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("wire: chmod 0700 %s: %w", dir, err)
-		}
-		if fi, err = os.Lstat(dir); err != nil {
-			return fmt.Errorf("wire: socket directory %s: %w", dir, err)
-		}
-	case err != nil:
-		return fmt.Errorf("wire: socket directory %s: %w", dir, err)
+	_, err := privdir.Ensure(dir, privdir.Options{Owner: true})
+	if err == nil {
+		return nil
 	}
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("%w: %s is a symlink", ErrUnsafeDir, dir)
-	case !fi.IsDir():
-		return fmt.Errorf("%w: %s is not a directory", ErrUnsafeDir, dir)
-	case fi.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("%w: %s is group- or world-writable (mode %04o)", ErrUnsafeDir, dir, fi.Mode().Perm())
-	}
-	if owner, ok := fileOwner(fi); ok {
-		if uid := uint32(os.Geteuid()); owner != uid && owner != 0 {
-			return fmt.Errorf("%w: %s is owned by uid %d, not by this user (%d) or root", ErrUnsafeDir, dir, owner, uid)
+	if ue, ok := errors.AsType[*privdir.UnsafeError](err); ok {
+		detail := ue.Detail()
+		if ue.Problem == privdir.Writable {
+			detail = fmt.Sprintf("is group- or world-writable (mode %04o)", ue.Mode)
 		}
+		return fmt.Errorf("%w: %s %s", ErrUnsafeDir, dir, detail)
 	}
-	return nil
+	se, ok := errors.AsType[*privdir.StepError](err)
+	if !ok {
+		return err
+	}
+	switch se.Step {
+	case privdir.StepCreate:
+		return fmt.Errorf("wire: create socket directory %s: %w", dir, err)
+	case privdir.StepChmod:
+		return fmt.Errorf("wire: chmod 0700 %s: %w", dir, err)
+	}
+	return fmt.Errorf("wire: socket directory %s: %w", dir, err)
 }
 
 // removeStale removes a socket at path nobody answers on.

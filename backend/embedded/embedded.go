@@ -19,6 +19,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"github.com/registrar-otel/registrar-otel/internal/privdir"
 	"github.com/registrar-otel/registrar-otel/registrar"
 )
 
@@ -141,49 +142,30 @@ func Open(dir string, opts Options) (*Backend, error) {
 	return b, nil
 }
 
-// prepareDir validates (creating if missing) the state directory.
+// prepareDir validates (creating if missing) the state directory. The
+// rules are privdir's; the errors are the backend's.
 func prepareDir(dir string) error {
-	fi, err := os.Lstat(dir)
-	created := false
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("embedded: creating state directory: %w", err)
-		}
-		created = true
-		fi, err = os.Lstat(dir)
-	}
-	if err != nil {
-		return fmt.Errorf("embedded: state directory: %w", err)
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		return &UnsafeStateError{Path: dir, Problem: "is a symlink"}
-	}
-	if !fi.IsDir() {
-		return &UnsafeStateError{Path: dir, Problem: "is not a directory"}
-	}
-	d, err := os.OpenFile(dir, os.O_RDONLY|oNoFollow|oNonBlock, 0)
-	if err != nil {
-		return fmt.Errorf("embedded: opening state directory: %w", err)
-	}
-	defer d.Close()
-	st, err := d.Stat()
-	if err != nil {
-		return fmt.Errorf("embedded: state directory: %w", err)
-	}
-	if !st.IsDir() || !os.SameFile(fi, st) {
-		return &UnsafeStateError{Path: dir, Problem: "changed while being opened"}
-	}
-	if created {
-		// Restate the mode: MkdirAll's is filtered by the umask.
-		if err := d.Chmod(0o700); err != nil {
-			return fmt.Errorf("embedded: restating state directory mode: %w", err)
-		}
+	d, _, err := privdir.Open(dir, privdir.Options{})
+	if err == nil {
+		d.Close() // only the checks were wanted; bbolt opens the file by name
 		return nil
 	}
-	if perm := st.Mode().Perm(); perm&0o022 != 0 {
-		return &UnsafeStateError{Path: dir, Problem: fmt.Sprintf("has mode %#o (group- or world-writable; want 0700)", perm)}
+	if ue, ok := errors.AsType[*privdir.UnsafeError](err); ok {
+		return &UnsafeStateError{Path: dir, Problem: ue.Detail()}
 	}
-	return nil
+	se, ok := errors.AsType[*privdir.StepError](err)
+	if !ok {
+		return err
+	}
+	switch se.Step {
+	case privdir.StepCreate:
+		return fmt.Errorf("embedded: creating state directory: %w", err)
+	case privdir.StepOpen:
+		return fmt.Errorf("embedded: opening state directory: %w", err)
+	case privdir.StepChmod:
+		return fmt.Errorf("embedded: restating state directory mode: %w", err)
+	}
+	return fmt.Errorf("embedded: state directory: %w", err) // lstat, fstat
 }
 
 // openFile is bbolt's file opener: it never follows a symlink, refuses

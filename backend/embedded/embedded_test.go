@@ -496,8 +496,10 @@ func TestOpenSetsAndChecksPermissions(t *testing.T) {
 	})
 
 	refused := []struct {
-		name  string
-		setup func(t *testing.T, base string) string // returns the dir to open
+		name    string
+		setup   func(t *testing.T, base string) string // returns the dir to open
+		refuses string                                 // the path refused, under the dir
+		problem string                                 // the words an operator reads
 	}{
 		{"a symlinked state dir", func(t *testing.T, base string) string {
 			real := filepath.Join(base, "real")
@@ -505,25 +507,25 @@ func TestOpenSetsAndChecksPermissions(t *testing.T) {
 			link := filepath.Join(base, "link")
 			mustDo(t, os.Symlink(real, link))
 			return link
-		}},
+		}, "", "is a symlink"},
 		{"a group-writable state dir", func(t *testing.T, base string) string {
 			dir := filepath.Join(base, "state")
 			mustDo(t, os.Mkdir(dir, 0o700))
 			mustDo(t, os.Chmod(dir, 0o770))
 			return dir
-		}},
+		}, "", "has mode 0770 (group- or world-writable; want 0700)"},
 		{"a state dir that is a file", func(t *testing.T, base string) string {
 			path := filepath.Join(base, "state")
 			mustDo(t, os.WriteFile(path, nil, 0o600))
 			return path
-		}},
+		}, "", "is not a directory"},
 		{"a symlinked database file", func(t *testing.T, base string) string {
 			dir := filepath.Join(base, "state")
 			mustDo(t, os.Mkdir(dir, 0o700))
 			target := filepath.Join(base, "elsewhere.db")
 			mustDo(t, os.Symlink(target, filepath.Join(dir, embedded.FileName)))
 			return dir
-		}},
+		}, embedded.FileName, "is a symlink"},
 	}
 	for _, tt := range refused {
 		t.Run(tt.name+" is refused", func(t *testing.T) {
@@ -535,6 +537,9 @@ func TestOpenSetsAndChecksPermissions(t *testing.T) {
 			}
 			if !errors.Is(err, embedded.ErrUnsafeState) {
 				t.Errorf("Open: got %v, want ErrUnsafeState", err)
+			}
+			if want := "embedded: refusing " + filepath.Join(dir, tt.refuses) + ": " + tt.problem; err.Error() != want {
+				t.Errorf("Open: got %q, want %q", err, want)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/backend/embedded"
 	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/internal/privdir"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -68,9 +69,9 @@ func checkPaths(res *checkResult, cfg *config.Config) {
 type refuser func(path, problem string) string
 
 // checkDir applies the directory rules: a missing directory is created 0700
-// (if its nearest existing parent allows it); an existing one must be a
-// real directory, not group- or world-writable, and for the socket owned by
-// this user or root.
+// (if its nearest existing parent allows it); an existing one must pass
+// privdir.Check, the rules serve applies when it opens it (for the socket's
+// directory, the owner rule too).
 func checkDir(res *checkResult, key, dir string, refusing refuser, ownerRule bool) {
 	fi, err := os.Lstat(dir)
 	switch {
@@ -89,24 +90,11 @@ func checkDir(res *checkResult, key, dir string, refusing refuser, ownerRule boo
 		res.path(key, dir, pathRefuse, "%v", unwrapPath(err))
 		return
 	}
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		res.path(key, dir, pathRefuse, "%s", refusing(dir, "is a symlink"))
-	case !fi.IsDir():
-		res.path(key, dir, pathRefuse, "%s", refusing(dir, "is not a directory"))
-	case fi.Mode().Perm()&0o022 != 0:
-		res.path(key, dir, pathRefuse, "%s", refusing(dir, fmt.Sprintf("has mode %#o (group- or world-writable; want 0700)", fi.Mode().Perm())))
-	default:
-		if ownerRule {
-			if owner, ok := ownerOf(fi); ok {
-				if uid := uint32(os.Geteuid()); owner != uid && owner != 0 {
-					res.path(key, dir, pathRefuse, "%s", refusing(dir, fmt.Sprintf("is owned by uid %d, not by this user (%d) or root", owner, uid)))
-					return
-				}
-			}
-		}
-		res.path(key, dir, pathOK, "directory, mode %#o", fi.Mode().Perm())
+	if ue := privdir.Check(dir, fi, privdir.Options{Owner: ownerRule}); ue != nil {
+		res.path(key, dir, pathRefuse, "%s", refusing(dir, ue.Detail()))
+		return
 	}
+	res.path(key, dir, pathOK, "directory, mode %#o", fi.Mode().Perm())
 }
 
 // checkSocket applies the socket rules: absent is fine, a socket nobody

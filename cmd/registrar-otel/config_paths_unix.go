@@ -2,19 +2,7 @@
 
 package main
 
-import (
-	"io/fs"
-	"syscall"
-)
-
-// ownerOf returns the uid owning fi.
-func ownerOf(fi fs.FileInfo) (uint32, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, false
-	}
-	return st.Uid, true
-}
+import "syscall"
 
 // writable reports whether this process may create entries in dir.
 func writable(dir string) bool {

@@ -10,12 +10,8 @@ func (t *Throttle) Allow(key string) (suppressed uint64, ok bool) {
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	c, seen := t.state[key]
-	if !seen {
-		c = &cause{}
-		t.state[key] = c
-	} else if d := now.Sub(c.last); t.interval > 0 && d >= 0 && d < t.interval {
-		// (A clock stepped back past the last line counts as elapsed.)
+	c, fresh := t.causeOf(key, now)
+	if !fresh && !t.elapsed(c, now) {
 		c.suppressed++
 		return 0, false
 	}

@@ -14,7 +14,9 @@
 //
 // Cause keys must come from a fixed, small set chosen by the caller (an
 // operation name, a phase), never from input: the Throttle keeps one small
-// entry per key for its lifetime.
+// entry per key for its lifetime. Keys drawn from an open set (the
+// OpenTelemetry SDK's own messages) need a bound: NewWith with
+// Options.MaxKeys.
 package logthrottle
 
 import (
@@ -34,6 +36,8 @@ type Throttle struct {
 	logger   *slog.Logger
 	interval time.Duration
 	now      func() time.Time
+	maxKeys  int  // 0: unbounded
+	omitZero bool // no suppressed=0 attribute
 
 	mu    sync.Mutex
 	state map[string]*cause
@@ -48,14 +52,44 @@ type cause struct {
 // per cause key per interval (interval ≤ 0 logs every line, with
 // suppressed=0), reading time from now (nil means time.Now).
 func New(logger *slog.Logger, interval time.Duration, now func() time.Time) *Throttle {
+	return NewWith(logger, Options{Interval: interval, Now: now})
+}
+
+// Options are a Throttle's settings: New's, and the ones only NewWith
+// takes.
+type Options struct {
+	// Interval is the least time between two lines of one cause key
+	// (≤ 0 logs every line).
+	Interval time.Duration
+	// Now is the clock (nil means time.Now).
+	Now func() time.Time
+	// MaxKeys, when positive, bounds the cause keys remembered, for keys
+	// drawn from an open set. A new key beyond the bound first evicts the
+	// quiet keys (their last line an interval ago or more, nothing
+	// suppressed since); if none is quiet, the new keys share one overflow
+	// cause, rate-limited like any other.
+	MaxKeys int
+	// OmitZero leaves the suppressed attribute off a line when nothing was
+	// suppressed before it, for logs that have always read that way.
+	OmitZero bool
+}
+
+// NewWith returns a Throttle logging to logger (nil discards) with the
+// settings o.
+func NewWith(logger *slog.Logger, o Options) *Throttle {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if now == nil {
-		now = time.Now
+	if o.Now == nil {
+		o.Now = time.Now
 	}
-	return &Throttle{logger: logger, interval: interval, now: now, state: make(map[string]*cause)}
+	return &Throttle{logger: logger, interval: o.Interval, now: o.Now, maxKeys: o.MaxKeys, omitZero: o.OmitZero,
+		state: make(map[string]*cause)}
 }
+
+// overflowKey is the cause the keys beyond Options.MaxKeys share; the NUL
+// keeps it apart from any key a caller spells.
+const overflowKey = "\x00overflow"
 
 // Log emits msg at level with attrs, plus suppressed=<n>, unless a line of
 // the same key was emitted less than the interval ago; then it only counts
@@ -69,6 +103,41 @@ func (t *Throttle) Log(ctx context.Context, key string, level slog.Level, msg st
 	if !ok {
 		return false
 	}
-	t.logger.LogAttrs(ctx, level, msg, append(attrs, slog.Uint64(SuppressedKey, n))...)
+	if n > 0 || !t.omitZero {
+		attrs = append(attrs, slog.Uint64(SuppressedKey, n))
+	}
+	t.logger.LogAttrs(ctx, level, msg, attrs...)
 	return true
+}
+
+// elapsed reports whether a line of c may be emitted at now. A clock
+// stepped back past the last line counts as elapsed.
+func (t *Throttle) elapsed(c *cause, now time.Time) bool {
+	d := now.Sub(c.last)
+	return t.interval <= 0 || d < 0 || d >= t.interval
+}
+
+// causeOf returns key's cause, and whether it was just added (a new cause
+// emits at once). Under Options.MaxKeys a new key beyond the bound evicts
+// the quiet causes, or else shares the overflow cause. t.mu is held.
+func (t *Throttle) causeOf(key string, now time.Time) (*cause, bool) {
+	if c, ok := t.state[key]; ok {
+		return c, false
+	}
+	if t.maxKeys > 0 && len(t.state) >= t.maxKeys {
+		for k, c := range t.state {
+			if c.suppressed == 0 && t.elapsed(c, now) {
+				delete(t.state, k)
+			}
+		}
+		if len(t.state) >= t.maxKeys {
+			key = overflowKey
+			if c, ok := t.state[key]; ok {
+				return c, false
+			}
+		}
+	}
+	c := &cause{}
+	t.state[key] = c
+	return c, true
 }

@@ -123,3 +123,90 @@ func (s *safeBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestMaxKeysSharesOneOverflowCauseBeyondTheBound(t *testing.T) {
+	var buf bytes.Buffer
+	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	th := logthrottle.NewWith(newLogger(&buf), logthrottle.Options{Interval: time.Minute, Now: c.now, MaxKeys: 3})
+	ctx := context.Background()
+	for _, k := range []string{"a", "b", "c"} {
+		if !th.Log(ctx, k, slog.LevelError, "key "+k) {
+			t.Fatalf("key %s within the bound was suppressed", k)
+		}
+	}
+	// Beyond the bound, inside the interval: nothing is quiet, so the
+	// first new key emits as the overflow cause and the next ones are its
+	// repeats.
+	if !th.Log(ctx, "d", slog.LevelError, "key d") {
+		t.Fatal("the first key beyond the bound was suppressed")
+	}
+	for _, k := range []string{"e", "f", "g"} {
+		if th.Log(ctx, k, slog.LevelError, "key "+k) {
+			t.Fatalf("key %s beyond the bound was not held back with the overflow", k)
+		}
+	}
+	// A remembered key keeps its own budget.
+	for _, k := range []string{"a", "b", "c"} {
+		if th.Log(ctx, k, slog.LevelError, "key "+k) {
+			t.Fatalf("key %s repeated inside its interval was emitted", k)
+		}
+	}
+	// After the interval, with every key owed a count (none quiet, none
+	// forgotten), a new key is still the overflow, which emits with its
+	// count.
+	c.advance(time.Minute)
+	if !th.Log(ctx, "h", slog.LevelError, "key h") {
+		t.Fatal("the overflow cause was suppressed after its interval")
+	}
+	got := lines(&buf)
+	if len(got) != 5 || !strings.Contains(got[4], "key h") || !strings.Contains(got[4], "suppressed=3") {
+		t.Fatalf("lines:\n%s\nwant 5, the last the overflow's with suppressed=3", buf.String())
+	}
+}
+
+func TestMaxKeysForgetsTheQuietKeysFirst(t *testing.T) {
+	var buf bytes.Buffer
+	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	th := logthrottle.NewWith(newLogger(&buf), logthrottle.Options{Interval: time.Minute, Now: c.now, MaxKeys: 2})
+	ctx := context.Background()
+	th.Log(ctx, "quiet", slog.LevelError, "x")
+	th.Log(ctx, "busy", slog.LevelError, "x")
+	c.advance(30 * time.Second)
+	th.Log(ctx, "busy", slog.LevelError, "x") // suppressed: busy is not quiet
+	c.advance(30 * time.Second)
+	// quiet's last line is an interval old with nothing suppressed: it is
+	// forgotten and "new" gets its own cause; busy, owed a count, stays.
+	if !th.Log(ctx, "new", slog.LevelError, "new") {
+		t.Fatal("a new key was suppressed although a quiet key could be forgotten")
+	}
+	if !th.Log(ctx, "busy", slog.LevelError, "busy") {
+		t.Fatal("busy, after its interval, was suppressed")
+	}
+	got := lines(&buf)
+	if last := got[len(got)-1]; !strings.Contains(last, "busy") || !strings.Contains(last, "suppressed=1") {
+		t.Errorf("busy's line %q lost its suppressed count: it was evicted while owed one", last)
+	}
+	// "other" cannot evict anyone (new and busy just logged): it is the
+	// overflow, emitted once, and the next new key is its repeat.
+	if !th.Log(ctx, "other", slog.LevelError, "x") || th.Log(ctx, "another", slog.LevelError, "x") {
+		t.Error("past the bound with no quiet key, want one overflow line then silence")
+	}
+}
+
+func TestOmitZeroLeavesTheAttributeOffUntilSomethingWasSuppressed(t *testing.T) {
+	var buf bytes.Buffer
+	c := &clock{t: time.Unix(0, 0)}
+	th := logthrottle.NewWith(newLogger(&buf), logthrottle.Options{Interval: time.Minute, Now: c.now, OmitZero: true})
+	ctx := context.Background()
+	th.Log(ctx, "k", slog.LevelError, "x")
+	th.Log(ctx, "k", slog.LevelError, "x")
+	c.advance(time.Minute)
+	th.Log(ctx, "k", slog.LevelError, "x")
+	got := lines(&buf)
+	if len(got) != 2 || strings.Contains(got[0], SuppressedAttr) || !strings.Contains(got[1], "suppressed=1") {
+		t.Errorf("lines %q: want the first without %s, the second with suppressed=1", got, SuppressedAttr)
+	}
+}
+
+// SuppressedAttr is the attribute as a text handler writes it.
+const SuppressedAttr = logthrottle.SuppressedKey + "="
