@@ -17,15 +17,19 @@ func TestBackendContract(t *testing.T) {
 	// Without a T: the suite's concurrency subtests call one id from
 	// many goroutines on purpose, which the overlap check would report.
 	backendtest.Run(t, func(*testing.T) registrar.Backend { return registrartest.NewBackend(nil) }, backendtest.Options{
-		// The fake's one fault is Err, which fails a call before it
-		// changes anything: step 0 of either verb.
+		// Step 0 of either verb is Err, which fails a call before it
+		// changes anything; step 1 is Partial, which fails it after.
 		Fault: func(_ *testing.T, b registrar.Backend, _ backendtest.Call, step int) (func(), bool) {
-			if step > 0 {
+			fake := b.(*registrartest.Backend)
+			switch step {
+			case 0:
+				fake.Err = errInjected
+			case 1:
+				fake.Partial = errInjected
+			default:
 				return nil, false
 			}
-			fake := b.(*registrartest.Backend)
-			fake.Err = errInjected
-			return func() { fake.Err = nil }, true
+			return func() { fake.Err, fake.Partial = nil, nil }, true
 		},
 	})
 }

@@ -43,8 +43,15 @@ func (f FailingBackend) Deregister(context.Context, registrar.DeregisterOp) (reg
 // new wrapped secret id ("secret-<n>"). With a non-nil T it reports two overlapping calls for one
 // registration id (the verbs must serialise them). Safe for concurrent use.
 type Backend struct {
-	// Err, if set, is returned by every call (a failing backend).
+	// Err, if set, is returned by every call before it changes anything
+	// (a failing backend).
 	Err error
+	// Partial, if set, fails a call after it changed the registry, as a
+	// backend without transactions does: a first mint claims the binding
+	// and returns a *registrar.PartialError wrapping Partial (a mint of
+	// the same host and spec completes it: MintCreated); a deregister that
+	// would remove removes, and returns one (its retry is absent).
+	Partial error
 	// Before, if set, runs at the start of every call.
 	Before func()
 
@@ -62,6 +69,8 @@ type binding struct {
 	host   string
 	spec   registrar.Spec
 	roleID string
+	// claimed: a first mint claimed it and failed before completing it.
+	claimed bool
 }
 
 // NewBackend returns an empty backend reporting overlaps through t (nil:
@@ -106,8 +115,14 @@ func (b *Backend) Mint(_ context.Context, op registrar.MintOp) (registrar.MintSt
 	status := registrar.MintReissued
 	switch {
 	case !ok:
+		if b.Partial != nil {
+			b.bindings[op.RegistrationID] = binding{host: op.Host, spec: op.Spec, claimed: true}
+			return 0, registrar.Material{}, &registrar.PartialError{Changed: []string{"binding claimed"}, Err: b.Partial}
+		}
+		fallthrough
+	case cur.claimed && cur.host == op.Host && cur.spec == op.Spec:
 		b.issued++
-		cur = binding{op.Host, op.Spec, fmt.Sprintf("role-%s-%d", op.RegistrationID, b.issued)}
+		cur = binding{host: op.Host, spec: op.Spec, roleID: fmt.Sprintf("role-%s-%d", op.RegistrationID, b.issued)}
 		b.bindings[op.RegistrationID] = cur
 		status = registrar.MintCreated
 	case cur.host != op.Host:
@@ -136,6 +151,9 @@ func (b *Backend) Deregister(_ context.Context, op registrar.DeregisterOp) (regi
 		return registrar.DeregisterHostMismatch, nil
 	}
 	delete(b.bindings, op.RegistrationID)
+	if b.Partial != nil {
+		return 0, &registrar.PartialError{Changed: []string{"binding removed"}, Err: b.Partial}
+	}
 	return registrar.DeregisterRemoved, nil
 }
 
