@@ -14,6 +14,11 @@ import (
 //
 // A returned error means the backend failed (the verbs record
 // backend_unavailable); every determined answer is a status.
+//
+// backend/backendtest.Run is this contract as one suite, which every
+// implementation runs: each status below, the material's shape, concurrent
+// calls for one registration id (as from two daemons on one store: exactly
+// one MintCreated) and for overlapping ones, and the *PartialError rule.
 type Backend interface {
 	// Mint binds op.RegistrationID to (op.Host, op.Spec) and issues
 	// material, atomically:

@@ -7,6 +7,7 @@ package registrartest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 
@@ -37,11 +38,20 @@ func (f FailingBackend) Deregister(context.Context, registrar.DeregisterOp) (reg
 }
 
 // Backend is an in-memory registrar.Backend with the embedded backend's
-// statuses. With a non-nil T it reports two overlapping calls for one
+// statuses; it passes backend/backendtest's contract suite. A binding's
+// role id is new with each binding ("role-<id>-<n>") and each mint issues a
+// new wrapped secret id ("secret-<n>"). With a non-nil T it reports two overlapping calls for one
 // registration id (the verbs must serialise them). Safe for concurrent use.
 type Backend struct {
-	// Err, if set, is returned by every call (a failing backend).
+	// Err, if set, is returned by every call before it changes anything
+	// (a failing backend).
 	Err error
+	// Partial, if set, fails a call after it changed the registry, as a
+	// backend without transactions does: a first mint claims the binding
+	// and returns a *registrar.PartialError wrapping Partial (a mint of
+	// the same host and spec completes it: MintCreated); a deregister that
+	// would remove removes, and returns one (its retry is absent).
+	Partial error
 	// Before, if set, runs at the start of every call.
 	Before func()
 
@@ -50,13 +60,17 @@ type Backend struct {
 	bindings map[string]binding
 	inFlight map[string]int
 	calls    int
+	issued   int // role ids and secrets issued, for fresh values
 }
 
 var _ registrar.Backend = (*Backend)(nil)
 
 type binding struct {
-	host string
-	spec registrar.Spec
+	host   string
+	spec   registrar.Spec
+	roleID string
+	// claimed: a first mint claimed it and failed before completing it.
+	claimed bool
 }
 
 // NewBackend returns an empty backend reporting overlaps through t (nil:
@@ -97,18 +111,27 @@ func (b *Backend) Mint(_ context.Context, op registrar.MintOp) (registrar.MintSt
 	if b.Err != nil {
 		return 0, registrar.Material{}, b.Err
 	}
-	mat := registrar.Material{RoleID: "role-" + op.RegistrationID, WrappedSecretID: "secret", ExpiresAt: op.Now.Add(op.WrapTTL)}
 	cur, ok := b.bindings[op.RegistrationID]
+	status := registrar.MintReissued
 	switch {
 	case !ok:
-		b.bindings[op.RegistrationID] = binding{op.Host, op.Spec}
-		return registrar.MintCreated, mat, nil
+		if b.Partial != nil {
+			b.bindings[op.RegistrationID] = binding{host: op.Host, spec: op.Spec, claimed: true}
+			return 0, registrar.Material{}, &registrar.PartialError{Changed: []string{"binding claimed"}, Err: b.Partial}
+		}
+		fallthrough
+	case cur.claimed && cur.host == op.Host && cur.spec == op.Spec:
+		b.issued++
+		cur = binding{host: op.Host, spec: op.Spec, roleID: fmt.Sprintf("role-%s-%d", op.RegistrationID, b.issued)}
+		b.bindings[op.RegistrationID] = cur
+		status = registrar.MintCreated
 	case cur.host != op.Host:
 		return registrar.MintCollision, registrar.Material{}, nil
 	case cur.spec != op.Spec:
 		return registrar.MintSpecConflict, registrar.Material{}, nil
 	}
-	return registrar.MintReissued, mat, nil
+	b.issued++
+	return status, registrar.Material{RoleID: cur.roleID, WrappedSecretID: fmt.Sprintf("secret-%d", b.issued), ExpiresAt: op.Now.Add(op.WrapTTL)}, nil
 }
 
 // Deregister removes, or answers absent or a host mismatch.
@@ -128,6 +151,9 @@ func (b *Backend) Deregister(_ context.Context, op registrar.DeregisterOp) (regi
 		return registrar.DeregisterHostMismatch, nil
 	}
 	delete(b.bindings, op.RegistrationID)
+	if b.Partial != nil {
+		return 0, &registrar.PartialError{Changed: []string{"binding removed"}, Err: b.Partial}
+	}
 	return registrar.DeregisterRemoved, nil
 }
 
