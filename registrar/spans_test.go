@@ -37,7 +37,7 @@ func traced(t *testing.T, prBurst, admBurst uint32, backend registrar.Backend) (
 // instrumented is the verbs of one "review" component (many per host) on
 // tp and mp, with the production sink chain's OTel link (otelsink →
 // counting) and a limiter of lc whose clock stands still.
-func instrumented(t *testing.T, tp trace.TracerProvider, mp metric.MeterProvider, lc limiter.Config, backend registrar.Backend) *registrar.Verbs {
+func instrumented(t testing.TB, tp trace.TracerProvider, mp metric.MeterProvider, lc limiter.Config, backend registrar.Backend) *registrar.Verbs {
 	t.Helper()
 	sink, err := otelsink.New(counting.New(), mp)
 	if err != nil {
