@@ -19,6 +19,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
+	"github.com/registrar-otel/registrar-otel/telemetry"
 )
 
 // traced is the verbs with the production sink chain's OTel link
@@ -43,13 +44,17 @@ func instrumented(t testing.TB, tp trace.TracerProvider, mp metric.MeterProvider
 	if err != nil {
 		t.Fatal(err)
 	}
+	obs, err := telemetry.NewVerbObserver(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
 	lc.Now = func() limiter.Instant { return 0 }
 	lim, err := limiter.New(lc, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
 	v, err := registrar.New(registrar.Config{Components: map[string]config.Multiplicity{"review": config.ManyPerHost}, MaxWrapTTLSeconds: 1800},
-		registrar.Deps{Limiter: lim, Audit: &audittest.AuditLog{}, Backend: backend, TracerProvider: tp, MeterProvider: mp})
+		registrar.Deps{Limiter: lim, Audit: &audittest.AuditLog{}, Backend: backend, TracerProvider: tp, Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
