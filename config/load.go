@@ -301,6 +301,24 @@ func (d *decoder) root(raw map[string]any, cfg *Config) {
 }
 
 // field decodes one known key of table T.
+//
+// The tables below are kept by hand, not derived from struct tags with
+// koanf's Unmarshal, because Unmarshal (mapstructure underneath) cannot
+// give this package's answers: its errors name a Go field path in its own
+// words, not a *KeyError with the key, the value and the rule; a range is
+// checked only as far as the Go type goes (uint32 overflow, never
+// MaxAuditStoreReserveBytes or a ratio in [0, 1]); a string such as "8"
+// is accepted as a number only under WeaklyTypedInput, which also turns
+// true into 1; and the unknown keys of [registrar] must be kept in Extra
+// and warned, not dropped or refused. The order of each table is also the
+// documentation's order (keyRank, Keys). TestFullFixtureSetsEveryKey
+// keeps the tables and the structs in step: testdata/valid_full.toml sets
+// every key to a value other than its default, and the test fails for any
+// field of Registrar, Telemetry or OpenBao left at its default (a field
+// without a row) or set to another value than the fixture's (a row that
+// sets the wrong field); a row for a field that does not exist does not
+// compile, and docs' TestEveryConfigKeyIsDocumented checks Keys against
+// both languages.
 type field[T any] struct {
 	name string
 	set  func(d *decoder, key string, v any, t *T)

@@ -13,6 +13,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/backend/openbao"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/telemetry"
 )
 
 // closingBackend is a registrar.Backend the daemon closes on shutdown.
@@ -46,7 +47,10 @@ func openBackend(cfg config.Config, environ []string, logger *slog.Logger, tp tr
 		opts.SecretIDTTL = time.Duration(o.SecretIDTTLSeconds) * time.Second
 		opts.SecretIDNumUses = o.SecretIDNumUses
 		opts.Logger = logger
-		opts.TracerProvider, opts.MeterProvider = tp, mp
+		opts.TracerProvider = tp
+		if opts.Observer, err = telemetry.NewOpenBaoObserver(mp); err != nil {
+			return nil, fmt.Errorf("daemon: openbao backend: %w", err)
+		}
 		b, err := openbao.New(opts)
 		if err != nil {
 			return nil, fmt.Errorf("daemon: openbao backend (openbao.address %s): %w", o.Address, err)

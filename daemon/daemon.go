@@ -165,6 +165,10 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("daemon: health: %w", err)
 	}
+	verbObs, err := telemetry.NewVerbObserver(mp)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: verbs: %w", err)
+	}
 	d.verbs, err = registrar.New(registrar.Config{
 		Components:        r.Components,
 		MaxWrapTTLSeconds: r.MaxWrapTTLSeconds,
@@ -174,7 +178,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 		Backend:        d.backend,
 		Logger:         logger.With("component", "registrar"),
 		TracerProvider: tp,
-		MeterProvider:  mp,
+		Observer:       verbObs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("daemon: verbs: %w", err)

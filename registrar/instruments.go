@@ -6,17 +6,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/internal/deferredcount"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
-// ScopeName is the instrumentation scope of the verbs' spans and metrics.
+// ScopeName is the instrumentation scope of the verbs' spans, and of
+// the metrics telemetry.NewVerbObserver records for them.
 const ScopeName = "github.com/registrar-otel/registrar-otel/registrar"
 
 // Result is an invocation's result as the metrics and spans spell it.
@@ -98,28 +96,51 @@ func deregisterResult(o DeregisterOutcome) Result {
 	return ResultIdentityRemoved
 }
 
-// instruments holds the verbs' tracer and metric instruments, with every
-// attribute set precomputed: recording costs no allocation for attributes.
+// Observer receives the verbs' measurements. The verbs declare and
+// register no metric instrument themselves: telemetry.NewVerbObserver is
+// the OpenTelemetry implementation the daemon passes (see the "where
+// metrics live" convention in package telemetry's doc). An Observer must
+// be safe for concurrent use and should not allocate: Finished runs on
+// every invocation, each throttled answer of a flood included.
+type Observer interface {
+	// Finished is called once per invocation, after its answer is
+	// decided: verb ended in result, elapsed after it reached the verb
+	// layer. ctx carries the invocation's span (sampled or not).
+	Finished(ctx context.Context, verb limiter.Verb, result Result, elapsed time.Duration)
+	// Unrecordable is called when an invocation changed the registry but
+	// its outcome record could not be written (PostMintUnrecordable).
+	Unrecordable(ctx context.Context, verb limiter.Verb)
+	// Partial is called when the backend failed after changing, or
+	// possibly changing, the registry (a *PartialError).
+	Partial(ctx context.Context, verb limiter.Verb)
+}
+
+// NumResults is the number of results: Result values are 0 to
+// NumResults-1.
+const NumResults = numResults
+
+// Possible reports whether verb can end in r (a mint never removes, a
+// deregister never mints), so that an observer creates only real series.
+func Possible(verb limiter.Verb, r Result) bool { return possible(verb, r) }
+
+// nopObserver is the Observer of Deps without one.
+type nopObserver struct{}
+
+func (nopObserver) Finished(context.Context, limiter.Verb, Result, time.Duration) {}
+func (nopObserver) Unrecordable(context.Context, limiter.Verb)                    {}
+func (nopObserver) Partial(context.Context, limiter.Verb)                         {}
+
+// instruments holds the verbs' tracer, with every span name and attribute
+// precomputed, and the observer their measurements go to. Spans stay here:
+// a span is the invocation's own, opened and closed around it, while the
+// metric instruments are telemetry's.
 type instruments struct {
-	tracer      trace.Tracer
-	invocations metric.Int64Counter
-	// invocationsDeferred is invocations for the calls: an unsampled
-	// call's increment is added at the next collection.
-	invocationsDeferred *deferredcount.Counter
-	duration            metric.Float64Histogram
-	unrecordable        metric.Int64Counter
-	byResult            [limiter.NumVerbs][numResults]metric.MeasurementOption
-	byVerb              [limiter.NumVerbs]metric.MeasurementOption
-	spanNames           [limiter.NumVerbs]string
-	verbAttr            [limiter.NumVerbs]attribute.KeyValue
-	// The option slices handed to the variadic SDK calls, hoisted: an
-	// existing slice passed on costs nothing, a fresh one is an allocation
-	// per call.
-	addByResult    [limiter.NumVerbs][numResults][]metric.AddOption
-	recordByResult [limiter.NumVerbs][numResults][]metric.RecordOption
-	addByVerb      [limiter.NumVerbs][]metric.AddOption
-	startOpts      []trace.SpanStartOption
-	resultAttr     [numResults]attribute.KeyValue
+	tracer     trace.Tracer
+	obs        Observer
+	spanNames  [limiter.NumVerbs]string
+	verbAttr   [limiter.NumVerbs]attribute.KeyValue
+	startOpts  []trace.SpanStartOption
+	resultAttr [numResults]attribute.KeyValue
 }
 
 // numSpanAttrs is the most attributes finish sets: verb, request id,
@@ -135,33 +156,14 @@ const (
 	AttrRefusalReason  = attribute.Key("registrar.refusal_reason")
 )
 
-// durationBuckets are in seconds: an admitted invocation costs two fsynced
-// appends plus backend work, so the interesting range is 100 µs to a few s.
-var durationBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
-
-func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) (*instruments, error) {
+func newInstruments(tp trace.TracerProvider, obs Observer) *instruments {
 	if tp == nil {
 		tp = tracenoop.NewTracerProvider()
 	}
-	if mp == nil {
-		mp = metricnoop.NewMeterProvider()
+	if obs == nil {
+		obs = nopObserver{}
 	}
-	m := mp.Meter(ScopeName)
-	in := &instruments{tracer: tp.Tracer(ScopeName)}
-	var errs [3]error
-	in.invocations, errs[0] = m.Int64Counter("registrar.invocations",
-		metric.WithUnit("{invocation}"),
-		metric.WithDescription("Verb invocations by verb and result (first_mint, idempotent_remint, identity_removed, idempotent_already_absent, refused, throttled, unavailable)."))
-	in.duration, errs[1] = m.Float64Histogram("registrar.invocation.duration",
-		metric.WithUnit("s"),
-		metric.WithDescription("Time from an invocation's arrival at the verb layer to its answer, by verb and result."),
-		metric.WithExplicitBucketBoundaries(durationBuckets...))
-	in.unrecordable, errs[2] = m.Int64Counter("registrar.outcome.unrecordable",
-		metric.WithUnit("{invocation}"),
-		metric.WithDescription("Invocations that changed the registry but whose outcome record could not be written (answered PostMintUnrecordable)."))
-	if err := errors.Join(errs[:]...); err != nil {
-		return nil, err
-	}
+	in := &instruments{tracer: tp.Tracer(ScopeName), obs: obs}
 	in.startOpts = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 	for r := range numResults {
 		in.resultAttr[r] = AttrResult.String(Result(r).String())
@@ -170,46 +172,12 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) (*instrume
 		verb := limiter.Verb(v)
 		in.spanNames[v] = "registrar." + verb.String()
 		in.verbAttr[v] = AttrVerb.String(verb.String())
-		in.byVerb[v] = metric.WithAttributeSet(attribute.NewSet(attribute.String("verb", verb.String())))
-		in.addByVerb[v] = []metric.AddOption{in.byVerb[v]}
-		for r := range numResults {
-			in.byResult[v][r] = metric.WithAttributeSet(attribute.NewSet(
-				attribute.String("verb", verb.String()),
-				attribute.String("result", Result(r).String()),
-			))
-			in.addByResult[v][r] = []metric.AddOption{in.byResult[v][r]}
-			in.recordByResult[v][r] = []metric.RecordOption{in.byResult[v][r]}
-		}
 	}
-	// The flood path's increments: those of unsampled calls are summed
-	// and added at each collection (see internal/deferredcount).
-	series := make([][]metric.AddOption, 0, limiter.NumVerbs*numResults)
-	for v := range limiter.NumVerbs {
-		for r := range numResults {
-			series = append(series, in.addByResult[v][r])
-		}
-	}
-	var err error
-	if in.invocationsDeferred, err = deferredcount.New(m, in.invocations, "registrar.invocations.deferred_flush", series); err != nil {
-		return nil, err
-	}
-	// Every counter series exists from the first scrape, at zero: rate()
-	// and increase() then see the first event, and a throttle ratio has
-	// its denominator from the start.
-	ctx := context.Background()
-	for v := range limiter.NumVerbs {
-		in.unrecordable.Add(ctx, 0, in.addByVerb[v]...)
-		for r := range numResults {
-			if possible(limiter.Verb(v), Result(r)) {
-				in.invocations.Add(ctx, 0, in.addByResult[v][r]...)
-			}
-		}
-	}
-	return in, nil
+	return in
 }
 
 // possible reports whether verb can end in result (a mint never removes,
-// a deregister never mints), so only real series are created up front.
+// a deregister never mints).
 func possible(verb limiter.Verb, r Result) bool {
 	switch r {
 	case ResultFirstMint, ResultIdempotentRemint:
@@ -232,9 +200,7 @@ func (in *instruments) start(ctx context.Context, verb limiter.Verb, _ string) (
 // and ends the span. A span that is not recording costs no attribute.
 func (in *instruments) finish(ctx context.Context, inv *invocation, start time.Time, registrationID string, ok Result, err error) {
 	result := ResultOf(ok, err)
-	elapsed := time.Since(start).Seconds()
-	in.invocationsDeferred.Add(ctx, int(inv.verb)*numResults+int(result), 1)
-	in.duration.Record(ctx, elapsed, in.recordByResult[inv.verb][result]...)
+	in.obs.Finished(ctx, inv.verb, result, time.Since(start))
 	span := inv.span
 	if span.IsRecording() {
 		buf := spanAttrPool.Get().(*[numSpanAttrs]attribute.KeyValue)
@@ -275,5 +241,9 @@ func refusedError(err error) (*RefusedError, bool) {
 }
 
 func (in *instruments) noteUnrecordable(ctx context.Context, verb limiter.Verb) {
-	in.unrecordable.Add(ctx, 1, in.addByVerb[verb]...)
+	in.obs.Unrecordable(ctx, verb)
+}
+
+func (in *instruments) notePartial(ctx context.Context, verb limiter.Verb) {
+	in.obs.Partial(ctx, verb)
 }

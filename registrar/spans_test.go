@@ -19,6 +19,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
+	"github.com/registrar-otel/registrar-otel/telemetry"
 )
 
 // traced is the verbs with the production sink chain's OTel link
@@ -37,9 +38,13 @@ func traced(t *testing.T, prBurst, admBurst uint32, backend registrar.Backend) (
 // instrumented is the verbs of one "review" component (many per host) on
 // tp and mp, with the production sink chain's OTel link (otelsink →
 // counting) and a limiter of lc whose clock stands still.
-func instrumented(t *testing.T, tp trace.TracerProvider, mp metric.MeterProvider, lc limiter.Config, backend registrar.Backend) *registrar.Verbs {
+func instrumented(t testing.TB, tp trace.TracerProvider, mp metric.MeterProvider, lc limiter.Config, backend registrar.Backend) *registrar.Verbs {
 	t.Helper()
 	sink, err := otelsink.New(counting.New(), mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := telemetry.NewVerbObserver(mp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +54,7 @@ func instrumented(t *testing.T, tp trace.TracerProvider, mp metric.MeterProvider
 		t.Fatal(err)
 	}
 	v, err := registrar.New(registrar.Config{Components: map[string]config.Multiplicity{"review": config.ManyPerHost}, MaxWrapTTLSeconds: 1800},
-		registrar.Deps{Limiter: lim, Audit: &audittest.AuditLog{}, Backend: backend, TracerProvider: tp, MeterProvider: mp})
+		registrar.Deps{Limiter: lim, Audit: &audittest.AuditLog{}, Backend: backend, TracerProvider: tp, Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}

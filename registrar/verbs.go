@@ -10,7 +10,6 @@ import (
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/limiter"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -38,10 +37,11 @@ type Deps struct {
 	// nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
-	// TracerProvider and MeterProvider instrument every invocation; nil
-	// means no-op.
+	// TracerProvider traces every invocation; nil means no-op.
 	TracerProvider trace.TracerProvider
-	MeterProvider  metric.MeterProvider
+	// Observer receives every invocation's measurements (the daemon's is
+	// telemetry.NewVerbObserver); nil means none.
+	Observer Observer
 }
 
 // Verbs implements mint and deregister. It is safe for concurrent use.
@@ -63,7 +63,6 @@ type Verbs struct {
 	locks             keyedMutex
 	ids               *requestIDs
 	tel               *instruments
-	partial           *partialInstruments
 }
 
 // New returns the verbs. Every dependency but the clock, logger and
@@ -90,14 +89,7 @@ func New(cfg Config, deps Deps) (*Verbs, error) {
 	if err != nil {
 		return nil, err
 	}
-	tel, err := newInstruments(deps.TracerProvider, deps.MeterProvider)
-	if err != nil {
-		return nil, err
-	}
-	partial, err := newPartialInstruments(deps.MeterProvider)
-	if err != nil {
-		return nil, err
-	}
+	tel := newInstruments(deps.TracerProvider, deps.Observer)
 	v := &Verbs{
 		lim:               deps.Limiter,
 		log:               deps.Audit,
@@ -108,7 +100,6 @@ func New(cfg Config, deps Deps) (*Verbs, error) {
 		logger:            deps.Logger,
 		ids:               ids,
 		tel:               tel,
-		partial:           partial,
 	}
 	if v.now == nil {
 		v.now = time.Now
@@ -317,7 +308,7 @@ func (v *Verbs) backendFailed(ctx context.Context, inv *invocation, id string, b
 	msg, detail := "backend failed", berr.Error()
 	if p, ok := errors.AsType[*PartialError](berr); ok {
 		msg, detail = "backend failed after changing the registry; retrying the same request converges", p.Error()
-		v.partial.note(ctx, inv.verb)
+		v.tel.notePartial(ctx, inv.verb)
 		inv.span.SetAttributes(AttrBackendPartial.Bool(true))
 	}
 	v.logger.LogAttrs(ctx, slog.LevelError, msg,

@@ -1,7 +1,43 @@
 // Package telemetry builds the daemon's OpenTelemetry providers and
 // exporters from the [telemetry] configuration table, serves the
-// Prometheus exposition, and registers the instruments of the limiter, the
-// coalescer and the audit store.
+// Prometheus exposition, and declares and registers the metric instruments
+// of every other package.
+//
+// # Where metrics live
+//
+// One convention, for every metric instrument of the daemon:
+//
+//   - Its name, unit, description, buckets and label keys are declared in
+//     this package, and it is registered here, by a Register* function
+//     (observable instruments read from a Stats func at each collection:
+//     RegisterLimiter, RegisterCoalesce, RegisterWire, RegisterAuditStore,
+//     RegisterCapacity) or a New*Observer constructor (synchronous
+//     instruments behind a small observer interface the instrumented
+//     package declares: NewAuditObserver for audit.Observer, NewVerbObserver
+//     for registrar.Observer, NewOpenBaoObserver for openbao.Observer).
+//   - The instrumented packages (limiter, coalesce, audit, wire, registrar,
+//     backend/openbao) never import the OTel metric API: they expose a
+//     Stats func or call their observer, which keeps them below this
+//     package and testable without a meter.
+//   - sinks/otelsink is the one exception, by definition: it is the
+//     OpenTelemetry implementation of limiter.Sink, so its two counters
+//     (registrar.limited.predecision_refusal, registrar.limited.admission)
+//     and its log event are declared and registered there. It does not
+//     import this package: that would link the wire, the backends and the
+//     HTTP server into a sink the limiter's benchmarks build alone.
+//   - Tracing spans stay in the package whose work they time (registrar's
+//     invocation spans, backend/openbao's request spans): a span is opened
+//     and closed around that work and carries its attributes. A package
+//     that keeps spans also names the instrumentation scope, and its
+//     metrics are registered here in that same scope (scopedMeter), so an
+//     OTLP consumer sees a package's spans and metrics under one scope.
+//
+// Adding a metric: declare its name constant (with the Prometheus series
+// in its comment) beside the others of its package, create it in the
+// Register* or New*Observer of that package, add it to the Series list
+// below, regenerate testdata/metrics_names.golden with -update, and add it
+// to the docs' metrics page (docs/en and docs/ko); an alert on it goes in
+// dashboards/ with a promtool test (see docs/en/architecture.md).
 //
 // # Providers and exporters
 //
@@ -67,7 +103,7 @@
 //	    retry-after). A rising rate means legitimate traffic is being held
 //	    back: a bring-up wave may stall. Exemplars link to the traces.
 //
-// Invocations (package registrar):
+// Invocations (NewVerbObserver, for package registrar):
 //
 //	registrar_invocations_total{verb,result}
 //	    result is first_mint, idempotent_remint, identity_removed,
@@ -76,6 +112,17 @@
 //	    Histogram, 100 µs .. 10 s.
 //	registrar_outcome_unrecordable_total{verb}
 //	    Registry changes whose outcome record could not be written.
+//	registrar_backend_partial_total{verb}
+//	    Backend failures after the registry was, or may have been,
+//	    changed; a retry of the same request converges.
+//
+// OpenBao backend (NewOpenBaoObserver, only with backend = "openbao"):
+//
+//	registrar_backend_request_duration_seconds{backend,operation}
+//	    Histogram of every request to the server, 0.5 ms .. 30 s.
+//	registrar_backend_request_errors_total{backend,operation,kind}
+//	    Failed requests by kind (timeout, server_error, client_error,
+//	    transport, bad_response).
 //
 // Limiter (RegisterLimiter):
 //
@@ -147,6 +194,6 @@
 //
 // # Concurrency
 //
-// Telemetry, the registered callbacks and the audit observer are safe for
+// Telemetry, the registered callbacks and the observers are safe for
 // concurrent use.
 package telemetry

@@ -25,6 +25,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 	"github.com/registrar-otel/registrar-otel/telemetry"
 	"github.com/registrar-otel/registrar-otel/wire"
+	"go.opentelemetry.io/otel/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
@@ -104,7 +105,7 @@ func exercise(t *testing.T) exercised {
 	}
 	verbs, err := registrar.New(
 		registrar.Config{Components: map[string]config.Multiplicity{"web": config.OnePerDeployment}, MaxWrapTTLSeconds: 60},
-		registrar.Deps{Limiter: lim, Audit: store, Backend: fakeBackend{}, TracerProvider: tel.TracerProvider(), MeterProvider: mp},
+		registrar.Deps{Limiter: lim, Audit: store, Backend: fakeBackend{}, TracerProvider: tel.TracerProvider(), Observer: verbObserver(t, mp)},
 	)
 	if err != nil {
 		t.Fatalf("registrar.New: %v", err)
@@ -318,4 +319,14 @@ func TestOpenMetricsScrapeCarriesTheSpansTraceIDAsExemplar(t *testing.T) {
 	if strings.Contains(classic, "trace_id") {
 		t.Errorf("classic text exposition carries an exemplar")
 	}
+}
+
+// verbObserver is telemetry.NewVerbObserver(mp), failing t on error.
+func verbObserver(t *testing.T, mp metric.MeterProvider) registrar.Observer {
+	t.Helper()
+	o, err := telemetry.NewVerbObserver(mp)
+	if err != nil {
+		t.Fatalf("NewVerbObserver: %v", err)
+	}
+	return o
 }

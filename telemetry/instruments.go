@@ -65,11 +65,17 @@ const (
 	attrPhase  = "phase"
 )
 
-func meterOf(mp metric.MeterProvider) metric.Meter {
+func meterOf(mp metric.MeterProvider) metric.Meter { return scopedMeter(mp, ScopeName) }
+
+// scopedMeter is mp's meter of scope (a no-op one for a nil mp). The
+// instruments of a package that keeps its own spans are registered here in
+// that package's scope, so that an OTLP consumer sees a package's spans
+// and metrics under one scope.
+func scopedMeter(mp metric.MeterProvider, scope string) metric.Meter {
 	if mp == nil {
 		mp = metricnoop.NewMeterProvider()
 	}
-	return mp.Meter(ScopeName)
+	return mp.Meter(scope)
 }
 
 // toInt64 converts a uint64 count for an int64 instrument, saturating

@@ -53,8 +53,12 @@ func BenchmarkMintOverSocket(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer tel.Shutdown(ctx)
+		obs, err := telemetry.NewVerbObserver(tel.MeterProvider())
+		if err != nil {
+			b.Fatal(err)
+		}
 		rv := newRealVerbs(b, 32, 1<<31, registrartest.NewBackend(nil), &audittest.AuditLog{Discard: true}, func(d *registrar.Deps) {
-			d.TracerProvider, d.MeterProvider = tel.TracerProvider(), tel.MeterProvider()
+			d.TracerProvider, d.Observer = tel.TracerProvider(), obs
 		})
 		s := newServer(b, rv.v, fixedHolder(b, 0, 0))
 		c := wire.NewUnixClient(serveUnix(b, s))

@@ -27,6 +27,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
+	"github.com/registrar-otel/registrar-otel/telemetry"
 )
 
 const testPrefix = "registrar-otel-test"
@@ -223,6 +224,10 @@ func newEnv(t *testing.T, o envOptions) *env {
 		}
 		token = sec.Auth.ClientToken
 	}
+	obs, err := telemetry.NewOpenBaoObserver(o.mp)
+	if err != nil {
+		t.Fatal(err)
+	}
 	b, err := openbao.New(openbao.Options{
 		Address:         px.URL,
 		Token:           token,
@@ -232,7 +237,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		SecretIDNumUses: 1,
 		Logger:          slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		TracerProvider:  o.tp,
-		MeterProvider:   o.mp,
+		Observer:        obs,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/openbao/openbao/api/v2"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/registrar-otel/registrar-otel/registrar"
@@ -64,10 +63,11 @@ type Options struct {
 	// Logger receives a warning for each failed request, with its cause;
 	// nil discards. No message carries the token or a secret.
 	Logger *slog.Logger
-	// TracerProvider and MeterProvider instrument every request; nil means
-	// no-op.
+	// TracerProvider traces every request; nil means no-op.
 	TracerProvider trace.TracerProvider
-	MeterProvider  metric.MeterProvider
+	// Observer receives every request's measurements (the daemon's is
+	// telemetry.NewOpenBaoObserver); nil means none.
+	Observer Observer
 }
 
 // Backend is the openbao registrar.Backend. It is safe for concurrent use.
@@ -150,9 +150,7 @@ func New(opts Options) (*Backend, error) {
 	client.SetToken(opts.Token)
 	b.client = client
 	b.kv = client.KVv2(b.kvMount)
-	if b.tel, err = newInstruments(opts.TracerProvider, opts.MeterProvider, u); err != nil {
-		return nil, fmt.Errorf("openbao: New: %w", err)
-	}
+	b.tel = newInstruments(opts.TracerProvider, opts.Observer, u)
 	return b, nil
 }
 

@@ -10,14 +10,12 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
-// ScopeName is the instrumentation scope of the backend's spans and
-// metrics.
+// ScopeName is the instrumentation scope of the backend's spans, and of
+// the metrics telemetry.NewOpenBaoObserver records for it.
 const ScopeName = "github.com/registrar-otel/registrar-otel/backend/openbao"
 
 // Operation is one kind of request to the server: the operation label of
@@ -80,56 +78,57 @@ const (
 	AttrErrorKind = attribute.Key("openbao.error_kind")
 )
 
-// durationBuckets are in seconds: a request on loopback takes under a
-// millisecond, across a network a few, and the timeout is seconds.
-var durationBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+// NumOperations is the number of operations: Operation values are 0 to
+// NumOperations-1.
+const NumOperations = numOps
 
-// instruments holds the backend's tracer and metric instruments, with the
-// attribute sets precomputed.
+// NumKinds is the number of failure kinds: Kind values are 1 to NumKinds.
+const NumKinds = numKinds
+
+// Observer receives the backend's request measurements. The backend
+// declares and registers no metric instrument itself:
+// telemetry.NewOpenBaoObserver is the OpenTelemetry implementation the
+// daemon passes (see the "where metrics live" convention in package
+// telemetry's doc). An Observer must be safe for concurrent use.
+type Observer interface {
+	// Request is called once per request to the server, failed or not,
+	// with its duration.
+	Request(ctx context.Context, op Operation, elapsed time.Duration)
+	// Failed is called once per failed request, with its kind (which
+	// fails the invocation with BackendUnavailable).
+	Failed(ctx context.Context, op Operation, kind Kind)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Request(context.Context, Operation, time.Duration) {}
+func (nopObserver) Failed(context.Context, Operation, Kind)           {}
+
+// instruments holds the backend's tracer, with the span names and
+// attributes precomputed, and the observer its measurements go to. Spans
+// stay here: each is the request's own, opened and closed around it.
 type instruments struct {
 	tracer   trace.Tracer
-	duration metric.Float64Histogram
-	errors   metric.Int64Counter
-	byOp     [numOps]metric.MeasurementOption
-	byOpKind [numOps][numKinds]metric.AddOption
+	obs      Observer
 	spanName [numOps]string
 	spanAttr [numOps][]attribute.KeyValue
 }
 
-func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, address *url.URL) (*instruments, error) {
+func newInstruments(tp trace.TracerProvider, obs Observer, address *url.URL) *instruments {
 	if tp == nil {
 		tp = tracenoop.NewTracerProvider()
 	}
-	if mp == nil {
-		mp = metricnoop.NewMeterProvider()
+	if obs == nil {
+		obs = nopObserver{}
 	}
-	m := mp.Meter(ScopeName)
-	in := &instruments{tracer: tp.Tracer(ScopeName)}
-	var errs [2]error
-	in.duration, errs[0] = m.Float64Histogram("registrar.backend.request.duration",
-		metric.WithUnit("s"),
-		metric.WithDescription("Time of each request the openbao backend makes to its server, by operation (binding_read, binding_claim, policy_write, role_write, role_id_read, secret_id_wrap, binding_activate, role_delete, policy_delete, binding_delete), failed or not."),
-		metric.WithExplicitBucketBoundaries(durationBuckets...))
-	in.errors, errs[1] = m.Int64Counter("registrar.backend.request.errors",
-		metric.WithUnit("{request}"),
-		metric.WithDescription("Failed requests of the openbao backend, by operation and kind (timeout, server_error, client_error, transport, bad_response); each fails its invocation with BackendUnavailable."))
-	if err := errors.Join(errs[:]...); err != nil {
-		return nil, err
-	}
+	in := &instruments{tracer: tp.Tracer(ScopeName), obs: obs}
 	host, portText, _ := net.SplitHostPort(address.Host)
 	if host == "" {
 		host, portText = address.Hostname(), map[string]string{"https": "443", "http": "80"}[address.Scheme]
 	}
 	port, _ := strconv.Atoi(portText)
-	backend := attribute.String("backend", "openbao")
-	ctx := context.Background()
 	for o := range numOps {
 		op := Operation(o)
-		in.byOp[o] = metric.WithAttributeSet(attribute.NewSet(backend, attribute.String("operation", op.String())))
-		for k := range numKinds {
-			in.byOpKind[o][k] = metric.WithAttributeSet(attribute.NewSet(backend,
-				attribute.String("operation", op.String()), attribute.String("kind", Kind(k+1).String())))
-		}
 		in.spanName[o] = "openbao." + op.String()
 		in.spanAttr[o] = []attribute.KeyValue{
 			AttrOperation.String(op.String()),
@@ -137,13 +136,8 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider, address *u
 			attribute.String("server.address", host),
 			attribute.Int("server.port", port),
 		}
-		// The error series exist from the first scrape, at zero, so that
-		// rate() sees the first failure.
-		for k := range numKinds {
-			in.errors.Add(ctx, 0, in.byOpKind[o][k])
-		}
 	}
-	return in, nil
+	return in
 }
 
 // request runs one request as a client span, a child of the span in ctx,
@@ -156,7 +150,7 @@ func (in *instruments) request(ctx context.Context, op Operation, timeout time.D
 	defer cancel()
 	start := time.Now()
 	err := fn(rctx)
-	in.duration.Record(ctx, time.Since(start).Seconds(), in.byOp[op])
+	in.obs.Request(ctx, op, time.Since(start))
 	if err == nil {
 		return nil
 	}
@@ -170,7 +164,7 @@ func (in *instruments) request(ctx context.Context, op Operation, timeout time.D
 }
 
 func (in *instruments) fail(ctx context.Context, span trace.Span, re *RequestError) {
-	in.errors.Add(ctx, 1, in.byOpKind[re.Op][re.Kind-1])
+	in.obs.Failed(ctx, re.Op, re.Kind)
 	if span.IsRecording() {
 		span.SetAttributes(AttrErrorKind.String(re.Kind.String()))
 		if re.Status != 0 {

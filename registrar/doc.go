@@ -1,0 +1,94 @@
+// Package registrar implements the registrar's two verbs, mint and
+// deregister, over a rate limiter, an audit log and a backend. Verbs (built
+// by New) is the whole of it; the wire package turns HTTP requests into
+// MintRequest and DeregisterRequest and the verbs' answers back into
+// status codes.
+//
+// # Check order
+//
+// Every invocation runs the same steps, in this order, and stops at the
+// first that answers:
+//
+//  1. The pure pre-derivation checks (no I/O, no lock), first failure
+//     wins: service name is a DNS label (invalid_service_name), host is a
+//     DNS label (invalid_host), service name lacks the reserved prefix
+//     "registrar-" (reserved_service_name), a mint's spec names the same
+//     service (spec_identity_disagreement), the component is configured
+//     (component_not_configured), the instance fits the component's
+//     multiplicity and MaxInstance (service_instance_mismatch), a mint's
+//     wrap TTL is within 1 s and Config.MaxWrapTTLSeconds
+//     (invalid_wrap_ttl).
+//  2. Check point 1 or check point 2 (below): one limiter charge, before
+//     any record is written.
+//  3. The intent record (audit phase "intent"), written with a context the
+//     caller hanging up does not cancel: from here the work finishes.
+//  4. Derivation of the registration id from (multiplicity, host,
+//     component, instance) (derived_key_invalid if it fails).
+//  5. Under that id's lock (shared by both verbs): the backend's Mint or
+//     Deregister, then the outcome record, written before the lock is
+//     released.
+//
+// The limiter's lock is never held across backend work or a record write.
+//
+// # The two charge points
+//
+// An invocation is charged exactly once, in one of two token buckets per
+// (caller identity, verb):
+//
+//   - Check point 1, predecision_refusal: an invocation that failed a
+//     pre-derivation check is charged here. With a token it writes its
+//     intent and its refused outcome as usual; without one it writes
+//     nothing, and gets the same real refusal, marked RefusedError.Limited
+//     (the limiter publishes one limited event, which the coalescer turns
+//     into a counted "limited" record). A flood of malformed requests costs
+//     no disk.
+//   - Check point 2, admission: every invocation that passed the checks is
+//     charged here. Without a token it is answered *ThrottledError with a
+//     retry-after of at least one second: no record, no backend work.
+//
+// # Refusal taxonomy
+//
+// Every answer is a result, or exactly one of three error types (see
+// ResultOf, and Result for the metrics' spelling):
+//
+//   - *RefusedError: permanent, retrying the same request cannot succeed.
+//     Reason is an audit.Reason: the seven pre-derivation reasons above,
+//     derived_key_invalid, and the backend's determined answers
+//     registration_id_collision and stored_spec_conflict (mint) and
+//     host_mismatch (deregister).
+//   - *ThrottledError: the admission throttle, the only retryable answer.
+//   - *UnavailableError: the registrar could not do or record the work.
+//     Reason is AuditUnwritable (a record could not be written, nothing was
+//     changed), PostMintUnrecordable (the registry changed, its outcome
+//     record could not be written) or BackendUnavailable (the backend
+//     failed; its refusal, reason backend_unavailable, was recorded).
+//
+// # The backend contract
+//
+// A Backend answers every determined case with a status (MintStatus,
+// DeregisterStatus) and returns an error only when it failed. It is called
+// only after the admission charge and the intent write, under the
+// registration id's lock, and must be safe for concurrent use across ids.
+// Mint is atomic: MintCreated and MintReissued issue Material,
+// MintCollision and MintSpecConflict change nothing. Deregister answers
+// DeregisterRemoved, DeregisterAbsent, or DeregisterHostMismatch (nothing
+// changed). A failure after the registry was, or may have been, changed is
+// a *PartialError, and a retry of the same request must converge. The
+// shared suite backend/backendtest.Run checks all of this for any
+// implementation; backend/embedded, backend/openbao and the test fake in
+// internal/testing/registrartest run it.
+//
+// # Telemetry
+//
+// Each invocation is one server span (ScopeName, "registrar.mint" or
+// "registrar.deregister"), a child of any trace context the transport
+// extracted, with the attributes AttrVerb, AttrRequestID, AttrResult and,
+// when known, AttrRegistrationID, AttrRefusalReason and AttrBackendPartial.
+// The metrics go to Deps.Observer; the package registers no metric
+// instrument (telemetry.NewVerbObserver does, see package telemetry).
+//
+// # Concurrency
+//
+// Verbs is safe for concurrent use. Calls for one registration id are
+// serialised; calls for different ids run in parallel.
+package registrar

@@ -1,0 +1,94 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/backend/openbao"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// OTel instrument names of the openbao backend.
+const (
+	// registrar_backend_request_duration_seconds{backend,operation} (histogram)
+	BackendRequestDuration = "registrar.backend.request.duration"
+	// registrar_backend_request_errors_total{backend,operation,kind}
+	BackendRequestErrors = "registrar.backend.request.errors"
+)
+
+const (
+	attrBackend   = "backend"
+	attrOperation = "operation"
+	attrKind      = "kind"
+)
+
+// backendRequestBuckets are in seconds: a request on loopback takes under
+// a millisecond, across a network a few, and the timeout is seconds.
+var backendRequestBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+
+// openBaoObserver is the openbao.Observer NewOpenBaoObserver returns.
+type openBaoObserver struct {
+	duration metric.Float64Histogram
+	errors   metric.Int64Counter
+	byOp     [openbao.NumOperations][]metric.RecordOption
+	byOpKind [openbao.NumOperations][openbao.NumKinds][]metric.AddOption
+}
+
+var _ openbao.Observer = (*openBaoObserver)(nil)
+
+// NewOpenBaoObserver returns the openbao.Observer recording the backend's
+// metrics on mp (nil means a no-op provider), in the instrumentation scope
+// openbao.ScopeName (the backend's spans' scope):
+//
+//   - registrar.backend.request.duration{backend,operation} (histogram, s):
+//     every request to the server, failed or not;
+//   - registrar.backend.request.errors{backend,operation,kind} (counter,
+//     {request}): failed requests, by openbao.Kind.
+//
+// backend is always "openbao". The error series exist from the first
+// scrape, at zero, so that rate() sees the first failure. The observer is
+// safe for concurrent use.
+func NewOpenBaoObserver(mp metric.MeterProvider) (openbao.Observer, error) {
+	m := scopedMeter(mp, openbao.ScopeName)
+	o := &openBaoObserver{}
+	var errs [2]error
+	o.duration, errs[0] = m.Float64Histogram(BackendRequestDuration,
+		metric.WithUnit("s"),
+		metric.WithDescription("Time of each request the openbao backend makes to its server, by operation (binding_read, binding_claim, policy_write, role_write, role_id_read, secret_id_wrap, binding_activate, role_delete, policy_delete, binding_delete), failed or not."),
+		metric.WithExplicitBucketBoundaries(backendRequestBuckets...))
+	o.errors, errs[1] = m.Int64Counter(BackendRequestErrors,
+		metric.WithUnit("{request}"),
+		metric.WithDescription("Failed requests of the openbao backend, by operation and kind (timeout, server_error, client_error, transport, bad_response); each fails its invocation with BackendUnavailable."))
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, fmt.Errorf("telemetry: NewOpenBaoObserver: %w", err)
+	}
+	backend := attribute.String(attrBackend, "openbao")
+	ctx := context.Background()
+	for op := range openbao.Operation(openbao.NumOperations) {
+		opAttr := attribute.String(attrOperation, op.String())
+		o.byOp[op] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(backend, opAttr))}
+		for k := range openbao.NumKinds {
+			o.byOpKind[op][k] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(backend,
+				opAttr, attribute.String(attrKind, openbao.Kind(k+1).String())))}
+			o.errors.Add(ctx, 0, o.byOpKind[op][k]...)
+		}
+	}
+	return o, nil
+}
+
+// Request implements openbao.Observer.
+func (o *openBaoObserver) Request(ctx context.Context, op openbao.Operation, elapsed time.Duration) {
+	if uint(op) < uint(openbao.NumOperations) {
+		o.duration.Record(ctx, elapsed.Seconds(), o.byOp[op]...)
+	}
+}
+
+// Failed implements openbao.Observer.
+func (o *openBaoObserver) Failed(ctx context.Context, op openbao.Operation, kind openbao.Kind) {
+	if uint(op) < uint(openbao.NumOperations) && kind >= 1 && int(kind) <= openbao.NumKinds {
+		o.errors.Add(ctx, 1, o.byOpKind[op][kind-1]...)
+	}
+}

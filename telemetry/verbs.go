@@ -1,0 +1,149 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/internal/deferredcount"
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/registrar"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// OTel instrument names of the verbs.
+const (
+	// registrar_invocations_total{verb,result}
+	RegistrarInvocations = "registrar.invocations"
+	// registrar_invocation_duration_seconds{verb,result} (histogram)
+	RegistrarInvocationDuration = "registrar.invocation.duration"
+	// registrar_outcome_unrecordable_total{verb}
+	RegistrarOutcomeUnrecordable = "registrar.outcome.unrecordable"
+	// registrar_backend_partial_total{verb}
+	RegistrarBackendPartial = "registrar.backend.partial"
+
+	// registrarInvocationsFlush hangs the collection-time flush of the
+	// deferred invocation increments (internal/deferredcount); it is
+	// never observed, so it is in no exposition.
+	registrarInvocationsFlush = "registrar.invocations.deferred_flush"
+)
+
+const attrResult = "result"
+
+// registrarDurationBuckets are in seconds: an admitted invocation costs
+// two fsynced appends plus backend work, so the interesting range is
+// 100 µs to a few s.
+var registrarDurationBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// verbObserver is the registrar.Observer NewVerbObserver returns.
+type verbObserver struct {
+	invocations metric.Int64Counter
+	// invocationsDeferred is invocations for the calls: an unsampled
+	// call's increment is added at the next collection.
+	invocationsDeferred *deferredcount.Counter
+	duration            metric.Float64Histogram
+	unrecordable        metric.Int64Counter
+	partial             metric.Int64Counter
+	// The option slices handed to the variadic SDK calls, hoisted: an
+	// existing slice passed on costs nothing, a fresh one is an allocation
+	// per call.
+	recordByResult [limiter.NumVerbs][registrar.NumResults][]metric.RecordOption
+	addByVerb      [limiter.NumVerbs][]metric.AddOption
+}
+
+var _ registrar.Observer = (*verbObserver)(nil)
+
+// NewVerbObserver returns the registrar.Observer recording the verbs'
+// metrics on mp (nil means a no-op provider), in the instrumentation scope
+// registrar.ScopeName (the verbs' spans' scope):
+//
+//   - registrar.invocations{verb,result} (counter, {invocation}): every
+//     invocation, by its registrar.Result;
+//   - registrar.invocation.duration{verb,result} (histogram, s): arrival at
+//     the verb layer to answer;
+//   - registrar.outcome.unrecordable{verb} (counter, {invocation}):
+//     registry changed, outcome record not written;
+//   - registrar.backend.partial{verb} (counter, {invocation}): the backend
+//     failed after changing, or possibly changing, the registry.
+//
+// Every attribute set is precomputed, and the increments of invocations
+// whose span is not sampled are summed and added at each collection
+// (internal/deferredcount), so a throttled answer costs no SDK Add. Every
+// counter series the verbs can produce exists from the first scrape, at
+// zero. The observer is safe for concurrent use and does not allocate.
+func NewVerbObserver(mp metric.MeterProvider) (registrar.Observer, error) {
+	m := scopedMeter(mp, registrar.ScopeName)
+	o := &verbObserver{}
+	var errs [4]error
+	o.invocations, errs[0] = m.Int64Counter(RegistrarInvocations,
+		metric.WithUnit("{invocation}"),
+		metric.WithDescription("Verb invocations by verb and result (first_mint, idempotent_remint, identity_removed, idempotent_already_absent, refused, throttled, unavailable)."))
+	o.duration, errs[1] = m.Float64Histogram(RegistrarInvocationDuration,
+		metric.WithUnit("s"),
+		metric.WithDescription("Time from an invocation's arrival at the verb layer to its answer, by verb and result."),
+		metric.WithExplicitBucketBoundaries(registrarDurationBuckets...))
+	o.unrecordable, errs[2] = m.Int64Counter(RegistrarOutcomeUnrecordable,
+		metric.WithUnit("{invocation}"),
+		metric.WithDescription("Invocations that changed the registry but whose outcome record could not be written (answered PostMintUnrecordable)."))
+	o.partial, errs[3] = m.Int64Counter(RegistrarBackendPartial,
+		metric.WithUnit("{invocation}"),
+		metric.WithDescription("Invocations whose backend failed after changing, or possibly changing, the registry (answered BackendUnavailable; a retry of the same request converges)."))
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, fmt.Errorf("telemetry: NewVerbObserver: %w", err)
+	}
+	series := make([][]metric.AddOption, 0, limiter.NumVerbs*registrar.NumResults)
+	for v := range limiter.NumVerbs {
+		verb := attribute.String(attrVerb, limiter.Verb(v).String())
+		o.addByVerb[v] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(verb))}
+		for r := range registrar.NumResults {
+			set := metric.WithAttributeSet(attribute.NewSet(verb, attribute.String(attrResult, registrar.Result(r).String())))
+			series = append(series, []metric.AddOption{set})
+			o.recordByResult[v][r] = []metric.RecordOption{set}
+		}
+	}
+	var err error
+	if o.invocationsDeferred, err = deferredcount.New(m, o.invocations, registrarInvocationsFlush, series); err != nil {
+		return nil, fmt.Errorf("telemetry: NewVerbObserver: %w", err)
+	}
+	// Every counter series exists from the first scrape, at zero: rate()
+	// and increase() then see the first event, and a throttle ratio has
+	// its denominator from the start.
+	ctx := context.Background()
+	for v := range limiter.NumVerbs {
+		o.unrecordable.Add(ctx, 0, o.addByVerb[v]...)
+		for r := range registrar.NumResults {
+			if registrar.Possible(limiter.Verb(v), registrar.Result(r)) {
+				o.invocations.Add(ctx, 0, series[v*registrar.NumResults+r]...)
+			}
+		}
+	}
+	for v := range limiter.NumVerbs {
+		o.partial.Add(ctx, 0, o.addByVerb[v]...)
+	}
+	return o, nil
+}
+
+// Finished implements registrar.Observer.
+func (o *verbObserver) Finished(ctx context.Context, verb limiter.Verb, result registrar.Result, elapsed time.Duration) {
+	if uint(verb) >= uint(limiter.NumVerbs) || uint(result) >= uint(registrar.NumResults) {
+		return
+	}
+	o.invocationsDeferred.Add(ctx, int(verb)*registrar.NumResults+int(result), 1)
+	o.duration.Record(ctx, elapsed.Seconds(), o.recordByResult[verb][result]...)
+}
+
+// Unrecordable implements registrar.Observer.
+func (o *verbObserver) Unrecordable(ctx context.Context, verb limiter.Verb) {
+	if uint(verb) < uint(limiter.NumVerbs) {
+		o.unrecordable.Add(ctx, 1, o.addByVerb[verb]...)
+	}
+}
+
+// Partial implements registrar.Observer.
+func (o *verbObserver) Partial(ctx context.Context, verb limiter.Verb) {
+	if uint(verb) < uint(limiter.NumVerbs) {
+		o.partial.Add(ctx, 1, o.addByVerb[verb]...)
+	}
+}
