@@ -1,8 +1,8 @@
 package audit_test
 
 import (
-	"bytes"
 	"context"
+	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -126,23 +126,8 @@ func writeStore(t testing.TB, content string) string {
 	return dir
 }
 
-// logBuffer is a slog handler target safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// logBuffer is the shared test log destination.
+type logBuffer = logtest.Buffer
 
 func newLogger(b *logBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))

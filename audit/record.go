@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"github.com/registrar-otel/registrar-otel/internal/enumname"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/limiter"
@@ -55,17 +56,13 @@ const (
 func (p Phase) Valid() bool { return p >= PhaseIntent && p <= PhaseLimited }
 
 // String returns the on-disk spelling: "intent", "outcome" or "limited".
-func (p Phase) String() string {
-	switch p {
-	case PhaseIntent:
-		return "intent"
-	case PhaseOutcome:
-		return "outcome"
-	case PhaseLimited:
-		return "limited"
-	}
-	return fmt.Sprintf("Phase(%d)", uint8(p))
+var phaseNames = [...]string{
+	PhaseIntent:  "intent",
+	PhaseOutcome: "outcome",
+	PhaseLimited: "limited",
 }
+
+func (p Phase) String() string { return enumname.Of(phaseNames[:], "Phase", p) }
 
 // MarshalText implements encoding.TextMarshaler; an invalid phase is an error.
 func (p Phase) MarshalText() ([]byte, error) {
@@ -116,21 +113,15 @@ const (
 func (c OutcomeClass) Valid() bool { return c >= ClassFirstMint && c <= ClassRefused }
 
 // String returns the on-disk spelling, e.g. "first_mint" or "refused".
-func (c OutcomeClass) String() string {
-	switch c {
-	case ClassFirstMint:
-		return "first_mint"
-	case ClassIdempotentRemint:
-		return "idempotent_remint"
-	case ClassIdentityRemoved:
-		return "identity_removed"
-	case ClassIdempotentAlreadyAbsent:
-		return "idempotent_already_absent"
-	case ClassRefused:
-		return "refused"
-	}
-	return fmt.Sprintf("OutcomeClass(%d)", uint8(c))
+var outcomeClassNames = [...]string{
+	ClassFirstMint:               "first_mint",
+	ClassIdempotentRemint:        "idempotent_remint",
+	ClassIdentityRemoved:         "identity_removed",
+	ClassIdempotentAlreadyAbsent: "idempotent_already_absent",
+	ClassRefused:                 "refused",
 }
+
+func (c OutcomeClass) String() string { return enumname.Of(outcomeClassNames[:], "OutcomeClass", c) }
 
 // MarshalText implements encoding.TextMarshaler; an invalid class is an error.
 func (c OutcomeClass) MarshalText() ([]byte, error) {
@@ -188,35 +179,22 @@ func (r Reason) Valid() bool {
 }
 
 // String returns the on-disk snake_case spelling, e.g. "invalid_host".
-func (r Reason) String() string {
-	switch r {
-	case ReasonInvalidServiceName:
-		return "invalid_service_name"
-	case ReasonInvalidHost:
-		return "invalid_host"
-	case ReasonReservedServiceName:
-		return "reserved_service_name"
-	case ReasonSpecIdentityDisagreement:
-		return "spec_identity_disagreement"
-	case ReasonComponentNotConfigured:
-		return "component_not_configured"
-	case ReasonServiceInstanceMismatch:
-		return "service_instance_mismatch"
-	case ReasonInvalidWrapTTL:
-		return "invalid_wrap_ttl"
-	case ReasonDerivedKeyInvalid:
-		return "derived_key_invalid"
-	case ReasonRegistrationIDCollision:
-		return "registration_id_collision"
-	case ReasonStoredSpecConflict:
-		return "stored_spec_conflict"
-	case ReasonHostMismatch:
-		return "host_mismatch"
-	case ReasonBackendUnavailable:
-		return "backend_unavailable"
-	}
-	return fmt.Sprintf("Reason(%d)", uint8(r))
+var reasonNames = [...]string{
+	ReasonInvalidServiceName:       "invalid_service_name",
+	ReasonInvalidHost:              "invalid_host",
+	ReasonReservedServiceName:      "reserved_service_name",
+	ReasonSpecIdentityDisagreement: "spec_identity_disagreement",
+	ReasonComponentNotConfigured:   "component_not_configured",
+	ReasonServiceInstanceMismatch:  "service_instance_mismatch",
+	ReasonInvalidWrapTTL:           "invalid_wrap_ttl",
+	ReasonDerivedKeyInvalid:        "derived_key_invalid",
+	ReasonRegistrationIDCollision:  "registration_id_collision",
+	ReasonStoredSpecConflict:       "stored_spec_conflict",
+	ReasonHostMismatch:             "host_mismatch",
+	ReasonBackendUnavailable:       "backend_unavailable",
 }
+
+func (r Reason) String() string { return enumname.Of(reasonNames[:], "Reason", r) }
 
 // MarshalText implements encoding.TextMarshaler; an invalid reason is an
 // error.

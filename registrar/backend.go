@@ -2,6 +2,7 @@ package registrar
 
 import (
 	"context"
+	"github.com/registrar-otel/registrar-otel/internal/enumname"
 	"strings"
 	"time"
 )
@@ -69,6 +70,21 @@ const (
 	DeregisterAbsent
 	DeregisterHostMismatch
 )
+
+var (
+	mintStatusNames       = [...]string{MintCreated: "MintCreated", MintReissued: "MintReissued", MintCollision: "MintCollision", MintSpecConflict: "MintSpecConflict"}
+	deregisterStatusNames = [...]string{DeregisterRemoved: "DeregisterRemoved", DeregisterAbsent: "DeregisterAbsent", DeregisterHostMismatch: "DeregisterHostMismatch"}
+)
+
+// String returns the constant's name, or MintStatus(N) for a value outside
+// the set (a backend bug the contract suite reports by name).
+func (s MintStatus) String() string { return enumname.Of(mintStatusNames[:], "MintStatus", s) }
+
+// String returns the constant's name, or DeregisterStatus(N) for a value
+// outside the set.
+func (s DeregisterStatus) String() string {
+	return enumname.Of(deregisterStatusNames[:], "DeregisterStatus", s)
+}
 
 // PartialError is a backend failure after a call that changed, or may have
 // changed, the registry: a mint that claimed its binding and then could not

@@ -3,6 +3,7 @@ package registrar
 import (
 	"errors"
 	"fmt"
+	"github.com/registrar-otel/registrar-otel/internal/enumname"
 
 	"github.com/registrar-otel/registrar-otel/audit"
 )
@@ -66,16 +67,14 @@ const (
 )
 
 // String returns the wire spelling, e.g. "AuditUnwritable".
+var unavailableReasonNames = [...]string{
+	AuditUnwritable:      "AuditUnwritable",
+	PostMintUnrecordable: "PostMintUnrecordable",
+	BackendUnavailable:   "BackendUnavailable",
+}
+
 func (r UnavailableReason) String() string {
-	switch r {
-	case AuditUnwritable:
-		return "AuditUnwritable"
-	case PostMintUnrecordable:
-		return "PostMintUnrecordable"
-	case BackendUnavailable:
-		return "BackendUnavailable"
-	}
-	return fmt.Sprintf("UnavailableReason(%d)", uint8(r))
+	return enumname.Of(unavailableReasonNames[:], "UnavailableReason", r)
 }
 
 // UnavailableError reports that the registrar could not do or record the

@@ -34,22 +34,19 @@ const (
 )
 
 // String returns the label value, e.g. "first_mint" or "throttled".
+var resultNames = [...]string{
+	ResultFirstMint:               "first_mint",
+	ResultIdempotentRemint:        "idempotent_remint",
+	ResultIdentityRemoved:         "identity_removed",
+	ResultIdempotentAlreadyAbsent: "idempotent_already_absent",
+	ResultRefused:                 "refused",
+	ResultThrottled:               "throttled",
+	ResultUnavailable:             "unavailable",
+}
+
 func (r Result) String() string {
-	switch r {
-	case ResultFirstMint:
-		return "first_mint"
-	case ResultIdempotentRemint:
-		return "idempotent_remint"
-	case ResultIdentityRemoved:
-		return "identity_removed"
-	case ResultIdempotentAlreadyAbsent:
-		return "idempotent_already_absent"
-	case ResultRefused:
-		return "refused"
-	case ResultThrottled:
-		return "throttled"
-	case ResultUnavailable:
-		return "unavailable"
+	if int(r) < len(resultNames) && resultNames[r] != "" {
+		return resultNames[r]
 	}
 	return "unknown"
 }

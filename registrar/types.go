@@ -1,7 +1,7 @@
 package registrar
 
 import (
-	"fmt"
+	"github.com/registrar-otel/registrar-otel/internal/enumname"
 	"log/slog"
 	"time"
 
@@ -74,15 +74,12 @@ const (
 )
 
 // String returns the wire spelling: "first_mint" or "idempotent_remint".
-func (o MintOutcome) String() string {
-	switch o {
-	case FirstMint:
-		return "first_mint"
-	case IdempotentRemint:
-		return "idempotent_remint"
-	}
-	return fmt.Sprintf("MintOutcome(%d)", uint8(o))
+var mintOutcomeNames = [...]string{
+	FirstMint:        "first_mint",
+	IdempotentRemint: "idempotent_remint",
 }
+
+func (o MintOutcome) String() string { return enumname.Of(mintOutcomeNames[:], "MintOutcome", o) }
 
 // AuditClass returns the outcome record's class.
 func (o MintOutcome) AuditClass() audit.OutcomeClass {
@@ -103,14 +100,13 @@ const (
 )
 
 // String returns the wire spelling: "removed" or "already_absent".
+var deregisterOutcomeNames = [...]string{
+	Removed:       "removed",
+	AlreadyAbsent: "already_absent",
+}
+
 func (o DeregisterOutcome) String() string {
-	switch o {
-	case Removed:
-		return "removed"
-	case AlreadyAbsent:
-		return "already_absent"
-	}
-	return fmt.Sprintf("DeregisterOutcome(%d)", uint8(o))
+	return enumname.Of(deregisterOutcomeNames[:], "DeregisterOutcome", o)
 }
 
 // AuditClass returns the outcome record's class.

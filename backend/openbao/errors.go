@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/registrar-otel/registrar-otel/internal/enumname"
 	"net"
 	"strings"
 
@@ -50,21 +51,15 @@ const (
 
 // String returns the label value: "timeout", "server_error",
 // "client_error", "transport" or "bad_response".
-func (k Kind) String() string {
-	switch k {
-	case KindTimeout:
-		return "timeout"
-	case KindServer:
-		return "server_error"
-	case KindClient:
-		return "client_error"
-	case KindTransport:
-		return "transport"
-	case KindResponse:
-		return "bad_response"
-	}
-	return fmt.Sprintf("Kind(%d)", uint8(k))
+var kindNames = [...]string{
+	KindTimeout:   "timeout",
+	KindServer:    "server_error",
+	KindClient:    "client_error",
+	KindTransport: "transport",
+	KindResponse:  "bad_response",
 }
+
+func (k Kind) String() string { return enumname.Of(kindNames[:], "Kind", k) }
 
 // RequestError is one failed request to the server. It never carries the
 // token or a secret.

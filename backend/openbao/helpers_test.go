@@ -1,9 +1,9 @@
 package openbao_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -145,23 +145,8 @@ func (p *proxy) failNth(n int, act action) {
 	})
 }
 
-// logBuffer is a slog destination the tests read back.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+// logBuffer is the shared test log destination.
+type logBuffer = logtest.Buffer
 
 // env is one server, optionally behind a proxy, and a backend talking to
 // it.
