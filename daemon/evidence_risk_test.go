@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -13,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -23,38 +23,8 @@ import (
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
-// logBuffer is a goroutine-safe log sink.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// lines returns the log lines containing every one of subs.
-func (l *logBuffer) lines(subs ...string) []string {
-	var out []string
-	for _, line := range strings.Split(l.String(), "\n") {
-		ok := line != ""
-		for _, s := range subs {
-			ok = ok && strings.Contains(line, s)
-		}
-		if ok {
-			out = append(out, line)
-		}
-	}
-	return out
-}
+// logBuffer is the shared test log destination.
+type logBuffer = logtest.Buffer
 
 // riskConfig is testConfig with a limiter that never gets in the way and
 // the smallest audit files (64 KiB), so rotation is quick to reach.
@@ -154,7 +124,7 @@ func TestDeletingTheAuditDirectoryWhileRunningReopensAFreshActiveFile(t *testing
 	if after := r.metric(t, `registrar_audit_file_reopened_total{cause="directory_removed"}`); after != before+1 {
 		t.Errorf("registrar_audit_file_reopened_total{cause=directory_removed} went %v -> %v, want +1", before, after)
 	}
-	if got := logs.lines("level=ERROR", "cause=directory_removed", "directory_recreated=true"); len(got) != 1 {
+	if got := logs.Lines("level=ERROR", "cause=directory_removed", "directory_recreated=true"); len(got) != 1 {
 		t.Errorf("ERROR lines for the reopen: %q\nlog:\n%s", got, logs)
 	}
 }
@@ -191,7 +161,7 @@ func TestRenamingTheActiveFileSendsTheNextRecordsToANewOneAndScanListsIt(t *test
 	if got := r.d.store.Stats().Reopens[audit.ReopenFileRenamed]; got != 1 {
 		t.Errorf("renamed reopens %d, want 1", got)
 	}
-	if len(logs.lines("level=ERROR", "cause=renamed")) != 1 {
+	if len(logs.Lines("level=ERROR", "cause=renamed")) != 1 {
 		t.Errorf("no ERROR line for the rename:\n%s", logs)
 	}
 }
@@ -220,10 +190,10 @@ func TestSIGHUPReopensTheActiveFile(t *testing.T) {
 		t.Errorf("reopens %v, want one sighup and no detected rename", st.Reopens)
 	}
 	r.mustMint(t)
-	if len(logs.lines("level=ERROR")) != 0 {
+	if len(logs.Lines("level=ERROR")) != 0 {
 		t.Errorf("an operator's SIGHUP logged at ERROR:\n%s", logs)
 	}
-	if len(logs.lines("level=INFO", "cause=sighup")) != 1 {
+	if len(logs.Lines("level=INFO", "cause=sighup")) != 1 {
 		t.Errorf("no INFO line for the SIGHUP reopen:\n%s", logs)
 	}
 }
@@ -363,7 +333,7 @@ func TestFullDiskWalksTheStatesAndRecoversWithoutARestart(t *testing.T) {
 	if got := capacityOf(t, resp); got.State != "unwritable" || got.AppendFailures == 0 {
 		t.Fatalf("after a refused mint and a tick: %+v, want unwritable with append failures", got)
 	}
-	if len(logs.lines("level=ERROR", "audit append failed", "phase=intent")) == 0 {
+	if len(logs.Lines("level=ERROR", "audit append failed", "phase=intent")) == 0 {
 		t.Errorf("no ERROR line for the failed intent:\n%s", logs)
 	}
 
@@ -386,7 +356,7 @@ func TestFullDiskWalksTheStatesAndRecoversWithoutARestart(t *testing.T) {
 		{"level=ERROR", "from=critical to=unwritable"},
 		{"level=INFO", "from=unwritable to=ok"},
 	} {
-		if got := logs.lines(append(want, "audit store capacity state changed", "needed_bytes=")...); len(got) != 1 {
+		if got := logs.Lines(append(want, "audit store capacity state changed", "needed_bytes=")...); len(got) != 1 {
 			t.Errorf("state-change lines %v: %q", want, got)
 		}
 	}
@@ -449,7 +419,7 @@ func TestAReadOnlyDirectoryAtRotationRefusesMintsWithOneErrorLine(t *testing.T) 
 	if refused < 38 {
 		t.Fatalf("%d of 40 mints refused at a read-only rotation, want all but the last one that fit", refused)
 	}
-	lines := logs.lines("level=ERROR")
+	lines := logs.Lines("level=ERROR")
 	if len(lines) != 1 || !strings.Contains(lines[0], "step=rotate") || !strings.Contains(lines[0], "phase=intent") ||
 		!(strings.Contains(lines[0], "read-only file system") || strings.Contains(lines[0], "permission denied")) {
 		t.Fatalf("ERROR lines %q, want exactly one naming the rotation and its cause", lines)

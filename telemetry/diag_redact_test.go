@@ -1,33 +1,18 @@
 package telemetry_test
 
 import (
-	"bytes"
 	"context"
+	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/telemetry"
 )
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedBuffer is the shared test log destination.
+type lockedBuffer = logtest.Buffer
 
 // The SDK logs a malformed OTEL_EXPORTER_OTLP_HEADERS with the header
 // values in it; through the diagnostics New installs none of them appears.

@@ -151,7 +151,7 @@ func (c *subject) mustMint(t *testing.T, b registrar.Backend, op registrar.MintO
 	t.Helper()
 	st, m := c.mint(t, b, op)
 	if st != want {
-		t.Fatalf("Mint(%s from %s): got %s, want %s", op.RegistrationID, op.Host, mintName(st), mintName(want))
+		t.Fatalf("Mint(%s from %s): got %s, want %s", op.RegistrationID, op.Host, st, want)
 	}
 	checkMaterial(t, op, st, m)
 	return m
@@ -164,7 +164,7 @@ func (c *subject) mustDeregister(t *testing.T, b registrar.Backend, id, host str
 		t.Fatalf("Deregister(%s from %s): %v", id, host, err)
 	}
 	if st != want {
-		t.Fatalf("Deregister(%s from %s): got %s, want %s", id, host, deregisterName(st), deregisterName(want))
+		t.Fatalf("Deregister(%s from %s): got %s, want %s", id, host, st, want)
 	}
 }
 
@@ -176,42 +176,16 @@ func checkMaterial(t *testing.T, op registrar.MintOp, st registrar.MintStatus, m
 	switch st {
 	case registrar.MintCreated, registrar.MintReissued:
 		if m.RoleID == "" || m.WrappedSecretID == "" {
-			t.Errorf("%s material of %s: got role id %q and a secret empty=%t, want both set", mintName(st), op.RegistrationID, m.RoleID, m.WrappedSecretID == "")
+			t.Errorf("%s material of %s: got role id %q and a secret empty=%t, want both set", st, op.RegistrationID, m.RoleID, m.WrappedSecretID == "")
 		}
 		if want := op.Now.Add(op.WrapTTL); !m.ExpiresAt.Equal(want) {
-			t.Errorf("%s material of %s: got expires_at %s, want Now + WrapTTL = %s", mintName(st), op.RegistrationID, m.ExpiresAt, want)
+			t.Errorf("%s material of %s: got expires_at %s, want Now + WrapTTL = %s", st, op.RegistrationID, m.ExpiresAt, want)
 		}
 	default:
 		if m != (registrar.Material{}) {
-			t.Errorf("%s of %s: got material %+v, want the zero value", mintName(st), op.RegistrationID, m)
+			t.Errorf("%s of %s: got material %+v, want the zero value", st, op.RegistrationID, m)
 		}
 	}
-}
-
-func mintName(st registrar.MintStatus) string {
-	switch st {
-	case registrar.MintCreated:
-		return "MintCreated"
-	case registrar.MintReissued:
-		return "MintReissued"
-	case registrar.MintCollision:
-		return "MintCollision"
-	case registrar.MintSpecConflict:
-		return "MintSpecConflict"
-	}
-	return fmt.Sprintf("MintStatus(%d)", st)
-}
-
-func deregisterName(st registrar.DeregisterStatus) string {
-	switch st {
-	case registrar.DeregisterRemoved:
-		return "DeregisterRemoved"
-	case registrar.DeregisterAbsent:
-		return "DeregisterAbsent"
-	case registrar.DeregisterHostMismatch:
-		return "DeregisterHostMismatch"
-	}
-	return fmt.Sprintf("DeregisterStatus(%d)", st)
 }
 
 // unchanged checks that id is still bound to (host, baseSpec) with roleID:
@@ -401,7 +375,7 @@ func testConcurrentTwoHosts(t *testing.T, c *subject) {
 			}
 		}
 		if r.st != want {
-			t.Errorf("mint %d from %s (%s owns it): got %s, want %s", i, r.op.Host, owner, mintName(r.st), mintName(want))
+			t.Errorf("mint %d from %s (%s owns it): got %s, want %s", i, r.op.Host, owner, r.st, want)
 		}
 	}
 }
@@ -432,7 +406,7 @@ func testConcurrentOverlapping(t *testing.T, c *subject) {
 			created[r.op.RegistrationID]++
 		case registrar.MintReissued:
 		default:
-			t.Errorf("mint %d of %s: got %s, want MintCreated or MintReissued", i, r.op.RegistrationID, mintName(r.st))
+			t.Errorf("mint %d of %s: got %s, want MintCreated or MintReissued", i, r.op.RegistrationID, r.st)
 		}
 		if roles[r.op.RegistrationID] == nil {
 			roles[r.op.RegistrationID] = map[string]bool{}
@@ -465,13 +439,13 @@ func testConcurrentOverlapping(t *testing.T, c *subject) {
 			if i%2 == 0 {
 				st, err := c.b.Deregister(context.Background(), registrar.DeregisterOp{RegistrationID: id, Host: host})
 				if err != nil || st != registrar.DeregisterRemoved {
-					t.Errorf("Deregister(%s from %s): got %s, %v; want DeregisterRemoved", id, host, deregisterName(st), err)
+					t.Errorf("Deregister(%s from %s): got %s, %v; want DeregisterRemoved", id, host, st, err)
 				}
 				return
 			}
 			st, _, err := c.b.Mint(context.Background(), c.op(id, host))
 			if err != nil || st != registrar.MintReissued {
-				t.Errorf("Mint(%s from %s): got %s, %v; want MintReissued", id, host, mintName(st), err)
+				t.Errorf("Mint(%s from %s): got %s, %v; want MintReissued", id, host, st, err)
 			}
 		})
 	}
@@ -533,7 +507,7 @@ func testMintFaults(t *testing.T, c *subject) {
 		disarm()
 		call := fmt.Sprintf("Mint(%s) failing at step %d", id, step)
 		if err == nil {
-			t.Fatalf("%s: got %s and no error, want the fault to fail it", call, mintName(st))
+			t.Fatalf("%s: got %s and no error, want the fault to fail it", call, st)
 		}
 		if m != (registrar.Material{}) {
 			t.Errorf("%s: got material %+v, want the zero value", call, m)
@@ -547,7 +521,7 @@ func testMintFaults(t *testing.T, c *subject) {
 			// A partial one converges when the same request is retried.
 			st, m := c.mint(t, b, c.op(id, "h1"))
 			if st != registrar.MintCreated && st != registrar.MintReissued {
-				t.Fatalf("retry of %s: got %s, want MintCreated or MintReissued", call, mintName(st))
+				t.Fatalf("retry of %s: got %s, want MintCreated or MintReissued", call, st)
 			}
 			checkMaterial(t, c.op(id, "h1"), st, m)
 			c.unchanged(t, id, "h1", m.RoleID)
@@ -578,7 +552,7 @@ func testDeregisterFaults(t *testing.T, c *subject) {
 		disarm()
 		call := fmt.Sprintf("Deregister(%s) failing at step %d", id, step)
 		if err == nil {
-			t.Fatalf("%s: got %s and no error, want the fault to fail it", call, deregisterName(st))
+			t.Fatalf("%s: got %s and no error, want the fault to fail it", call, st)
 		}
 		b := c.retrier(t)
 		if !checkFailure(t, call, err) {
@@ -589,7 +563,7 @@ func testDeregisterFaults(t *testing.T, c *subject) {
 		} else {
 			st, err := b.Deregister(context.Background(), registrar.DeregisterOp{RegistrationID: id, Host: "h1"})
 			if err != nil || (st != registrar.DeregisterRemoved && st != registrar.DeregisterAbsent) {
-				t.Fatalf("retry of %s: got %s, %v; want DeregisterRemoved or DeregisterAbsent", call, deregisterName(st), err)
+				t.Fatalf("retry of %s: got %s, %v; want DeregisterRemoved or DeregisterAbsent", call, st, err)
 			}
 		}
 		c.mustDeregister(t, b, id, "h1", registrar.DeregisterAbsent)

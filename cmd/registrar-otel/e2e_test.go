@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,22 +75,8 @@ type daemonProc struct {
 	*loggedProc
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is the shared test log destination.
+type syncBuffer = logtest.Buffer
 
 // loggedProc is a child process of a test (the daemon, a Collector)
 // whose stdout and stderr lines are kept in logs and which is waited for in

@@ -3,6 +3,7 @@ package logthrottle_test
 import (
 	"bytes"
 	"context"
+	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
 	"log/slog"
 	"strings"
 	"sync"
@@ -107,22 +108,8 @@ func TestConcurrentCallersEmitExactlyOneLine(t *testing.T) {
 	}
 }
 
-type safeBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *safeBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *safeBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// safeBuffer is the shared test log destination.
+type safeBuffer = logtest.Buffer
 
 func TestMaxKeysSharesOneOverflowCauseBeyondTheBound(t *testing.T) {
 	var buf bytes.Buffer
