@@ -90,7 +90,7 @@ type Options struct {
 	TLSHandshakeMaxConns int
 	TLSHandshakeTimeout  time.Duration
 	// MaxConnsPerIdentity caps one caller identity's connections on each
-	// listener (default 16); at the cap that identity's oldest idle
+	// listener (default 64); at the cap that identity's oldest idle
 	// connection is closed first.
 	MaxConnsPerIdentity int
 	// ReadHeaderTimeout bounds reading a request's headers, default 3 s.
