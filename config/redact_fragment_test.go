@@ -11,8 +11,8 @@ import (
 func TestRedactURLRedactsAFragmentWithoutAQuery(t *testing.T) {
 	for in, want := range map[string]string{
 		"https://host:4318/otlp#access_token=s3cret": "https://host:4318/otlp?REDACTED",
-		"host/x#s3cret":                              "host/x?REDACTED",
-		"https://u:p@host#s3cret":                    "https://REDACTED@host?REDACTED",
+		"host/x#s3cret":           "host/x?REDACTED",
+		"https://u:p@host#s3cret": "https://REDACTED@host?REDACTED",
 	} {
 		if got := RedactURL(in); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
