@@ -92,7 +92,7 @@ for p in $PKGS; do
 				sub(/^[ \t]+(—|--)[ \t]+/, "", eq[key])
 			}
 		}
-		$(NF-1) == "at" && NF >= 4 && $(NF-2) ~ /^[A-Z_]+$/ {
+		NF >= 4 && $(NF-1) == "at" && $(NF-2) ~ /^[A-Z_]+$/ {
 			mut = $(NF-2); st = $1
 			for (i = 2; i < NF - 2; i++) st = st " " $i
 			n[st]++
@@ -107,6 +107,11 @@ for p in $PKGS; do
 			eff = (k + l - e) > 0 ? 100 * k / (k + l - e) : 100
 			printf "%d %d %d %d %d %.1f\n", k, l - e, e, n["TIMED OUT"] + 0, n["NOT COVERED"] + 0, eff
 		}' "$out/run.txt" 2>"$out/lived.txt")
+	if [ -z "$res" ]; then
+		cat "$out/run.txt" "$out/lived.txt"
+		echo "mutate: could not read gremlins' report on $rel" >&2
+		exit 2
+	fi
 	set -- $res
 	killed=$1 lived=$2 equiv=$3 timedout=$4 notcovered=$5 eff=$6
 	gate="(not gated)"
