@@ -104,8 +104,9 @@ for p in $PKGS; do
 		}
 		END {
 			k = n["KILLED"] + 0; l = n["LIVED"] + 0; e = n["EQUIV"] + 0
-			eff = (k + l - e) > 0 ? 100 * k / (k + l - e) : 100
-			printf "%d %d %d %d %d %.1f\n", k, l - e, e, n["TIMED OUT"] + 0, n["NOT COVERED"] + 0, eff
+			# No mutant run: nothing to measure, nothing below the gate.
+			eff = (k + l - e) > 0 ? sprintf("%.1f", 100 * k / (k + l - e)) : "n/a"
+			printf "%d %d %d %d %d %s\n", k, l - e, e, n["TIMED OUT"] + 0, n["NOT COVERED"] + 0, eff
 		}' "$out/run.txt" 2>"$out/lived.txt")
 	if [ -z "$res" ]; then
 		cat "$out/run.txt" "$out/lived.txt"
@@ -115,7 +116,9 @@ for p in $PKGS; do
 	set -- $res
 	killed=$1 lived=$2 equiv=$3 timedout=$4 notcovered=$5 eff=$6
 	gate="(not gated)"
-	if gated "$rel"; then
+	if [ "$eff" = n/a ]; then
+		gate="(no mutant ran)"
+	elif gated "$rel"; then
 		if awk -v e="$eff" -v t="$THRESHOLD" 'BEGIN { exit !(e < t) }'; then
 			gate="BELOW the ${THRESHOLD} % threshold"
 			status=1
