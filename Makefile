@@ -117,7 +117,7 @@ lint: vet ## gofmt, go vet and staticcheck
 # without letting a mutant that loops forever stall the run. The gated
 # packages must reach MUTATE_THRESHOLD % efficacy once the equivalent
 # mutants of mutants-equivalent.txt are left out. Not part of make test.
-BASE                       ?= $(shell git merge-base HEAD main 2>/dev/null)
+BASE                       ?= $(shell git merge-base HEAD main 2>/dev/null || git merge-base HEAD origin/main 2>/dev/null)
 PKGS                       ?=
 MUTATE_THRESHOLD           ?= 90
 MUTATE_TIMEOUT_COEFFICIENT ?= 10
