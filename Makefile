@@ -3,6 +3,7 @@
 GO          ?= go
 BIN         := bin/registrar-otel
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+GREMLINS    := github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
 FUZZTIME    ?= 10s
 
 # What `make build` stamps into internal/buildinfo (the version command,
@@ -107,6 +108,27 @@ lint: vet ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) run $(STATICCHECK) ./...
 	cd bench && $(GO) run $(STATICCHECK) ./...
+
+# make mutate: gremlins over the packages changed since BASE (default the
+# merge base with main; PKGS=./coalesce,./health names packages instead),
+# one package and one worker at a time. Each mutant's test run may take
+# MUTATE_TIMEOUT_COEFFICIENT times the coverage run's time: on a 2-core
+# machine shared with other builds 10 leaves room for a loaded moment
+# without letting a mutant that loops forever stall the run. The gated
+# packages must reach MUTATE_THRESHOLD % efficacy once the equivalent
+# mutants of mutants-equivalent.txt are left out. Not part of make test.
+BASE                       ?= $(shell git merge-base HEAD main 2>/dev/null || git merge-base HEAD origin/main 2>/dev/null)
+PKGS                       ?=
+MUTATE_THRESHOLD           ?= 90
+MUTATE_TIMEOUT_COEFFICIENT ?= 10
+MUTATE_GATED               := limiter coalesce audit registrar wire health sinks/
+MUTATE_SKIP                := cmd/registrar-otel
+
+.PHONY: mutate
+mutate: ## mutation testing (gremlins) of the packages changed since BASE (or PKGS=...): efficacy per package, lived mutants; >= 90 % for the gated ones
+	@GO=$(GO) GREMLINS=$(GREMLINS) BASE="$(BASE)" PKGS="$(PKGS)" THRESHOLD=$(MUTATE_THRESHOLD) \
+	  COEFFICIENT=$(MUTATE_TIMEOUT_COEFFICIENT) EQUIVALENT=$(CURDIR)/mutants-equivalent.txt \
+	  GATED="$(MUTATE_GATED)" SKIP="$(MUTATE_SKIP)" tools/mutate/mutate.sh
 
 .PHONY: docs-deps
 docs-deps: ## install mkdocs and mkdocs-material when missing (Debian's packages; needs root)

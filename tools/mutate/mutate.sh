@@ -1,0 +1,139 @@
+#!/bin/sh
+# make mutate: gremlins over the packages a change touched since BASE (or
+# the packages PKGS names), one package at a time, one worker. Prints each
+# package's efficacy (killed / (killed + lived), the equivalent mutants of
+# mutants-equivalent.txt left out) and every mutant that lived, labelled
+# when it is a recorded equivalent. Exits 1 when a gated package is below
+# THRESHOLD, 2 on a usage or tool error.
+#
+# Environment (the Makefile passes them): GO, GREMLINS (the pinned module
+# path@version), BASE, PKGS, THRESHOLD, COEFFICIENT, EQUIVALENT (the file
+# of equivalent mutants), GATED (the packages the threshold applies to),
+# SKIP (packages a BASE diff leaves out: cmd/registrar-otel, whose
+# end-to-end tests take minutes per mutant; PKGS can still name it).
+set -u
+
+GO=${GO:-go}
+GREMLINS=${GREMLINS:?GREMLINS unset: run make mutate}
+THRESHOLD=${THRESHOLD:-90}
+COEFFICIENT=${COEFFICIENT:-10}
+EQUIVALENT=${EQUIVALENT:-mutants-equivalent.txt}
+GATED=${GATED:-limiter coalesce audit registrar wire health sinks/}
+SKIP=${SKIP:-cmd/registrar-otel}
+PKGS=${PKGS:-}
+BASE=${BASE:-}
+
+$GO list -m >/dev/null || exit 2
+
+if [ -z "$PKGS" ]; then
+	if [ -z "$BASE" ]; then
+		echo "mutate: no BASE (git merge-base HEAD main failed); set BASE=<commit> or PKGS=<packages>" >&2
+		exit 2
+	fi
+	# The main module's packages with a .go file changed since BASE
+	# (committed or not); bench/ is its own module.
+	PKGS=$(git diff --name-only "$BASE" -- '*.go' | grep -v '^bench/' | grep -v '/testdata/' |
+		while read -r f; do d=$(dirname "$f"); [ -d "$d" ] && echo "./$d"; done | sort -u |
+		while read -r d; do
+			skip=
+			for s in $SKIP; do [ "$d" = "./$s" ] && skip=y; done
+			if [ -n "$skip" ]; then echo "mutate: skipping ${d#./} (SKIP; name it in PKGS to run it)" >&2; else echo "$d"; fi
+		done)
+	if [ -z "$PKGS" ]; then
+		echo "mutate: no Go package changed since $BASE; name some with PKGS=./coalesce,./health"
+		exit 0
+	fi
+fi
+PKGS=$(echo "$PKGS" | tr ',' ' ')
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT INT TERM
+
+# gated PKG: 0 when the threshold applies to PKG (a path under the module).
+gated() {
+	for g in $GATED; do
+		case "$g" in
+		*/) case "$1/" in "$g"*) return 0 ;; esac ;;
+		*) [ "$1" = "$g" ] && return 0 ;;
+		esac
+	done
+	return 1
+}
+
+status=0
+summary=""
+for p in $PKGS; do
+	rel=${p#./}
+	rel=${rel%/}
+	if [ -z "$($GO list -f '{{if or .GoFiles .TestGoFiles .XTestGoFiles}}y{{end}}' "./$rel" 2>/dev/null)" ]; then
+		echo "mutate: skipping $rel (no Go package)"
+		continue
+	fi
+	echo "== $rel (gremlins, 1 worker, timeout coefficient $COEFFICIENT)"
+	start=$(date +%s)
+	$GO run "$GREMLINS" unleash --workers 1 --test-cpu 1 --timeout-coefficient "$COEFFICIENT" \
+		"./$rel" >"$out/run.txt" 2>&1
+	rc=$?
+	secs=$(($(date +%s) - start))
+	if ! grep -q 'Mutator coverage\|Test efficacy\|No results to report' "$out/run.txt"; then
+		cat "$out/run.txt"
+		echo "mutate: gremlins failed on $rel (exit $rc)" >&2
+		exit 2
+	fi
+	# Every mutant line: STATUS MUTATOR at FILE:LINE:COL, FILE relative to
+	# the package; LIVED ones are matched against the equivalents.
+	res=$(awk -v pkg="$rel" -v eqfile="$EQUIVALENT" '
+		BEGIN {
+			while ((getline line < eqfile) > 0) {
+				if (line ~ /^[ \t]*(#|$)/) continue
+				split(line, parts, /[ \t]+(—|--)[ \t]+/)
+				key = parts[1]; sub(/[ \t]+$/, "", key)
+				eq[key] = substr(line, length(parts[1]) + 1)
+				sub(/^[ \t]+(—|--)[ \t]+/, "", eq[key])
+			}
+		}
+		NF >= 4 && $(NF-1) == "at" && $(NF-2) ~ /^[A-Z_]+$/ {
+			mut = $(NF-2); st = $1
+			for (i = 2; i < NF - 2; i++) st = st " " $i
+			n[st]++
+			if (st != "LIVED" && st != "TIMED OUT") next
+			split($NF, loc, ":")
+			key = pkg "/" loc[1] ":" loc[2] ":" mut
+			if (st == "LIVED" && key in eq) { n["EQUIV"]++; printf "   equivalent  %s:%s %s — %s\n", pkg "/" loc[1], loc[2] ":" loc[3], mut, eq[key] > "/dev/stderr"; next }
+			printf "   %-11s %s:%s %s\n", (st == "LIVED" ? "LIVED" : "timed out"), pkg "/" loc[1], loc[2] ":" loc[3], mut > "/dev/stderr"
+		}
+		END {
+			k = n["KILLED"] + 0; l = n["LIVED"] + 0; e = n["EQUIV"] + 0
+			# No mutant run: nothing to measure, nothing below the gate.
+			eff = (k + l - e) > 0 ? sprintf("%.1f", 100 * k / (k + l - e)) : "n/a"
+			printf "%d %d %d %d %d %s\n", k, l - e, e, n["TIMED OUT"] + 0, n["NOT COVERED"] + 0, eff
+		}' "$out/run.txt" 2>"$out/lived.txt")
+	if [ -z "$res" ]; then
+		cat "$out/run.txt" "$out/lived.txt"
+		echo "mutate: could not read gremlins' report on $rel" >&2
+		exit 2
+	fi
+	set -- $res
+	killed=$1 lived=$2 equiv=$3 timedout=$4 notcovered=$5 eff=$6
+	gate="(not gated)"
+	if [ "$eff" = n/a ]; then
+		gate="(no mutant ran)"
+	elif gated "$rel"; then
+		if awk -v e="$eff" -v t="$THRESHOLD" 'BEGIN { exit !(e < t) }'; then
+			gate="BELOW the ${THRESHOLD} % threshold"
+			status=1
+		else
+			gate="meets ${THRESHOLD} %"
+		fi
+	fi
+	line=$(printf '%-22s efficacy %5s %%  killed %3d  lived %2d  equivalent %2d  timed out %2d  not covered %3d  %4ds  %s' \
+		"$rel" "$eff" "$killed" "$lived" "$equiv" "$timedout" "$notcovered" "$secs" "$gate")
+	echo "$line"
+	cat "$out/lived.txt"
+	summary="$summary$line
+"
+done
+echo
+echo "== mutate summary (efficacy = killed / (killed + lived), equivalents of $EQUIVALENT left out)"
+printf '%s' "$summary"
+exit $status
