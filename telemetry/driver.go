@@ -34,10 +34,10 @@ type Driver struct {
 // metric export. Errors name the key, variable or flag at fault.
 func NewDriver(ctx context.Context, cfg config.Telemetry, override string, logger *slog.Logger) (*Driver, error) {
 	dcfg := config.Telemetry{
-		OTLPEndpoint:       cfg.OTLPEndpoint,
-		OTLPTracesEndpoint: cfg.OTLPTracesEndpoint,
-		ServiceName:        DriverServiceName,
-		TraceSampleRatio:   1,
+		OTLPEndpoint:          cfg.OTLPEndpoint,
+		OTLPTracesEndpoint:    cfg.OTLPTracesEndpoint,
+		ServiceName:           DriverServiceName,
+		TraceSamplePerMillion: config.MaxTraceSamplePerMillion,
 	}
 	if override != "" {
 		dcfg.OTLPEndpoint, dcfg.OTLPTracesEndpoint = override, ""

@@ -20,7 +20,7 @@ import (
 // telemetry.metrics_listen. Here the handler is scraped in-process.
 func Example() {
 	ctx := context.Background()
-	tel, err := telemetry.New(ctx, config.Telemetry{ServiceName: "registrar-otel", TraceSampleRatio: 1}, telemetry.Options{})
+	tel, err := telemetry.New(ctx, config.Telemetry{ServiceName: "registrar-otel", TraceSamplePerMillion: 1_000_000}, telemetry.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -301,12 +301,12 @@ type effectiveJSON struct {
 		Components                                  map[string]string `json:"components"`
 	} `json:"registrar"`
 	Telemetry struct {
-		MetricsListen       string  `json:"metrics_listen"`
-		OTLPEndpoint        string  `json:"otlp_endpoint"`
-		ServiceName         string  `json:"service_name"`
-		TraceSampleRatio    float64 `json:"trace_sample_ratio"`
-		OTLPTracesEndpoint  string  `json:"otlp_traces_endpoint"`
-		OTLPMetricsEndpoint string  `json:"otlp_metrics_endpoint"`
+		MetricsListen         string `json:"metrics_listen"`
+		OTLPEndpoint          string `json:"otlp_endpoint"`
+		ServiceName           string `json:"service_name"`
+		TraceSamplePerMillion uint32 `json:"trace_sample_per_million"`
+		OTLPTracesEndpoint    string `json:"otlp_traces_endpoint"`
+		OTLPMetricsEndpoint   string `json:"otlp_metrics_endpoint"`
 	} `json:"telemetry"`
 }
 
@@ -330,7 +330,7 @@ func effective(cfg *config.Config) effectiveJSON {
 		er.Components[n] = m.String()
 	}
 	t := &cfg.Telemetry
-	e.Telemetry.MetricsListen, e.Telemetry.OTLPEndpoint, e.Telemetry.ServiceName, e.Telemetry.TraceSampleRatio = t.MetricsListen, config.RedactURL(t.OTLPEndpoint), t.ServiceName, t.TraceSampleRatio
+	e.Telemetry.MetricsListen, e.Telemetry.OTLPEndpoint, e.Telemetry.ServiceName, e.Telemetry.TraceSamplePerMillion = t.MetricsListen, config.RedactURL(t.OTLPEndpoint), t.ServiceName, t.TraceSamplePerMillion
 	e.Telemetry.OTLPTracesEndpoint, e.Telemetry.OTLPMetricsEndpoint = redactSignal(t.OTLPTracesEndpoint), redactSignal(t.OTLPMetricsEndpoint)
 	return e
 }
@@ -394,7 +394,7 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	row("metrics_listen", orNone(t.MetricsListen, "(disabled)"))
 	row("otlp_endpoint", orNone(config.RedactURL(t.OTLPEndpoint), "(none)"))
 	row("service_name", t.ServiceName)
-	row("trace_sample_ratio", strconv.FormatFloat(t.TraceSampleRatio, 'g', -1, 64))
+	row("trace_sample_per_million", strconv.FormatUint(uint64(t.TraceSamplePerMillion), 10))
 	tw.Flush() // the per-signal rows align among themselves
 	row("otlp_traces_endpoint", signalEndpoint(t.OTLPTracesEndpoint, t.OTLPEndpoint, "/v1/traces", "spans"))
 	row("otlp_metrics_endpoint", signalEndpoint(t.OTLPMetricsEndpoint, t.OTLPEndpoint, "/v1/metrics", "metrics"))
