@@ -207,7 +207,7 @@ func TestGoldenAuditScanJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := writeScanJSON(&out, rep); err != nil {
+	if err := writeScanJSON(&out, scanView{rep: rep}); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "audit_scan.json", []byte(strings.ReplaceAll(out.String(), dir, "$DIR")))
