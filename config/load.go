@@ -130,7 +130,17 @@ func load(source string, fileProvider koanf.Provider, environ []string, logger *
 
 	for _, u := range d.unknown {
 		attrs := []any{"key", u.key, "source", source}
-		if s := SuggestKey(u.key); s != "" {
+		if u.envVar != "" {
+			// A variable: name it, and suggest the "__" spelling when
+			// that names a known key (one "_" between levels is the
+			// usual slip).
+			attrs = append(attrs, "variable", u.envVar)
+			if s := SuggestEnvVar(u.envVar); s != "" {
+				attrs = append(attrs, "did_you_mean", s)
+			} else if s := SuggestKey(u.key); s != "" {
+				attrs = append(attrs, "did_you_mean", EnvVarOf(s))
+			}
+		} else if s := SuggestKey(u.key); s != "" {
 			attrs = append(attrs, "did_you_mean", s)
 		}
 		if u.kept {
@@ -271,8 +281,17 @@ type decoder struct {
 }
 
 type unknownKey struct {
-	key  string
-	kept bool // kept in Registrar.Extra
+	key    string
+	kept   bool   // kept in Registrar.Extra
+	envVar string // the variable that set it, "" for the file
+}
+
+// envVarOf is the variable a raw value came from, or "".
+func envVarOf(v any) string {
+	if ev, ok := v.(envValue); ok {
+		return ev.Var
+	}
+	return ""
 }
 
 func (d *decoder) fail(key string, v any, rule string) {
@@ -294,7 +313,7 @@ func (d *decoder) root(raw map[string]any, cfg *Config) {
 		case "openbao":
 			d.openbao(raw[k], &cfg.OpenBao)
 		default:
-			d.unknown = append(d.unknown, unknownKey{key: keyPath(k)})
+			d.unknown = append(d.unknown, unknownKey{key: keyPath(k), envVar: envVarOf(raw[k])})
 		}
 	}
 }
@@ -413,8 +432,9 @@ func (d *decoder) registrar(v any, r *Registrar) {
 		if r.Extra == nil {
 			r.Extra = make(map[string]any, len(unknown))
 		}
+		ev := envVarOf(m[k])
 		r.Extra[k] = plain(m[k])
-		d.unknown = append(d.unknown, unknownKey{key: keyPath("registrar", k), kept: true})
+		d.unknown = append(d.unknown, unknownKey{key: keyPath("registrar", k), kept: true, envVar: ev})
 	}
 }
 
@@ -425,7 +445,7 @@ func (d *decoder) telemetry(v any, t *Telemetry) {
 			d.fail("telemetry."+k, m[k], ruleRemovedRatio(m[k]))
 			continue
 		}
-		d.unknown = append(d.unknown, unknownKey{key: keyPath("telemetry", k)})
+		d.unknown = append(d.unknown, unknownKey{key: keyPath("telemetry", k), envVar: envVarOf(m[k])})
 	}
 }
 
@@ -481,7 +501,7 @@ func (d *decoder) components(key string, v any, r *Registrar) {
 		mkey := ckey + ".multiplicity"
 		for _, k := range slices.Sorted(maps.Keys(ct)) {
 			if k != "multiplicity" {
-				d.unknown = append(d.unknown, unknownKey{key: keyPath("registrar", "components", name, k)})
+				d.unknown = append(d.unknown, unknownKey{key: keyPath("registrar", "components", name, k), envVar: envVarOf(ct[k])})
 			}
 		}
 		mv, ok := ct["multiplicity"]

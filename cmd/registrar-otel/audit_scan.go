@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"math"
@@ -87,6 +89,7 @@ func runAuditScan(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "audit scan", "--top applies to --by identity only (for example: --by identity --top 5)")
 	}
 	failOnSet := flagSet(flags, "fail-on-limited")
+	dirFromDefault := false
 	if *dir == "" {
 		logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 		cfg, err := config.Load(*cfgPath, os.Environ(), logger)
@@ -95,10 +98,19 @@ func runAuditScan(args []string, stdout, stderr io.Writer) int {
 			return auditScanFailed
 		}
 		*dir = cfg.Registrar.AuditRecordDir
+		dirFromDefault = *cfgPath == "" && *dir == config.Default().Registrar.AuditRecordDir
 	}
 	rep, err := audit.Scan(context.Background(), audit.ScanOptions{Dir: *dir, Window: *window, ByIdentity: *by == "identity"})
 	if err != nil {
-		fmt.Fprintf(stderr, "audit scan: cannot read the record store: %v\n", err)
+		cause := err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			cause = pe.Err
+		}
+		fmt.Fprintf(stderr, "audit scan: cannot read the record store at %s: %v\n", describePath(*dir, dirFromDefault), cause)
+		if dirFromDefault {
+			fmt.Fprintln(stderr, "  point at the daemon's store with --dir DIR, or at its configuration with --config FILE")
+		}
 		return auditScanFailed
 	}
 	view := scanView{rep: rep, byIdentity: *by == "identity", top: *top}

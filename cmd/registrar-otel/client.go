@@ -74,7 +74,8 @@ func (c *connFlags) client(stderr io.Writer) (*wire.Client, daemonAddr, error) {
 	if err != nil {
 		return nil, daemonAddr{}, err
 	}
-	return wire.NewUnixClient(socket, opts...), daemonAddr{socket: socket, fromConfig: c.config}, nil
+	fromDefault := c.socket == "" && c.config == "" && socket == defaultSocket()
+	return wire.NewUnixClient(socket, opts...), daemonAddr{socket: socket, fromConfig: c.config, fromDefault: fromDefault}, nil
 }
 
 // resolveSocket is --socket, or registrar.socket_path of --config (or of

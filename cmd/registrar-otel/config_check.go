@@ -150,6 +150,20 @@ func runCheck(path string, environ []string, strict bool) *checkResult {
 		if strings.HasPrefix(rec.msg, "unknown configuration key") {
 			u := unknownFinding{Key: key, Kept: strings.Contains(rec.msg, "kept"), DidYouMean: rec.attrs["did_you_mean"]}
 			res.Unknown = append(res.Unknown, u)
+			if v := rec.attrs["variable"]; v != "" {
+				// From the environment: name the variable, not the key
+				// it happens to read as.
+				msg := fmt.Sprintf("environment variable %s names no known key (it reads as %s)", v, key)
+				switch {
+				case u.DidYouMean != "":
+					res.errorf(key, "%s; did you mean %s? Levels are separated by \"__\" (the default applies until it is fixed)", msg, u.DidYouMean)
+				case strict:
+					res.errorf(key, "%s (--strict); unset it", msg)
+				default:
+					res.warnf(key, "%s; ignored", msg)
+				}
+				continue
+			}
 			switch {
 			case u.DidYouMean != "":
 				res.errorf(key, "%s is not a known key: a likely misspelling of %s (the default applies until it is fixed)", key, u.DidYouMean)

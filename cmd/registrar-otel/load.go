@@ -96,8 +96,15 @@ func runLoadWave(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, loadWaveUsage, args, stdout, stderr); !ok {
 		return code
 	}
-	if *hosts < 1 || *modules < 1 || *modules > 999 {
-		return usageError(stderr, "load wave", "--hosts (at least 1) and --modules-per-host (1..999) are required")
+	switch {
+	case !flagSet(fs, "hosts"):
+		return usageError(stderr, "load wave", "--hosts is required: at least 1; for example: --hosts 24 --modules-per-host 10")
+	case !flagSet(fs, "modules-per-host"):
+		return usageError(stderr, "load wave", "--modules-per-host is required: 1 to 999; for example: --hosts 24 --modules-per-host 10")
+	case *hosts < 1:
+		return flagValueError(stderr, loadWaveUsage, "hosts", fmt.Sprint(*hosts), "at least 1", "--hosts 24")
+	case *modules < 1 || *modules > 999:
+		return flagValueError(stderr, loadWaveUsage, "modules-per-host", fmt.Sprint(*modules), "1 to 999", "--modules-per-host 10")
 	}
 	if code, ok := lf.check(stderr, "load wave"); !ok {
 		return code
@@ -123,9 +130,19 @@ func runLoadFlood(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, loadFloodUsage, args, stdout, stderr); !ok {
 		return code
 	}
+	buckets := []string{limiter.PredecisionRefusal.String(), limiter.Admission.String()}
+	if *bucket == "" {
+		return usageError(stderr, "load flood", "--bucket is required: predecision_refusal or admission; for example: --bucket admission --requests 2000")
+	}
 	b, err := limiter.ParseBucket(*bucket)
-	if err != nil || *requests < 1 {
-		return usageError(stderr, "load flood", "--bucket (predecision_refusal or admission) and --requests (at least 1) are required")
+	if err != nil {
+		return flagValueError(stderr, loadFloodUsage, "bucket", *bucket, "predecision_refusal or admission"+didYouMean(*bucket, buckets), "--bucket admission")
+	}
+	if *requests < 1 {
+		if !flagSet(fs, "requests") {
+			return usageError(stderr, "load flood", "--requests is required: at least 1; for example: --requests 2000")
+		}
+		return flagValueError(stderr, loadFloodUsage, "requests", fmt.Sprint(*requests), "at least 1", "--requests 2000")
 	}
 	if code, ok := lf.check(stderr, "load flood"); !ok {
 		return code
@@ -147,7 +164,7 @@ func (l *loadFlags) check(stderr io.Writer, name string) (int, bool) {
 	case l.concurrency < 1:
 		return usageError(stderr, name, "--concurrency must be at least 1, got %d", l.concurrency), false
 	case l.progress != "auto" && l.progress != "plain" && l.progress != "off":
-		return usageError(stderr, name, "--progress %q: want auto, plain or off", l.progress), false
+		return usageError(stderr, name, "--progress: got %q, want auto, plain or off%s; for example: --progress plain", l.progress, didYouMean(l.progress, []string{"auto", "plain", "off"})), false
 	case l.progressEvery <= 0:
 		return usageError(stderr, name, "--progress-interval must be positive, got %s", l.progressEvery), false
 	case l.settle < 0:
