@@ -71,6 +71,10 @@ type Options struct {
 	// ExtraSpanProcessors are added to the TracerProvider beside the OTLP
 	// batch processor. For tests: a tracetest.SpanRecorder.
 	ExtraSpanProcessors []sdktrace.SpanProcessor
+	// SampleAll samples every span, whatever the configuration and the
+	// OTEL_TRACES_SAMPLER variables say: the load driver's traces are the
+	// point of its run.
+	SampleAll bool
 	// Getenv reads the standard OTEL_* variables; nil means os.Getenv.
 	Getenv func(string) string
 	// TracesOnly builds no OTLP metric exporter whatever the configuration
@@ -93,6 +97,9 @@ type Telemetry struct {
 	mp       *sdkmetric.MeterProvider
 	tp       *sdktrace.TracerProvider
 	handler  http.Handler
+	// tracesURL is where spans are exported (redacted), "" when no span
+	// exporter was built.
+	tracesURL string
 
 	mu       sync.Mutex
 	closed   bool
@@ -144,6 +151,9 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 	sampler, err := rootSampler(cfg, getenv)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	if o.SampleAll {
+		sampler = sdktrace.AlwaysSample()
 	}
 	if o.TracesOnly {
 		plan.metrics = signal{}
@@ -214,6 +224,7 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 			return nil, fmt.Errorf("telemetry: %s: building the OTLP/HTTP span exporter for %s: %s", plan.traces.from, config.RedactURL(u), config.RedactText(err.Error()))
 		}
 		topts = append(topts, sdktrace.WithBatcher(texp))
+		t.tracesURL = config.RedactURL(u)
 	}
 	for _, r := range o.ExtraReaders {
 		mopts = append(mopts, sdkmetric.WithReader(r))
@@ -364,6 +375,10 @@ func (t *Telemetry) Serve(l net.Listener) error {
 func (t *Telemetry) ForceFlush(ctx context.Context) error {
 	return errors.Join(t.tp.ForceFlush(ctx), t.mp.ForceFlush(ctx))
 }
+
+// TracesEndpoint is the URL spans are exported to (credentials redacted),
+// or "" when no span exporter exists: spans then go nowhere.
+func (t *Telemetry) TracesEndpoint() string { return t.tracesURL }
 
 // Shutdown stops the metrics server (waiting, within ctx, for in-flight
 // scrapes), then flushes and shuts down the TracerProvider and the

@@ -31,10 +31,13 @@ REGISTRAR_OTEL_* environment overrides and checks what it refers to the way
 serve would: the TLS certificate, key and client CA (they exist, are readable,
 parse, and the key matches the certificate), and the socket, state and audit
 paths (serve creates a missing directory 0700 and refuses a symlink, a
-non-directory or a group- or world-writable one).
+non-directory or a group- or world-writable one). It warns about a TLS
+private key its group or others may read, and about a listen address
+(registrar.tls_listen, telemetry.metrics_listen) serve could not bind,
+saying when a running daemon holds it.
 
 Unknown keys are warnings (they are kept, for keys a later version knows);
---strict makes them errors. An unknown key one edit away from a known key is
+--strict makes them, and the two warnings above, errors. An unknown key one edit away from a known key is
 an error in any mode: it is a likely misspelling, and the default applies
 while it stays.
 
@@ -96,7 +99,7 @@ func (r *checkResult) warnf(key, format string, args ...any) {
 func configCheck(args, environ []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("config check")
 	path := fs.String("config", "", "TOML configuration `file` to check (default: the embedded defaults, as make run)")
-	strict := fs.Bool("strict", false, "treat unknown keys as errors")
+	strict := fs.Bool("strict", false, "treat unknown keys, a private key others may read and a listen address serve cannot bind as errors")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout (schema: docs, operations, --json schemas) instead of text")
 	if code, ok := parseFlags(fs, configCheckUsage, args, stdout, stderr); !ok {
 		return code
@@ -195,6 +198,8 @@ func runCheck(path string, environ []string, strict bool) *checkResult {
 		return res
 	}
 	checkTLS(res, &cfg)
+	checkKeyMode(res, &cfg)
+	checkListen(res, &cfg)
 	checkPaths(res, &cfg)
 	// The files the openbao backend will read: the token's mode and
 	// content, and the CA bundle. Nothing to do for the embedded backend.

@@ -211,7 +211,7 @@ func (l *loadFlags) tick() time.Duration {
 type loadRun func(ctx context.Context, c *wire.Client, tel *telemetry.Driver, progress func(loadgen.Progress)) (loadgen.Report, error)
 
 // runLoad sets up the client and tracing, runs, and prints the summary.
-func runLoad(stdout, stderr io.Writer, lf *loadFlags, sum *loadSummary, what string, run loadRun) int {
+func runLoad(stdout, stderr io.Writer, lf *loadFlags, sum *loadSummary, what string, run loadRun) (code int) {
 	name := "load " + sum.Command
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg, err := config.Load(lf.config, os.Environ(), logger)
@@ -234,9 +234,19 @@ func runLoad(stdout, stderr io.Writer, lf *loadFlags, sum *loadSummary, what str
 		printErrors(stderr, err)
 		return exitUsage
 	}
+	sum.traceEndpoint = tel.TracesEndpoint()
 	defer func() {
+		// The run's trace is one of its results: an exporter that failed
+		// fails the run (exit 1 unless it already failed otherwise).
 		if err := tel.Close(); err != nil {
-			fmt.Fprintf(stderr, "registrar-otel %s: flushing traces: %v\n", name, err)
+			trace := "its trace"
+			if sum.TraceID != "" {
+				trace = "its trace " + sum.TraceID
+			}
+			fmt.Fprintf(stderr, "registrar-otel %s: %s was NOT exported: %v\n", name, trace, err)
+			if code == exitOK {
+				code = exitFailure
+			}
 		}
 	}()
 	addr := daemonAddr{socket: socket, fromConfig: lf.config}
@@ -396,6 +406,8 @@ type loadSummary struct {
 	Daemon            *daemonJSON       `json:"daemon"`       // null when health could not be read
 	DaemonError       string            `json:"daemon_error"` // why, then
 	Counted           *countedJSON      `json:"counted_records"`
+	// traceEndpoint is where the trace is exported, "" for nowhere.
+	traceEndpoint string
 }
 
 type waveJSON struct {
@@ -474,7 +486,11 @@ func printSummary(w io.Writer, s *loadSummary) {
 		fmt.Fprintln(w)
 	}
 	if s.TraceID != "" {
-		fmt.Fprintf(w, "trace:       %s (%s)\n", s.TraceID, s.RootSpan)
+		if s.traceEndpoint == "" {
+			fmt.Fprintf(w, "trace:       %s (%s), NOT exported: no traces endpoint (set telemetry.otlp_endpoint or otlp_traces_endpoint in --config, OTEL_EXPORTER_OTLP_ENDPOINT, or --otlp-endpoint)\n", s.TraceID, s.RootSpan)
+		} else {
+			fmt.Fprintf(w, "trace:       %s (%s), exported to %s\n", s.TraceID, s.RootSpan, s.traceEndpoint)
+		}
 	}
 	if d := s.Daemon; d != nil {
 		fmt.Fprintf(w, "daemon registrar_health.limiter: limited_predecision_refusal=%d limited_admission=%d\n",
