@@ -92,7 +92,7 @@ func runAuditScan(args []string, stdout, stderr io.Writer) int {
 	dirFromDefault := false
 	if *dir == "" {
 		logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-		cfg, err := config.Load(*cfgPath, os.Environ(), logger)
+		cfg, err := loadConfig(*cfgPath, os.Environ(), logger)
 		if err != nil {
 			printErrors(stderr, err)
 			return auditScanFailed

@@ -85,7 +85,7 @@ func resolveSocket(socket, cfgPath string, stderr io.Writer) (string, error) {
 		return socket, nil
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	cfg, err := config.Load(cfgPath, os.Environ(), logger)
+	cfg, err := loadConfig(cfgPath, os.Environ(), logger)
 	if err != nil {
 		return "", err
 	}

@@ -147,7 +147,7 @@ func runCheck(path string, environ []string, strict bool) *checkResult {
 		res.Source = config.SourceDefaults
 	}
 	logs := &collectHandler{}
-	cfg, err := config.Load(path, environ, slog.New(logs))
+	cfg, err := loadConfig(path, environ, slog.New(logs))
 	for _, rec := range logs.records() {
 		key := rec.attrs["key"]
 		if strings.HasPrefix(rec.msg, "unknown configuration key") {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/loadgen"
 	"github.com/registrar-otel/registrar-otel/telemetry"
@@ -214,7 +213,7 @@ type loadRun func(ctx context.Context, c *wire.Client, tel *telemetry.Driver, pr
 func runLoad(stdout, stderr io.Writer, lf *loadFlags, sum *loadSummary, what string, run loadRun) (code int) {
 	name := "load " + sum.Command
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg, err := config.Load(lf.config, os.Environ(), logger)
+	cfg, err := loadConfig(lf.config, os.Environ(), logger)
 	if err != nil {
 		printErrors(stderr, err)
 		return exitUsage

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+
+	"github.com/registrar-otel/registrar-otel/config"
 )
 
 // describePath spells a path for a message: absolute, and, when it was
@@ -29,4 +33,18 @@ func describePath(p string, fromDefault bool) string {
 		return abs + " (the default " + p + ", relative to the working directory " + wd + ")"
 	}
 	return abs + " (" + p + ", relative to the working directory " + wd + ")"
+}
+
+// loadConfig is config.Load with the --config path checked first for what
+// the loader's own checks would word as something else: a directory given
+// for the file (a world-writable /tmp would otherwise be refused as
+// group- or world-writable).
+func loadConfig(path string, environ []string, logger *slog.Logger) (config.Config, error) {
+	if path != "" {
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			return config.Config{}, fmt.Errorf("--config %s is a directory: give the configuration file itself (for example %s)",
+				describePath(path, false), filepath.Join(path, "registrar.toml"))
+		}
+	}
+	return config.Load(path, environ, logger)
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/limiter"
 )
 
@@ -68,7 +67,7 @@ func runSizing(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg, err := config.Load(*cfgPath, os.Environ(), logger)
+	cfg, err := loadConfig(*cfgPath, os.Environ(), logger)
 	if err != nil {
 		printErrors(stderr, err)
 		return exitUsage
