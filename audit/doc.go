@@ -34,8 +34,9 @@
 //
 // # Guarantees of the store
 //
-// Store.Append is the only write path and has no best-effort mode: it
-// writes one whole line and fsyncs it before returning nil. A failed write
+// Store.Append and Store.AppendBatch are the two write paths, on one commit
+// path, and neither has a best-effort mode: a record's line is written whole
+// and fsynced before its write returns nil. A failed write
 // is truncated away, so the file only ever holds whole lines; if even that
 // fails the store refuses every later append (ErrBroken). The directory is
 // 0700, files 0600, and no symlink is ever followed. The active file

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/limiter"
@@ -40,6 +41,24 @@ type ScanOptions struct {
 	Grace time.Duration
 	// Now is the scan's reference instant; zero means time.Now().
 	Now time.Time
+	// ByIdentity also sums the limited records per (caller identity,
+	// bucket) into Report.LimitedByIdentity.
+	ByIdentity bool
+}
+
+// MaxScanIdentities bounds the (caller identity, bucket) keys a scan with
+// ScanOptions.ByIdentity keeps: the records of keys past it are summed in
+// Report.LimitedOtherIdentities, so a store of any size is scanned in
+// bounded memory. The limiter's own map holds 256 entries; a store that
+// names more keys than this was flooded by an identity unstable across
+// connections, which the remainder still counts.
+const MaxScanIdentities = 4096
+
+// IdentityLimited is one (caller identity, bucket)'s limited records.
+type IdentityLimited struct {
+	CallerIdentity string
+	Bucket         limiter.Bucket
+	LimitedSummary
 }
 
 // Report is the result of Scan. Its counts are exact; its lists are the
@@ -68,6 +87,13 @@ type Report struct {
 	// Limited summarises the limited (counted) records in the window,
 	// indexed by limiter.Bucket.
 	Limited [limiter.NumBuckets]LimitedSummary
+
+	// LimitedByIdentity (with ScanOptions.ByIdentity) is Limited per
+	// (caller identity, bucket), the most limited invocations first (then
+	// the most records, then identity and bucket order). Keys past
+	// MaxScanIdentities are summed in LimitedOtherIdentities instead.
+	LimitedByIdentity      []IdentityLimited
+	LimitedOtherIdentities [limiter.NumBuckets]LimitedSummary
 
 	// Records counts the well-formed records in the window, by phase
 	// (index Phase-1: intent, outcome, limited).
@@ -210,6 +236,9 @@ func scan(ctx context.Context, opts ScanOptions, setup func(*scanner)) (*Report,
 		settled: opts.Now.Add(-opts.Grace),
 		waiting: make(map[string]*reqState),
 	}
+	if opts.ByIdentity {
+		sc.byIdentity = make(map[identityKey]*LimitedSummary)
+	}
 	if setup != nil {
 		setup(sc)
 	}
@@ -297,6 +326,9 @@ type scanner struct {
 	outcomes idSet  // outcomes seen
 	order    uint64 // lines seen so far, across files
 	dec      lineDecoder
+	// byIdentity sums limited records per key (ScanOptions.ByIdentity);
+	// nil otherwise.
+	byIdentity map[identityKey]*LimitedSummary
 
 	// refLine and refFinish replace line and finish (the reference scan of
 	// the benchmarks and agreement tests); nil in production.
@@ -404,12 +436,9 @@ func (sc *scanner) line(name string, lineNo uint64, chunk []byte) {
 	sc.rep.Records[r.Phase-1]++
 	switch r.Phase {
 	case PhaseLimited:
-		s := &sc.rep.Limited[r.LimitedBucket]
-		s.Records++
-		if s.Count > math.MaxUint64-r.Count {
-			s.Count = math.MaxUint64
-		} else {
-			s.Count += r.Count
+		sc.rep.Limited[r.LimitedBucket].add(r.Count)
+		if sc.byIdentity != nil {
+			sc.identity(r)
 		}
 	case PhaseIntent:
 		id := r.RequestID
@@ -444,12 +473,52 @@ func (sc *scanner) malformed(name string, lineNo uint64, rule Rule, detail strin
 	}
 }
 
-// finish counts the unpaired intents.
+type identityKey struct {
+	identity string
+	bucket   limiter.Bucket
+}
+
+// add counts one limited record of count invocations, saturating.
+func (s *LimitedSummary) add(count uint64) {
+	s.Records++
+	if s.Count > math.MaxUint64-count {
+		s.Count = math.MaxUint64
+	} else {
+		s.Count += count
+	}
+}
+
+// identity adds a limited record to its (identity, bucket) sum, or to the
+// remainder once MaxScanIdentities keys are held.
+func (sc *scanner) identity(r *Record) {
+	k := identityKey{r.CallerIdentity, r.LimitedBucket}
+	s := sc.byIdentity[k]
+	if s == nil {
+		if len(sc.byIdentity) >= MaxScanIdentities {
+			sc.rep.LimitedOtherIdentities[r.LimitedBucket].add(r.Count)
+			return
+		}
+		// The identity is a slice of the decoder's buffer: keep a copy.
+		k.identity = strings.Clone(k.identity)
+		s = &LimitedSummary{}
+		sc.byIdentity[k] = s
+	}
+	s.add(r.Count)
+}
+
+// finish counts the unpaired intents and sorts the per-identity sums.
 func (sc *scanner) finish() {
 	if sc.refFinish != nil {
 		sc.refFinish()
 		return
 	}
+	for k, s := range sc.byIdentity {
+		sc.rep.LimitedByIdentity = append(sc.rep.LimitedByIdentity, IdentityLimited{CallerIdentity: k.identity, Bucket: k.bucket, LimitedSummary: *s})
+	}
+	slices.SortFunc(sc.rep.LimitedByIdentity, func(a, b IdentityLimited) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(b.Records, a.Records),
+			cmp.Compare(a.CallerIdentity, b.CallerIdentity), cmp.Compare(a.Bucket, b.Bucket))
+	})
 	var unpaired []*reqState
 	for _, st := range sc.waiting {
 		if st.first.TS.Before(sc.settled) {

@@ -102,9 +102,12 @@ type hooks struct {
 	minFileBytes uint64
 }
 
-// Store is the append-only audit record store. Append is the only write
-// path: every record is bounded, validated, serialized, written as one whole
-// line and fsynced before Append returns nil. A Store is safe for concurrent
+// Store is the append-only audit record store. Append (one record, the
+// verbs' intent and outcome records) and AppendBatch (several records in
+// one commit, the coalescer's counted records) are its two write paths,
+// and they share one commit path: every record is bounded, validated,
+// serialized, written as one whole line and fsynced before its write
+// returns nil. A Store is safe for concurrent
 // use; concurrent appenders are committed in groups sharing one write and
 // one fsync, and each returns only after the fsync covering its own line.
 type Store struct {
@@ -378,9 +381,10 @@ func (s *Store) wrap(f *os.File) file {
 	return f
 }
 
-// Append writes r as one line and fsyncs it before returning nil. It is the
-// store's only write path and has no best-effort mode: every error must be
-// handled by the caller.
+// Append writes r as one line and fsyncs it before returning nil. It and
+// AppendBatch are the store's two write paths, on one commit path, and
+// neither has a best-effort mode: every error must be handled by the
+// caller.
 //
 // The store applies the field bound (to a copy; r is not modified), stamps
 // a zero TS with its clock, canonicalises timestamps and validates phase

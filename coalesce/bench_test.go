@@ -64,7 +64,7 @@ func BenchmarkProductionChain(b *testing.B) {
 // BenchmarkProductionChainDefaultConfig is one limited event through the
 // production sink chain at the default configuration: the daemon's own
 // providers from telemetry.New with the embedded defaults
-// (trace_sample_ratio 0.01, parent-based; the Prometheus exporter;
+// (trace_sample_per_million 10000, parent-based; the Prometheus exporter;
 // exemplars from sampled spans), coalesce → otelsink → counting into an
 // open window.
 //

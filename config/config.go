@@ -179,11 +179,15 @@ type Telemetry struct {
 	OTLPEndpoint string
 	// ServiceName is the OpenTelemetry service.name. Default "registrar-otel".
 	ServiceName string
-	// TraceSampleRatio is the fraction of root traces sampled, 0..1
-	// inclusive. Default 0.01: a caller's sampled traceparent is always
-	// followed, so only untraced callers are sampled at this ratio (see the
-	// operations guide, "Tracing cost and trace_sample_ratio").
-	TraceSampleRatio float64
+	// TraceSamplePerMillion is how many root traces in a million are
+	// sampled, 0 to MaxTraceSamplePerMillion inclusive: the OTel SDK's
+	// traceidratio sampler at TraceSamplePerMillion/1,000,000, parent-based.
+	// Default 10,000 (1 in 100); 0 samples no root trace. A caller's sampled
+	// traceparent is always followed, so only untraced callers are sampled
+	// at this rate (see the operations guide, "Tracing cost and
+	// trace_sample_per_million"). An integer, like every value of the file:
+	// the configuration surface carries no floating-point value.
+	TraceSamplePerMillion uint32
 	// OTLPTracesEndpoint is the full OTLP/HTTP URL spans are sent to (used
 	// as is, like OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: no /v1/traces is
 	// appended); "" (the default) follows OTLPEndpoint; SignalOff ("none")
@@ -192,6 +196,18 @@ type Telemetry struct {
 	// OTLPMetricsEndpoint is the same for metrics (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT):
 	// "" follows OTLPEndpoint, SignalOff sends no metrics.
 	OTLPMetricsEndpoint string
+}
+
+// The range and default of telemetry.trace_sample_per_million.
+const (
+	MaxTraceSamplePerMillion     = 1_000_000
+	DefaultTraceSamplePerMillion = 10_000
+)
+
+// TraceSampleRatio is TraceSamplePerMillion as the fraction the OTel SDK's
+// traceidratio sampler takes, 0 to 1.
+func (t Telemetry) TraceSampleRatio() float64 {
+	return float64(t.TraceSamplePerMillion) / MaxTraceSamplePerMillion
 }
 
 // SignalOff, as telemetry.otlp_traces_endpoint or
@@ -223,10 +239,10 @@ func Default() Config {
 	cfg := Config{
 		Registrar: defaultRegistrar(),
 		Telemetry: Telemetry{
-			MetricsListen:    "127.0.0.1:9464",
-			OTLPEndpoint:     "",
-			ServiceName:      "registrar-otel",
-			TraceSampleRatio: 0.01,
+			MetricsListen:         "127.0.0.1:9464",
+			OTLPEndpoint:          "",
+			ServiceName:           "registrar-otel",
+			TraceSamplePerMillion: DefaultTraceSamplePerMillion,
 		},
 		OpenBao: defaultOpenBao(),
 		Source:  SourceDefaults,
@@ -444,8 +460,8 @@ func (c *Config) Validate() error {
 	if strings.TrimSpace(t.ServiceName) == "" {
 		add(&KeyError{Key: "telemetry.service_name", Value: t.ServiceName, Rule: "must be a non-empty string"})
 	}
-	if !(t.TraceSampleRatio >= 0 && t.TraceSampleRatio <= 1) { // also catches NaN
-		add(&KeyError{Key: "telemetry.trace_sample_ratio", Value: t.TraceSampleRatio, Rule: "must be between 0 and 1"})
+	if t.TraceSamplePerMillion > MaxTraceSamplePerMillion {
+		add(&KeyError{Key: "telemetry.trace_sample_per_million", Value: uint64(t.TraceSamplePerMillion), Rule: "must be at most 1000000 (every root trace)"})
 	}
 	for _, f := range []struct{ key, val string }{
 		{"telemetry.otlp_traces_endpoint", t.OTLPTracesEndpoint},

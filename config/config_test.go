@@ -41,7 +41,7 @@ func TestDefaultHoldsTheDocumentedValues(t *testing.T) {
 		{"telemetry.metrics_listen", tel.MetricsListen, "127.0.0.1:9464"},
 		{"telemetry.otlp_endpoint", tel.OTLPEndpoint, ""},
 		{"telemetry.service_name", tel.ServiceName, "registrar-otel"},
-		{"telemetry.trace_sample_ratio", tel.TraceSampleRatio, 0.01},
+		{"telemetry.trace_sample_per_million", tel.TraceSamplePerMillion, uint32(10_000)},
 		{"source", cfg.Source, "embedded defaults"},
 	} {
 		if !reflect.DeepEqual(c.got, c.want) {
@@ -235,7 +235,7 @@ func TestValidateReportsEveryRuleOfAHandBuiltConfig(t *testing.T) {
 	r.Components["Bad"] = ManyPerHost
 	r.Components["zero"] = 0
 	cfg.Telemetry.ServiceName = " "
-	cfg.Telemetry.TraceSampleRatio = -0.5
+	cfg.Telemetry.TraceSamplePerMillion = 1_000_001
 	got := errorLines(cfg.Validate())
 	want := `registrar.socket_path must be a non-empty path, got ""
 registrar.tls_listen must be host:port with a numeric port (0 to 65535), got "no-port"
@@ -248,7 +248,7 @@ registrar.rate_limit_coalesce_window_seconds must be greater than 0; a zero wind
 registrar.components.Bad is not a valid component name: it must be a DNS label (1 to 63 characters of a-z, 0-9 and '-', not starting or ending with '-') because it is part of derived registration ids
 registrar.components.zero.multiplicity must be one of "one-per-deployment", "one-per-host", "many-per-host", got "multiplicity(0)"
 telemetry.service_name must be a non-empty string, got " "
-telemetry.trace_sample_ratio must be between 0 and 1, got -0.5
+telemetry.trace_sample_per_million must be at most 1000000 (every root trace), got 1000001
 `
 	if got != want {
 		t.Errorf("Validate() errors:\ngot:\n%swant:\n%s", got, want)
@@ -300,7 +300,7 @@ func TestKeysListsEveryKnownKey(t *testing.T) {
 	if len(keys) != 41 {
 		t.Fatalf("Keys() has %d keys, want the 26 [registrar], 6 [telemetry] and 9 [openbao] keys: %v", len(keys), keys)
 	}
-	for _, want := range []string{"registrar.rate_limit_admission_burst", "registrar.idle_timeout_ms", "registrar.max_conns_per_identity", "registrar.components.<name>.multiplicity", "telemetry.trace_sample_ratio", "registrar.backend", "openbao.secret_id_num_uses"} {
+	for _, want := range []string{"registrar.rate_limit_admission_burst", "registrar.idle_timeout_ms", "registrar.max_conns_per_identity", "registrar.components.<name>.multiplicity", "telemetry.trace_sample_per_million", "registrar.backend", "openbao.secret_id_num_uses"} {
 		if !slices.Contains(keys, want) {
 			t.Errorf("Keys() lacks %s", want)
 		}

@@ -17,8 +17,7 @@
 //     REGISTRAR_OTEL_REGISTRAR__COMPONENTS__EDGE__MULTIPLICITY=one-per-host
 //     sets registrar.components.edge.multiplicity, and
 //     REGISTRAR_OTEL_TELEMETRY__OTLP_ENDPOINT= (empty) disables OTLP export.
-//     An integer key takes decimal digits only (no sign, space, "0x" or "_");
-//     trace_sample_ratio takes digits with an optional fraction ("0.25").
+//     An integer key takes decimal digits only (no sign, space, "0x" or "_").
 //     A variable that names no key ("__" with nothing between) or that sets
 //     a key another variable uses as a table is an error. A component whose
 //     name contains '-' cannot be spelled in a shell variable name: configure
@@ -72,7 +71,7 @@
 //	metrics_listen      string  "127.0.0.1:9464"   host:port; "" disables the /metrics listener
 //	otlp_endpoint       string  "" (no export)     an http:// or https:// URL with a host
 //	service_name        string  "registrar-otel"   non-empty
-//	trace_sample_ratio  float   0.01               0 to 1 inclusive; the TOML integers 0 and 1 are accepted too
+//	trace_sample_per_million  integer  10000       0 to 1000000 root traces in a million (10000 is 1 in 100)
 //	otlp_traces_endpoint   string  "" (follow otlp_endpoint)  full OTLP/HTTP traces URL, or "none" (no spans sent)
 //	otlp_metrics_endpoint  string  "" (follow otlp_endpoint)  full OTLP/HTTP metrics URL, or "none" (no metrics sent)
 //

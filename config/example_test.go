@@ -51,6 +51,6 @@ func ExampleLoad_errors() {
 	// registrar.rate_limit_coalesce_window_seconds must be an unsigned integer, got 2.5
 	// registrar.components.review.multiplicity must be one of "one-per-deployment", "one-per-host", "many-per-host", got "sometimes"
 	// telemetry.otlp_endpoint must be an http:// or https:// URL with a host, got "grpc://collector:4317"
-	// telemetry.trace_sample_ratio must be between 0 and 1, got 2
+	// telemetry.trace_sample_per_million must be at most 1000000 (every root trace), got 2000000
 	// first key: registrar.tls_cert_file
 }

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"maps"
 	"math"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -131,7 +130,17 @@ func load(source string, fileProvider koanf.Provider, environ []string, logger *
 
 	for _, u := range d.unknown {
 		attrs := []any{"key", u.key, "source", source}
-		if s := SuggestKey(u.key); s != "" {
+		if u.envVar != "" {
+			// A variable: name it, and suggest the "__" spelling when
+			// that names a known key (one "_" between levels is the
+			// usual slip).
+			attrs = append(attrs, "variable", u.envVar)
+			if s := SuggestEnvVar(u.envVar); s != "" {
+				attrs = append(attrs, "did_you_mean", s)
+			} else if s := SuggestKey(u.key); s != "" {
+				attrs = append(attrs, "did_you_mean", EnvVarOf(s))
+			}
+		} else if s := SuggestKey(u.key); s != "" {
 			attrs = append(attrs, "did_you_mean", s)
 		}
 		if u.kept {
@@ -272,8 +281,17 @@ type decoder struct {
 }
 
 type unknownKey struct {
-	key  string
-	kept bool // kept in Registrar.Extra
+	key    string
+	kept   bool   // kept in Registrar.Extra
+	envVar string // the variable that set it, "" for the file
+}
+
+// envVarOf is the variable a raw value came from, or "".
+func envVarOf(v any) string {
+	if ev, ok := v.(envValue); ok {
+		return ev.Var
+	}
+	return ""
 }
 
 func (d *decoder) fail(key string, v any, rule string) {
@@ -295,7 +313,7 @@ func (d *decoder) root(raw map[string]any, cfg *Config) {
 		case "openbao":
 			d.openbao(raw[k], &cfg.OpenBao)
 		default:
-			d.unknown = append(d.unknown, unknownKey{key: keyPath(k)})
+			d.unknown = append(d.unknown, unknownKey{key: keyPath(k), envVar: envVarOf(raw[k])})
 		}
 	}
 }
@@ -365,11 +383,7 @@ var telemetryFields = []field[Telemetry]{
 	{"metrics_listen", stringField(func(t *Telemetry) *string { return &t.MetricsListen })},
 	{"otlp_endpoint", stringField(func(t *Telemetry) *string { return &t.OTLPEndpoint })},
 	{"service_name", stringField(func(t *Telemetry) *string { return &t.ServiceName })},
-	{"trace_sample_ratio", func(d *decoder, key string, v any, t *Telemetry) {
-		if f, ok := d.ratio(key, v); ok {
-			t.TraceSampleRatio = f
-		}
-	}},
+	{"trace_sample_per_million", u32Field(func(t *Telemetry) *uint32 { return &t.TraceSamplePerMillion })},
 	{"otlp_traces_endpoint", stringField(func(t *Telemetry) *string { return &t.OTLPTracesEndpoint })},
 	{"otlp_metrics_endpoint", stringField(func(t *Telemetry) *string { return &t.OTLPMetricsEndpoint })},
 }
@@ -418,16 +432,51 @@ func (d *decoder) registrar(v any, r *Registrar) {
 		if r.Extra == nil {
 			r.Extra = make(map[string]any, len(unknown))
 		}
+		ev := envVarOf(m[k])
 		r.Extra[k] = plain(m[k])
-		d.unknown = append(d.unknown, unknownKey{key: keyPath("registrar", k), kept: true})
+		d.unknown = append(d.unknown, unknownKey{key: keyPath("registrar", k), kept: true, envVar: ev})
 	}
 }
 
 func (d *decoder) telemetry(v any, t *Telemetry) {
-	_, unknown := decodeTable(d, "telemetry", v, telemetryFields, t)
+	m, unknown := decodeTable(d, "telemetry", v, telemetryFields, t)
 	for _, k := range unknown {
-		d.unknown = append(d.unknown, unknownKey{key: keyPath("telemetry", k)})
+		if k == removedTraceSampleRatio {
+			d.fail("telemetry."+k, m[k], ruleRemovedRatio(m[k]))
+			continue
+		}
+		d.unknown = append(d.unknown, unknownKey{key: keyPath("telemetry", k), envVar: envVarOf(m[k])})
 	}
+}
+
+// removedTraceSampleRatio is the float key telemetry.trace_sample_per_million
+// replaced. It is refused, not ignored: a file that still sets it would
+// otherwise run at the default rate without a word.
+const removedTraceSampleRatio = "trace_sample_ratio"
+
+// ruleRemovedRatio names the replacement and, for a ratio it can read,
+// the integer that keeps the file's meaning.
+func ruleRemovedRatio(v any) string {
+	const rule = "is no longer a key: use telemetry.trace_sample_per_million, an integer from 0 to 1000000 (1 in 100 is 10000)"
+	var f float64
+	switch x := v.(type) {
+	case float64:
+		f = x
+	case int64:
+		f = float64(x)
+	case envValue:
+		var err error
+		if f, err = strconv.ParseFloat(x.Text, 64); err != nil {
+			return rule
+		}
+	default:
+		return rule
+	}
+	if !(f >= 0 && f <= 1) {
+		return rule
+	}
+	return fmt.Sprintf("is no longer a key: use telemetry.trace_sample_per_million = %d (the same rate, as an integer from 0 to 1000000)",
+		int64(math.Round(f*MaxTraceSamplePerMillion)))
 }
 
 // components decodes [registrar.components.<name>] tables into
@@ -452,7 +501,7 @@ func (d *decoder) components(key string, v any, r *Registrar) {
 		mkey := ckey + ".multiplicity"
 		for _, k := range slices.Sorted(maps.Keys(ct)) {
 			if k != "multiplicity" {
-				d.unknown = append(d.unknown, unknownKey{key: keyPath("registrar", "components", name, k)})
+				d.unknown = append(d.unknown, unknownKey{key: keyPath("registrar", "components", name, k), envVar: envVarOf(ct[k])})
 			}
 		}
 		mv, ok := ct["multiplicity"]
@@ -540,40 +589,6 @@ func isDigits(s string) bool {
 	return true
 }
 
-// envRatio is the accepted spelling of a ratio in the environment.
-var envRatio = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
-
-// ratio accepts a TOML float (its range is checked by Validate), the TOML
-// integers 0 and 1, or an environment value of decimal digits with an
-// optional fraction.
-func (d *decoder) ratio(key string, v any) (float64, bool) {
-	const ruleNumber = "must be a number between 0 and 1"
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case int64:
-		if x == 0 || x == 1 {
-			return float64(x), true
-		}
-		d.fail(key, v, "must be between 0 and 1")
-	case envValue:
-		d.origin[key] = x
-		if !envRatio.MatchString(x.Text) {
-			d.fail(key, v, ruleNumber)
-			break
-		}
-		f, err := strconv.ParseFloat(x.Text, 64)
-		if err != nil {
-			d.fail(key, v, ruleNumber)
-			break
-		}
-		return f, true
-	default:
-		d.fail(key, v, ruleNumber)
-	}
-	return 0, false
-}
-
 // plain turns environment values back into the plain strings they are, so
 // Registrar.Extra holds only what a TOML parser could have produced.
 func plain(v any) any {
@@ -598,6 +613,9 @@ var keyRank = func() map[string]int {
 	rank["telemetry"] = len(rank)
 	for _, f := range telemetryFields {
 		rank["telemetry."+f.name] = len(rank)
+		if f.name == "trace_sample_per_million" {
+			rank["telemetry."+removedTraceSampleRatio] = len(rank)
+		}
 	}
 	rank["openbao"] = len(rank)
 	for _, f := range openbaoFields {

@@ -114,10 +114,10 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 			Backend:               BackendOpenBao,
 		},
 		Telemetry: Telemetry{
-			MetricsListen:    "[::1]:9464",
-			OTLPEndpoint:     "https://otel-collector.example.net:4318",
-			ServiceName:      "registrar-otel-eu1",
-			TraceSampleRatio: 0.25,
+			MetricsListen:         "[::1]:9464",
+			OTLPEndpoint:          "https://otel-collector.example.net:4318",
+			ServiceName:           "registrar-otel-eu1",
+			TraceSamplePerMillion: 250_000,
 
 			OTLPTracesEndpoint:  "https://traces.example.net:4318/v1/traces",
 			OTLPMetricsEndpoint: "none",
@@ -286,30 +286,36 @@ func TestStringKeysRejectOtherTypesNamingTheKey(t *testing.T) {
 	}
 }
 
-func TestTraceSampleRatio(t *testing.T) {
+// TestTraceSamplePerMillion: the rate is an integer key, 0 to a million,
+// refused as every integer key is when it is not one; the float key it
+// replaced is refused by name, naming the replacement and, where it can,
+// the integer that keeps the file's rate.
+func TestTraceSamplePerMillion(t *testing.T) {
 	for _, c := range []struct {
 		toml string
-		want float64
-	}{{"0.0", 0}, {"1.0", 1}, {"0.5", 0.5}, {"0", 0}, {"1", 1}, {"-0.0", 0}, {"1e-3", 0.001}} {
-		cfg := mustLoadBytes(t, "[telemetry]\ntrace_sample_ratio = "+c.toml+"\n")
-		if got := cfg.Telemetry.TraceSampleRatio; got != c.want {
-			t.Errorf("trace_sample_ratio = %s: got %v, want %v", c.toml, got, c.want)
+		want uint32
+	}{{"0", 0}, {"1", 1}, {"10000", 10_000}, {"1000000", 1_000_000}} {
+		cfg := mustLoadBytes(t, "[telemetry]\ntrace_sample_per_million = "+c.toml+"\n")
+		if got := cfg.Telemetry.TraceSamplePerMillion; got != c.want {
+			t.Errorf("trace_sample_per_million = %s: got %v, want %v", c.toml, got, c.want)
+		}
+		if got, want := cfg.Telemetry.TraceSampleRatio(), float64(c.want)/1e6; got != want {
+			t.Errorf("trace_sample_per_million = %s: ratio %v, want %v", c.toml, got, want)
 		}
 	}
 	for _, c := range []struct{ toml, want string }{
-		{"1.5", "must be between 0 and 1, got 1.5"},
-		{"-0.1", "must be between 0 and 1, got -0.1"},
-		{"2", "must be between 0 and 1, got 2"},
-		{"-1", "must be between 0 and 1, got -1"},
-		{"inf", "must be between 0 and 1, got inf"},
-		{"-inf", "must be between 0 and 1, got -inf"},
-		{"nan", "must be between 0 and 1, got nan"},
-		{`"0.5"`, `must be a number between 0 and 1, got "0.5"`},
-		{"true", "must be a number between 0 and 1, got true"},
+		{"trace_sample_per_million = 1000001", "telemetry.trace_sample_per_million must be at most 1000000 (every root trace), got 1000001"},
+		{"trace_sample_per_million = 0.01", "telemetry.trace_sample_per_million must be an unsigned integer, got 0.01"},
+		{"trace_sample_per_million = -1", "telemetry.trace_sample_per_million must be an unsigned integer, got -1"},
+		{`trace_sample_per_million = "10000"`, `telemetry.trace_sample_per_million must be an unsigned integer, got "10000"`},
+		{"trace_sample_ratio = 0.01", "telemetry.trace_sample_ratio is no longer a key: use telemetry.trace_sample_per_million = 10000 (the same rate, as an integer from 0 to 1000000), got 0.01"},
+		{"trace_sample_ratio = 1", "telemetry.trace_sample_ratio is no longer a key: use telemetry.trace_sample_per_million = 1000000 (the same rate, as an integer from 0 to 1000000), got 1"},
+		{"trace_sample_ratio = 1.5", "telemetry.trace_sample_ratio is no longer a key: use telemetry.trace_sample_per_million, an integer from 0 to 1000000 (1 in 100 is 10000), got 1.5"},
+		{`trace_sample_ratio = "x"`, `telemetry.trace_sample_ratio is no longer a key: use telemetry.trace_sample_per_million, an integer from 0 to 1000000 (1 in 100 is 10000), got "x"`},
 	} {
-		got := loadErrors(t, "[telemetry]\ntrace_sample_ratio = "+c.toml+"\n")
-		if want := "telemetry.trace_sample_ratio " + c.want + "\n"; got != want {
-			t.Errorf("trace_sample_ratio = %s: errors:\n%swant:\n%s", c.toml, got, want)
+		got := loadErrors(t, "[telemetry]\n"+c.toml+"\n")
+		if want := c.want + "\n"; got != want {
+			t.Errorf("%s: errors:\n%swant:\n%s", c.toml, got, want)
 		}
 	}
 }
@@ -494,8 +500,8 @@ otlp_endpoint = "http://collector:4318"
 			func(c Config) (any, any) { return c.Telemetry.OTLPEndpoint, "" }},
 		{"telemetry", []string{"REGISTRAR_OTEL_TELEMETRY__METRICS_LISTEN=0.0.0.0:9000"},
 			func(c Config) (any, any) { return c.Telemetry.MetricsListen, "0.0.0.0:9000" }},
-		{"ratio", []string{"REGISTRAR_OTEL_TELEMETRY__TRACE_SAMPLE_RATIO=0.125"},
-			func(c Config) (any, any) { return c.Telemetry.TraceSampleRatio, 0.125 }},
+		{"sample rate", []string{"REGISTRAR_OTEL_TELEMETRY__TRACE_SAMPLE_PER_MILLION=125000"},
+			func(c Config) (any, any) { return c.Telemetry.TraceSamplePerMillion, uint32(125_000) }},
 		{"component added", []string{"REGISTRAR_OTEL_REGISTRAR__COMPONENTS__EDGE__MULTIPLICITY=one-per-host"},
 			func(c Config) (any, any) {
 				return c.Registrar.Components, map[string]Multiplicity{"review": ManyPerHost, "edge": OnePerHost}
@@ -581,12 +587,14 @@ func TestEnvironmentValuesOfOtherKeysAreChecked(t *testing.T) {
 			`registrar.audit_max_file_bytes must be at least 65536, got "1024" (from environment variable REGISTRAR_OTEL_REGISTRAR__AUDIT_MAX_FILE_BYTES)`},
 		{"REGISTRAR_OTEL_REGISTRAR__AUDIT_MAX_FILE_BYTES=18446744073709551616",
 			`registrar.audit_max_file_bytes must be at most 18446744073709551615, got "18446744073709551616" (from environment variable REGISTRAR_OTEL_REGISTRAR__AUDIT_MAX_FILE_BYTES)`},
-		{"REGISTRAR_OTEL_TELEMETRY__TRACE_SAMPLE_RATIO=1.5",
-			`telemetry.trace_sample_ratio must be between 0 and 1, got "1.5" (from environment variable REGISTRAR_OTEL_TELEMETRY__TRACE_SAMPLE_RATIO)`},
-		{"REGISTRAR_OTEL_TELEMETRY__TRACE_SAMPLE_RATIO=1e-1",
-			`telemetry.trace_sample_ratio must be a number between 0 and 1, got "1e-1" (from environment variable REGISTRAR_OTEL_TELEMETRY__TRACE_SAMPLE_RATIO)`},
+		{"REGISTRAR_OTEL_TELEMETRY__TRACE_SAMPLE_PER_MILLION=1000001",
+			`telemetry.trace_sample_per_million must be at most 1000000 (every root trace), got "1000001" (from environment variable REGISTRAR_OTEL_TELEMETRY__TRACE_SAMPLE_PER_MILLION)`},
+		{"REGISTRAR_OTEL_TELEMETRY__TRACE_SAMPLE_PER_MILLION=0.5",
+			`telemetry.trace_sample_per_million must be an unsigned integer, got "0.5" (from environment variable REGISTRAR_OTEL_TELEMETRY__TRACE_SAMPLE_PER_MILLION)`},
+		{"REGISTRAR_OTEL_TELEMETRY__TRACE_SAMPLE_RATIO=0.125",
+			`telemetry.trace_sample_ratio is no longer a key: use telemetry.trace_sample_per_million = 125000 (the same rate, as an integer from 0 to 1000000), got "0.125" (from environment variable REGISTRAR_OTEL_TELEMETRY__TRACE_SAMPLE_RATIO)`},
 		{"REGISTRAR_OTEL_TELEMETRY__TRACE_SAMPLE_RATIO=NaN",
-			`telemetry.trace_sample_ratio must be a number between 0 and 1, got "NaN" (from environment variable REGISTRAR_OTEL_TELEMETRY__TRACE_SAMPLE_RATIO)`},
+			`telemetry.trace_sample_ratio is no longer a key: use telemetry.trace_sample_per_million, an integer from 0 to 1000000 (1 in 100 is 10000), got "NaN" (from environment variable REGISTRAR_OTEL_TELEMETRY__TRACE_SAMPLE_RATIO)`},
 		{"REGISTRAR_OTEL_TELEMETRY__METRICS_LISTEN=localhost",
 			`telemetry.metrics_listen must be host:port with a numeric port (0 to 65535), got "localhost" (from environment variable REGISTRAR_OTEL_TELEMETRY__METRICS_LISTEN)`},
 		{"REGISTRAR_OTEL_TELEMETRY__SERVICE_NAME=",

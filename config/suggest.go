@@ -78,3 +78,37 @@ func oneEdit(a, b string) bool {
 	}
 	return false
 }
+
+// EnvVarOf is the environment variable that sets a dotted key:
+// registrar.rate_limit_admission_burst is
+// REGISTRAR_OTEL_REGISTRAR__RATE_LIMIT_ADMISSION_BURST.
+func EnvVarOf(key string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", envDelim))
+}
+
+// SuggestEnvVar returns the variable an unknown REGISTRAR_OTEL_ variable
+// most likely meant: the spelling with "__" between the levels of a known
+// key where the name has a single "_" (or three), as in
+// REGISTRAR_OTEL_REGISTRAR_RATE_LIMIT_ADMISSION_BURST for
+// REGISTRAR_OTEL_REGISTRAR__RATE_LIMIT_ADMISSION_BURST. It returns "" when
+// no known key reads that way. Component keys are not suggested (their
+// names are free).
+func SuggestEnvVar(name string) string {
+	rest, ok := strings.CutPrefix(name, EnvPrefix)
+	if !ok {
+		return ""
+	}
+	flat := func(s string) string {
+		return strings.NewReplacer("_", "", ".", "").Replace(strings.ToLower(s))
+	}
+	want := flat(rest)
+	for _, k := range Keys() {
+		if strings.Contains(k, "<name>") {
+			continue
+		}
+		if flat(k) == want && EnvVarOf(k) != name {
+			return EnvVarOf(k)
+		}
+	}
+	return ""
+}

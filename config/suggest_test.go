@@ -77,3 +77,20 @@ func TestLoadNamesTheLikelyMisspellingInTheWarning(t *testing.T) {
 		t.Errorf("warning for a new key: %q, want one without a suggestion", future)
 	}
 }
+
+// TestSuggestEnvVarSpellsTheLevels: a single "_" between levels (or a
+// case slip) gets the "__" spelling of the known key; a name that reads as
+// no key gets nothing.
+func TestSuggestEnvVarSpellsTheLevels(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"REGISTRAR_OTEL_REGISTRAR_RATE_LIMIT_ADMISSION_BURST", "REGISTRAR_OTEL_REGISTRAR__RATE_LIMIT_ADMISSION_BURST"},
+		{"REGISTRAR_OTEL_TELEMETRY_TRACE_SAMPLE_PER_MILLION", "REGISTRAR_OTEL_TELEMETRY__TRACE_SAMPLE_PER_MILLION"},
+		{"REGISTRAR_OTEL_REGISTRAR___SOCKET_PATH", "REGISTRAR_OTEL_REGISTRAR__SOCKET_PATH"},
+		{"REGISTRAR_OTEL_REGISTRAR__SOCKET_PATH", ""},
+		{"REGISTRAR_OTEL_NOTHING_LIKE_A_KEY", ""},
+	} {
+		if got := SuggestEnvVar(tc.name); got != tc.want {
+			t.Errorf("SuggestEnvVar(%s) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -20,7 +20,7 @@ import (
 
 // BenchmarkFlood is the product's headline figure: the cost of answering a
 // flood through the real daemon (default telemetry: untraced calls sampled
-// at trace_sample_ratio 0.01, the Prometheus meter provider, the production sink chain, the
+// at trace_sample_per_million 10000, the Prometheus meter provider, the production sink chain, the
 // real audit store and backend), against the floor: a no-op net/http
 // server on the same kind of unix socket answering the same bytes with the
 // same headers. Both are driven by the same keep-alive load client
@@ -76,17 +76,17 @@ func BenchmarkFlood(b *testing.B) {
 			b.Fatalf("%s: the bucket did not drain: last status %d", kind.name, status)
 		}
 		floorPath := startFloor(b, floodtest.NewFloor(status, header, answer))
-		// The same daemon with telemetry.trace_sample_ratio = 0 (no
-		// untraced call recorded) and = 1 (every call recorded, the default
-		// before 0.01: what a flood whose caller sends a sampled traceparent
+		// The same daemon with telemetry.trace_sample_per_million = 0 (no
+		// untraced call recorded) and = 1000000 (every call recorded, the default
+		// before 1 in 100: what a flood whose caller sends a sampled traceparent
 		// costs), see the operations guide, "Tracing cost and
-		// trace_sample_ratio".
+		// trace_sample_per_million".
 		ucfg := floodConfig(b)
-		ucfg.Telemetry.TraceSampleRatio = 0
+		ucfg.Telemetry.TraceSamplePerMillion = 0
 		startDaemon(b, ucfg)
 		drain(b, ucfg.Registrar.SocketPath, req, kind.status)
 		rcfg := floodConfig(b)
-		rcfg.Telemetry.TraceSampleRatio = 1
+		rcfg.Telemetry.TraceSamplePerMillion = 1_000_000
 		startDaemon(b, rcfg)
 		drain(b, rcfg.Registrar.SocketPath, req, kind.status)
 		for _, c := range []int{1, 16, 64} {

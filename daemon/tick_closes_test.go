@@ -1,7 +1,10 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -47,4 +50,39 @@ func TestTheTickClosesDueWindows(t *testing.T) {
 	if st := r.d.coalescer.Stats(); st.OpenWindows != 0 || st.Records[0] != 1 {
 		t.Fatalf("coalescer %+v, want the window closed by the tick", st)
 	}
+	// The record's window ends at its deadline (start + the 1 s window),
+	// not at the tick's instant 2 s on, nor at the write.
+	lim := limitedRecords(t, cfg.Registrar.AuditRecordDir)
+	if len(lim) != 1 {
+		t.Fatalf("%d limited records in the store, want 1", len(lim))
+	}
+	if got, want := lim[0].WindowEnd, lim[0].WindowStart.Add(time.Second); !got.Equal(want) {
+		t.Fatalf("window_end %v, want the deadline %v (window_start + 1 s)", got, want)
+	}
+}
+
+// limitedRecords reads the counted records of every file of the store.
+func limitedRecords(t *testing.T, dir string) []*audit.Record {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*audit.Record
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range bytes.Lines(b) {
+			r, err := audit.Unmarshal(bytes.TrimSuffix(line, []byte("\n")))
+			if err != nil {
+				t.Fatalf("%s: %v", e.Name(), err)
+			}
+			if r.Phase == audit.PhaseLimited {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }

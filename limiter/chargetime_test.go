@@ -78,3 +78,52 @@ func TestChargeTimeEventsCarryTheInstant(t *testing.T) {
 		}
 	}
 }
+
+// TestChargeTimeIgnoresAWallOnlyTime: a time without a monotonic reading
+// (t.UTC(), t.Round(0), a parsed time) never reaches a bucket. With burst 1
+// and an hour's refill, a drained bucket stays drained when the next charge
+// is given a wall-only time an hour (or a day) later: the limiter reads its
+// own clock, which has not moved an hour.
+func TestChargeTimeIgnoresAWallOnlyTime(t *testing.T) {
+	cfg := limiter.Config{
+		PredecisionRefusal: limiter.BucketConfig{Burst: 1, RefillInterval: time.Hour},
+		Admission:          limiter.BucketConfig{Burst: 1, RefillInterval: time.Hour},
+	}
+	ctx := context.Background()
+	parsed, err := time.Parse(time.RFC3339, time.Now().Add(24*time.Hour).UTC().Format(time.RFC3339))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		at   func(now time.Time) time.Time
+	}{
+		{"UTC", func(now time.Time) time.Time { return now.UTC().Add(time.Hour) }},
+		{"Round(0)", func(now time.Time) time.Time { return now.Round(0).Add(time.Hour) }},
+		{"parsed", func(time.Time) time.Time { return parsed }},
+		{"a day back, wall only", func(now time.Time) time.Time { return now.Round(0).Add(-24 * time.Hour) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &lastEvent{}
+			l, err := limiter.New(cfg, sink)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			if d := l.ChargeTime(ctx, "a", limiter.Mint, limiter.Admission, now); !d.Allowed {
+				t.Fatal("first charge denied")
+			}
+			at := tc.at(now)
+			d := l.ChargeTime(ctx, "a", limiter.Mint, limiter.Admission, at)
+			if d.Allowed {
+				t.Fatalf("charge at wall-only %v after draining: allowed, want limited (a wall time minted a token)", at)
+			}
+			if d.RetryAfterSeconds < 3500 || d.RetryAfterSeconds > 3600 {
+				t.Fatalf("retry after %d s, want about an hour (the limiter's own clock)", d.RetryAfterSeconds)
+			}
+			if sink.ev.At.Equal(at) || sink.ev.At.IsZero() {
+				t.Fatalf("event At %v, want the limiter's own clock reading, not the wall-only %v", sink.ev.At, at)
+			}
+		})
+	}
+}

@@ -11,9 +11,12 @@ import (
 
 func Example() {
 	counts := counting.New()
+	// A clock that moves only when told to: the example walks fixed steps.
+	var now limiter.Instant
 	l, err := limiter.New(limiter.Config{
 		PredecisionRefusal: limiter.BucketConfig{Burst: 32, RefillInterval: time.Second},
 		Admission:          limiter.BucketConfig{Burst: 2, RefillInterval: 1500 * time.Millisecond},
+		Now:                func() limiter.Instant { return now },
 	}, counts)
 	if err != nil {
 		fmt.Println(err)
@@ -22,11 +25,12 @@ func Example() {
 	ctx := context.Background()
 	id := "unix-peer:uid=1000"
 	for i := range 3 {
-		d := l.ChargeAt(ctx, id, limiter.Mint, limiter.Admission, 0)
+		d := l.Charge(ctx, id, limiter.Mint, limiter.Admission)
 		fmt.Printf("charge %d: allowed=%v retry_after=%ds\n", i+1, d.Allowed, d.RetryAfterSeconds)
 	}
 	// Waiting the returned retry-after is enough.
-	d := l.ChargeAt(ctx, id, limiter.Mint, limiter.Admission, limiter.Instant(2*time.Second))
+	now += limiter.Instant(2 * time.Second)
+	d := l.Charge(ctx, id, limiter.Mint, limiter.Admission)
 	fmt.Printf("after 2 s: allowed=%v\n", d.Allowed)
 	fmt.Printf("limited: predecision_refusal=%d admission=%d\n",
 		counts.Count(limiter.PredecisionRefusal), counts.Count(limiter.Admission))

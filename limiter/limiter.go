@@ -223,30 +223,58 @@ func New(cfg Config, sink Sink) (*Limiter, error) {
 func (l *Limiter) Now() Instant { return l.now() }
 
 // Charge takes one token from the bucket of (identity, verb, bucket) at the
-// limiter's current clock reading. See ChargeAt.
+// limiter's current clock reading, and returns the decision. identity is
+// opaque and used verbatim.
+//
+// A charge on a present key charges that entry. On an absent key: below the
+// cap a full entry is inserted and charged; at the cap every entry refilled
+// to its full burst is reclaimed first (never one below full), and if that
+// freed a slot the key is inserted; otherwise the charge falls on the
+// overflow bucket of (verb, bucket). There is always exactly one bucket to
+// charge: nothing is admitted unlimited for want of a slot.
+//
+// A limited charge publishes exactly one Event to the sink, after every lock
+// is released, with ctx. An allowed charge publishes nothing.
+//
+// A verb or bucket outside the two defined values is denied (fail closed,
+// RetryAfterSeconds 1) without an event; it is a programming error.
 func (l *Limiter) Charge(ctx context.Context, identity string, verb Verb, bucket Bucket) Decision {
-	return l.ChargeAt(ctx, identity, verb, bucket, l.now())
+	return l.chargeAt(ctx, identity, verb, bucket, l.now(), time.Time{})
 }
 
 // ChargeTime is Charge for a caller that has just read the clock: t, a
-// time.Now reading (its monotonic part is what counts), stands in for the
-// limiter's own clock read when the limiter runs on its default clock
-// (MonotonicNow), and a limited charge's Event carries it as At; a limiter
-// built with Config.Now reads that clock, as Charge does, and its events
-// carry no At. The daemon's verbs pass the instant the invocation
-// arrived: on a virtual machine a clock read costs about 50 ns, and the
-// invocation has read the clock for its duration already. An instant a
-// little in the past is what ChargeAt allows for anyway (it is clamped,
-// never moving a bucket's accrual backwards).
+// time.Now reading, stands in for the limiter's own clock read when the
+// limiter runs on its default clock (MonotonicNow), and a limited charge's
+// Event carries it as At. Only t's monotonic reading is used: a t without
+// one (t.UTC(), t.Round(0), a parsed or constructed time; t == t.Round(0))
+// is not trusted, and the limiter reads its own clock instead, so no
+// wall-clock reading, and no step of the wall clock, ever reaches a
+// bucket. A limiter built with Config.Now reads that clock, as Charge
+// does, and its events carry no At. The daemon's verbs pass the instant
+// the invocation arrived: on a virtual machine a clock read costs about
+// 50 ns, and the invocation has read the clock for its duration already.
+// An instant a little in the past is allowed for (it is clamped, never
+// moving a bucket's accrual backwards).
+//
+// There is no exported way to charge at an instant the caller makes up:
+// the limiter's instants come from its own clock or from a monotonic
+// reading of the runtime's.
 func (l *Limiter) ChargeTime(ctx context.Context, identity string, verb Verb, bucket Bucket, t time.Time) Decision {
 	if !l.wallClock {
-		return l.ChargeAt(ctx, identity, verb, bucket, l.now())
+		return l.chargeAt(ctx, identity, verb, bucket, l.now(), time.Time{})
+	}
+	if t == t.Round(0) {
+		// No monotonic reading: t.Sub would subtract wall readings, and a
+		// wall step would mint (or drain) tokens. Read the clock instead.
+		t = time.Now()
 	}
 	return l.chargeAt(ctx, identity, verb, bucket, monotonicSince(t), t)
 }
 
-// ChargeAt takes one token from the bucket of (identity, verb, bucket) at
-// instant now, and returns the decision. identity is opaque and used verbatim.
+// chargeAt takes one token from the bucket of (identity, verb, bucket) at
+// instant now, and returns the decision; at, if not zero, is the clock
+// reading now was taken from, passed on in the event. identity is opaque
+// and used verbatim.
 //
 // A charge on a present key charges that entry. On an absent key: below the
 // cap a full entry is inserted and charged; at the cap every entry refilled
@@ -264,12 +292,6 @@ func (l *Limiter) ChargeTime(ctx context.Context, identity string, verb Verb, bu
 //
 // A verb or bucket outside the two defined values is denied (fail closed,
 // RetryAfterSeconds 1) without an event; it is a programming error.
-func (l *Limiter) ChargeAt(ctx context.Context, identity string, verb Verb, bucket Bucket, now Instant) Decision {
-	return l.chargeAt(ctx, identity, verb, bucket, now, time.Time{})
-}
-
-// chargeAt is ChargeAt; at, if not zero, is the clock reading now was
-// taken from, passed on in the event.
 func (l *Limiter) chargeAt(ctx context.Context, identity string, verb Verb, bucket Bucket, now Instant, at time.Time) Decision {
 	if !verb.Valid() || !bucket.Valid() {
 		return Decision{RetryAfterSeconds: 1}

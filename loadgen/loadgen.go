@@ -118,10 +118,19 @@ type WaveOptions struct {
 	// Sleep waits for d or ctx; nil means a real timer. Tests inject a fake.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Jitter returns the extra wait added to a retry_after; nil means
-	// uniform in [0, 250 ms): callers with several outstanding requests
-	// jitter their own retries, the daemon's retry_after is deterministic.
+	// uniform in [0, MaxRetryJitter): callers with several outstanding
+	// requests jitter their own retries, the daemon's retry_after is
+	// deterministic.
 	Jitter func() time.Duration
 }
+
+// MaxRetryJitter bounds the driver's default jitter: a throttled mint is
+// retried after its retry_after plus a uniform [0, MaxRetryJitter). It is
+// smaller than the 0…retry_after the operations page advises a control
+// plane, because the driver measures the sizing formula's extra seconds,
+// which a longer jitter would inflate; at the default 500 ms refill it
+// still spreads a wave's retries over the interval a token takes.
+const MaxRetryJitter = 250 * time.Millisecond
 
 // FloodOptions configure a flood of one bucket.
 type FloodOptions struct {
@@ -269,7 +278,7 @@ func Wave(ctx context.Context, c Client, o WaveOptions) (Report, error) {
 		o.Sleep = sleep
 	}
 	if o.Jitter == nil {
-		o.Jitter = func() time.Duration { return rand.N(250 * time.Millisecond) }
+		o.Jitter = func() time.Duration { return rand.N(MaxRetryJitter) }
 	}
 	tracer := o.Tracer
 	if tracer == nil {

@@ -107,15 +107,41 @@ func TestPreDerivationFloodIsLimitedButKeepsItsRealRefusal(t *testing.T) {
 	}
 }
 
+// TestRefusalFloodDoesNotStarveAConcurrentMint is the isolation property
+// operators count on during an attack: a flood of pre-derivation refusals
+// from one identity drains that identity's predecision_refusal bucket and
+// nothing else. The flood (200) is larger than both bursts (8 and 4), and
+// the test confirms the refusal bucket is drained (the flood's last
+// refusals are limited) before the well-formed mint, which then runs while
+// the flood goes on. Were check point 1 to charge the admission bucket, the
+// flood would have drained admission and the mint would be throttled.
 func TestRefusalFloodDoesNotStarveAConcurrentMint(t *testing.T) {
+	const prBurst, admBurst, flood = 8, 4, 200
 	b := registrartest.NewBackend(t)
-	h := newHarness(t, 2, 512, b)
+	h := newHarness(t, prBurst, admBurst, b)
 	bad := goodMint()
 	bad.ServiceName = "BAD"
 	ctx := context.Background()
+	limitedRefusals := 0
+	for range flood {
+		_, err := h.v.Mint(ctx, bad)
+		var ref *registrar.RefusedError
+		if !errors.As(err, &ref) {
+			t.Fatalf("flood mint: %v, want a refusal", err)
+		}
+		if ref.Limited {
+			limitedRefusals++
+		}
+	}
+	if want := flood - prBurst; limitedRefusals != want {
+		t.Fatalf("flood: %d limited refusals, want %d (the refusal bucket drained after its burst of %d)", limitedRefusals, want, prBurst)
+	}
+	if got := h.sink.count.Count(limiter.PredecisionRefusal); got != flood-prBurst {
+		t.Fatalf("predecision_refusal counter %d before the good mint, want %d: the bucket is not drained", got, flood-prBurst)
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		for range 500 {
+		for range flood {
 			h.v.Mint(ctx, bad)
 		}
 	})

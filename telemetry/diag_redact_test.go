@@ -20,7 +20,7 @@ func TestOTelSDKDiagnosticsNeverCarryHeaderValues(t *testing.T) {
 	var out lockedBuffer
 	t.Cleanup(func() { telemetry.InstallDiagnostics(nil) })
 	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%ZZs3cretvalue,x-tenant-token s3cretnoequals")
-	cfg := config.Telemetry{ServiceName: "s", TraceSampleRatio: 1, OTLPEndpoint: "http://127.0.0.1:1"}
+	cfg := config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000, OTLPEndpoint: "http://127.0.0.1:1"}
 	tel, err := telemetry.New(context.Background(), cfg, telemetry.Options{Logger: slog.New(slog.NewTextHandler(&out, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -65,9 +65,12 @@
 //     of message to one per DiagnosticsInterval: a JSON log stays JSON.
 //   - NewDriver is the load driver's telemetry: spans only, exported where
 //     the daemon of the same configuration exports, flushed by Close.
-//   - Root spans are sampled with probability telemetry.trace_sample_ratio;
-//     a span with a parent follows its parent's decision (parent-based), so
-//     a caller's sampled traceparent is always honoured.
+//   - Root spans are sampled at telemetry.trace_sample_per_million in a
+//     million (the SDK's traceidratio sampler); a span with a parent
+//     follows its parent's decision (parent-based), so a caller's sampled
+//     traceparent is always honoured. OTEL_TRACES_SAMPLER_ARG, when set, is
+//     that sampler's argument instead, and OTEL_TRACES_SAMPLER, when set,
+//     replaces the sampler, as the OpenTelemetry specification says.
 //   - A counter incremented inside a sampled span keeps the span's trace id
 //     as an exemplar. A scrape that asks for OpenMetrics
 //     (Accept: application/openmetrics-text) shows it after the sample:

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -34,15 +35,15 @@ type Driver struct {
 // metric export. Errors name the key, variable or flag at fault.
 func NewDriver(ctx context.Context, cfg config.Telemetry, override string, logger *slog.Logger) (*Driver, error) {
 	dcfg := config.Telemetry{
-		OTLPEndpoint:       cfg.OTLPEndpoint,
-		OTLPTracesEndpoint: cfg.OTLPTracesEndpoint,
-		ServiceName:        DriverServiceName,
-		TraceSampleRatio:   1,
+		OTLPEndpoint:          cfg.OTLPEndpoint,
+		OTLPTracesEndpoint:    cfg.OTLPTracesEndpoint,
+		ServiceName:           DriverServiceName,
+		TraceSamplePerMillion: config.MaxTraceSamplePerMillion,
 	}
 	if override != "" {
 		dcfg.OTLPEndpoint, dcfg.OTLPTracesEndpoint = override, ""
 	}
-	t, err := New(ctx, dcfg, Options{Logger: logger, TracesOnly: true})
+	t, err := New(ctx, dcfg, Options{Logger: logger, TracesOnly: true, SampleAll: true})
 	if err != nil {
 		if override != "" {
 			return nil, fmt.Errorf("--otlp-endpoint %q: %w", override, err)
@@ -53,13 +54,20 @@ func NewDriver(ctx context.Context, cfg config.Telemetry, override string, logge
 }
 
 // Close exports every finished span (the wave's root span among them) and
-// shuts the providers down, waiting at most DriverFlushTimeout. It is safe
-// on a nil Driver.
+// shuts the providers down, waiting at most DriverFlushTimeout. Its error
+// says when the export failed (the collector refused or did not answer):
+// the spans were then not delivered. It is safe on a nil Driver.
 func (d *Driver) Close() error {
 	if d == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), DriverFlushTimeout)
 	defer cancel()
-	return d.Shutdown(ctx)
+	var flushErr error
+	if d.tracesURL != "" {
+		if err := d.tp.ForceFlush(ctx); err != nil {
+			flushErr = fmt.Errorf("exporting the spans to %s: %s", d.tracesURL, config.RedactText(err.Error()))
+		}
+	}
+	return errors.Join(flushErr, d.Shutdown(ctx))
 }

@@ -20,7 +20,7 @@ import (
 // telemetry.metrics_listen. Here the handler is scraped in-process.
 func Example() {
 	ctx := context.Background()
-	tel, err := telemetry.New(ctx, config.Telemetry{ServiceName: "registrar-otel", TraceSampleRatio: 1}, telemetry.Options{})
+	tel, err := telemetry.New(ctx, config.Telemetry{ServiceName: "registrar-otel", TraceSamplePerMillion: 1_000_000}, telemetry.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -34,7 +34,7 @@ func Example() {
 	}
 	lim, err := limiter.New(limiter.Config{
 		PredecisionRefusal: limiter.BucketConfig{Burst: 1, RefillInterval: time.Second},
-		Admission:          limiter.BucketConfig{Burst: 1, RefillInterval: time.Second},
+		Admission:          limiter.BucketConfig{Burst: 1, RefillInterval: time.Hour},
 	}, sink)
 	if err != nil {
 		fmt.Println(err)
@@ -44,9 +44,8 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	at := lim.Now()
-	lim.ChargeAt(ctx, "spiffe://example/caller", limiter.Mint, limiter.Admission, at)
-	lim.ChargeAt(ctx, "spiffe://example/caller", limiter.Mint, limiter.Admission, at) // limited
+	lim.Charge(ctx, "spiffe://example/caller", limiter.Mint, limiter.Admission)
+	lim.Charge(ctx, "spiffe://example/caller", limiter.Mint, limiter.Admission) // limited: an hour's refill
 
 	rec := httptest.NewRecorder()
 	tel.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))

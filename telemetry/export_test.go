@@ -144,17 +144,17 @@ func TestEndpointErrorsNameTheKeyOrVariableAndHideCredentials(t *testing.T) {
 		env  map[string]string
 		want []string
 	}{
-		{"bad traces key", config.Telemetry{ServiceName: "s", TraceSampleRatio: 1, OTLPTracesEndpoint: "collector:4318"},
+		{"bad traces key", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000, OTLPTracesEndpoint: "collector:4318"},
 			nil, []string{"telemetry.otlp_traces_endpoint must be an http:// or https:// URL"}},
-		{"bad metrics key", config.Telemetry{ServiceName: "s", TraceSampleRatio: 1, OTLPMetricsEndpoint: "off"},
+		{"bad metrics key", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000, OTLPMetricsEndpoint: "off"},
 			nil, []string{"telemetry.otlp_metrics_endpoint must be an http:// or https:// URL"}},
-		{"credentials in the environment", config.Telemetry{ServiceName: "s", TraceSampleRatio: 1},
+		{"credentials in the environment", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000},
 			map[string]string{telemetry.EnvOTLPEndpoint: "https://user:hunter2@collector:4318"},
 			[]string{"OTEL_EXPORTER_OTLP_ENDPOINT must not carry credentials", "OTEL_EXPORTER_OTLP_HEADERS"}},
-		{"grpc protocol", config.Telemetry{ServiceName: "s", TraceSampleRatio: 1},
+		{"grpc protocol", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000},
 			map[string]string{telemetry.EnvOTLPEndpoint: "http://collector:4317", telemetry.EnvOTLPProtocol: "grpc"},
 			[]string{`OTEL_EXPORTER_OTLP_PROTOCOL must be "http/protobuf"`}},
-		{"bad base reported once", config.Telemetry{ServiceName: "s", TraceSampleRatio: 1, OTLPEndpoint: "ftp://x"},
+		{"bad base reported once", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000, OTLPEndpoint: "ftp://x"},
 			nil, []string{"telemetry.otlp_endpoint must be an http:// or https:// URL"}},
 	}
 	for _, tt := range tests {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -34,10 +33,10 @@ import (
 
 // The configuration keys named in New's and Listen's errors.
 const (
-	keyMetricsListen    = "telemetry.metrics_listen"
-	keyOTLPEndpoint     = "telemetry.otlp_endpoint"
-	keyServiceName      = "telemetry.service_name"
-	keyTraceSampleRatio = "telemetry.trace_sample_ratio"
+	keyMetricsListen = "telemetry.metrics_listen"
+	keyOTLPEndpoint  = "telemetry.otlp_endpoint"
+	keyServiceName   = "telemetry.service_name"
+	keyTraceSample   = "telemetry.trace_sample_per_million"
 )
 
 // OTLP/HTTP signal paths, appended to telemetry.otlp_endpoint the way
@@ -72,6 +71,10 @@ type Options struct {
 	// ExtraSpanProcessors are added to the TracerProvider beside the OTLP
 	// batch processor. For tests: a tracetest.SpanRecorder.
 	ExtraSpanProcessors []sdktrace.SpanProcessor
+	// SampleAll samples every span, whatever the configuration and the
+	// OTEL_TRACES_SAMPLER variables say: the load driver's traces are the
+	// point of its run.
+	SampleAll bool
 	// Getenv reads the standard OTEL_* variables; nil means os.Getenv.
 	Getenv func(string) string
 	// TracesOnly builds no OTLP metric exporter whatever the configuration
@@ -94,6 +97,9 @@ type Telemetry struct {
 	mp       *sdkmetric.MeterProvider
 	tp       *sdktrace.TracerProvider
 	handler  http.Handler
+	// tracesURL is where spans are exported (redacted), "" when no span
+	// exporter was built.
+	tracesURL string
 
 	mu       sync.Mutex
 	closed   bool
@@ -109,8 +115,12 @@ type Telemetry struct {
 //     registrar_build_info and the standard process_* and go_* collectors),
 //     and, when a metrics endpoint is resolved, a periodic OTLP/HTTP reader
 //     pushing to it every MetricExportInterval;
-//   - a TracerProvider sampling parent-based with cfg.TraceSampleRatio for
-//     root spans, exporting in batches when a traces endpoint is resolved.
+//   - a TracerProvider sampling parent-based with the OTel SDK's
+//     traceidratio sampler at cfg.TraceSamplePerMillion in a million for
+//     root spans (OTEL_TRACES_SAMPLER_ARG, when set, is that sampler's
+//     argument instead, and OTEL_TRACES_SAMPLER, when set, replaces the
+//     sampler as the SDK specifies), exporting in batches when a traces
+//     endpoint is resolved.
 //
 // Each signal's endpoint is resolved on its own (see planExport): the
 // per-signal key (a full URL, or "none"), else telemetry.otlp_endpoint
@@ -137,6 +147,13 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 	plan, err := checkConfig(cfg, getenv)
 	if err != nil {
 		return nil, err
+	}
+	sampler, err := rootSampler(cfg, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	if o.SampleAll {
+		sampler = sdktrace.AlwaysSample()
 	}
 	if o.TracesOnly {
 		plan.metrics = signal{}
@@ -171,9 +188,9 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 		// cannot switch off the trace links the dashboards rely on.
 		sdkmetric.WithExemplarFilter(exemplar.TraceBasedFilter),
 	}
-	topts := []sdktrace.TracerProviderOption{
-		sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(cfg.TraceSampleRatio))),
+	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	if sampler != nil {
+		topts = append(topts, sdktrace.WithSampler(sampler))
 	}
 	// Headers, timeout, TLS and compression come from the standard
 	// OTEL_EXPORTER_OTLP_* variables, which the exporters read themselves;
@@ -207,6 +224,7 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 			return nil, fmt.Errorf("telemetry: %s: building the OTLP/HTTP span exporter for %s: %s", plan.traces.from, config.RedactURL(u), config.RedactText(err.Error()))
 		}
 		topts = append(topts, sdktrace.WithBatcher(texp))
+		t.tracesURL = config.RedactURL(u)
 	}
 	for _, r := range o.ExtraReaders {
 		mopts = append(mopts, sdkmetric.WithReader(r))
@@ -232,8 +250,8 @@ func checkConfig(cfg config.Telemetry, getenv func(string) string) (exportPlan, 
 	if strings.TrimSpace(cfg.ServiceName) == "" {
 		errs = append(errs, &config.KeyError{Key: keyServiceName, Value: cfg.ServiceName, Rule: "must be a non-empty string"})
 	}
-	if r := cfg.TraceSampleRatio; math.IsNaN(r) || r < 0 || r > 1 {
-		errs = append(errs, &config.KeyError{Key: keyTraceSampleRatio, Value: r, Rule: "must be between 0 and 1"})
+	if n := cfg.TraceSamplePerMillion; n > config.MaxTraceSamplePerMillion {
+		errs = append(errs, &config.KeyError{Key: keyTraceSample, Value: uint64(n), Rule: "must be at most 1000000 (every root trace)"})
 	}
 	plan, perrs := planExport(cfg, getenv)
 	errs = append(errs, perrs...)
@@ -357,6 +375,10 @@ func (t *Telemetry) Serve(l net.Listener) error {
 func (t *Telemetry) ForceFlush(ctx context.Context) error {
 	return errors.Join(t.tp.ForceFlush(ctx), t.mp.ForceFlush(ctx))
 }
+
+// TracesEndpoint is the URL spans are exported to (credentials redacted),
+// or "" when no span exporter exists: spans then go nowhere.
+func (t *Telemetry) TracesEndpoint() string { return t.tracesURL }
 
 // Shutdown stops the metrics server (waiting, within ctx, for in-flight
 // scrapes), then flushes and shuts down the TracerProvider and the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,7 +21,7 @@ import (
 // testConfig is the telemetry table a test starts from: no listener, no
 // OTLP, every root span sampled.
 func testConfig() config.Telemetry {
-	return config.Telemetry{ServiceName: "registrar-otel-test", TraceSampleRatio: 1}
+	return config.Telemetry{ServiceName: "registrar-otel-test", TraceSamplePerMillion: 1_000_000}
 }
 
 // newTelemetry builds a Telemetry and shuts it down when the test ends.
@@ -64,15 +63,14 @@ func TestNewRejectsBadConfigNamingEveryKey(t *testing.T) {
 		cfg     config.Telemetry
 		wantKey []string
 	}{
-		{"empty service name", config.Telemetry{ServiceName: " ", TraceSampleRatio: 1}, []string{"telemetry.service_name"}},
-		{"ratio above one", config.Telemetry{ServiceName: "s", TraceSampleRatio: 1.5}, []string{"telemetry.trace_sample_ratio"}},
-		{"ratio NaN", config.Telemetry{ServiceName: "s", TraceSampleRatio: math.NaN()}, []string{"telemetry.trace_sample_ratio"}},
-		{"endpoint without scheme", config.Telemetry{ServiceName: "s", TraceSampleRatio: 1, OTLPEndpoint: "collector:4318"}, []string{"telemetry.otlp_endpoint"}},
-		{"endpoint with grpc scheme", config.Telemetry{ServiceName: "s", TraceSampleRatio: 1, OTLPEndpoint: "grpc://collector:4317"}, []string{"telemetry.otlp_endpoint"}},
-		{"endpoint with a query", config.Telemetry{ServiceName: "s", TraceSampleRatio: 1, OTLPEndpoint: "http://collector:4318/?x=1"}, []string{"telemetry.otlp_endpoint"}},
-		{"endpoint with credentials", config.Telemetry{ServiceName: "s", TraceSampleRatio: 1, OTLPEndpoint: "https://user:hunter2@collector:4318"}, []string{"telemetry.otlp_endpoint"}},
-		{"all at once", config.Telemetry{ServiceName: "", TraceSampleRatio: -1, OTLPEndpoint: "ftp://x"},
-			[]string{"telemetry.service_name", "telemetry.trace_sample_ratio", "telemetry.otlp_endpoint"}},
+		{"empty service name", config.Telemetry{ServiceName: " ", TraceSamplePerMillion: 1_000_000}, []string{"telemetry.service_name"}},
+		{"rate above a million", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_001}, []string{"telemetry.trace_sample_per_million"}},
+		{"endpoint without scheme", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000, OTLPEndpoint: "collector:4318"}, []string{"telemetry.otlp_endpoint"}},
+		{"endpoint with grpc scheme", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000, OTLPEndpoint: "grpc://collector:4317"}, []string{"telemetry.otlp_endpoint"}},
+		{"endpoint with a query", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000, OTLPEndpoint: "http://collector:4318/?x=1"}, []string{"telemetry.otlp_endpoint"}},
+		{"endpoint with credentials", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000, OTLPEndpoint: "https://user:hunter2@collector:4318"}, []string{"telemetry.otlp_endpoint"}},
+		{"all at once", config.Telemetry{ServiceName: "", TraceSamplePerMillion: 2_000_000, OTLPEndpoint: "ftp://x"},
+			[]string{"telemetry.service_name", "telemetry.trace_sample_per_million", "telemetry.otlp_endpoint"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,7 +189,7 @@ func TestListenErrorNamesTheKey(t *testing.T) {
 
 func TestSamplerIsParentBasedRatio(t *testing.T) {
 	cfg := testConfig()
-	cfg.TraceSampleRatio = 0
+	cfg.TraceSamplePerMillion = 0
 	tel := newTelemetry(t, cfg, telemetry.Options{})
 	tracer := tel.TracerProvider().Tracer("test")
 
@@ -219,12 +217,62 @@ func TestSamplerIsParentBasedRatio(t *testing.T) {
 
 	unsampled := parent.WithTraceFlags(0)
 	ctx = trace.ContextWithRemoteSpanContext(context.Background(), unsampled)
-	cfg.TraceSampleRatio = 1
+	cfg.TraceSamplePerMillion = 1_000_000
 	tel1 := newTelemetry(t, cfg, telemetry.Options{})
 	_, span := tel1.TracerProvider().Tracer("test").Start(ctx, "registrar.mint")
 	span.End()
 	if span.SpanContext().IsSampled() {
 		t.Errorf("ratio 1, unsampled remote parent: span sampled, want not sampled")
+	}
+}
+
+// TestTheSamplerVariablesKeepTheirOTelMeaning: OTEL_TRACES_SAMPLER_ARG is
+// the argument of the daemon's parentbased_traceidratio sampler, in place
+// of telemetry.trace_sample_per_million; OTEL_TRACES_SAMPLER replaces the
+// sampler as the SDK specifies; a value the SDK would not read is an
+// error naming the variable.
+func TestTheSamplerVariablesKeepTheirOTelMeaning(t *testing.T) {
+	rootSampled := func(t *testing.T, perMillion uint32, env map[string]string) bool {
+		t.Helper()
+		for k, v := range env {
+			t.Setenv(k, v) // the SDK reads OTEL_TRACES_SAMPLER from the process
+		}
+		cfg := testConfig()
+		cfg.TraceSamplePerMillion = perMillion
+		tel := newTelemetry(t, cfg, telemetry.Options{})
+		_, root := tel.TracerProvider().Tracer("test").Start(context.Background(), "registrar.mint")
+		root.End()
+		return root.SpanContext().IsSampled()
+	}
+	for _, tc := range []struct {
+		name       string
+		perMillion uint32
+		env        map[string]string
+		want       bool
+	}{
+		{"the key alone: none in a million", 0, nil, false},
+		{"the key alone: a million in a million", 1_000_000, nil, true},
+		{"ARG 1 over the key's 0", 0, map[string]string{"OTEL_TRACES_SAMPLER_ARG": "1"}, true},
+		{"ARG 0 over the key's million", 1_000_000, map[string]string{"OTEL_TRACES_SAMPLER_ARG": "0"}, false},
+		{"SAMPLER always_off over the key", 1_000_000, map[string]string{"OTEL_TRACES_SAMPLER": "always_off"}, false},
+		{"SAMPLER traceidratio with ARG 1", 0, map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "1"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rootSampled(t, tc.perMillion, tc.env); got != tc.want {
+				t.Errorf("root span sampled %v, want %v", got, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct{ env, value, want string }{
+		{"OTEL_TRACES_SAMPLER_ARG", "0.5x", `OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1 (the SDK's traceidratio argument), got "0.5x"`},
+		{"OTEL_TRACES_SAMPLER_ARG", "2", `OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1`},
+		{"OTEL_TRACES_SAMPLER", "sometimes", `OTEL_TRACES_SAMPLER must be one of always_on`},
+	} {
+		env := map[string]string{tc.env: tc.value}
+		_, err := telemetry.New(context.Background(), testConfig(), telemetry.Options{Getenv: func(k string) string { return env[k] }})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s=%s: New error %v, want one containing %q", tc.env, tc.value, err, tc.want)
+		}
 	}
 }
 

@@ -46,9 +46,9 @@ func BenchmarkMintOverSocket(b *testing.B) {
 
 	// The same admitted mint with the production telemetry: the SDK meter
 	// provider behind the Prometheus exporter, and every span sampled and
-	// recorded (the worst case: telemetry.trace_sample_ratio = 1).
+	// recorded (the worst case: telemetry.trace_sample_per_million = 1000000).
 	b.Run("admitted-instrumented", func(b *testing.B) {
-		tel, err := telemetry.New(ctx, config.Telemetry{ServiceName: "bench", TraceSampleRatio: 1}, telemetry.Options{})
+		tel, err := telemetry.New(ctx, config.Telemetry{ServiceName: "bench", TraceSamplePerMillion: 1_000_000}, telemetry.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

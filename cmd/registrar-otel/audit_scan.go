@@ -3,13 +3,20 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/config"
@@ -18,26 +25,37 @@ import (
 
 // Exit statuses of `audit scan`.
 const (
-	auditScanClean     = 0 // no anomalies
-	auditScanAnomalies = 1 // an intent without outcome, a malformed line or a directory anomaly
-	auditScanFailed    = 2 // usage error, or the store could not be read
+	auditScanClean     = exitOK      // no anomalies
+	auditScanAnomalies = exitFailure // an intent without outcome, a malformed line or a directory anomaly
+	auditScanFailed    = exitUsage   // usage error, or the store could not be read
+	auditScanLimited   = exitLimited // --fail-on-limited N: more than N invocations limited in the window
 )
+
+// defaultScanTop is --top's default: the identities an operator reads at a
+// glance.
+const defaultScanTop = 10
 
 var auditScanUsage = usageSpec{
 	name:     "audit scan",
-	synopsis: "[--dir DIR | --config FILE] [--window 720h] [--json]",
+	synopsis: "[--dir DIR | --config FILE] [--window 720h] [--by identity [--top N]] [--fail-on-limited N] [--json]",
 	what: `Scans the audit record store (read-only; safe while the daemon runs) for
 intents without an outcome (older than a 60 s settle grace), malformed lines
 and directory anomalies (records that stop without an active file, a gap in
 the generation numbers, an unreadable store file), lists every file it did
 not read with the reason, and summarises the limited (counted) records per
-bucket.
+bucket. With --by identity it also lists them per caller identity and
+bucket, the most limited invocations first (the --top N, 0 for all): who
+is flooding.
 
 Exit status: 0 when the store is clean, 1 when anomalies are found, 2 on a
-usage error or an unreadable store.`,
+usage error or an unreadable store, 4 when --fail-on-limited N is given and
+more than N invocations were limited in the window (anomalies, 1, take
+precedence): counted records are evidence, not anomalies, so a cron job
+learns of a flood only this way.`,
 	examples: []string{
 		"registrar-otel audit scan",
 		"registrar-otel audit scan --config /etc/registrar-otel/registrar.toml --window 24h --json",
+		"registrar-otel audit scan --by identity --top 5 --fail-on-limited 1000",
 	},
 }
 
@@ -52,6 +70,9 @@ func runAuditScan(args []string, stdout, stderr io.Writer) int {
 	cfgPath := flags.String("config", "", "the daemon's configuration `file`, to find registrar.audit_record_dir (default: the embedded defaults, as make run)")
 	window := flags.Duration("window", audit.DefaultScanWindow, "lookback `duration`: older records are ignored")
 	asJSON := flags.Bool("json", false, "print one JSON object instead of text (schema: docs, operations, --json schemas)")
+	by := flags.String("by", "bucket", "`breakdown` of the limited records: bucket (the totals) or identity (also per caller identity and bucket)")
+	top := flags.Uint("top", defaultScanTop, "with --by identity, the `number` of identity rows shown, most limited first; 0 shows all")
+	failOn := flags.Uint64("fail-on-limited", 0, "exit 4 when more than this `number` of invocations were limited in the window")
 	if code, ok := parseFlags(flags, auditScanUsage, args, stdout, stderr); !ok {
 		if code == exitUsage {
 			return auditScanFailed
@@ -59,35 +80,103 @@ func runAuditScan(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if *window <= 0 {
-		return usageError(stderr, "audit scan", "--window must be positive, got %s", *window)
+		return flagValueError(stderr, auditScanUsage, "window", window.String(), "a positive duration", "--window 24h")
 	}
+	if *by != "bucket" && *by != "identity" {
+		return flagValueError(stderr, auditScanUsage, "by", *by, "bucket or identity"+didYouMean(*by, []string{"bucket", "identity"}), "--by identity")
+	}
+	if flagSet(flags, "top") && *by != "identity" {
+		return usageError(stderr, "audit scan", "--top applies to --by identity only (for example: --by identity --top 5)")
+	}
+	failOnSet := flagSet(flags, "fail-on-limited")
+	dirFromDefault := false
 	if *dir == "" {
 		logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-		cfg, err := config.Load(*cfgPath, os.Environ(), logger)
+		cfg, err := loadConfig(*cfgPath, os.Environ(), logger)
 		if err != nil {
 			printErrors(stderr, err)
 			return auditScanFailed
 		}
 		*dir = cfg.Registrar.AuditRecordDir
+		dirFromDefault = *cfgPath == "" && *dir == config.Default().Registrar.AuditRecordDir
 	}
-	rep, err := audit.Scan(context.Background(), audit.ScanOptions{Dir: *dir, Window: *window})
+	rep, err := audit.Scan(context.Background(), audit.ScanOptions{Dir: *dir, Window: *window, ByIdentity: *by == "identity"})
 	if err != nil {
-		fmt.Fprintf(stderr, "audit scan: cannot read the record store: %v\n", err)
+		cause := err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			cause = pe.Err
+		}
+		fmt.Fprintf(stderr, "audit scan: cannot read the record store at %s: %v\n", describePath(*dir, dirFromDefault), cause)
+		if dirFromDefault {
+			fmt.Fprintln(stderr, "  point at the daemon's store with --dir DIR, or at its configuration with --config FILE")
+		}
 		return auditScanFailed
 	}
+	view := scanView{rep: rep, byIdentity: *by == "identity", top: *top}
+	if failOnSet {
+		view.failOn = &failOnLimited{Threshold: *failOn, Limited: totalLimited(rep)}
+		view.failOn.Exceeded = view.failOn.Limited > *failOn
+	}
 	if *asJSON {
-		err = writeScanJSON(stdout, rep)
+		err = writeScanJSON(stdout, view)
 	} else {
-		err = writeScanText(stdout, rep)
+		err = writeScanText(stdout, view)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "audit scan: writing the report: %v\n", err)
 		return auditScanFailed
 	}
-	if rep.Anomalies() {
+	return view.exitCode()
+}
+
+// scanView is a report with what the flags asked of it.
+type scanView struct {
+	rep        *audit.Report
+	byIdentity bool
+	top        uint           // identity rows shown; 0 all
+	failOn     *failOnLimited // nil without --fail-on-limited
+}
+
+// failOnLimited is the --fail-on-limited check, as --json shows it.
+type failOnLimited struct {
+	Threshold uint64 `json:"threshold"`
+	Limited   uint64 `json:"limited"`
+	Exceeded  bool   `json:"exceeded"`
+}
+
+// exitCode is 1 for anomalies, else 4 when --fail-on-limited was
+// exceeded, else 0.
+func (v scanView) exitCode() int {
+	switch {
+	case v.rep.Anomalies():
 		return auditScanAnomalies
+	case v.failOn != nil && v.failOn.Exceeded:
+		return auditScanLimited
 	}
 	return auditScanClean
+}
+
+// shown is the identity rows printed and how many were left out.
+func (v scanView) shown() ([]audit.IdentityLimited, int) {
+	rows := v.rep.LimitedByIdentity
+	if v.top == 0 || uint(len(rows)) <= v.top {
+		return rows, 0
+	}
+	return rows[:v.top], len(rows) - int(v.top)
+}
+
+// totalLimited is how many invocations were limited in the window, both
+// buckets, saturating.
+func totalLimited(rep *audit.Report) uint64 {
+	var n uint64
+	for _, s := range rep.Limited {
+		if n > math.MaxUint64-s.Count {
+			return math.MaxUint64
+		}
+		n += s.Count
+	}
+	return n
 }
 
 // scanJSON is the stable --json shape. Lists are always arrays, never
@@ -108,6 +197,19 @@ type scanJSON struct {
 	Files                []string               `json:"files"`
 	Skipped              []scanSkippedJSON      `json:"skipped"`
 	StoreAnomalies       []scanStoreAnomalyJSON `json:"store_anomalies"`
+	// With --by identity only.
+	LimitedByIdentity        []scanIdentityJSON     `json:"limited_by_identity,omitempty"`
+	LimitedByIdentityOmitted *int                   `json:"limited_by_identity_omitted,omitempty"`
+	LimitedOtherIdentities   map[string]scanLimJSON `json:"limited_other_identities,omitempty"`
+	// With --fail-on-limited only.
+	FailOnLimited *failOnLimited `json:"fail_on_limited,omitempty"`
+}
+
+type scanIdentityJSON struct {
+	CallerIdentity string `json:"caller_identity"`
+	Bucket         string `json:"bucket"`
+	Records        uint64 `json:"records"`
+	Count          uint64 `json:"count"`
 }
 
 type scanStoreAnomalyJSON struct {
@@ -140,7 +242,8 @@ type scanSkippedJSON struct {
 	Reason string `json:"reason"`
 }
 
-func writeScanJSON(w io.Writer, rep *audit.Report) error {
+func writeScanJSON(w io.Writer, v scanView) error {
+	rep := v.rep
 	out := scanJSON{
 		Dir:                  rep.Dir,
 		Now:                  rep.Now.UTC().Format(audit.TimeLayout),
@@ -179,12 +282,26 @@ func writeScanJSON(w io.Writer, rep *audit.Report) error {
 	for _, s := range rep.Skipped {
 		out.Skipped = append(out.Skipped, scanSkippedJSON(s))
 	}
+	if v.byIdentity {
+		rows, omitted := v.shown()
+		out.LimitedByIdentity = []scanIdentityJSON{}
+		for _, r := range rows {
+			out.LimitedByIdentity = append(out.LimitedByIdentity, scanIdentityJSON{r.CallerIdentity, r.Bucket.String(), r.Records, r.Count})
+		}
+		out.LimitedByIdentityOmitted = &omitted
+		out.LimitedOtherIdentities = map[string]scanLimJSON{}
+		for b := range limiter.Bucket(limiter.NumBuckets) {
+			out.LimitedOtherIdentities[b.String()] = scanLimJSON(rep.LimitedOtherIdentities[b])
+		}
+	}
+	out.FailOnLimited = v.failOn
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
 }
 
-func writeScanText(w io.Writer, rep *audit.Report) error {
+func writeScanText(w io.Writer, v scanView) error {
+	rep := v.rep
 	p := &errWriter{w: w}
 	p.printf("audit scan of %s at %s (window %s, grace %s)\n", rep.Dir, rep.Now.UTC().Format(audit.TimeLayout), rep.Window, rep.Grace)
 	p.printf("files read: %d, skipped: %d\n", len(rep.Files), len(rep.Skipped))
@@ -223,12 +340,53 @@ func writeScanText(w io.Writer, rep *audit.Report) error {
 		s := rep.Limited[b]
 		p.printf("  %-20s %d records, %d invocations\n", b, s.Records, s.Count)
 	}
-	if rep.Anomalies() {
+	if v.byIdentity {
+		rows, omitted := v.shown()
+		p.printf("\nlimited by caller identity (%d of %d, most limited invocations first):\n", len(rows), len(rep.LimitedByIdentity))
+		var buf strings.Builder
+		tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  caller_identity\tbucket\trecords\tinvocations")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\n", printable(r.CallerIdentity), r.Bucket, r.Records, r.Count)
+		}
+		for b := range limiter.Bucket(limiter.NumBuckets) {
+			if o := rep.LimitedOtherIdentities[b]; o.Records > 0 {
+				fmt.Fprintf(tw, "  (identities past the first %d)\t%s\t%d\t%d\n", audit.MaxScanIdentities, b, o.Records, o.Count)
+			}
+		}
+		tw.Flush()
+		p.printf("%s", buf.String())
+		if omitted > 0 {
+			p.printf("  ... and %d more (--top 0 shows all)\n", omitted)
+		}
+	}
+	if v.failOn != nil {
+		verdict := "not more than"
+		if v.failOn.Exceeded {
+			verdict = "more than"
+		}
+		p.printf("\nfail-on-limited: %d invocations limited in the window, %s %d\n", v.failOn.Limited, verdict, v.failOn.Threshold)
+	}
+	switch {
+	case rep.Anomalies():
 		p.printf("\nresult: ANOMALIES FOUND\n")
-	} else {
+	case v.failOn != nil && v.failOn.Exceeded:
+		p.printf("\nresult: no anomalies; LIMITED above --fail-on-limited (exit %d)\n", auditScanLimited)
+	default:
 		p.printf("\nresult: clean\n")
 	}
 	return p.err
+}
+
+// printable is an identity as it can be printed on one line of a
+// terminal: as is when every rune is graphic, quoted otherwise.
+func printable(s string) string {
+	for _, r := range s {
+		if !unicode.IsGraphic(r) || r == ' ' {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // errWriter keeps the first write error so the report is printed with

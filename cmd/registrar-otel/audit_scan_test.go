@@ -140,8 +140,12 @@ func TestAuditScanUsageAndUnreadableStoreExit2(t *testing.T) {
 	}{
 		{"unknown flag", []string{"--bogus"}, "unknown flag --bogus"},
 		{"positional argument", []string{"extra"}, "unexpected argument"},
-		{"bad window", []string{"--window", "soon"}, "invalid value"},
-		{"negative window", []string{"--window", "-1h"}, "must be positive"},
+		{"bad window", []string{"--window", "soon"}, `--window: got "soon", want a duration`},
+		{"a day is no unit", []string{"--window", "1d"}, `--window: got "1d", want a duration: a number and a unit (ms, s, m or h), such as 90s or 24h; there is no d; for example: --window 24h`},
+		{"negative window", []string{"--window", "-1h"}, `--window: got "-1h0m0s", want a positive duration`},
+		{"unknown breakdown", []string{"--by", "identiy"}, `--by: got "identiy", want bucket or identity; did you mean identity?`},
+		{"top without identity", []string{"--top", "3"}, "--top applies to --by identity only"},
+		{"negative threshold", []string{"--fail-on-limited", "-1"}, `--fail-on-limited: got "-1", want a whole number, 0 or more`},
 		{"missing store", []string{"--dir", filepath.Join(t.TempDir(), "none")}, "cannot read the record store"},
 		{"store is a file", []string{"--dir", file}, "cannot read the record store"},
 	}

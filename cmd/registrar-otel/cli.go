@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // The exit statuses of every command: one table, documented in
@@ -16,6 +17,7 @@ const (
 	exitFailure   = 1   // a permanent refusal (mint, deregister); anomalies found (audit scan); the daemon failed (serve)
 	exitUsage     = 2   // bad flags or arguments, an invalid configuration, an unreadable input
 	exitTransport = 3   // no protocol answer: the daemon is not running, refuses the connection, or answered garbage
+	exitLimited   = 4   // audit scan --fail-on-limited N: more than N invocations limited in the window
 	exitRetryable = 75  // RegistrarBusy (EX_TEMPFAIL): retry after retry_after seconds
 	exitInterrupt = 130 // interrupted by SIGINT (128+2); the summary says what completed
 	exitTerminate = 143 // stopped by SIGTERM (128+15); the summary says what completed
@@ -103,17 +105,99 @@ func parseFlags(fs *flag.FlagSet, u usageSpec, args []string, stdout, stderr io.
 		printUsage(stdout, u, fs)
 		return exitOK, false
 	case err != nil:
-		msg := err.Error()
-		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-			msg = "unknown flag --" + name
-		} else if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
-			msg = "flag --" + name + " needs a value"
-		}
-		return usageError(stderr, u.name, "%s", msg), false
+		return flagError(fs, u, err, stderr), false
 	case fs.NArg() > 0:
 		return usageError(stderr, u.name, "unexpected argument %q", fs.Arg(0)), false
 	}
 	return 0, true
+}
+
+// flagError turns an error of the flag package into one that names the
+// flag, says what it wanted, gives an example and, for an unknown flag,
+// the flag it is most likely a misspelling of.
+func flagError(fs *flag.FlagSet, u usageSpec, err error, stderr io.Writer) int {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		name = strings.TrimPrefix(name, "-")
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		hint := ""
+		if m := suggest(name, names); m != "" {
+			hint = "; did you mean --" + m + "?"
+		}
+		return usageError(stderr, u.name, "unknown flag --%s%s", name, hint)
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		f := fs.Lookup(strings.TrimPrefix(name, "-"))
+		if f == nil {
+			return usageError(stderr, u.name, "flag --%s needs a value", name)
+		}
+		return usageError(stderr, u.name, "flag --%s needs a value: %s; for example: %s", f.Name, expectation(f), flagExample(u, f))
+	}
+	// invalid value "V" for flag -NAME: REASON
+	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
+		if i := strings.Index(rest, " for flag -"); i > 0 {
+			value := rest[:i]
+			name, _, _ := strings.Cut(rest[i+len(" for flag -"):], ":")
+			if f := fs.Lookup(name); f != nil {
+				return usageError(stderr, u.name, "--%s: got %s, want %s; for example: %s", f.Name, value, expectation(f), flagExample(u, f))
+			}
+		}
+	}
+	return usageError(stderr, u.name, "%s", msg)
+}
+
+// flagValueError reports a value a flag parsed but a command refuses.
+func flagValueError(stderr io.Writer, u usageSpec, name, value, want, example string) int {
+	return usageError(stderr, u.name, "--%s: got %q, want %s; for example: %s", name, value, want, example)
+}
+
+// expectation says, for a flag's type, what a value must look like.
+func expectation(f *flag.Flag) string {
+	type getter interface{ Get() any }
+	g, ok := f.Value.(getter)
+	if !ok {
+		return "a value"
+	}
+	switch g.Get().(type) {
+	case uint, uint64:
+		return "a whole number, 0 or more (decimal digits only)"
+	case uint32:
+		return "a whole number from 0 to 4294967295"
+	case int, int64:
+		return "a whole number"
+	case time.Duration:
+		return "a duration: a number and a unit (ms, s, m or h), such as 90s or 24h; there is no d"
+	case bool:
+		return "true or false"
+	case float64:
+		return "a number"
+	}
+	return "a value"
+}
+
+// flagExample is the flag as one of the command's examples spells it,
+// or built from its default and type.
+func flagExample(u usageSpec, f *flag.Flag) string {
+	for _, e := range u.examples {
+		fields := strings.Fields(e)
+		for i, w := range fields {
+			if w == "--"+f.Name && i+1 < len(fields) && !strings.HasPrefix(fields[i+1], "-") {
+				return w + " " + fields[i+1]
+			}
+		}
+	}
+	if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" && f.DefValue != "false" {
+		return "--" + f.Name + " " + f.DefValue
+	}
+	switch expectation(f) {
+	case "true or false":
+		return "--" + f.Name
+	}
+	if strings.HasPrefix(expectation(f), "a duration") {
+		return "--" + f.Name + " 30s"
+	}
+	return "--" + f.Name + " 10"
 }
 
 // usageError prints "registrar-otel NAME: message" and the hint to run -h,

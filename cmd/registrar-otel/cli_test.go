@@ -88,7 +88,11 @@ func TestGroupsListTheirSubcommands(t *testing.T) {
 		if len(subs) == 0 {
 			t.Fatalf("group %s has no subcommand", group)
 		}
-		for _, args := range [][]string{{group}, {group, "-h"}, {group, "--help"}, {"help", group}} {
+		// A bare group is a usage error: the list goes to stderr, exit 2.
+		if code, out, errOut := runDispatch(group); code != exitUsage || out != "" || !strings.HasPrefix(errOut, "usage: registrar-otel "+group+" <subcommand>") {
+			t.Errorf("bare %s: exit %d, stdout %q, stderr %q; want 2 and the list on stderr", group, code, out, errOut)
+		}
+		for _, args := range [][]string{{group, "-h"}, {group, "--help"}, {"help", group}} {
 			code, out, errOut := runDispatch(args...)
 			if code != exitOK || errOut != "" || !strings.HasPrefix(out, "usage: registrar-otel "+group+" <subcommand>") {
 				t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
@@ -100,14 +104,18 @@ func TestGroupsListTheirSubcommands(t *testing.T) {
 			}
 		}
 		code, _, errOut := runDispatch(group, "nope")
-		if code != exitUsage || !strings.Contains(errOut, `unknown command "`+group+` nope"`) || !strings.Contains(errOut, "Run 'registrar-otel "+group+"'") {
+		if code != exitUsage || !strings.Contains(errOut, `unknown command "`+group+` nope"`) || !strings.Contains(errOut, "Run 'registrar-otel "+group+" -h'") {
 			t.Errorf("%s nope: exit %d, %q", group, code, errOut)
 		}
 	}
 }
 
 func TestTopLevel(t *testing.T) {
-	for _, args := range [][]string{{}, {"-h"}, {"--help"}, {"help"}} {
+	// A bare registrar-otel is a usage error: the list goes to stderr, exit 2.
+	if code, out, errOut := runDispatch(); code != exitUsage || out != "" || !strings.HasPrefix(errOut, "usage: registrar-otel <command>") {
+		t.Errorf("bare: exit %d, stdout %q, stderr %q; want 2 and the list on stderr", code, out, errOut)
+	}
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}} {
 		code, out, _ := runDispatch(args...)
 		if code != exitOK || !strings.HasPrefix(out, "usage: registrar-otel <command>") {
 			t.Errorf("%v: exit %d, %q", args, code, out)

@@ -74,7 +74,8 @@ func (c *connFlags) client(stderr io.Writer) (*wire.Client, daemonAddr, error) {
 	if err != nil {
 		return nil, daemonAddr{}, err
 	}
-	return wire.NewUnixClient(socket, opts...), daemonAddr{socket: socket, fromConfig: c.config}, nil
+	fromDefault := c.socket == "" && c.config == "" && socket == defaultSocket()
+	return wire.NewUnixClient(socket, opts...), daemonAddr{socket: socket, fromConfig: c.config, fromDefault: fromDefault}, nil
 }
 
 // resolveSocket is --socket, or registrar.socket_path of --config (or of
@@ -84,7 +85,7 @@ func resolveSocket(socket, cfgPath string, stderr io.Writer) (string, error) {
 		return socket, nil
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	cfg, err := config.Load(cfgPath, os.Environ(), logger)
+	cfg, err := loadConfig(cfgPath, os.Environ(), logger)
 	if err != nil {
 		return "", err
 	}

@@ -31,10 +31,13 @@ REGISTRAR_OTEL_* environment overrides and checks what it refers to the way
 serve would: the TLS certificate, key and client CA (they exist, are readable,
 parse, and the key matches the certificate), and the socket, state and audit
 paths (serve creates a missing directory 0700 and refuses a symlink, a
-non-directory or a group- or world-writable one).
+non-directory or a group- or world-writable one). It warns about a TLS
+private key its group or others may read, and about a listen address
+(registrar.tls_listen, telemetry.metrics_listen) serve could not bind,
+saying when a running daemon holds it.
 
 Unknown keys are warnings (they are kept, for keys a later version knows);
---strict makes them errors. An unknown key one edit away from a known key is
+--strict makes them, and the two warnings above, errors. An unknown key one edit away from a known key is
 an error in any mode: it is a likely misspelling, and the default applies
 while it stays.
 
@@ -96,7 +99,7 @@ func (r *checkResult) warnf(key, format string, args ...any) {
 func configCheck(args, environ []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("config check")
 	path := fs.String("config", "", "TOML configuration `file` to check (default: the embedded defaults, as make run)")
-	strict := fs.Bool("strict", false, "treat unknown keys as errors")
+	strict := fs.Bool("strict", false, "treat unknown keys, a private key others may read and a listen address serve cannot bind as errors")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout (schema: docs, operations, --json schemas) instead of text")
 	if code, ok := parseFlags(fs, configCheckUsage, args, stdout, stderr); !ok {
 		return code
@@ -144,12 +147,26 @@ func runCheck(path string, environ []string, strict bool) *checkResult {
 		res.Source = config.SourceDefaults
 	}
 	logs := &collectHandler{}
-	cfg, err := config.Load(path, environ, slog.New(logs))
+	cfg, err := loadConfig(path, environ, slog.New(logs))
 	for _, rec := range logs.records() {
 		key := rec.attrs["key"]
 		if strings.HasPrefix(rec.msg, "unknown configuration key") {
 			u := unknownFinding{Key: key, Kept: strings.Contains(rec.msg, "kept"), DidYouMean: rec.attrs["did_you_mean"]}
 			res.Unknown = append(res.Unknown, u)
+			if v := rec.attrs["variable"]; v != "" {
+				// From the environment: name the variable, not the key
+				// it happens to read as.
+				msg := fmt.Sprintf("environment variable %s names no known key (it reads as %s)", v, key)
+				switch {
+				case u.DidYouMean != "":
+					res.errorf(key, "%s; did you mean %s? Levels are separated by \"__\" (the default applies until it is fixed)", msg, u.DidYouMean)
+				case strict:
+					res.errorf(key, "%s (--strict); unset it", msg)
+				default:
+					res.warnf(key, "%s; ignored", msg)
+				}
+				continue
+			}
 			switch {
 			case u.DidYouMean != "":
 				res.errorf(key, "%s is not a known key: a likely misspelling of %s (the default applies until it is fixed)", key, u.DidYouMean)
@@ -181,6 +198,8 @@ func runCheck(path string, environ []string, strict bool) *checkResult {
 		return res
 	}
 	checkTLS(res, &cfg)
+	checkKeyMode(res, &cfg)
+	checkListen(res, &cfg)
 	checkPaths(res, &cfg)
 	// The files the openbao backend will read: the token's mode and
 	// content, and the CA bundle. Nothing to do for the embedded backend.
@@ -301,12 +320,12 @@ type effectiveJSON struct {
 		Components                                  map[string]string `json:"components"`
 	} `json:"registrar"`
 	Telemetry struct {
-		MetricsListen       string  `json:"metrics_listen"`
-		OTLPEndpoint        string  `json:"otlp_endpoint"`
-		ServiceName         string  `json:"service_name"`
-		TraceSampleRatio    float64 `json:"trace_sample_ratio"`
-		OTLPTracesEndpoint  string  `json:"otlp_traces_endpoint"`
-		OTLPMetricsEndpoint string  `json:"otlp_metrics_endpoint"`
+		MetricsListen         string `json:"metrics_listen"`
+		OTLPEndpoint          string `json:"otlp_endpoint"`
+		ServiceName           string `json:"service_name"`
+		TraceSamplePerMillion uint32 `json:"trace_sample_per_million"`
+		OTLPTracesEndpoint    string `json:"otlp_traces_endpoint"`
+		OTLPMetricsEndpoint   string `json:"otlp_metrics_endpoint"`
 	} `json:"telemetry"`
 }
 
@@ -330,7 +349,7 @@ func effective(cfg *config.Config) effectiveJSON {
 		er.Components[n] = m.String()
 	}
 	t := &cfg.Telemetry
-	e.Telemetry.MetricsListen, e.Telemetry.OTLPEndpoint, e.Telemetry.ServiceName, e.Telemetry.TraceSampleRatio = t.MetricsListen, config.RedactURL(t.OTLPEndpoint), t.ServiceName, t.TraceSampleRatio
+	e.Telemetry.MetricsListen, e.Telemetry.OTLPEndpoint, e.Telemetry.ServiceName, e.Telemetry.TraceSamplePerMillion = t.MetricsListen, config.RedactURL(t.OTLPEndpoint), t.ServiceName, t.TraceSamplePerMillion
 	e.Telemetry.OTLPTracesEndpoint, e.Telemetry.OTLPMetricsEndpoint = redactSignal(t.OTLPTracesEndpoint), redactSignal(t.OTLPMetricsEndpoint)
 	return e
 }
@@ -394,7 +413,7 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	row("metrics_listen", orNone(t.MetricsListen, "(disabled)"))
 	row("otlp_endpoint", orNone(config.RedactURL(t.OTLPEndpoint), "(none)"))
 	row("service_name", t.ServiceName)
-	row("trace_sample_ratio", strconv.FormatFloat(t.TraceSampleRatio, 'g', -1, 64))
+	row("trace_sample_per_million", strconv.FormatUint(uint64(t.TraceSamplePerMillion), 10))
 	tw.Flush() // the per-signal rows align among themselves
 	row("otlp_traces_endpoint", signalEndpoint(t.OTLPTracesEndpoint, t.OTLPEndpoint, "/v1/traces", "spans"))
 	row("otlp_metrics_endpoint", signalEndpoint(t.OTLPMetricsEndpoint, t.OTLPEndpoint, "/v1/metrics", "metrics"))

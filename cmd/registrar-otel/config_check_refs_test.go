@@ -65,10 +65,18 @@ func TestConfigCheckMisspeltKeyIsAnErrorInAnyMode(t *testing.T) {
 		!strings.Contains(stderr, "likely misspelling of registrar.rate_limit_admission_burst") || !strings.Contains(stderr, "2 errors") {
 		t.Errorf("with a load error: exit %d, stderr:\n%s", code, stderr)
 	}
-	// The environment's keys get the same hint.
-	code, _, stderr = configCheckOutput(nil, []string{"REGISTRAR_OTEL_REGISTRAR__RATE_LIMIT_ADMISION_BURST=4096"})
-	if code != configCheckInvalid || !strings.Contains(stderr, want) {
-		t.Errorf("from the environment: exit %d, stderr %q", code, stderr)
+	// The environment's keys get the same hint, naming the variable; a
+	// single "_" between the levels gets the "__" spelling.
+	for _, tc := range []struct{ env, want string }{
+		{"REGISTRAR_OTEL_REGISTRAR__RATE_LIMIT_ADMISION_BURST=4096",
+			"environment variable REGISTRAR_OTEL_REGISTRAR__RATE_LIMIT_ADMISION_BURST names no known key (it reads as registrar.rate_limit_admision_burst); did you mean REGISTRAR_OTEL_REGISTRAR__RATE_LIMIT_ADMISSION_BURST?"},
+		{"REGISTRAR_OTEL_REGISTRAR_RATE_LIMIT_ADMISSION_BURST=600",
+			`environment variable REGISTRAR_OTEL_REGISTRAR_RATE_LIMIT_ADMISSION_BURST names no known key (it reads as registrar_rate_limit_admission_burst); did you mean REGISTRAR_OTEL_REGISTRAR__RATE_LIMIT_ADMISSION_BURST? Levels are separated by "__"`},
+	} {
+		code, _, stderr = configCheckOutput(nil, []string{tc.env})
+		if code != configCheckInvalid || !strings.Contains(stderr, tc.want) {
+			t.Errorf("from the environment %s: exit %d, stderr %q, want 2 and %q", tc.env, code, stderr, tc.want)
+		}
 	}
 }
 

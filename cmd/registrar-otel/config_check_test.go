@@ -49,10 +49,10 @@ components:
   edge-proxy     one-per-host
   review         many-per-host
 telemetry:
-  metrics_listen      127.0.0.1:9464
-  otlp_endpoint       (none)
-  service_name        registrar-otel
-  trace_sample_ratio  0.01
+  metrics_listen            127.0.0.1:9464
+  otlp_endpoint             (none)
+  service_name              registrar-otel
+  trace_sample_per_million  10000
   otlp_traces_endpoint   (none: OTEL_EXPORTER_OTLP_* variables, if set)
   otlp_metrics_endpoint  (none: OTEL_EXPORTER_OTLP_* variables, if set)
 paths (what serve does):
@@ -95,7 +95,7 @@ metrics_listen = ""
 		"  registrar.tls_client_ca_file  " + ca + ": 1 CA certificate(s)\n",
 		"  unknown keys kept           registrar.audit_store_backend\n",
 		"components:\n  review  many-per-host\ntelemetry:\n",
-		"  metrics_listen      (disabled)\n",
+		"  metrics_listen            (disabled)\n",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)

@@ -16,6 +16,9 @@ type daemonAddr struct {
 	socket     string // the unix socket path, "" for TLS
 	tls        string // host:port for --tls-addr
 	fromConfig string // the --config file the socket path came from, "" for none
+	// fromDefault: the socket path is the embedded default (no --socket,
+	// no --config), relative to the working directory.
+	fromDefault bool
 }
 
 func (a daemonAddr) String() string {
@@ -54,19 +57,47 @@ func explainTransport(addr daemonAddr, err error) string {
 		}
 		return fmt.Sprintf("no protocol answer from %s: %v", addr, err)
 	}
+	where := describePath(addr.socket, addr.fromDefault)
 	switch {
 	case dial && errors.Is(err, fs.ErrNotExist):
-		return fmt.Sprintf("no daemon socket at %s (no such file)\n  %s, %s", addr.socket, start, point)
+		return fmt.Sprintf("no daemon socket at %s (no such file)\n  %s, %s", where, start, point)
+	case dial && errors.Is(err, syscall.ECONNREFUSED) && !isSocket(addr.socket):
+		// Connecting to a regular file is refused too; serve would not
+		// replace it (it replaces only a stale socket), so say what it is.
+		return fmt.Sprintf("%s is not a socket (%s): serve refuses to replace it\n  remove it if it is not needed, or set registrar.socket_path elsewhere; %s", where, fileKind(addr.socket), point)
 	case dial && errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Sprintf("the daemon is not running: %s exists but refuses connections (a socket left by a stopped daemon)\n  %s (it replaces the stale socket), %s", addr.socket, start, point)
+		return fmt.Sprintf("the daemon is not running: %s exists but refuses connections (a socket left by a stopped daemon)\n  %s (it replaces the stale socket), %s", where, start, point)
 	case dial && errors.Is(err, fs.ErrPermission):
-		return fmt.Sprintf("permission denied on %s: the socket (0600) and its directory (0700) belong to the daemon's user\n  run this command as that user (uid %d cannot connect)", addr.socket, os.Geteuid())
+		return fmt.Sprintf("permission denied on %s: the socket (0600) and its directory (0700) belong to the daemon's user\n  run this command as that user (uid %d cannot connect)", where, os.Geteuid())
 	case dial && errors.Is(err, syscall.ENOTSOCK):
-		return fmt.Sprintf("%s is not a socket\n  check registrar.socket_path of the daemon's configuration, %s", addr.socket, point)
+		return fmt.Sprintf("%s is not a socket (%s): serve refuses to replace it\n  remove it if it is not needed, or set registrar.socket_path elsewhere; %s", where, fileKind(addr.socket), point)
 	case dial:
-		return fmt.Sprintf("cannot connect to the daemon at %s: %v\n  %s, %s", addr.socket, unwrapOp(err), start, point)
+		return fmt.Sprintf("cannot connect to the daemon at %s: %v\n  %s, %s", where, unwrapOp(err), start, point)
 	}
-	return fmt.Sprintf("no protocol answer from the daemon at %s: %v", addr.socket, err)
+	return fmt.Sprintf("no protocol answer from the daemon at %s: %v", where, err)
+}
+
+// isSocket reports whether path names a unix socket (not following a
+// symlink); false when it cannot tell.
+func isSocket(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode().Type() == fs.ModeSocket
+}
+
+// fileKind names what is at path, for a message.
+func fileKind(path string) string {
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		return "cannot tell: " + err.Error()
+	case fi.Mode().IsRegular():
+		return "a regular file"
+	case fi.IsDir():
+		return "a directory"
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return "a symlink"
+	}
+	return "a " + fi.Mode().Type().String() + " file"
 }
 
 // unwrapOp returns the innermost cause under a *net.OpError, for a short

@@ -13,7 +13,7 @@ import (
 // commands use, in both languages, and the command table names every
 // command.
 func TestDocsExitCodeTableAndCommandsMatchTheBinary(t *testing.T) {
-	statuses := []int{exitOK, exitFailure, exitUsage, exitTransport, exitRetryable, exitInterrupt, exitTerminate}
+	statuses := []int{exitOK, exitFailure, exitUsage, exitTransport, exitLimited, exitRetryable, exitInterrupt, exitTerminate}
 	rowRE := regexp.MustCompile(`(?m)^\| (\d+) \|`)
 	for _, lang := range []string{"en", "ko"} {
 		raw, err := os.ReadFile(filepath.Join("..", "..", "docs", lang, "commands.md"))

@@ -175,9 +175,9 @@ func TestJSONLogStaysJSONWithTheCollectorDown(t *testing.T) {
 	closed := "http://" + l.Addr().String()
 	l.Close()
 	// The standard variables make the SDK export (and fail) every 100 ms.
-	// trace_sample_ratio = 1: the mints below send no traceparent, and
+	// trace_sample_per_million = 1000000: the mints below send no traceparent, and
 	// their spans must be exported (and fail) too.
-	s := launchServe(t, bin, fmt.Sprintf("otlp_endpoint = %q\ntrace_sample_ratio = 1", closed), []string{
+	s := launchServe(t, bin, fmt.Sprintf("otlp_endpoint = %q\ntrace_sample_per_million = 1000000", closed), []string{
 		"OTEL_METRIC_EXPORT_INTERVAL=100", "OTEL_METRIC_EXPORT_TIMEOUT=200",
 		"OTEL_EXPORTER_OTLP_TIMEOUT=200", "OTEL_BSP_SCHEDULE_DELAY=100",
 	}, "--log-format", "json")

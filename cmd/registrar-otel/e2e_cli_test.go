@@ -66,11 +66,12 @@ func TestNoDaemonErrorNamesTheSocketAndTheFix(t *testing.T) {
 		}
 	}
 	// Without --socket the default (make run's) path is tried, relative to
-	// the working directory, and named.
+	// the working directory, and named absolute, saying so.
 	cmd := exec.Command(bin, append([]string{"mint"}, ident...)...)
 	cmd.Dir = dir
 	msg, _ := cmd.CombinedOutput()
-	if cmd.ProcessState.ExitCode() != exitTransport || !strings.Contains(string(msg), "no daemon socket at var/run/registrar.sock") {
+	want := "no daemon socket at " + filepath.Join(dir, "var/run/registrar.sock") + " (the default var/run/registrar.sock, relative to the working directory " + dir + ")"
+	if cmd.ProcessState.ExitCode() != exitTransport || !strings.Contains(string(msg), want) {
 		t.Errorf("default socket: exit %d, %s", cmd.ProcessState.ExitCode(), msg)
 	}
 }

@@ -371,9 +371,9 @@ rate_limit_predecision_refusal_refill_interval_ms = 3600000`, fmt.Sprintf("otlp_
 // daemon logs no export error.
 func TestCollectorTracesOnlyEndpointGetsNoMetrics(t *testing.T) {
 	col := startCollector(t)
-	// trace_sample_ratio = 1: the mint below sends no traceparent, and at
+	// trace_sample_per_million = 1000000: the mint below sends no traceparent, and at
 	// the 0.01 default it would leave no span to show the traces arrive.
-	d := startDaemon(t, "", fmt.Sprintf("otlp_traces_endpoint = %q\ntrace_sample_ratio = 1", col.url+"/v1/traces"))
+	d := startDaemon(t, "", fmt.Sprintf("otlp_traces_endpoint = %q\ntrace_sample_per_million = 1000000", col.url+"/v1/traces"))
 	flags := []string{"--socket", d.socket, "--service-name", "review", "--host", "h1", "--instance", "1", "--component", "review"}
 	if code, out, errOut := d.run(append([]string{"mint"}, flags...)...); code != exitOK {
 		t.Fatalf("mint: exit %d\n%s%s", code, out, errOut)

@@ -103,7 +103,7 @@ multiplicity = "many-per-host"
 multiplicity = "one-per-host"
 [telemetry]
 otlp_endpoint = "http://127.0.0.1:4318"
-trace_sample_ratio = 0.25
+trace_sample_per_million = 250000
 `, filepath.Join(dir, "run", "registrar.sock"), filepath.Join(dir, "lib"), filepath.Join(dir, "audit"), cert, key, ca, extra)
 	}
 	for _, tc := range []struct {
@@ -207,7 +207,7 @@ func TestGoldenAuditScanJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := writeScanJSON(&out, rep); err != nil {
+	if err := writeScanJSON(&out, scanView{rep: rep}); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "audit_scan.json", []byte(strings.ReplaceAll(out.String(), dir, "$DIR")))

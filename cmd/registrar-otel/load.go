@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/loadgen"
 	"github.com/registrar-otel/registrar-otel/telemetry"
@@ -96,8 +95,15 @@ func runLoadWave(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, loadWaveUsage, args, stdout, stderr); !ok {
 		return code
 	}
-	if *hosts < 1 || *modules < 1 || *modules > 999 {
-		return usageError(stderr, "load wave", "--hosts (at least 1) and --modules-per-host (1..999) are required")
+	switch {
+	case !flagSet(fs, "hosts"):
+		return usageError(stderr, "load wave", "--hosts is required: at least 1; for example: --hosts 24 --modules-per-host 10")
+	case !flagSet(fs, "modules-per-host"):
+		return usageError(stderr, "load wave", "--modules-per-host is required: 1 to 999; for example: --hosts 24 --modules-per-host 10")
+	case *hosts < 1:
+		return flagValueError(stderr, loadWaveUsage, "hosts", fmt.Sprint(*hosts), "at least 1", "--hosts 24")
+	case *modules < 1 || *modules > 999:
+		return flagValueError(stderr, loadWaveUsage, "modules-per-host", fmt.Sprint(*modules), "1 to 999", "--modules-per-host 10")
 	}
 	if code, ok := lf.check(stderr, "load wave"); !ok {
 		return code
@@ -123,9 +129,19 @@ func runLoadFlood(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, loadFloodUsage, args, stdout, stderr); !ok {
 		return code
 	}
+	buckets := []string{limiter.PredecisionRefusal.String(), limiter.Admission.String()}
+	if *bucket == "" {
+		return usageError(stderr, "load flood", "--bucket is required: predecision_refusal or admission; for example: --bucket admission --requests 2000")
+	}
 	b, err := limiter.ParseBucket(*bucket)
-	if err != nil || *requests < 1 {
-		return usageError(stderr, "load flood", "--bucket (predecision_refusal or admission) and --requests (at least 1) are required")
+	if err != nil {
+		return flagValueError(stderr, loadFloodUsage, "bucket", *bucket, "predecision_refusal or admission"+didYouMean(*bucket, buckets), "--bucket admission")
+	}
+	if *requests < 1 {
+		if !flagSet(fs, "requests") {
+			return usageError(stderr, "load flood", "--requests is required: at least 1; for example: --requests 2000")
+		}
+		return flagValueError(stderr, loadFloodUsage, "requests", fmt.Sprint(*requests), "at least 1", "--requests 2000")
 	}
 	if code, ok := lf.check(stderr, "load flood"); !ok {
 		return code
@@ -147,7 +163,7 @@ func (l *loadFlags) check(stderr io.Writer, name string) (int, bool) {
 	case l.concurrency < 1:
 		return usageError(stderr, name, "--concurrency must be at least 1, got %d", l.concurrency), false
 	case l.progress != "auto" && l.progress != "plain" && l.progress != "off":
-		return usageError(stderr, name, "--progress %q: want auto, plain or off", l.progress), false
+		return usageError(stderr, name, "--progress: got %q, want auto, plain or off%s; for example: --progress plain", l.progress, didYouMean(l.progress, []string{"auto", "plain", "off"})), false
 	case l.progressEvery <= 0:
 		return usageError(stderr, name, "--progress-interval must be positive, got %s", l.progressEvery), false
 	case l.settle < 0:
@@ -194,10 +210,10 @@ func (l *loadFlags) tick() time.Duration {
 type loadRun func(ctx context.Context, c *wire.Client, tel *telemetry.Driver, progress func(loadgen.Progress)) (loadgen.Report, error)
 
 // runLoad sets up the client and tracing, runs, and prints the summary.
-func runLoad(stdout, stderr io.Writer, lf *loadFlags, sum *loadSummary, what string, run loadRun) int {
+func runLoad(stdout, stderr io.Writer, lf *loadFlags, sum *loadSummary, what string, run loadRun) (code int) {
 	name := "load " + sum.Command
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg, err := config.Load(lf.config, os.Environ(), logger)
+	cfg, err := loadConfig(lf.config, os.Environ(), logger)
 	if err != nil {
 		printErrors(stderr, err)
 		return exitUsage
@@ -217,9 +233,19 @@ func runLoad(stdout, stderr io.Writer, lf *loadFlags, sum *loadSummary, what str
 		printErrors(stderr, err)
 		return exitUsage
 	}
+	sum.traceEndpoint = tel.TracesEndpoint()
 	defer func() {
+		// The run's trace is one of its results: an exporter that failed
+		// fails the run (exit 1 unless it already failed otherwise).
 		if err := tel.Close(); err != nil {
-			fmt.Fprintf(stderr, "registrar-otel %s: flushing traces: %v\n", name, err)
+			trace := "its trace"
+			if sum.TraceID != "" {
+				trace = "its trace " + sum.TraceID
+			}
+			fmt.Fprintf(stderr, "registrar-otel %s: %s was NOT exported: %v\n", name, trace, err)
+			if code == exitOK {
+				code = exitFailure
+			}
 		}
 	}()
 	addr := daemonAddr{socket: socket, fromConfig: lf.config}
@@ -379,6 +405,8 @@ type loadSummary struct {
 	Daemon            *daemonJSON       `json:"daemon"`       // null when health could not be read
 	DaemonError       string            `json:"daemon_error"` // why, then
 	Counted           *countedJSON      `json:"counted_records"`
+	// traceEndpoint is where the trace is exported, "" for nowhere.
+	traceEndpoint string
 }
 
 type waveJSON struct {
@@ -457,7 +485,11 @@ func printSummary(w io.Writer, s *loadSummary) {
 		fmt.Fprintln(w)
 	}
 	if s.TraceID != "" {
-		fmt.Fprintf(w, "trace:       %s (%s)\n", s.TraceID, s.RootSpan)
+		if s.traceEndpoint == "" {
+			fmt.Fprintf(w, "trace:       %s (%s), NOT exported: no traces endpoint (set telemetry.otlp_endpoint or otlp_traces_endpoint in --config, OTEL_EXPORTER_OTLP_ENDPOINT, or --otlp-endpoint)\n", s.TraceID, s.RootSpan)
+		} else {
+			fmt.Fprintf(w, "trace:       %s (%s), exported to %s\n", s.TraceID, s.RootSpan, s.traceEndpoint)
+		}
 	}
 	if d := s.Daemon; d != nil {
 		fmt.Fprintf(w, "daemon registrar_health.limiter: limited_predecision_refusal=%d limited_admission=%d\n",

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -61,8 +62,16 @@ func lookup(name string) (command, bool) {
 func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
 
 // dispatch picks the subcommand named by the leading arguments.
+//
+// A bare "registrar-otel", or a bare group ("registrar-otel audit"), is a
+// usage error like any other: the list goes to stderr and the status is 2.
+// Asking for it (-h, --help, help) prints it to stdout with status 0.
 func dispatch(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || isHelp(args[0]) {
+	if len(args) == 0 {
+		usage(stderr, "")
+		return exitUsage
+	}
+	if isHelp(args[0]) {
 		usage(stdout, "")
 		return exitOK
 	}
@@ -86,21 +95,47 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if _, ok := groups[args[0]]; ok {
-		if len(args) == 1 || isHelp(args[1]) {
+		if len(args) == 1 {
+			usage(stderr, args[0])
+			return exitUsage
+		}
+		if isHelp(args[1]) {
 			usage(stdout, args[0])
 			return exitOK
 		}
 		if c, ok := lookup(args[0] + " " + args[1]); ok {
 			return c.run(args[2:], stdout, stderr)
 		}
-		fmt.Fprintf(stderr, "registrar-otel: unknown command %q\n", args[0]+" "+args[1])
-		fmt.Fprintf(stderr, "Run 'registrar-otel %s' for its subcommands.\n", args[0])
+		var subs []string
+		for _, c := range commands {
+			if sub, ok := strings.CutPrefix(c.name, args[0]+" "); ok {
+				subs = append(subs, sub)
+			}
+		}
+		hint := ""
+		if m := suggest(args[1], subs); m != "" {
+			hint = fmt.Sprintf("; did you mean %q?", args[0]+" "+m)
+		}
+		fmt.Fprintf(stderr, "registrar-otel: unknown command %q%s\n", args[0]+" "+args[1], hint)
+		fmt.Fprintf(stderr, "Run 'registrar-otel %s -h' for its subcommands.\n", args[0])
 		return exitUsage
 	}
 	if c, ok := lookup(args[0]); ok {
 		return c.run(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "registrar-otel: unknown command %q\n", args[0])
+	var names []string
+	for _, c := range commands {
+		names = append(names, c.name)
+	}
+	for g := range groups {
+		names = append(names, g)
+	}
+	slices.Sort(names)
+	hint := ""
+	if m := suggest(args[0], names); m != "" {
+		hint = fmt.Sprintf("; did you mean %q?", m)
+	}
+	fmt.Fprintf(stderr, "registrar-otel: unknown command %q%s\n", args[0], hint)
 	fmt.Fprintln(stderr, "Run 'registrar-otel -h' for the commands.")
 	return exitUsage
 }
@@ -136,7 +171,8 @@ func usage(w io.Writer, group string) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'registrar-otel <command> -h' for a command's flags and an example.")
 	fmt.Fprintln(w, "Exit statuses: 0 success, 1 refused or anomalies, 2 usage or configuration,")
-	fmt.Fprintln(w, "3 daemon unreachable, 75 retry later, 130 interrupted (see docs: operations, exit codes).")
+	fmt.Fprintln(w, "3 daemon unreachable, 4 audit scan --fail-on-limited exceeded, 75 retry later,")
+	fmt.Fprintln(w, "130 interrupted (see docs: commands, exit codes).")
 }
 
 func capitalise(s string) string {

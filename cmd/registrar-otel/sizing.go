@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/limiter"
 )
 
@@ -59,11 +58,16 @@ func runSizing(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, sizingUsage, args, stdout, stderr); !ok {
 		return code
 	}
-	if *hosts == 0 || *modules == 0 {
-		return usageError(stderr, "sizing", "--wave-hosts and --modules-per-host are required and must be greater than 0")
+	for _, f := range []struct {
+		name string
+		v    uint64
+	}{{"wave-hosts", *hosts}, {"modules-per-host", *modules}} {
+		if f.v == 0 {
+			return usageError(stderr, "sizing", "--%s is required and must be greater than 0; for example: --wave-hosts 64 --modules-per-host 8", f.name)
+		}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg, err := config.Load(*cfgPath, os.Environ(), logger)
+	cfg, err := loadConfig(*cfgPath, os.Environ(), logger)
 	if err != nil {
 		printErrors(stderr, err)
 		return exitUsage
