@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/backend/openbao"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
@@ -81,6 +82,11 @@ func exercise(t *testing.T) exercised {
 	if err := telemetry.RegisterWire(mp, func() wire.Stats { return wire.Stats{} }); err != nil {
 		t.Fatalf("RegisterWire: %v", err)
 	}
+	bao, err := telemetry.NewOpenBaoObserver(mp)
+	if err != nil {
+		t.Fatalf("NewOpenBaoObserver: %v", err)
+	}
+	bao.Request(context.Background(), openbao.OpBindingRead, 2*time.Millisecond)
 	obs, err := telemetry.NewAuditObserver(mp)
 	if err != nil {
 		t.Fatalf("NewAuditObserver: %v", err)
