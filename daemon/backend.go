@@ -44,6 +44,7 @@ func openBackend(cfg config.Config, environ []string, logger *slog.Logger, tp tr
 		opts.Address, opts.Token = o.Address, token
 		opts.KVMount, opts.KVPrefix, opts.AppRoleMount = o.KVMount, o.KVPrefix, o.AppRoleMount
 		opts.RequestTimeout = time.Duration(o.RequestTimeoutMS) * time.Millisecond
+		opts.MaxInFlight = o.MaxInFlight
 		opts.SecretIDTTL = time.Duration(o.SecretIDTTLSeconds) * time.Second
 		opts.SecretIDNumUses = o.SecretIDNumUses
 		opts.Logger = logger

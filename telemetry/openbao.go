@@ -61,7 +61,7 @@ func NewOpenBaoObserver(mp metric.MeterProvider) (openbao.Observer, error) {
 		metric.WithExplicitBucketBoundaries(backendRequestBuckets...))
 	o.errors, errs[1] = m.Int64Counter(BackendRequestErrors,
 		metric.WithUnit("{request}"),
-		metric.WithDescription("Failed requests of the openbao backend, by operation and kind (timeout, server_error, client_error, transport, bad_response); each fails its invocation with BackendUnavailable."))
+		metric.WithDescription("Failed requests of the openbao backend, by operation and kind (timeout, server_error, client_error, transport, bad_response, saturated); each fails its invocation with BackendUnavailable."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, fmt.Errorf("telemetry: NewOpenBaoObserver: %w", err)
 	}

@@ -45,18 +45,23 @@ const (
 	// KindResponse: an answer this backend cannot use (missing fields, a
 	// binding that does not decode).
 	KindResponse
+	// KindSaturated: no request was made: openbao.max_in_flight calls were
+	// already talking to the server and no slot came free within the slot
+	// wait. The server is slow or hanging.
+	KindSaturated
 
-	numKinds = 5
+	numKinds = 6
 )
 
 // String returns the label value: "timeout", "server_error",
-// "client_error", "transport" or "bad_response".
+// "client_error", "transport", "bad_response" or "saturated".
 var kindNames = [...]string{
 	KindTimeout:   "timeout",
 	KindServer:    "server_error",
 	KindClient:    "client_error",
 	KindTransport: "transport",
 	KindResponse:  "bad_response",
+	KindSaturated: "saturated",
 }
 
 func (k Kind) String() string { return enumname.Of(kindNames[:], "Kind", k) }
@@ -86,7 +91,9 @@ func (e *RequestError) Unwrap() error { return e.Err }
 // definitelyNotApplied reports whether the server certainly did not apply
 // the request: it answered 4xx. A timeout, a 5xx or a lost connection may
 // have been applied.
-func (e *RequestError) definitelyNotApplied() bool { return e.Kind == KindClient }
+func (e *RequestError) definitelyNotApplied() bool {
+	return e.Kind == KindClient || e.Kind == KindSaturated
+}
 
 // classify turns a client error into its kind and status.
 func classify(ctx context.Context, err error) (Kind, int) {

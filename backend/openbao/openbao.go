@@ -29,6 +29,18 @@ const RolePrefix = "bootroot-service-"
 // not set.
 const DefaultRequestTimeout = 5 * time.Second
 
+// DefaultMaxInFlight is Options.MaxInFlight's default (openbao.max_in_flight):
+// well below the listeners' connection caps (128 each by default), so a
+// hanging server holds at most this many callers, goroutines and
+// connections.
+const DefaultMaxInFlight = 16
+
+// DefaultSlotWait is how long a call waits for one of the MaxInFlight slots
+// when Options.SlotWait is not set. It is short on purpose: with every slot
+// taken the server is slow or hanging, and the caller is better answered
+// BackendUnavailable now than after openbao.request_timeout_ms.
+const DefaultSlotWait = 100 * time.Millisecond
+
 // maxClaimAttempts bounds the read → claim loop of one mint: a claim that
 // loses a race reads the winner, which exists unless it was deregistered
 // in between, which in turn needs another daemon deregistering and
@@ -60,6 +72,15 @@ type Options struct {
 	SecretIDTTL time.Duration
 	// SecretIDNumUses is how many logins a secret id allows; zero means 1.
 	SecretIDNumUses uint32
+	// MaxInFlight bounds the calls (Mint, Deregister) talking to the
+	// server at once (openbao.max_in_flight); each makes its requests one
+	// after the other, so it also bounds the requests in flight. Zero means
+	// DefaultMaxInFlight.
+	MaxInFlight uint32
+	// SlotWait bounds how long a call waits for a free slot before failing
+	// with a *RequestError of kind KindSaturated, changing nothing; zero
+	// means DefaultSlotWait.
+	SlotWait time.Duration
 	// Logger receives a warning for each failed request, with its cause;
 	// nil discards. No message carries the token or a secret.
 	Logger *slog.Logger
@@ -83,6 +104,8 @@ type Backend struct {
 	uses      uint32
 	log       *slog.Logger
 	tel       *instruments
+	slots     chan struct{} // a token per call in flight; cap MaxInFlight
+	slotWait  time.Duration
 
 	mu     sync.RWMutex // held shared by operations, exclusively by Close
 	closed bool
@@ -119,6 +142,15 @@ func New(opts Options) (*Backend, error) {
 	}
 	if b.uses == 0 {
 		b.uses = 1
+	}
+	maxInFlight := opts.MaxInFlight
+	if maxInFlight == 0 {
+		maxInFlight = DefaultMaxInFlight
+	}
+	b.slots = make(chan struct{}, maxInFlight)
+	b.slotWait = opts.SlotWait
+	if b.slotWait <= 0 {
+		b.slotWait = DefaultSlotWait
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
@@ -210,6 +242,30 @@ func (b *Backend) enter() error {
 }
 
 func (b *Backend) leave() { b.mu.RUnlock() }
+
+// acquire takes one of the MaxInFlight slots, waiting at most slotWait. A
+// call that gets none fails before any request, as a *RequestError of kind
+// KindSaturated on op (the request it could not make), counted like any
+// failed request.
+func (b *Backend) acquire(ctx context.Context, op Operation) error {
+	select {
+	case b.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(b.slotWait)
+	defer t.Stop()
+	select {
+	case b.slots <- struct{}{}:
+		return nil
+	case <-t.C:
+		return b.tel.saturated(ctx, op, fmt.Errorf("all %d slots (openbao.max_in_flight) busy for %s: the server is slow or hanging", cap(b.slots), b.slotWait))
+	case <-ctx.Done():
+		return b.tel.saturated(ctx, op, fmt.Errorf("waiting for a slot (openbao.max_in_flight): %w", ctx.Err()))
+	}
+}
+
+func (b *Backend) release() { <-b.slots }
 
 // binding is what a registration id is bound to, as stored in KV.
 type binding struct {
@@ -354,6 +410,11 @@ func (b *Backend) Mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 		return 0, registrar.Material{}, err
 	}
 	defer b.leave()
+	if err := b.acquire(ctx, OpBindingRead); err != nil {
+		b.logFailure(ctx, "mint", op.RegistrationID, err)
+		return 0, registrar.Material{}, err
+	}
+	defer b.release()
 	status, mat, err := b.mint(ctx, op)
 	if err != nil {
 		b.logFailure(ctx, "mint", op.RegistrationID, err)
@@ -505,6 +566,11 @@ func (b *Backend) Deregister(ctx context.Context, op registrar.DeregisterOp) (re
 		return 0, err
 	}
 	defer b.leave()
+	if err := b.acquire(ctx, OpBindingRead); err != nil {
+		b.logFailure(ctx, "deregister", op.RegistrationID, err)
+		return 0, err
+	}
+	defer b.release()
 	status, err := b.deregister(ctx, op)
 	if err != nil {
 		b.logFailure(ctx, "deregister", op.RegistrationID, err)

@@ -174,6 +174,15 @@ func (in *instruments) fail(ctx context.Context, span trace.Span, re *RequestErr
 	}
 }
 
+// saturated is a *RequestError of kind KindSaturated for a call that got
+// no slot; it is counted like a failed request, without a span of its own
+// (no request was made).
+func (in *instruments) saturated(ctx context.Context, op Operation, err error) error {
+	re := &RequestError{Op: op, Kind: KindSaturated, Err: err}
+	in.obs.Failed(ctx, op, KindSaturated)
+	return re
+}
+
 // badResponse is a *RequestError for an answer that lacks what the
 // operation needs; it is counted and marked on the span by request.
 func (in *instruments) badResponse(ctx context.Context, op Operation, err error) error {
