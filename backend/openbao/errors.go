@@ -133,6 +133,21 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// isUnknownAccessor reports whether err is AppRole's answer to destroying a
+// secret id accessor it does not know (already destroyed, or expired).
+func isUnknownAccessor(err error) bool {
+	re, ok := errors.AsType[*api.ResponseError](err)
+	if !ok {
+		return false
+	}
+	for _, m := range re.Errors {
+		if strings.Contains(m, "failed to find accessor entry") || strings.Contains(m, "no secret ID found") {
+			return true
+		}
+	}
+	return false
+}
+
 // isCASMismatch reports whether err is KV v2's answer to a compare-and-set
 // on a version that is not the current one.
 func isCASMismatch(err error) bool {

@@ -273,7 +273,11 @@ type binding struct {
 	spec      registrar.Spec
 	state     string // stateClaimed or stateActive
 	createdAt string
-	version   int // the KV version read
+	// secretIDAccessor is the accessor of the last secret id issued for
+	// the binding ("" before the first, and for bindings written before
+	// this field existed): the next mint destroys that secret id.
+	secretIDAccessor string
+	version          int // the KV version read
 }
 
 const (
@@ -283,7 +287,7 @@ const (
 )
 
 func (bd *binding) data() map[string]any {
-	return map[string]any{
+	m := map[string]any{
 		"v":            bindingFormat,
 		"host":         bd.host,
 		"component":    bd.spec.Component,
@@ -292,6 +296,10 @@ func (bd *binding) data() map[string]any {
 		"state":        bd.state,
 		"created_at":   bd.createdAt,
 	}
+	if bd.secretIDAccessor != "" {
+		m["secret_id_accessor"] = bd.secretIDAccessor
+	}
+	return m
 }
 
 func decodeBinding(p string, version int, data map[string]any) (*binding, error) {
@@ -314,6 +322,11 @@ func decodeBinding(p string, version int, data map[string]any) (*binding, error)
 	bd.createdAt, errs[6] = str("created_at")
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
+	}
+	if acc, ok := data["secret_id_accessor"]; ok {
+		if bd.secretIDAccessor, ok = acc.(string); !ok {
+			return nil, fmt.Errorf("%w at %s (version %d): \"secret_id_accessor\" is not a string", ErrCorrupt, p, version)
+		}
 	}
 	if v != bindingFormat {
 		return nil, fmt.Errorf("%w at %s (version %d): format %q, want %q", ErrCorrupt, p, version, v, bindingFormat)
@@ -502,7 +515,7 @@ func (b *Backend) mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 		return 0, registrar.Material{}, prog.fail("", err)
 	}
 
-	var wrapped string
+	var wrapped, accessor string
 	err = b.tel.request(ctx, OpSecretIDWrap, b.timeout, func(ctx context.Context) error {
 		req := b.client.NewRequest(http.MethodPut, "/v1/"+rolePath+"/secret-id")
 		req.WrapTTL = strconv.FormatInt(int64(op.WrapTTL/time.Second), 10) + "s"
@@ -524,6 +537,9 @@ func (b *Backend) mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 			return b.tel.badResponse(ctx, OpSecretIDWrap, errors.New("the answer carries no wrapping token (is response wrapping disabled?)"))
 		}
 		wrapped = s.WrapInfo.Token
+		// For a secret id the server names the wrapped secret id's
+		// accessor: kept in the binding, it lets the next mint destroy it.
+		accessor = s.WrapInfo.WrappedAccessor
 		return nil
 	})
 	if err != nil {
@@ -533,10 +549,13 @@ func (b *Backend) mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 
 	mat := registrar.Material{RoleID: roleID, WrappedSecretID: wrapped, ExpiresAt: op.Now.Add(op.WrapTTL)}
 	if bd.state == stateActive {
-		return registrar.MintReissued, mat, nil
+		return b.remint(ctx, &prog, id, rolePath, bd, accessor, mat)
 	}
 	active := *bd
 	active.state = stateActive
+	if accessor != "" {
+		active.secretIDAccessor = accessor
+	}
 	_, lost, err := b.writeBinding(ctx, OpBindingActivate, id, &active, bd.version)
 	if err != nil {
 		return 0, registrar.Material{}, prog.fail("binding activated", err)
@@ -553,6 +572,40 @@ func (b *Backend) mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 	if now == nil || now.state != stateActive || now.host != op.Host || now.spec != op.Spec {
 		return 0, registrar.Material{}, prog.fail("", fmt.Errorf("openbao: mint %q: the binding at %s changed while this mint completed it", id, b.BindingPath(id)))
 	}
+	return registrar.MintReissued, mat, nil
+}
+
+// remint finishes a mint of an active binding: the previous secret id (its
+// accessor in the binding) is destroyed, then the binding records the new
+// one's accessor. A destroy that fails fails the mint (partial: the new
+// secret id exists), and the binding still names the previous accessor, so
+// the retry destroys it; an accessor the server no longer knows (expired,
+// or destroyed by an attempt whose answer was lost) counts as destroyed.
+func (b *Backend) remint(ctx context.Context, prog *progress, id, rolePath string, bd *binding, accessor string, mat registrar.Material) (registrar.MintStatus, registrar.Material, error) {
+	if accessor == "" || accessor == bd.secretIDAccessor {
+		return registrar.MintReissued, mat, nil
+	}
+	if prev := bd.secretIDAccessor; prev != "" {
+		err := b.tel.request(ctx, OpSecretIDDestroy, b.timeout, func(ctx context.Context) error {
+			_, err := b.client.Logical().WriteWithContext(ctx, rolePath+"/secret-id-accessor/destroy", map[string]any{"secret_id_accessor": prev})
+			if isUnknownAccessor(err) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return 0, registrar.Material{}, prog.fail("previous secret id destroyed", err)
+		}
+		prog.done("previous secret id destroyed")
+	}
+	next := *bd
+	next.secretIDAccessor = accessor
+	_, _, err := b.writeBinding(ctx, OpBindingActivate, id, &next, bd.version)
+	if err != nil {
+		return 0, registrar.Material{}, prog.fail("binding updated", err)
+	}
+	// A lost compare-and-set: another daemon reminted meanwhile and its
+	// accessor is the one recorded; this secret id lives until its TTL.
 	return registrar.MintReissued, mat, nil
 }
 

@@ -34,8 +34,11 @@ const (
 	OpRoleDelete
 	OpPolicyDelete
 	OpBindingDelete
+	// OpSecretIDDestroy destroys the previous secret id of a remint, by
+	// its accessor.
+	OpSecretIDDestroy
 
-	numOps = 10
+	numOps = 11
 )
 
 var opNames = [numOps]string{
@@ -49,6 +52,7 @@ var opNames = [numOps]string{
 	OpRoleDelete:      "role_delete",
 	OpPolicyDelete:    "policy_delete",
 	OpBindingDelete:   "binding_delete",
+	OpSecretIDDestroy: "secret_id_destroy",
 }
 
 var opMethods = [numOps]string{
@@ -62,6 +66,7 @@ var opMethods = [numOps]string{
 	OpRoleDelete:      "DELETE",
 	OpPolicyDelete:    "DELETE",
 	OpBindingDelete:   "DELETE",
+	OpSecretIDDestroy: "PUT",
 }
 
 // String returns the label value, e.g. "binding_claim".
