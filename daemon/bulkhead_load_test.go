@@ -53,7 +53,8 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // the server still hangs, /v1/health and throttled callers are answered
 // meanwhile, and the figures (latencies, RSS) are printed. Bounded by
 // request_timeout_ms: the held mints time out at 3 s if the test fails
-// before releasing them.
+// before releasing them. The RSS bound (128 MiB of growth) is checked
+// without the race detector, which multiplies memory use.
 func TestBulkheadLoadAgainstAHangingServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test")
@@ -64,6 +65,13 @@ func TestBulkheadLoadAgainstAHangingServer(t *testing.T) {
 	unblock := func() { releaseOnce.Do(func() { close(release) }) }
 	var inFlight, maxSeen, total atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/auth/token/lookup-self" {
+			// The daemon's token lookup at start: a token that never
+			// expires. Only the mints' requests hang.
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"data":{"ttl":0,"creation_ttl":0,"renewable":false}}`)
+			return
+		}
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
 		for m := maxSeen.Load(); n > m && !maxSeen.CompareAndSwap(m, n); m = maxSeen.Load() {
@@ -176,7 +184,7 @@ func TestBulkheadLoadAgainstAHangingServer(t *testing.T) {
 	t.Logf("  throttled (RegistrarBusy) meanwhile: p50 %v, max %v", percentile(busy, 0.5), percentile(busy, 1))
 	t.Logf("  held by the server until released: %d mints, max %v", len(held), percentile(held, 1))
 	t.Logf("  test process RSS: %.1f MiB before, %.1f MiB peak (+%.1f MiB)", float64(rss0)/(1<<20), float64(rssPeak)/(1<<20), float64(rssPeak-rss0)/(1<<20))
-	if rss0 > 0 && rssPeak-rss0 > 128<<20 {
+	if rss0 > 0 && !raceEnabled && rssPeak-rss0 > 128<<20 {
 		t.Errorf("RSS grew by %d MiB under the load, more than the documented 128 MiB", (rssPeak-rss0)>>20)
 	}
 }

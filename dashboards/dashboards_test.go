@@ -56,6 +56,7 @@ var wantAlerts = map[string]string{
 	"RegistrarWireRejectionsHigh":        "warning",
 	"RegistrarBackendErrors":             "critical",
 	"RegistrarBackendSlow":               "warning",
+	"RegistrarOpenBaoTokenExpiring":      "critical",
 }
 
 // notFromTheDaemon are the series a query may use that Prometheus itself

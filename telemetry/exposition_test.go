@@ -87,6 +87,11 @@ func exercise(t *testing.T) exercised {
 		t.Fatalf("NewOpenBaoObserver: %v", err)
 	}
 	bao.Request(context.Background(), openbao.OpBindingRead, 2*time.Millisecond)
+	if err := telemetry.RegisterOpenBaoToken(mp, func() openbao.TokenStats {
+		return openbao.TokenStats{Known: true, Renewable: true, Expiry: time.Unix(1_800_000_000, 0)}
+	}); err != nil {
+		t.Fatalf("RegisterOpenBaoToken: %v", err)
+	}
 	obs, err := telemetry.NewAuditObserver(mp)
 	if err != nil {
 		t.Fatalf("NewAuditObserver: %v", err)

@@ -86,6 +86,13 @@ type Options struct {
 	Logger *slog.Logger
 	// TracerProvider traces every request; nil means no-op.
 	TracerProvider trace.TracerProvider
+	// ReadToken, when set, reads the token again for RereadToken and for
+	// CheckToken when TokenFile changed (the daemon's reads
+	// openbao.token_file or the environment, as at start).
+	ReadToken func() (string, error)
+	// TokenFile is the file ReadToken reads, if any: CheckToken re-reads
+	// the token when its identity (device, inode, size, mtime) changes.
+	TokenFile string
 	// Observer receives every request's measurements (the daemon's is
 	// telemetry.NewOpenBaoObserver); nil means none.
 	Observer Observer
@@ -106,6 +113,12 @@ type Backend struct {
 	tel       *instruments
 	slots     chan struct{} // a token per call in flight; cap MaxInFlight
 	slotWait  time.Duration
+
+	readToken func() (string, error)
+	tokenFile string
+	rotMu     sync.Mutex // serialises re-reads, lookups and renewals
+	tokMu     sync.Mutex // guards tok
+	tok       tokenState
 
 	mu     sync.RWMutex // held shared by operations, exclusively by Close
 	closed bool
@@ -181,6 +194,10 @@ func New(opts Options) (*Backend, error) {
 	}
 	client.SetToken(opts.Token)
 	b.client = client
+	b.readToken, b.tokenFile = opts.ReadToken, opts.TokenFile
+	if b.tokenFile != "" {
+		b.tok.fileID, _ = statFile(b.tokenFile)
+	}
 	b.kv = client.KVv2(b.kvMount)
 	b.tel = newInstruments(opts.TracerProvider, opts.Observer, u)
 	return b, nil

@@ -37,8 +37,12 @@ const (
 	// OpSecretIDDestroy destroys the previous secret id of a remint, by
 	// its accessor.
 	OpSecretIDDestroy
+	// OpTokenLookup and OpTokenRenew are the token's own requests
+	// (auth/token/lookup-self, auth/token/renew-self), on the tick.
+	OpTokenLookup
+	OpTokenRenew
 
-	numOps = 11
+	numOps = 13
 )
 
 var opNames = [numOps]string{
@@ -53,6 +57,8 @@ var opNames = [numOps]string{
 	OpPolicyDelete:    "policy_delete",
 	OpBindingDelete:   "binding_delete",
 	OpSecretIDDestroy: "secret_id_destroy",
+	OpTokenLookup:     "token_lookup",
+	OpTokenRenew:      "token_renew",
 }
 
 var opMethods = [numOps]string{
@@ -67,6 +73,8 @@ var opMethods = [numOps]string{
 	OpPolicyDelete:    "DELETE",
 	OpBindingDelete:   "DELETE",
 	OpSecretIDDestroy: "PUT",
+	OpTokenLookup:     "GET",
+	OpTokenRenew:      "PUT",
 }
 
 // String returns the label value, e.g. "binding_claim".
