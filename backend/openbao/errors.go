@@ -53,8 +53,8 @@ const (
 	numKinds = 6
 )
 
-// String returns the label value: "timeout", "server_error",
-// "client_error", "transport", "bad_response" or "saturated".
+// kindNames are the label values: "timeout", "server_error",
+// "client_error", "transport", "bad_response" and "saturated".
 var kindNames = [...]string{
 	KindTimeout:   "timeout",
 	KindServer:    "server_error",
@@ -64,6 +64,7 @@ var kindNames = [...]string{
 	KindSaturated: "saturated",
 }
 
+// String returns the label value, e.g. "server_error".
 func (k Kind) String() string { return enumname.Of(kindNames[:], "Kind", k) }
 
 // RequestError is one failed request to the server. It never carries the
