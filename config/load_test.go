@@ -130,6 +130,7 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 			KVPrefix:           "bootroot/registrar",
 			AppRoleMount:       "bootroot-approle",
 			RequestTimeoutMS:   2000,
+			MaxInFlight:        8,
 			SecretIDTTLSeconds: 1800,
 			SecretIDNumUses:    3,
 		},

@@ -62,6 +62,12 @@ type OpenBao struct {
 	// RequestTimeoutMS bounds each request to the server in milliseconds.
 	// Default 5000, greater than 0.
 	RequestTimeoutMS uint32
+	// MaxInFlight bounds the mints and deregistrations talking to the
+	// server at once (each makes its requests one after the other). A call
+	// that finds every slot taken waits at most 100 ms, then answers
+	// BackendUnavailable without a request. Default 16, well below the
+	// listeners' connection caps, greater than 0.
+	MaxInFlight uint32
 	// SecretIDTTLSeconds is the lifetime in seconds of each secret id the
 	// AppRole role issues, from its creation. Default 3600, greater than 0
 	// and at least registrar.max_wrap_ttl_seconds (a secret id must outlive
@@ -78,6 +84,7 @@ func defaultOpenBao() OpenBao {
 		KVPrefix:           "registrar-otel",
 		AppRoleMount:       "approle",
 		RequestTimeoutMS:   5000,
+		MaxInFlight:        16,
 		SecretIDTTLSeconds: 3600,
 		SecretIDNumUses:    1,
 	}
@@ -91,6 +98,7 @@ var openbaoFields = []field[OpenBao]{
 	{"kv_prefix", stringField(func(o *OpenBao) *string { return &o.KVPrefix })},
 	{"approle_mount", stringField(func(o *OpenBao) *string { return &o.AppRoleMount })},
 	{"request_timeout_ms", u32Field(func(o *OpenBao) *uint32 { return &o.RequestTimeoutMS })},
+	{"max_in_flight", u32Field(func(o *OpenBao) *uint32 { return &o.MaxInFlight })},
 	{"secret_id_ttl_seconds", u32Field(func(o *OpenBao) *uint32 { return &o.SecretIDTTLSeconds })},
 	{"secret_id_num_uses", u32Field(func(o *OpenBao) *uint32 { return &o.SecretIDNumUses })},
 }
@@ -169,6 +177,7 @@ func (c *Config) validateOpenBao() []*KeyError {
 		rule string
 	}{
 		{"openbao.request_timeout_ms", o.RequestTimeoutMS, "must be greater than 0; a zero timeout fails every request"},
+		{"openbao.max_in_flight", o.MaxInFlight, "must be greater than 0; zero slots would fail every request"},
 		{"openbao.secret_id_ttl_seconds", o.SecretIDTTLSeconds, "must be greater than 0; a zero TTL would issue secret ids that never expire"},
 		{"openbao.secret_id_num_uses", o.SecretIDNumUses, "must be greater than 0; zero would issue secret ids with unlimited logins"},
 	} {

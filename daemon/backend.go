@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -44,6 +46,14 @@ func openBackend(cfg config.Config, environ []string, logger *slog.Logger, tp tr
 		opts.Address, opts.Token = o.Address, token
 		opts.KVMount, opts.KVPrefix, opts.AppRoleMount = o.KVMount, o.KVPrefix, o.AppRoleMount
 		opts.RequestTimeout = time.Duration(o.RequestTimeoutMS) * time.Millisecond
+		opts.MaxInFlight = o.MaxInFlight
+		// The token is re-read through the same function, on SIGHUP
+		// (RereadToken) and when the token file changes (the tick).
+		opts.ReadToken = func() (string, error) {
+			tok, _, err := o.ReadToken(environ)
+			return tok, err
+		}
+		opts.TokenFile = o.TokenFile
 		opts.SecretIDTTL = time.Duration(o.SecretIDTTLSeconds) * time.Second
 		opts.SecretIDNumUses = o.SecretIDNumUses
 		opts.Logger = logger
@@ -55,6 +65,20 @@ func openBackend(cfg config.Config, environ []string, logger *slog.Logger, tp tr
 		if err != nil {
 			return nil, fmt.Errorf("daemon: openbao backend (openbao.address %s): %w", o.Address, err)
 		}
+		if err := telemetry.RegisterOpenBaoToken(mp, b.TokenStats); err != nil {
+			return nil, fmt.Errorf("daemon: openbao backend: %w", err)
+		}
+		// Learn the token's expiry at start, in the background: a server
+		// that is down or hanging neither fails nor delays the daemon's
+		// start (the first mint says what is wrong), so only log it. Close
+		// waits for it.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), opts.RequestTimeout)
+			defer cancel()
+			if err := b.CheckToken(ctx, time.Now(), true); err != nil && !errors.Is(err, openbao.ErrClosed) {
+				logger.Warn("openbao token lookup failed at start", "error", err.Error())
+			}
+		}()
 		logger.Info("openbao backend ready", "token_from", src.String(), "kv_mount", o.KVMount, "kv_prefix", o.KVPrefix, "approle_mount", o.AppRoleMount)
 		return b, nil
 	default:

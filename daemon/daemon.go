@@ -366,7 +366,19 @@ func (d *Daemon) tickTasks() []tickTask {
 		}},
 		{"audit-capacity", d.probeCapacity},
 		{"health", func(context.Context, time.Time) error { return d.health.Refresh() }},
+		{"openbao-token", func(ctx context.Context, now time.Time) error {
+			if t, ok := d.backend.(tokenChecker); ok {
+				return t.CheckToken(ctx, now, false)
+			}
+			return nil
+		}},
 	}
+}
+
+// tokenChecker is the openbao backend's token work on the tick: re-read a
+// changed token file, look the token up, renew it before it lapses.
+type tokenChecker interface {
+	CheckToken(ctx context.Context, now time.Time, force bool) error
 }
 
 // close closes every opened component in reverse order, logging failures.

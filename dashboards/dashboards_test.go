@@ -54,6 +54,9 @@ var wantAlerts = map[string]string{
 	"RegistrarAuditStoreCritical":        "critical",
 	"RegistrarAuditFileReopened":         "warning",
 	"RegistrarWireRejectionsHigh":        "warning",
+	"RegistrarBackendErrors":             "critical",
+	"RegistrarBackendSlow":               "warning",
+	"RegistrarOpenBaoTokenExpiring":      "critical",
 }
 
 // notFromTheDaemon are the series a query may use that Prometheus itself
@@ -320,7 +323,7 @@ func TestDashboardRowsGroupLimiterEvidenceAndAuditStore(t *testing.T) {
 	for _, r := range rows {
 		got = append(got, deref(r.Title))
 	}
-	if want := []string{"Limiter", "Evidence", "Audit store", "Wire"}; !slices.Equal(got, want) {
+	if want := []string{"Limiter", "Evidence", "Audit store: $instance", "Wire", "OpenBao backend"}; !slices.Equal(got, want) {
 		t.Errorf("rows: got %q, want %q", got, want)
 	}
 	seen := map[uint32]string{}
@@ -905,7 +908,7 @@ func TestDashboardFollowsTheLinterRules(t *testing.T) {
 
 // The template variables as the linter wants them: one datasource
 // variable named datasource labelled "Data source"; job and instance
-// query variables on it, labelled as named, multi-select with an All value
+// query variables on it, labelled "Job" and "Instance", multi-select with an All value
 // of .+, refreshed on time range change.
 func TestDashboardVariablesFollowTheLinterRules(t *testing.T) {
 	d := loadDashboard(t)
@@ -929,8 +932,10 @@ func TestDashboardVariablesFollowTheLinterRules(t *testing.T) {
 			t.Errorf("no %s variable", name)
 			continue
 		}
-		if deref(v.Label) != name {
-			t.Errorf("variable %s: label %q, want %q", name, deref(v.Label), name)
+		// template-job-rule and template-instance-rule want the name in
+		// title case ("Job", "Instance").
+		if want := strings.ToUpper(name[:1]) + name[1:]; deref(v.Label) != want {
+			t.Errorf("variable %s: label %q, want %q", name, deref(v.Label), want)
 		}
 		if v.Multi == nil || !*v.Multi || v.IncludeAll == nil || !*v.IncludeAll || deref(v.AllValue) != ".+" {
 			t.Errorf("variable %s: multi %v, includeAll %v, allValue %q; want multi-select with All = .+",

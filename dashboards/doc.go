@@ -8,7 +8,9 @@
 //     from a directory listed in a dashboards provider
 //     (/etc/grafana/provisioning/dashboards/*.yaml). It has no __inputs: pick
 //     the Prometheus data source in its "datasource" variable, then the job
-//     and instances. Rows: Limiter, Evidence, Audit store; every panel carries
+//     and instances. Rows: Limiter, Evidence, Audit store (repeated per
+//     instance), Wire, OpenBao backend; it is not editable in the UI (change
+//     the file); every panel carries
 //     a description saying what it shows, what normal looks like and what to
 //     do. The two limited rates (predecision_refusal and admission) are
 //     separate panels and are never added together.
@@ -18,6 +20,10 @@
 //     a ticket). Each alert's runbook_url points at its heading in the
 //     operator docs. The comment above each rule explains its threshold and
 //     its for: duration.
+//   - provisioning/ holds Grafana provisioning files: datasources.yaml (the
+//     Prometheus data source with its exemplar -> trace link to the tracing
+//     data source $TRACING_DATASOURCE_UID) and dashboards.yaml (a read-only
+//     file provider).
 //   - alerts_test.yml holds the promtool unit tests of those rules; run them
 //     with `cd dashboards && promtool test rules alerts_test.yml`.
 //

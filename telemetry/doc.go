@@ -125,7 +125,11 @@
 //	    Histogram of every request to the server, 0.5 ms .. 30 s.
 //	registrar_backend_request_errors_total{backend,operation,kind}
 //	    Failed requests by kind (timeout, server_error, client_error,
-//	    transport, bad_response).
+//	    transport, bad_response, saturated).
+//	registrar_openbao_token_expiry_timestamp_seconds (RegisterOpenBaoToken)
+//	    Gauge: Unix time the backend's token lapses unless renewed, 0 if it
+//	    never expires. Falling within hours of time() means renewal fails
+//	    or the token is not renewable: RegistrarOpenBaoTokenExpiring.
 //
 // Limiter (RegisterLimiter):
 //

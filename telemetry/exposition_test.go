@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/backend/openbao"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
@@ -80,6 +81,16 @@ func exercise(t *testing.T) exercised {
 	}
 	if err := telemetry.RegisterWire(mp, func() wire.Stats { return wire.Stats{} }); err != nil {
 		t.Fatalf("RegisterWire: %v", err)
+	}
+	bao, err := telemetry.NewOpenBaoObserver(mp)
+	if err != nil {
+		t.Fatalf("NewOpenBaoObserver: %v", err)
+	}
+	bao.Request(context.Background(), openbao.OpBindingRead, 2*time.Millisecond)
+	if err := telemetry.RegisterOpenBaoToken(mp, func() openbao.TokenStats {
+		return openbao.TokenStats{Known: true, Renewable: true, Expiry: time.Unix(1_800_000_000, 0)}
+	}); err != nil {
+		t.Fatalf("RegisterOpenBaoToken: %v", err)
 	}
 	obs, err := telemetry.NewAuditObserver(mp)
 	if err != nil {

@@ -57,11 +57,11 @@ func NewOpenBaoObserver(mp metric.MeterProvider) (openbao.Observer, error) {
 	var errs [2]error
 	o.duration, errs[0] = m.Float64Histogram(BackendRequestDuration,
 		metric.WithUnit("s"),
-		metric.WithDescription("Time of each request the openbao backend makes to its server, by operation (binding_read, binding_claim, policy_write, role_write, role_id_read, secret_id_wrap, binding_activate, role_delete, policy_delete, binding_delete), failed or not."),
+		metric.WithDescription("Time of each request the openbao backend makes to its server, by operation (binding_read, binding_claim, policy_write, role_write, role_id_read, secret_id_wrap, binding_activate, secret_id_destroy, role_delete, policy_delete, binding_delete), failed or not."),
 		metric.WithExplicitBucketBoundaries(backendRequestBuckets...))
 	o.errors, errs[1] = m.Int64Counter(BackendRequestErrors,
 		metric.WithUnit("{request}"),
-		metric.WithDescription("Failed requests of the openbao backend, by operation and kind (timeout, server_error, client_error, transport, bad_response); each fails its invocation with BackendUnavailable."))
+		metric.WithDescription("Failed requests of the openbao backend, by operation and kind (timeout, server_error, client_error, transport, bad_response, saturated); each fails its invocation with BackendUnavailable."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, fmt.Errorf("telemetry: NewOpenBaoObserver: %w", err)
 	}
@@ -91,4 +91,39 @@ func (o *openBaoObserver) Failed(ctx context.Context, op openbao.Operation, kind
 	if uint(op) < uint(openbao.NumOperations) && kind >= 1 && int(kind) <= openbao.NumKinds {
 		o.errors.Add(ctx, 1, o.byOpKind[op][kind-1]...)
 	}
+}
+
+// OpenBaoTokenExpiry is the OTel name of the openbao token's expiry gauge:
+// registrar_openbao_token_expiry_timestamp_seconds (gauge, Unix seconds).
+const OpenBaoTokenExpiry = "registrar.openbao.token.expiry_timestamp"
+
+// RegisterOpenBaoToken registers, in the scope openbao.ScopeName, the gauge
+// of the openbao backend's token expiry, read from stats at each collection:
+// registrar.openbao.token.expiry_timestamp (s), the Unix time at which the
+// token lapses unless renewed; 0 for a token that never expires; no point
+// until the backend's first successful lookup.
+func RegisterOpenBaoToken(mp metric.MeterProvider, stats func() openbao.TokenStats) error {
+	m := scopedMeter(mp, openbao.ScopeName)
+	g, err := m.Float64ObservableGauge(OpenBaoTokenExpiry,
+		metric.WithUnit("s"),
+		metric.WithDescription("Unix time at which the openbao backend's token lapses unless renewed (0: it never expires), from its last lookup-self; the backend renews a renewable token with half its TTL left."))
+	if err != nil {
+		return fmt.Errorf("telemetry: RegisterOpenBaoToken: %w", err)
+	}
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s := stats()
+		if !s.Known {
+			return nil
+		}
+		v := 0.0
+		if !s.Expiry.IsZero() {
+			v = float64(s.Expiry.UnixMilli()) / 1000
+		}
+		o.ObserveFloat64(g, v)
+		return nil
+	}, g)
+	if err != nil {
+		return fmt.Errorf("telemetry: RegisterOpenBaoToken: %w", err)
+	}
+	return nil
 }

@@ -14,8 +14,9 @@
 //	auth/<approle_mount>/role/bootroot-service-ID   the AppRole role
 //
 // The binding is a KV v2 secret of strings: v ("1"), host, component,
-// service_name, reload, state ("claimed" or "active") and created_at
-// (RFC 3339, UTC). The policy grants read on
+// service_name, reload, state ("claimed" or "active"), created_at (RFC
+// 3339, UTC) and, once a secret id was issued, secret_id_accessor (the last
+// secret id's accessor). The policy grants read on
 // <kv_mount>/data/<kv_prefix>/services/<service_name>/* and nothing else;
 // RenderPolicy shows it. The role carries that one policy, binds a secret
 // id, and issues secret ids with openbao.secret_id_ttl_seconds and
@@ -37,6 +38,10 @@
 //     first mint (registrar.MintCreated); every other mint of an active
 //     binding is a remint (registrar.MintReissued) with the same role id and
 //     a new wrapped secret id.
+//  5. A remint destroys the previous secret id by the accessor in the
+//     binding (one the server no longer knows counts as destroyed), then
+//     records the new one's accessor with a compare-and-set: at most one
+//     secret id per binding logs in.
 //
 // # Deregister
 //

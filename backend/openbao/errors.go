@@ -45,20 +45,26 @@ const (
 	// KindResponse: an answer this backend cannot use (missing fields, a
 	// binding that does not decode).
 	KindResponse
+	// KindSaturated: no request was made: openbao.max_in_flight calls were
+	// already talking to the server and no slot came free within the slot
+	// wait. The server is slow or hanging.
+	KindSaturated
 
-	numKinds = 5
+	numKinds = 6
 )
 
-// String returns the label value: "timeout", "server_error",
-// "client_error", "transport" or "bad_response".
+// kindNames are the label values: "timeout", "server_error",
+// "client_error", "transport", "bad_response" and "saturated".
 var kindNames = [...]string{
 	KindTimeout:   "timeout",
 	KindServer:    "server_error",
 	KindClient:    "client_error",
 	KindTransport: "transport",
 	KindResponse:  "bad_response",
+	KindSaturated: "saturated",
 }
 
+// String returns the label value, e.g. "server_error".
 func (k Kind) String() string { return enumname.Of(kindNames[:], "Kind", k) }
 
 // RequestError is one failed request to the server. It never carries the
@@ -86,7 +92,9 @@ func (e *RequestError) Unwrap() error { return e.Err }
 // definitelyNotApplied reports whether the server certainly did not apply
 // the request: it answered 4xx. A timeout, a 5xx or a lost connection may
 // have been applied.
-func (e *RequestError) definitelyNotApplied() bool { return e.Kind == KindClient }
+func (e *RequestError) definitelyNotApplied() bool {
+	return e.Kind == KindClient || e.Kind == KindSaturated
+}
 
 // classify turns a client error into its kind and status.
 func classify(ctx context.Context, err error) (Kind, int) {
@@ -124,6 +132,21 @@ func causeText(err error) string {
 // permission denied") onto one line for logs and audit details.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// isUnknownAccessor reports whether err is AppRole's answer to destroying a
+// secret id accessor it does not know (already destroyed, or expired).
+func isUnknownAccessor(err error) bool {
+	re, ok := errors.AsType[*api.ResponseError](err)
+	if !ok {
+		return false
+	}
+	for _, m := range re.Errors {
+		if strings.Contains(m, "failed to find accessor entry") || strings.Contains(m, "no secret ID found") {
+			return true
+		}
+	}
+	return false
 }
 
 // isCASMismatch reports whether err is KV v2's answer to a compare-and-set

@@ -35,6 +35,10 @@ func TestFirstMintClaimsTheBindingAndCreatesThePolicyAndTheRole(t *testing.T) {
 		t.Errorf("material = %+v, want a role id, a wrapped secret id and expiry Now+300s", mat)
 	}
 	s := e.state(t, op.RegistrationID)
+	if acc, _ := s.binding["secret_id_accessor"].(string); acc == "" {
+		t.Errorf("binding %v records no secret_id_accessor", s.binding)
+	}
+	delete(s.binding, "secret_id_accessor")
 	wantBinding := map[string]any{"v": "1", "host": "h1", "component": "review", "service_name": "review",
 		"reload": "systemctl reload review", "state": "active", "created_at": testNow.Format(time.RFC3339Nano)}
 	if fmt.Sprint(s.binding) != fmt.Sprint(wantBinding) {
@@ -60,19 +64,70 @@ func TestFirstMintClaimsTheBindingAndCreatesThePolicyAndTheRole(t *testing.T) {
 	}
 }
 
-// The remint's status, role id and fresh secret are the contract suite's
-// (contract_test.go); what the server holds after it is not.
-func TestARemintDoesNotRewriteTheBinding(t *testing.T) {
+// A remint destroys the previous secret id by the accessor kept in the
+// binding, and records the new one's: the previous secret id, unwrapped but
+// never used, no longer logs in; the new one does. Deregister then leaves
+// no secret id that logs in.
+func TestARemintDestroysThePreviousSecretID(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
 	op := mintOp("h1-review-001", "h1", "review")
-	for range 2 {
-		if _, _, err := e.b.Mint(ctx, op); err != nil {
+	unwrap := func(mat registrar.Material) string {
+		t.Helper()
+		s, err := e.unwrapper(t).Logical().UnwrapWithContext(ctx, mat.WrappedSecretID)
+		if err != nil {
 			t.Fatal(err)
 		}
+		id, _ := s.Data["secret_id"].(string)
+		if id == "" {
+			t.Fatalf("no secret_id in %v", s.Data)
+		}
+		return id
 	}
-	if s := e.state(t, op.RegistrationID); s.version != 2 || s.binding["state"] != "active" {
-		t.Errorf("after a remint the binding is version %d state %v, want version 2 active (a remint does not rewrite it)", s.version, s.binding["state"])
+	_, mat1, err := e.b.Mint(ctx, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := e.state(t, op.RegistrationID)
+	acc1, _ := first.binding["secret_id_accessor"].(string)
+	if acc1 == "" {
+		t.Fatalf("the first mint's binding records no secret_id_accessor: %v", first.binding)
+	}
+	old := unwrap(mat1)
+
+	status, mat2, err := e.b.Mint(ctx, op)
+	if err != nil || status != registrar.MintReissued {
+		t.Fatalf("remint: %v, %v", status, err)
+	}
+	second := e.state(t, op.RegistrationID)
+	if acc2, _ := second.binding["secret_id_accessor"].(string); acc2 == "" || acc2 == acc1 {
+		t.Errorf("after the remint the binding's accessor is %q, want a new one (was %q)", acc2, acc1)
+	}
+	if second.binding["state"] != "active" {
+		t.Errorf("after the remint the binding is %v, want active", second.binding["state"])
+	}
+	if _, err := login(ctx, e.unwrapper(t), mat1.RoleID, old); err == nil {
+		t.Error("the previous secret id still logs in after a remint")
+	}
+	if _, err := login(ctx, e.unwrapper(t), mat2.RoleID, unwrap(mat2)); err != nil {
+		t.Errorf("the new secret id does not log in: %v", err)
+	}
+
+	// A remint whose previous secret id is already gone (used up, expired
+	// or destroyed by an attempt whose answer was lost) still succeeds.
+	if _, _, err := e.b.Mint(ctx, op); err != nil {
+		t.Errorf("a remint after the previous secret id was used up: %v", err)
+	}
+	_, mat4, err := e.b.Mint(ctx, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := unwrap(mat4)
+	if _, err := e.b.Deregister(ctx, registrar.DeregisterOp{RegistrationID: op.RegistrationID, Host: "h1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := login(ctx, e.unwrapper(t), mat4.RoleID, last); err == nil {
+		t.Error("a secret id logs in after deregister")
 	}
 }
 

@@ -29,6 +29,18 @@ const RolePrefix = "bootroot-service-"
 // not set.
 const DefaultRequestTimeout = 5 * time.Second
 
+// DefaultMaxInFlight is Options.MaxInFlight's default (openbao.max_in_flight):
+// well below the listeners' connection caps (128 each by default), so a
+// hanging server holds at most this many callers, goroutines and
+// connections.
+const DefaultMaxInFlight = 16
+
+// DefaultSlotWait is how long a call waits for one of the MaxInFlight slots
+// when Options.SlotWait is not set. It is short on purpose: with every slot
+// taken the server is slow or hanging, and the caller is better answered
+// BackendUnavailable now than after openbao.request_timeout_ms.
+const DefaultSlotWait = 100 * time.Millisecond
+
 // maxClaimAttempts bounds the read → claim loop of one mint: a claim that
 // loses a race reads the winner, which exists unless it was deregistered
 // in between, which in turn needs another daemon deregistering and
@@ -60,11 +72,27 @@ type Options struct {
 	SecretIDTTL time.Duration
 	// SecretIDNumUses is how many logins a secret id allows; zero means 1.
 	SecretIDNumUses uint32
+	// MaxInFlight bounds the calls (Mint, Deregister) talking to the
+	// server at once (openbao.max_in_flight); each makes its requests one
+	// after the other, so it also bounds the requests in flight. Zero means
+	// DefaultMaxInFlight.
+	MaxInFlight uint32
+	// SlotWait bounds how long a call waits for a free slot before failing
+	// with a *RequestError of kind KindSaturated, changing nothing; zero
+	// means DefaultSlotWait.
+	SlotWait time.Duration
 	// Logger receives a warning for each failed request, with its cause;
 	// nil discards. No message carries the token or a secret.
 	Logger *slog.Logger
 	// TracerProvider traces every request; nil means no-op.
 	TracerProvider trace.TracerProvider
+	// ReadToken, when set, reads the token again for RereadToken and for
+	// CheckToken when TokenFile changed (the daemon's reads
+	// openbao.token_file or the environment, as at start).
+	ReadToken func() (string, error)
+	// TokenFile is the file ReadToken reads, if any: CheckToken re-reads
+	// the token when its identity (device, inode, size, mtime) changes.
+	TokenFile string
 	// Observer receives every request's measurements (the daemon's is
 	// telemetry.NewOpenBaoObserver); nil means none.
 	Observer Observer
@@ -83,6 +111,14 @@ type Backend struct {
 	uses      uint32
 	log       *slog.Logger
 	tel       *instruments
+	slots     chan struct{} // a token per call in flight; cap MaxInFlight
+	slotWait  time.Duration
+
+	readToken func() (string, error)
+	tokenFile string
+	rotMu     sync.Mutex // serialises re-reads, lookups and renewals
+	tokMu     sync.Mutex // guards tok
+	tok       tokenState
 
 	mu     sync.RWMutex // held shared by operations, exclusively by Close
 	closed bool
@@ -120,6 +156,15 @@ func New(opts Options) (*Backend, error) {
 	if b.uses == 0 {
 		b.uses = 1
 	}
+	maxInFlight := opts.MaxInFlight
+	if maxInFlight == 0 {
+		maxInFlight = DefaultMaxInFlight
+	}
+	b.slots = make(chan struct{}, maxInFlight)
+	b.slotWait = opts.SlotWait
+	if b.slotWait <= 0 {
+		b.slotWait = DefaultSlotWait
+	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
@@ -149,6 +194,10 @@ func New(opts Options) (*Backend, error) {
 	}
 	client.SetToken(opts.Token)
 	b.client = client
+	b.readToken, b.tokenFile = opts.ReadToken, opts.TokenFile
+	if b.tokenFile != "" {
+		b.tok.fileID, _ = statFile(b.tokenFile)
+	}
 	b.kv = client.KVv2(b.kvMount)
 	b.tel = newInstruments(opts.TracerProvider, opts.Observer, u)
 	return b, nil
@@ -211,13 +260,41 @@ func (b *Backend) enter() error {
 
 func (b *Backend) leave() { b.mu.RUnlock() }
 
+// acquire takes one of the MaxInFlight slots, waiting at most slotWait. A
+// call that gets none fails before any request, as a *RequestError of kind
+// KindSaturated on op (the request it could not make), counted like any
+// failed request.
+func (b *Backend) acquire(ctx context.Context, op Operation) error {
+	select {
+	case b.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(b.slotWait)
+	defer t.Stop()
+	select {
+	case b.slots <- struct{}{}:
+		return nil
+	case <-t.C:
+		return b.tel.saturated(ctx, op, fmt.Errorf("all %d slots (openbao.max_in_flight) busy for %s: the server is slow or hanging", cap(b.slots), b.slotWait))
+	case <-ctx.Done():
+		return b.tel.saturated(ctx, op, fmt.Errorf("waiting for a slot (openbao.max_in_flight): %w", ctx.Err()))
+	}
+}
+
+func (b *Backend) release() { <-b.slots }
+
 // binding is what a registration id is bound to, as stored in KV.
 type binding struct {
 	host      string
 	spec      registrar.Spec
 	state     string // stateClaimed or stateActive
 	createdAt string
-	version   int // the KV version read
+	// secretIDAccessor is the accessor of the last secret id issued for
+	// the binding ("" before the first, and for bindings written before
+	// this field existed): the next mint destroys that secret id.
+	secretIDAccessor string
+	version          int // the KV version read
 }
 
 const (
@@ -227,7 +304,7 @@ const (
 )
 
 func (bd *binding) data() map[string]any {
-	return map[string]any{
+	m := map[string]any{
 		"v":            bindingFormat,
 		"host":         bd.host,
 		"component":    bd.spec.Component,
@@ -236,6 +313,10 @@ func (bd *binding) data() map[string]any {
 		"state":        bd.state,
 		"created_at":   bd.createdAt,
 	}
+	if bd.secretIDAccessor != "" {
+		m["secret_id_accessor"] = bd.secretIDAccessor
+	}
+	return m
 }
 
 func decodeBinding(p string, version int, data map[string]any) (*binding, error) {
@@ -258,6 +339,11 @@ func decodeBinding(p string, version int, data map[string]any) (*binding, error)
 	bd.createdAt, errs[6] = str("created_at")
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
+	}
+	if acc, ok := data["secret_id_accessor"]; ok {
+		if bd.secretIDAccessor, ok = acc.(string); !ok {
+			return nil, fmt.Errorf("%w at %s (version %d): \"secret_id_accessor\" is not a string", ErrCorrupt, p, version)
+		}
 	}
 	if v != bindingFormat {
 		return nil, fmt.Errorf("%w at %s (version %d): format %q, want %q", ErrCorrupt, p, version, v, bindingFormat)
@@ -354,6 +440,11 @@ func (b *Backend) Mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 		return 0, registrar.Material{}, err
 	}
 	defer b.leave()
+	if err := b.acquire(ctx, OpBindingRead); err != nil {
+		b.logFailure(ctx, "mint", op.RegistrationID, err)
+		return 0, registrar.Material{}, err
+	}
+	defer b.release()
 	status, mat, err := b.mint(ctx, op)
 	if err != nil {
 		b.logFailure(ctx, "mint", op.RegistrationID, err)
@@ -441,7 +532,7 @@ func (b *Backend) mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 		return 0, registrar.Material{}, prog.fail("", err)
 	}
 
-	var wrapped string
+	var wrapped, accessor string
 	err = b.tel.request(ctx, OpSecretIDWrap, b.timeout, func(ctx context.Context) error {
 		req := b.client.NewRequest(http.MethodPut, "/v1/"+rolePath+"/secret-id")
 		req.WrapTTL = strconv.FormatInt(int64(op.WrapTTL/time.Second), 10) + "s"
@@ -463,6 +554,9 @@ func (b *Backend) mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 			return b.tel.badResponse(ctx, OpSecretIDWrap, errors.New("the answer carries no wrapping token (is response wrapping disabled?)"))
 		}
 		wrapped = s.WrapInfo.Token
+		// For a secret id the server names the wrapped secret id's
+		// accessor: kept in the binding, it lets the next mint destroy it.
+		accessor = s.WrapInfo.WrappedAccessor
 		return nil
 	})
 	if err != nil {
@@ -472,10 +566,13 @@ func (b *Backend) mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 
 	mat := registrar.Material{RoleID: roleID, WrappedSecretID: wrapped, ExpiresAt: op.Now.Add(op.WrapTTL)}
 	if bd.state == stateActive {
-		return registrar.MintReissued, mat, nil
+		return b.remint(ctx, &prog, id, rolePath, bd, accessor, mat)
 	}
 	active := *bd
 	active.state = stateActive
+	if accessor != "" {
+		active.secretIDAccessor = accessor
+	}
 	_, lost, err := b.writeBinding(ctx, OpBindingActivate, id, &active, bd.version)
 	if err != nil {
 		return 0, registrar.Material{}, prog.fail("binding activated", err)
@@ -495,6 +592,40 @@ func (b *Backend) mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 	return registrar.MintReissued, mat, nil
 }
 
+// remint finishes a mint of an active binding: the previous secret id (its
+// accessor in the binding) is destroyed, then the binding records the new
+// one's accessor. A destroy that fails fails the mint (partial: the new
+// secret id exists), and the binding still names the previous accessor, so
+// the retry destroys it; an accessor the server no longer knows (expired,
+// or destroyed by an attempt whose answer was lost) counts as destroyed.
+func (b *Backend) remint(ctx context.Context, prog *progress, id, rolePath string, bd *binding, accessor string, mat registrar.Material) (registrar.MintStatus, registrar.Material, error) {
+	if accessor == "" || accessor == bd.secretIDAccessor {
+		return registrar.MintReissued, mat, nil
+	}
+	if prev := bd.secretIDAccessor; prev != "" {
+		err := b.tel.request(ctx, OpSecretIDDestroy, b.timeout, func(ctx context.Context) error {
+			_, err := b.client.Logical().WriteWithContext(ctx, rolePath+"/secret-id-accessor/destroy", map[string]any{"secret_id_accessor": prev})
+			if isUnknownAccessor(err) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return 0, registrar.Material{}, prog.fail("previous secret id destroyed", err)
+		}
+		prog.done("previous secret id destroyed")
+	}
+	next := *bd
+	next.secretIDAccessor = accessor
+	_, _, err := b.writeBinding(ctx, OpBindingActivate, id, &next, bd.version)
+	if err != nil {
+		return 0, registrar.Material{}, prog.fail("binding updated", err)
+	}
+	// A lost compare-and-set: another daemon reminted meanwhile and its
+	// accessor is the one recorded; this secret id lives until its TTL.
+	return registrar.MintReissued, mat, nil
+}
+
 // Deregister implements registrar.Backend: host check, then delete the
 // role, the policy and the binding, in that order.
 func (b *Backend) Deregister(ctx context.Context, op registrar.DeregisterOp) (registrar.DeregisterStatus, error) {
@@ -505,6 +636,11 @@ func (b *Backend) Deregister(ctx context.Context, op registrar.DeregisterOp) (re
 		return 0, err
 	}
 	defer b.leave()
+	if err := b.acquire(ctx, OpBindingRead); err != nil {
+		b.logFailure(ctx, "deregister", op.RegistrationID, err)
+		return 0, err
+	}
+	defer b.release()
 	status, err := b.deregister(ctx, op)
 	if err != nil {
 		b.logFailure(ctx, "deregister", op.RegistrationID, err)

@@ -34,8 +34,15 @@ const (
 	OpRoleDelete
 	OpPolicyDelete
 	OpBindingDelete
+	// OpSecretIDDestroy destroys the previous secret id of a remint, by
+	// its accessor.
+	OpSecretIDDestroy
+	// OpTokenLookup and OpTokenRenew are the token's own requests
+	// (auth/token/lookup-self, auth/token/renew-self), on the tick.
+	OpTokenLookup
+	OpTokenRenew
 
-	numOps = 10
+	numOps = 13
 )
 
 var opNames = [numOps]string{
@@ -49,6 +56,9 @@ var opNames = [numOps]string{
 	OpRoleDelete:      "role_delete",
 	OpPolicyDelete:    "policy_delete",
 	OpBindingDelete:   "binding_delete",
+	OpSecretIDDestroy: "secret_id_destroy",
+	OpTokenLookup:     "token_lookup",
+	OpTokenRenew:      "token_renew",
 }
 
 var opMethods = [numOps]string{
@@ -62,6 +72,9 @@ var opMethods = [numOps]string{
 	OpRoleDelete:      "DELETE",
 	OpPolicyDelete:    "DELETE",
 	OpBindingDelete:   "DELETE",
+	OpSecretIDDestroy: "PUT",
+	OpTokenLookup:     "GET",
+	OpTokenRenew:      "PUT",
 }
 
 // String returns the label value, e.g. "binding_claim".
@@ -172,6 +185,15 @@ func (in *instruments) fail(ctx context.Context, span trace.Span, re *RequestErr
 		}
 		span.SetStatus(codes.Error, re.Error())
 	}
+}
+
+// saturated is a *RequestError of kind KindSaturated for a call that got
+// no slot; it is counted like a failed request, without a span of its own
+// (no request was made).
+func (in *instruments) saturated(ctx context.Context, op Operation, err error) error {
+	re := &RequestError{Op: op, Kind: KindSaturated, Err: err}
+	in.obs.Failed(ctx, op, KindSaturated)
+	return re
 }
 
 // badResponse is a *RequestError for an answer that lacks what the

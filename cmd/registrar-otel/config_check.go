@@ -473,6 +473,7 @@ func printOpenBaoSummary(w io.Writer, cfg *config.Config, src string) {
 	row("bindings", fmt.Sprintf("%s/data/%s/bindings/<registration_id> (KV v2)", o.KVMount, o.KVPrefix))
 	row("roles", fmt.Sprintf("auth/%s/role/bootroot-service-<registration_id>", o.AppRoleMount))
 	row("request timeout", fmt.Sprintf("%d ms", o.RequestTimeoutMS))
+	row("max in flight", fmt.Sprintf("%d (slot wait 100 ms)", o.MaxInFlight))
 	row("secret ids", fmt.Sprintf("ttl %d s, %d use(s)", o.SecretIDTTLSeconds, o.SecretIDNumUses))
 	tw.Flush()
 }

@@ -425,10 +425,15 @@ func (p *promServer) exemplarTraceIDs(q string) []string {
 	return ids
 }
 
+// backendRow is the dashboard row of the openbao backend's panels.
+const backendRow = "OpenBao backend"
+
 // checkDashboardQueries runs every panel target of the dashboard against
 // the live Prometheus, with the variables set as Grafana would ($job the
 // scrape job, $instance the daemon, $__rate_interval five minutes): each
-// returns at least one series and no NaN or infinite value.
+// returns at least one series and no NaN or infinite value. The panels of
+// the OpenBao backend row are left out: the daemon runs the embedded
+// backend.
 func checkDashboardQueries(t *testing.T, p *promServer) {
 	t.Helper()
 	raw, err := os.ReadFile(dashboardFile)
@@ -463,8 +468,17 @@ func checkDashboardQueries(t *testing.T, p *promServer) {
 		all = append(all, pn)
 		all = append(all, pn.Panels...)
 	}
-	n := 0
+	n, row := 0, ""
 	for _, pn := range all {
+		if pn.Type == "row" {
+			row = pn.Title
+		}
+		if row == backendRow {
+			// This daemon runs the embedded backend: the openbao series
+			// do not exist (the dashboards package's golden-name test
+			// checks those queries' names).
+			continue
+		}
 		for _, tg := range pn.Targets {
 			n++
 			q := vars.Replace(tg.Expr)

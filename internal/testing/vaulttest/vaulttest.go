@@ -256,6 +256,25 @@ func (s *Server) unseal() {
 	}
 }
 
+// Seal seals the server (sys/seal with the root token): every request then
+// answers 503 until Unseal.
+func (s *Server) Seal() {
+	s.t.Helper()
+	if err := s.Client().Sys().Seal(); err != nil {
+		s.fatalf("sealing: %v", err)
+	}
+}
+
+// Unseal unseals a server sealed by Seal. Only a StartPersistent server
+// has the unseal key.
+func (s *Server) Unseal() {
+	s.t.Helper()
+	if s.unsealKey == "" {
+		s.fatalf("Unseal: a dev server's unseal key is not kept; use StartPersistent")
+	}
+	s.unseal()
+}
+
 func (s *Server) enableAppRole() {
 	s.t.Helper()
 	if err := s.Client().Sys().EnableAuthWithOptions("approle", &api.EnableAuthOptions{Type: "approle"}); err != nil {
