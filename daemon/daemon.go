@@ -77,6 +77,7 @@ type Daemon struct {
 	onSIGHUP   func(error)      // test hook: told the result of each SIGHUP reopen
 	tickC      <-chan time.Time // test hook: the tick's instants instead of a ticker
 	beforeTick func()           // test hook: runs before each maintenance pass (a stall seam)
+	clock      func() time.Time // what the liveness probe reads the time from; tests replace it
 }
 
 // New opens every component. On error, whatever was opened is closed again
@@ -85,7 +86,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Daemon{cfg: cfg, logger: logger, notifier: systemdNotify}
+	d := &Daemon{cfg: cfg, logger: logger, notifier: systemdNotify, clock: time.Now}
 	defer func() {
 		if err != nil {
 			d.close() // whatever was opened before the failure
@@ -373,7 +374,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}()
 
 	interval := time.Duration(r.MaintenanceIntervalMS) * time.Millisecond
-	d.ticks = newTickClock(interval, time.Now)
+	d.ticks = newTickClock(interval, d.clock)
 	if d.watchdog > 0 && d.watchdog < 2*interval {
 		d.logger.LogAttrs(ctx, slog.LevelWarn, "the watchdog interval is shorter than two maintenance intervals: systemd may kill a healthy daemon",
 			slog.Duration("watchdog", d.watchdog), slog.Duration("maintenance_interval", interval))

@@ -138,7 +138,7 @@ func activatedUnix(path string) (net.Listener, error) {
 // /healthz, feeds the watchdog, and updates STATUS= when the audit store's
 // state changed. A stalled pass reaches none of these.
 func (d *Daemon) afterPass(time.Time) {
-	d.ticks.passed(time.Now())
+	d.ticks.passed(d.clock())
 	if d.watchdog > 0 {
 		d.notify("WATCHDOG=1")
 	}
