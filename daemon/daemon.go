@@ -72,7 +72,7 @@ type Daemon struct {
 	watchdog   time.Duration // WATCHDOG_USEC, 0 when off
 	ticks      *tickClock    // the last completed maintenance pass, for /healthz
 	stopping   atomic.Bool   // shutdown has begun: /readyz answers 503
-	lastStatus string        // the last STATUS= sent while serving (tick goroutine, and Run before it)
+	lastStatus string        // the last STATUS= sent while serving (set by Run, then the tick goroutine's)
 
 	onSIGHUP   func(error)      // test hook: told the result of each SIGHUP reopen
 	tickC      <-chan time.Time // test hook: the tick's instants instead of a ticker
@@ -391,6 +391,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.beforeTick != nil {
 		tasks = append([]tickTask{{"test-stall", func(context.Context, time.Time) error { d.beforeTick(); return nil }}}, tasks...)
 	}
+	d.lastStatus = d.status() // sent after READY=1; the tick owns it from here
+	status := d.lastStatus
 	ticking.Go(func() {
 		tickLoop(tickCtx, ticks, d.logger, d.afterPass, tasks...)
 	})
@@ -403,7 +405,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// store is open and the backend built: callers may come.
 	d.tel.SetProbes(telemetry.Probes{Live: d.live, Ready: d.ready})
 	d.notify("READY=1")
-	d.notify("STATUS=" + d.status())
+	d.notify("STATUS=" + status)
 
 	var runErr error
 	select {

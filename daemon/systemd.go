@@ -143,6 +143,7 @@ func (d *Daemon) afterPass(time.Time) {
 		d.notify("WATCHDOG=1")
 	}
 	if s := d.status(); s != d.lastStatus {
+		d.lastStatus = s
 		d.notify("STATUS=" + s)
 	}
 }
@@ -153,7 +154,6 @@ func (d *Daemon) status() string {
 	if d.activated {
 		s += "; socket from systemd"
 	}
-	d.lastStatus = s
 	return s
 }
 
