@@ -34,12 +34,18 @@ run: build ## the daemon on embedded defaults (no config file; state under ./var
 	./$(BIN) serve
 
 .PHONY: deps
-deps: ## install what the tests need beyond Go when missing: promtool and prometheus (Debian's prometheus package; needs root)
+deps: ## install what the tests need beyond Go when missing: promtool and prometheus (Debian's prometheus package), systemd-analyze (Debian's systemd package); needs root
 	@if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; then \
 	  echo "promtool and prometheus present"; \
 	else \
 	  echo "installing Debian's prometheus package (promtool, prometheus) for the rule and scrape tests"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus; \
+	fi
+	@if command -v systemd-analyze >/dev/null 2>&1; then \
+	  echo "systemd-analyze present"; \
+	else \
+	  echo "installing Debian's systemd package (systemd-analyze) for the unit file tests (verify, security)"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends systemd; \
 	fi
 
 .PHONY: otelcol

@@ -86,6 +86,14 @@ type Registrar struct {
 	// directory is created 0700. Default "var/run/registrar.sock"; at most
 	// 107 bytes (a unix socket address).
 	SocketPath string
+	// SocketGroup is the group the daemon shares the socket it binds with:
+	// the socket is chowned to it and made 0660, a missing parent directory
+	// is created 0750 with the group, and an existing one must let the
+	// group traverse it. Default "" (the socket is 0600, the daemon's user
+	// only). A group name or a numeric gid; serve refuses a group that does
+	// not exist. Not used when systemd hands the socket over (the socket
+	// unit's SocketGroup= and SocketMode= apply).
+	SocketGroup string
 	// TLSListen is the host:port of the optional TCP+mTLS listener; "" means
 	// no TCP listener. When set, TLSCertFile, TLSKeyFile and TLSClientCAFile
 	// are all required.
@@ -359,6 +367,10 @@ func (c *Config) Validate() error {
 		add(&KeyError{Key: "registrar.socket_path", Value: r.SocketPath, hideValue: true,
 			Rule: fmt.Sprintf("must be at most %d bytes to fit a unix socket address, got %d bytes", MaxSocketPathBytes, len(r.SocketPath))})
 	}
+	if r.SocketGroup != "" && !validGroupName(r.SocketGroup) {
+		add(&KeyError{Key: "registrar.socket_group", Value: r.SocketGroup,
+			Rule: "must be a group name (letters, digits, '_', '-', '.', not starting with '-') or a numeric gid"})
+	}
 	if r.TLSListen != "" {
 		if e := checkHostPort("registrar.tls_listen", r.TLSListen); e != nil {
 			add(e)
@@ -552,4 +564,21 @@ func checkEndpoint(key, v string) *KeyError {
 		return SecretKeyError(key, v, "must not carry credentials, a query or a fragment")
 	}
 	return nil
+}
+
+// validGroupName reports whether s can name a group in /etc/group: the
+// portable characters of a name (useradd's rule, with '.'), at most 32
+// bytes, or a number.
+func validGroupName(s string) bool {
+	if len(s) > 32 || s[0] == '-' {
+		return false
+	}
+	for _, c := range []byte(s) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
 }

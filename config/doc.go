@@ -33,6 +33,7 @@
 //
 //	key                                                type    default                  rule
 //	socket_path                                        path    "var/run/registrar.sock" non-empty, at most 107 bytes (a unix socket address)
+//	socket_group                                       string  "" (socket 0600)         a group name or gid that exists; the socket is then 0660 in that group
 //	tls_listen                                         string  "" (no TCP listener)     host:port; when set, the three tls_*_file keys are required
 //	tls_cert_file, tls_key_file, tls_client_ca_file    path    ""                       PEM files of the mTLS listener
 //	state_dir                                          path    "var/lib"                non-empty; the embedded backend's bbolt file

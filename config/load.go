@@ -344,6 +344,7 @@ type field[T any] struct {
 
 var registrarFields = []field[Registrar]{
 	{"socket_path", stringField(func(r *Registrar) *string { return &r.SocketPath })},
+	{"socket_group", stringField(func(r *Registrar) *string { return &r.SocketGroup })},
 	{"tls_listen", stringField(func(r *Registrar) *string { return &r.TLSListen })},
 	{"tls_cert_file", stringField(func(r *Registrar) *string { return &r.TLSCertFile })},
 	{"tls_key_file", stringField(func(r *Registrar) *string { return &r.TLSKeyFile })},

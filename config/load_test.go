@@ -83,6 +83,7 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 	want := Config{
 		Registrar: Registrar{
 			SocketPath:            "/run/registrar-otel/registrar.sock",
+			SocketGroup:           "registrar-callers",
 			TLSListen:             "0.0.0.0:8443",
 			TLSCertFile:           "/etc/registrar-otel/tls/server.crt",
 			TLSKeyFile:            "/etc/registrar-otel/tls/server.key",
@@ -275,7 +276,7 @@ func TestU32KeysRejectValuesAboveTheirRange(t *testing.T) {
 
 func TestStringKeysRejectOtherTypesNamingTheKey(t *testing.T) {
 	for _, key := range []string{
-		"registrar.socket_path", "registrar.tls_listen", "registrar.tls_cert_file", "registrar.tls_key_file",
+		"registrar.socket_path", "registrar.socket_group", "registrar.tls_listen", "registrar.tls_cert_file", "registrar.tls_key_file",
 		"registrar.tls_client_ca_file", "registrar.state_dir", "registrar.audit_record_dir",
 		"telemetry.metrics_listen", "telemetry.otlp_endpoint", "telemetry.service_name",
 	} {

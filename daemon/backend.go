@@ -35,12 +35,14 @@ func openBackend(cfg config.Config, environ []string, logger *slog.Logger, tp tr
 		o := cfg.OpenBao
 		token, src, err := o.ReadToken(environ)
 		if err != nil {
-			return nil, fmt.Errorf("daemon: openbao backend: %w", err)
+			// A missing or unreadable token file, a bad token: the
+			// operator must fix it; a restart reads the same.
+			return nil, setup(fmt.Errorf("daemon: openbao backend: %w", err), true)
 		}
 		var opts openbao.Options
 		if o.CAFile != "" {
 			if opts.RootCAs, err = config.LoadCAFile(o.CAFile); err != nil {
-				return nil, fmt.Errorf("daemon: openbao backend: %w", err)
+				return nil, setup(fmt.Errorf("daemon: openbao backend: %w", err), true)
 			}
 		}
 		opts.Address, opts.Token = o.Address, token
@@ -63,7 +65,7 @@ func openBackend(cfg config.Config, environ []string, logger *slog.Logger, tp tr
 		}
 		b, err := openbao.New(opts)
 		if err != nil {
-			return nil, fmt.Errorf("daemon: openbao backend (openbao.address %s): %w", o.Address, err)
+			return nil, setup(fmt.Errorf("daemon: openbao backend (openbao.address %s): %w", o.Address, err), false)
 		}
 		if err := telemetry.RegisterOpenBaoToken(mp, b.TokenStats); err != nil {
 			return nil, fmt.Errorf("daemon: openbao backend: %w", err)
@@ -84,7 +86,7 @@ func openBackend(cfg config.Config, environ []string, logger *slog.Logger, tp tr
 	default:
 		b, err := embedded.Open(r.StateDir, embedded.Options{Logger: logger})
 		if err != nil {
-			return nil, fmt.Errorf("daemon: embedded backend (registrar.state_dir %s): %w", r.StateDir, err)
+			return nil, setup(fmt.Errorf("daemon: embedded backend (registrar.state_dir %s): %w", r.StateDir, err), false)
 		}
 		return b, nil
 	}

@@ -22,7 +22,10 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"os/user"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -64,7 +67,17 @@ type Daemon struct {
 
 	closers []func() error // in reverse order of opening
 
-	onSIGHUP func(error) // test hook: told the result of each SIGHUP reopen
+	activated  bool          // the unix listener came from systemd (LISTEN_FDS)
+	notifier   notifyFunc    // sd_notify; tests replace it
+	watchdog   time.Duration // WATCHDOG_USEC, 0 when off
+	ticks      *tickClock    // the last completed maintenance pass, for /healthz
+	stopping   atomic.Bool   // shutdown has begun: /readyz answers 503
+	lastStatus string        // the last STATUS= sent while serving (set by Run, then the tick goroutine's)
+
+	onSIGHUP   func(error)      // test hook: told the result of each SIGHUP reopen
+	tickC      <-chan time.Time // test hook: the tick's instants instead of a ticker
+	beforeTick func()           // test hook: runs before each maintenance pass (a stall seam)
+	clock      func() time.Time // what the liveness probe reads the time from; tests replace it
 }
 
 // New opens every component. On error, whatever was opened is closed again
@@ -73,7 +86,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Daemon{cfg: cfg, logger: logger}
+	d := &Daemon{cfg: cfg, logger: logger, notifier: systemdNotify, clock: time.Now}
 	defer func() {
 		if err != nil {
 			d.close() // whatever was opened before the failure
@@ -89,7 +102,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 		ServiceVersion: buildinfo.Version,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("daemon: telemetry: %w", err)
+		return nil, setup(fmt.Errorf("daemon: telemetry: %w", err), true)
 	}
 	d.closers = append(d.closers, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
@@ -110,7 +123,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 		Observer:         auditObs,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("daemon: audit store (registrar.audit_record_dir %s): %w", r.AuditRecordDir, err)
+		return nil, setup(fmt.Errorf("daemon: audit store (registrar.audit_record_dir %s): %w", r.AuditRecordDir, err), false)
 	}
 	d.closers = append(d.closers, d.store.Close)
 	d.capacity, err = audit.NewCapacityProbe(d.store, r.AuditStoreReserveBytes)
@@ -212,16 +225,16 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 		return nil, fmt.Errorf("daemon: telemetry: %w", err)
 	}
 
-	ul, err := wire.ListenUnix(r.SocketPath)
+	ul, err := d.listenUnix()
 	if err != nil {
-		return nil, fmt.Errorf("daemon: unix listener (registrar.socket_path %s): %w", r.SocketPath, err)
+		return nil, err
 	}
 	d.listeners = append(d.listeners, ul)
 	d.closers = append(d.closers, ignoreClosed(ul.Close))
 	if r.TLSListen != "" {
 		tl, err := wire.ListenTLS(r.TLSListen, r.TLSCertFile, r.TLSKeyFile, r.TLSClientCAFile)
 		if err != nil {
-			return nil, fmt.Errorf("daemon: TLS listener (registrar.tls_listen %s, tls_cert_file, tls_key_file, tls_client_ca_file): %w", r.TLSListen, err)
+			return nil, setup(fmt.Errorf("daemon: TLS listener (registrar.tls_listen %s, tls_cert_file, tls_key_file, tls_client_ca_file): %w", r.TLSListen, err), false)
 		}
 		d.listeners = append(d.listeners, tl)
 		d.closers = append(d.closers, ignoreClosed(tl.Close))
@@ -229,11 +242,59 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	if cfg.Telemetry.MetricsListen != "" {
 		d.metricsL, err = d.tel.Listen(cfg.Telemetry.MetricsListen)
 		if err != nil {
-			return nil, fmt.Errorf("daemon: metrics listener (telemetry.metrics_listen %s): %w", cfg.Telemetry.MetricsListen, err)
+			return nil, setup(fmt.Errorf("daemon: metrics listener (telemetry.metrics_listen %s): %w", cfg.Telemetry.MetricsListen, err), false)
 		}
 		d.closers = append(d.closers, ignoreClosed(d.metricsL.Close))
 	}
+	d.watchdog, err = watchdogInterval()
+	if err != nil {
+		logger.LogAttrs(context.Background(), slog.LevelWarn, "WATCHDOG_USEC unreadable; the watchdog is off", slog.Any("error", err))
+	}
 	return d, nil
+}
+
+// listenUnix returns the unix listener: the one systemd handed over for
+// registrar.socket_path when socket activated (its mode and group are the
+// socket unit's), else one bound here, shared with registrar.socket_group
+// when that is set.
+func (d *Daemon) listenUnix() (net.Listener, error) {
+	r := d.cfg.Registrar
+	l, err := activatedUnix(r.SocketPath)
+	if err != nil || l != nil {
+		d.activated = l != nil
+		return l, err
+	}
+	var g wire.SocketGroup
+	if r.SocketGroup != "" {
+		if g, err = lookupGroup(r.SocketGroup); err != nil {
+			return nil, &SetupError{Err: fmt.Errorf("daemon: unix listener: %w", err)}
+		}
+	}
+	l, err = wire.ListenUnixGroup(r.SocketPath, g)
+	if err != nil {
+		return nil, setup(fmt.Errorf("daemon: unix listener (registrar.socket_path %s): %w", r.SocketPath, err), errors.Is(err, wire.ErrSocketGroup))
+	}
+	return l, nil
+}
+
+// lookupGroup resolves registrar.socket_group, a name or a numeric gid,
+// in the host's group database.
+func lookupGroup(name string) (wire.SocketGroup, error) {
+	var g *user.Group
+	var err error
+	if _, numErr := strconv.Atoi(name); numErr == nil {
+		g, err = user.LookupGroupId(name)
+	} else {
+		g, err = user.LookupGroup(name)
+	}
+	if err != nil {
+		return wire.SocketGroup{}, &config.KeyError{Key: "registrar.socket_group", Value: name, Rule: "must name a group that exists on this host (" + err.Error() + ")"}
+	}
+	gid, err := strconv.Atoi(g.Gid)
+	if err != nil {
+		return wire.SocketGroup{}, &config.KeyError{Key: "registrar.socket_group", Value: name, Rule: "has a non-numeric gid " + g.Gid}
+	}
+	return wire.SocketGroup{Name: g.Name, GID: gid}, nil
 }
 
 // SocketAddr returns the unix listener's address.
@@ -312,15 +373,39 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}()
 
+	interval := time.Duration(r.MaintenanceIntervalMS) * time.Millisecond
+	d.ticks = newTickClock(interval, d.clock)
+	if d.watchdog > 0 && d.watchdog < 2*interval {
+		d.logger.LogAttrs(ctx, slog.LevelWarn, "the watchdog interval is shorter than two maintenance intervals: systemd may kill a healthy daemon",
+			slog.Duration("watchdog", d.watchdog), slog.Duration("maintenance_interval", interval))
+	}
+	ticks := d.tickC
+	if ticks == nil {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		ticks = t.C
+	}
 	tickCtx, stopTick := context.WithCancel(context.WithoutCancel(ctx))
 	var ticking sync.WaitGroup
+	tasks := d.tickTasks()
+	if d.beforeTick != nil {
+		tasks = append([]tickTask{{"test-stall", func(context.Context, time.Time) error { d.beforeTick(); return nil }}}, tasks...)
+	}
+	d.lastStatus = d.status() // sent after READY=1; the tick owns it from here
+	status := d.lastStatus
 	ticking.Go(func() {
-		tickLoop(tickCtx, time.Duration(r.MaintenanceIntervalMS)*time.Millisecond, d.logger, d.tickTasks()...)
+		tickLoop(tickCtx, ticks, d.logger, d.afterPass, tasks...)
 	})
 	// The single writer of windows flushed early at the coalescer's cap, so
 	// no limited call waits on an fsync; it stops with the tick loop, and
 	// the shutdown flush writes whatever it left in the hand-off.
 	ticking.Go(func() { d.coalescer.Run(tickCtx) })
+
+	// Every listener is bound (or was handed over) and served, the audit
+	// store is open and the backend built: callers may come.
+	d.tel.SetProbes(telemetry.Probes{Live: d.live, Ready: d.ready})
+	d.notify("READY=1")
+	d.notify("STATUS=" + status)
 
 	var runErr error
 	select {
@@ -329,6 +414,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	case runErr = <-serveErr:
 		d.logger.LogAttrs(ctx, slog.LevelError, "listener failed, shutting down", slog.Any("error", runErr))
 	}
+	d.stopping.Store(true)
+	d.notify("STOPPING=1")
+	d.notify("STATUS=stopping: finishing in-flight calls")
 
 	// 1. Stop accepting and let in-flight invocations finish: after this
 	//    no limited event can arrive.
@@ -343,6 +431,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// 3. Flush every open coalescing window, so no counted record is lost
 	//    to the restart.
 	open := d.coalescer.Stats().OpenWindows + d.coalescer.Stats().Pending
+	d.notify(fmt.Sprintf("STATUS=stopping: flushing %d coalescing windows", open))
 	d.coalescer.Flush(sctx, time.Now())
 	st := d.coalescer.Stats()
 	d.logger.LogAttrs(sctx, slog.LevelInfo, "flushed coalescing windows",

@@ -13,20 +13,25 @@ type tickTask struct {
 	run  func(ctx context.Context, now time.Time) error
 }
 
-// tickLoop is the daemon's single maintenance loop: every interval it runs
+// tickLoop is the daemon's single maintenance loop: on every tick it runs
 // each task in order (close due coalescing windows, then refresh the
 // health snapshot, so the snapshot already counts what was just closed).
 // There is no second scheduler and no timer per key. It returns when ctx
 // is done.
-func tickLoop(ctx context.Context, interval time.Duration, logger *slog.Logger, tasks ...tickTask) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
+//
+// After each pass it calls after (nil: nothing): the daemon records the
+// pass for the liveness probe and feeds the systemd watchdog there, so
+// both see exactly the passes that ran.
+func tickLoop(ctx context.Context, ticks <-chan time.Time, logger *slog.Logger, after func(time.Time), tasks ...tickTask) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
+		case now := <-ticks:
 			runTasks(ctx, now, logger, tasks)
+			if after != nil {
+				after(now)
+			}
 		}
 	}
 }

@@ -19,9 +19,11 @@ func TestTickLoopRunsEveryIntervalInOrderAndSurvivesFailures(t *testing.T) {
 		start := time.Now()
 		var ticks []time.Duration
 		done := make(chan struct{})
+		tk := time.NewTicker(time.Second)
+		defer tk.Stop()
 		go func() {
 			defer close(done)
-			tickLoop(ctx, time.Second, slog.New(slog.NewTextHandler(&logs, nil)),
+			tickLoop(ctx, tk.C, slog.New(slog.NewTextHandler(&logs, nil)), nil,
 				tickTask{"first", func(_ context.Context, now time.Time) error {
 					order = append(order, "first")
 					ticks = append(ticks, now.Sub(start))

@@ -47,7 +47,8 @@
 //
 //   - Metrics are read by the OTel Prometheus exporter, registered on a
 //     private registry (never the global one) and served on GET /metrics by
-//     Handler; GET /healthz answers 200 "ok". The daemon binds
+//     Handler; GET /healthz (liveness) and GET /readyz (readiness)
+//     answer what the daemon sets with SetProbes. The daemon binds
 //     telemetry.metrics_listen with Listen and runs Serve.
 //   - OTLP/HTTP export is decided per signal (planExport): the full URL of
 //     telemetry.otlp_traces_endpoint / otlp_metrics_endpoint ("none" for

@@ -12,6 +12,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -100,6 +101,7 @@ type Telemetry struct {
 	// tracesURL is where spans are exported (redacted), "" when no span
 	// exporter was built.
 	tracesURL string
+	probes    atomic.Pointer[Probes]
 
 	mu       sync.Mutex
 	closed   bool
@@ -305,8 +307,39 @@ func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tp }
 //   - GET /metrics: the Prometheus exposition, in the OpenMetrics format
 //     (with exemplars) when the scraper's Accept header asks for it, else
 //     the classic text format;
-//   - GET /healthz: 200 "ok" while the process serves.
+//   - GET /healthz, the liveness probe: 200 "ok" while Probes.Live
+//     answers nil (always, until SetProbes is called), else 503 with the
+//     reason; a failure means the process should be restarted;
+//   - GET /readyz, the readiness probe: 200 "ready" while Probes.Ready
+//     answers nil, else 503 with the reason; a failure means callers
+//     should not be sent here now (starting, stopping, stalled).
 func (t *Telemetry) Handler() http.Handler { return t.handler }
+
+// Probes are the answers of /healthz and /readyz: nil for 200, an error
+// (its text the body) for 503. A nil func answers nil.
+type Probes struct {
+	Live, Ready func() error
+}
+
+// SetProbes sets what /healthz and /readyz answer. Safe for concurrent
+// use with the handler.
+func (t *Telemetry) SetProbes(p Probes) { t.probes.Store(&p) }
+
+// probe answers one probe request.
+func (t *Telemetry) probe(w http.ResponseWriter, ok string, pick func(*Probes) func() error) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if p := t.probes.Load(); p != nil {
+		if f := pick(p); f != nil {
+			if err := f(); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(err.Error() + "\n"))
+				return
+			}
+		}
+	}
+	_, _ = w.Write([]byte(ok))
+}
 
 func (t *Telemetry) newHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -320,8 +353,17 @@ func (t *Telemetry) newHandler() http.Handler {
 		Timeout:             10 * time.Second,
 	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok"))
+		t.probe(w, "ok", func(p *Probes) func() error { return p.Live })
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		// Before SetProbes the daemon is still opening: not ready.
+		if t.probes.Load() == nil {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("starting\n"))
+			return
+		}
+		t.probe(w, "ready", func(p *Probes) func() error { return p.Ready })
 	})
 	return mux
 }

@@ -24,7 +24,21 @@ var (
 	// ErrUnsafeDir: the socket's directory is a symlink, not a directory,
 	// group- or world-writable, or owned by another user.
 	ErrUnsafeDir = errors.New("wire: unsafe socket directory")
+	// ErrSocketGroup: the socket's group (ListenUnixOptions.Group) does not
+	// exist, or the socket directory does not let it traverse.
+	ErrSocketGroup = errors.New("wire: socket group")
+	// ErrTLSFiles matches every error of ServerTLSConfig (and so of
+	// ListenTLS before it listens): a certificate, key or client CA file
+	// that cannot be read or does not hold what it must.
+	ErrTLSFiles = errors.New("wire: TLS certificate, key or client CA file unusable")
 )
+
+// tlsFileError is an error of ServerTLSConfig: its text is the cause's,
+// and it matches ErrTLSFiles besides the cause.
+type tlsFileError struct{ err error }
+
+func (e *tlsFileError) Error() string   { return e.err.Error() }
+func (e *tlsFileError) Unwrap() []error { return []error{e.err, ErrTLSFiles} }
 
 // staleDialTimeout bounds the probe of an existing socket. A socket
 // nobody listens on refuses at once; the bound only matters for a
@@ -47,12 +61,38 @@ const staleDialTimeout = time.Second
 //
 // Closing the listener removes the socket file.
 func ListenUnix(path string) (net.Listener, error) {
+	return ListenUnixGroup(path, SocketGroup{})
+}
+
+// SocketGroup is the group a unix socket is shared with. The zero value
+// shares it with nobody.
+type SocketGroup struct {
+	// Name is the group's name, for messages.
+	Name string
+	// GID is the group's id; it applies when Name is not "".
+	GID int
+}
+
+// ListenUnixGroup is ListenUnix with the socket shared with group g (when
+// g.Name is not ""): the socket is chowned to the group and chmod 0660
+// before the listener is returned; a missing parent directory is created
+// 0750 with the group, so its members can traverse it; an existing one must
+// let the group traverse it (group-owned with the group's x bit, or the
+// world's x bit), else the error matches ErrSocketGroup. The other rules
+// of the directory are ListenUnix's.
+func ListenUnixGroup(path string, g SocketGroup) (net.Listener, error) {
 	if path == "" {
 		return nil, errors.New("wire: ListenUnix: empty socket path")
 	}
 	dir := filepath.Dir(path)
+	_, statErr := os.Lstat(dir)
 	if err := socketDir(dir); err != nil {
 		return nil, err
+	}
+	if g.Name != "" {
+		if err := groupDir(dir, g, errors.Is(statErr, fs.ErrNotExist)); err != nil {
+			return nil, err
+		}
 	}
 	if err := removeStale(path); err != nil {
 		return nil, err
@@ -61,11 +101,43 @@ func ListenUnix(path string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wire: listen on %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	mode := os.FileMode(0o600)
+	if g.Name != "" {
+		mode = 0o660
+		if err := os.Lchown(path, -1, g.GID); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("wire: chown %s to group %s: %w", path, g.Name, err)
+		}
+	}
+	if err := os.Chmod(path, mode); err != nil {
 		l.Close()
-		return nil, fmt.Errorf("wire: chmod 0600 %s: %w", path, err)
+		return nil, fmt.Errorf("wire: chmod %04o %s: %w", mode, path, err)
 	}
 	return l, nil
+}
+
+// groupDir lets group g traverse the socket directory: one just created
+// is given to the group with mode 0750; an existing one is checked.
+func groupDir(dir string, g SocketGroup, created bool) error {
+	if created {
+		if err := os.Lchown(dir, -1, g.GID); err != nil {
+			return fmt.Errorf("wire: chown socket directory %s to group %s: %w", dir, g.Name, err)
+		}
+		if err := os.Chmod(dir, 0o750); err != nil {
+			return fmt.Errorf("wire: chmod 0750 %s: %w", dir, err)
+		}
+		return nil
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("wire: socket directory %s: %w", dir, err)
+	}
+	perm := fi.Mode().Perm()
+	if perm&0o001 != 0 || (perm&0o010 != 0 && fileGID(fi) == g.GID) {
+		return nil
+	}
+	return fmt.Errorf("%w: the socket directory %s (mode %04o, group id %d) does not let group %s (id %d) traverse it; make it group %s with mode 0750, or mode 0755",
+		ErrSocketGroup, dir, perm, fileGID(fi), g.Name, g.GID, g.Name)
 }
 
 // socketDir creates dir 0700 if it is missing and checks it either way,
@@ -158,8 +230,17 @@ func (l *tlsListener) Accept() (net.Conn, error) {
 	return tls.Server(c, l.config), nil
 }
 
-// ServerTLSConfig is ListenTLS's configuration.
+// ServerTLSConfig is ListenTLS's configuration. Its errors match
+// ErrTLSFiles.
 func ServerTLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
+	cfg, err := serverTLSConfig(certFile, keyFile, clientCAFile)
+	if err != nil {
+		return nil, &tlsFileError{err}
+	}
+	return cfg, nil
+}
+
+func serverTLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 	certPEM, err := os.ReadFile(certFile)
 	if err != nil {
 		return nil, fmt.Errorf("wire: TLS certificate file: %w", err)

@@ -4,6 +4,7 @@ package wire
 
 import (
 	"fmt"
+	"io/fs"
 	"net"
 	"syscall"
 )
@@ -32,4 +33,12 @@ func peerUID(c *net.UnixConn) (uint32, error) {
 		return 0, fmt.Errorf("wire: peer credentials: SO_PEERCRED returned nothing")
 	}
 	return cred.Uid, nil
+}
+
+// fileGID is the group id of fi (from os.Lstat), -1 if unknown.
+func fileGID(fi fs.FileInfo) int {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Gid)
+	}
+	return -1
 }

@@ -4,6 +4,7 @@ package wire
 
 import (
 	"errors"
+	"io/fs"
 	"net"
 )
 
@@ -12,3 +13,6 @@ import (
 func peerUID(*net.UnixConn) (uint32, error) {
 	return 0, errors.New("wire: peer credentials are supported on Linux only")
 }
+
+// fileGID is the group id of fi; unknown (-1) off Linux.
+func fileGID(fs.FileInfo) int { return -1 }

@@ -293,6 +293,7 @@ func splitJoinedErrors(err error) []error {
 type effectiveJSON struct {
 	Registrar struct {
 		SocketPath                                  string            `json:"socket_path"`
+		SocketGroup                                 string            `json:"socket_group"`
 		TLSListen                                   string            `json:"tls_listen"`
 		TLSCertFile                                 string            `json:"tls_cert_file"`
 		TLSKeyFile                                  string            `json:"tls_key_file"`
@@ -332,7 +333,7 @@ type effectiveJSON struct {
 func effective(cfg *config.Config) effectiveJSON {
 	var e effectiveJSON
 	r, er := &cfg.Registrar, &e.Registrar
-	er.SocketPath, er.TLSListen = r.SocketPath, r.TLSListen
+	er.SocketPath, er.SocketGroup, er.TLSListen = r.SocketPath, r.SocketGroup, r.TLSListen
 	er.TLSCertFile, er.TLSKeyFile, er.TLSClientCAFile = r.TLSCertFile, r.TLSKeyFile, r.TLSClientCAFile
 	er.StateDir, er.AuditRecordDir = r.StateDir, r.AuditRecordDir
 	er.AuditMaxFileBytes, er.AuditMaxRetainedFiles = r.AuditMaxFileBytes, r.AuditMaxRetainedFiles
@@ -374,6 +375,11 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 
 	fmt.Fprintln(tw, "registrar:")
 	row("socket_path", r.SocketPath)
+	if r.SocketGroup == "" {
+		row("socket_group", "(none: socket 0600, the daemon's user only)")
+	} else {
+		row("socket_group", r.SocketGroup+" (socket 0660 in this group)")
+	}
 	if r.TLSListen == "" {
 		row("tls_listen", "(none: no TCP listener)")
 	} else {

@@ -33,6 +33,7 @@ func TestConfigCheckSummarisesTheEmbeddedDefaults(t *testing.T) {
 	want := `configuration OK: embedded defaults
 registrar:
   socket_path                 var/run/registrar.sock
+  socket_group                (none: socket 0600, the daemon's user only)
   tls_listen                  (none: no TCP listener)
   state_dir                   var/lib
   audit_record_dir            var/audit (rotate at 8388608 bytes, keep 16 files)

@@ -68,7 +68,7 @@ func explainTransport(addr daemonAddr, err error) string {
 	case dial && errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Sprintf("the daemon is not running: %s exists but refuses connections (a socket left by a stopped daemon)\n  %s (it replaces the stale socket), %s", where, start, point)
 	case dial && errors.Is(err, fs.ErrPermission):
-		return fmt.Sprintf("permission denied on %s: the socket (0600) and its directory (0700) belong to the daemon's user\n  run this command as that user (uid %d cannot connect)", where, os.Geteuid())
+		return fmt.Sprintf("permission denied on %s: the socket belongs to the daemon's user (0600), or to its group of callers (0660, registrar.socket_group or the socket unit's SocketGroup=)\n  run this command as that user or a member of that group (uid %d cannot connect)", where, os.Geteuid())
 	case dial && errors.Is(err, syscall.ENOTSOCK):
 		return fmt.Sprintf("%s is not a socket (%s): serve refuses to replace it\n  remove it if it is not needed, or set registrar.socket_path elsewhere; %s", where, fileKind(addr.socket), point)
 	case dial:

@@ -22,9 +22,18 @@ the embedded registry. Without --config it runs on the embedded defaults, with
 every path under ./var/ (what "make run" does). SIGTERM or SIGINT stops it
 gracefully: in-flight calls finish and open coalescing windows are flushed.
 
-Exit status: 0 after a graceful stop, 1 when the daemon fails, 2 for a usage
-or configuration error (every error is printed; "config check" shows them
-without starting).`,
+Exit status: 0 after a graceful stop; 1 for a runtime failure a restart may
+fix (a listener failing while serving, a full disk or an I/O error at start);
+2 for a usage error, an invalid configuration, or an environment error a
+restart cannot fix (an unsafe or missing path, a non-socket file at the
+socket path, a port in use, a bad certificate, an unreadable token file, an
+unknown registrar.socket_group). Every error is printed; "config check" shows
+the configuration's without starting.
+
+Under systemd (Type=notify) it sends READY=1 once every listener serves,
+STATUS= lines, STOPPING=1 when shutdown begins, and WATCHDOG=1 from the
+maintenance tick when WatchdogSec= is set; it takes the unix socket from a
+socket unit (LISTEN_FDS) instead of binding it.`,
 	examples: []string{
 		"registrar-otel serve",
 		"registrar-otel serve --config /etc/registrar-otel/registrar.toml --log-format json",
@@ -32,8 +41,9 @@ without starting).`,
 }
 
 // runServe implements "registrar-otel serve [--config F]": the daemon,
-// until SIGTERM or SIGINT. Exit status: 0 after a graceful shutdown, 1 when
-// the daemon fails, 2 for usage or configuration errors.
+// until SIGTERM or SIGINT. Exit status: 0 after a graceful shutdown, 1 for
+// a runtime failure, 2 for usage, configuration and environment errors a
+// restart cannot fix (serveExit).
 func runServe(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("serve")
 	cfgPath := fs.String("config", "", "configuration file (default: the embedded defaults, state under ./var/)")
@@ -54,10 +64,23 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := daemon.Run(ctx, cfg, logger); err != nil {
-		logger.Error("registrar-otel stopped", "error", err)
-		return exitFailure
+		return serveExit(logger, err)
 	}
 	return exitOK
+}
+
+// serveExit logs why serve stopped and returns its exit status: 2 for a
+// configuration or environment error a restart cannot fix (a
+// *daemon.SetupError; the unit's RestartPreventExitStatus=2 then keeps
+// systemd from restarting in a loop), 1 for a runtime failure, which a
+// restart may fix.
+func serveExit(logger *slog.Logger, err error) int {
+	if daemon.IsSetupError(err) {
+		logger.Error("registrar-otel cannot start: fix the configuration or the host, a restart alone will fail the same way", "error", err)
+		return exitUsage
+	}
+	logger.Error("registrar-otel stopped", "error", err)
+	return exitFailure
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/registrar-otel/registrar-otel/daemon"
+	"github.com/registrar-otel/registrar-otel/internal/testing/pkitest"
+)
+
+// serveDoc is a configuration with every path under dir, extra lines in
+// [registrar], and rest in [telemetry] (then any further tables); the
+// metrics listener is off unless rest sets it.
+func serveDoc(dir, registrarExtra, rest string) string {
+	if !strings.Contains(rest, "metrics_listen") {
+		rest = "metrics_listen = \"\"\n" + rest
+	}
+	return fmt.Sprintf(`[registrar]
+socket_path = %q
+state_dir = %q
+audit_record_dir = %q
+%s
+[registrar.components.review]
+multiplicity = "many-per-host"
+
+[telemetry]
+%s`, filepath.Join(dir, "run", "r.sock"), filepath.Join(dir, "lib"), filepath.Join(dir, "audit"), registrarExtra, rest)
+}
+
+func TestServeExitsTwoForEveryErrorARestartCannotFix(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T, dir string) (registrarExtra, rest string)
+		want    string // in the error output
+	}{
+		{"a group-writable state_dir", func(t *testing.T, dir string) (string, string) {
+			mkdirMode(t, filepath.Join(dir, "lib"), 0o770)
+			return "", ""
+		}, "registrar.state_dir"},
+		{"a group-writable audit_record_dir", func(t *testing.T, dir string) (string, string) {
+			mkdirMode(t, filepath.Join(dir, "audit"), 0o777)
+			return "", ""
+		}, "registrar.audit_record_dir"},
+		{"a regular file at the socket path", func(t *testing.T, dir string) (string, string) {
+			mkdirMode(t, filepath.Join(dir, "run"), 0o700)
+			if err := os.WriteFile(filepath.Join(dir, "run", "r.sock"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return "", ""
+		}, "is not a socket"},
+		{"a metrics port in use", func(t *testing.T, dir string) (string, string) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close() })
+			return "", fmt.Sprintf("metrics_listen = %q\n", l.Addr())
+		}, "telemetry.metrics_listen"},
+		{"a missing TLS certificate file", func(t *testing.T, dir string) (string, string) {
+			return tlsLines(dir, "127.0.0.1:0"), ""
+		}, "registrar.tls_listen"},
+		{"a bad TLS certificate", func(t *testing.T, dir string) (string, string) {
+			for _, f := range []string{"tls.crt", "tls.key", "ca.crt"} {
+				if err := os.WriteFile(filepath.Join(dir, f), []byte("not PEM\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return tlsLines(dir, "127.0.0.1:0"), ""
+		}, "tls_cert_file"},
+		{"a TLS port in use", func(t *testing.T, dir string) (string, string) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close() })
+			writeTestPKI(t, dir)
+			return tlsLines(dir, l.Addr().String()), ""
+		}, "address already in use"},
+		{"an unreadable token file", func(t *testing.T, dir string) (string, string) {
+			tok := filepath.Join(dir, "token")
+			if err := os.Mkdir(tok, 0o700); err != nil { // a directory: no token to read
+				t.Fatal(err)
+			}
+			return `backend = "openbao"`, fmt.Sprintf("[openbao]\naddress = \"https://127.0.0.1:1\"\ntoken_file = %q\n", tok)
+		}, "openbao.token_file"},
+		{"an unknown socket group", func(t *testing.T, dir string) (string, string) {
+			return `socket_group = "no-such-group-registrar-test"`, ""
+		}, "registrar.socket_group"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := shortTempDir(t)
+			extra, rest := tc.prepare(t, dir)
+			path := filepath.Join(dir, "registrar.toml")
+			if err := os.WriteFile(path, []byte(serveDoc(dir, extra, rest)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out, errb bytes.Buffer
+			if code := runServe([]string{"--config", path}, &out, &errb); code != exitUsage {
+				t.Fatalf("serve exited %d, want %d:\n%s", code, exitUsage, errb.String())
+			}
+			// Refused by the daemon at start (a *daemon.SetupError), not
+			// by the configuration's loading.
+			if !strings.Contains(errb.String(), "cannot start") || !strings.Contains(errb.String(), tc.want) {
+				t.Errorf("serve's error does not name %q:\n%s", tc.want, errb.String())
+			}
+		})
+	}
+}
+
+func TestServeExitsOneForARuntimeFailureAndTwoForASetupError(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	if got := serveExit(logger, errors.New("daemon: serving r.sock: accept: too many open files")); got != exitFailure {
+		t.Errorf("a runtime failure: exit %d, want %d", got, exitFailure)
+	}
+	if got := serveExit(logger, fmt.Errorf("wrapped: %w", &daemon.SetupError{Err: errors.New("x")})); got != exitUsage {
+		t.Errorf("a setup error: exit %d, want %d", got, exitUsage)
+	}
+}
+
+func mkdirMode(t *testing.T, dir string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shortTempDir is a temporary directory with a short path (unix socket
+// paths are limited to 107 bytes).
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "reg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func tlsLines(dir, addr string) string {
+	return fmt.Sprintf("tls_listen = %q\ntls_cert_file = %q\ntls_key_file = %q\ntls_client_ca_file = %q\n",
+		addr, filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "ca.crt"))
+}
+
+// writeTestPKI writes a valid server certificate, key and client CA as
+// tlsLines names them.
+func writeTestPKI(t *testing.T, dir string) {
+	t.Helper()
+	caFile, certFile, keyFile := pkitest.New(t).ServerFiles(t)
+	for src, dst := range map[string]string{caFile: "ca.crt", certFile: "tls.crt", keyFile: "tls.key"} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, dst), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
