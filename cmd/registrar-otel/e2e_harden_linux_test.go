@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// daemonUID is the unprivileged uid the hardening tests run the daemon and
+// its attacker as (nobody).
+const daemonUID = 65534
+
+func asDaemonUID(cmd *exec.Cmd) *exec.Cmd {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: daemonUID, Gid: daemonUID}}
+	return cmd
+}
+
+// startDaemonAs starts serve as uid 65534 with environ added to its
+// environment, every path under a directory that uid owns, and the binary
+// copied there (the e2e binary's own directory is root's 0700).
+func startDaemonAs(t *testing.T, environ ...string) (*loggedProc, string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("running the daemon as another uid needs root")
+	}
+	bin := buildBinary(t)
+	dir, err := os.MkdirTemp("", "reg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chown(dir, daemonUID, daemonUID); err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Join(dir, "registrar-otel")
+	copyFile(t, bin, own, 0o755)
+	cfg := filepath.Join(dir, "registrar.toml")
+	doc := fmt.Sprintf(`[registrar]
+socket_path = %q
+state_dir = %q
+audit_record_dir = %q
+[registrar.components.review]
+multiplicity = "many-per-host"
+[telemetry]
+metrics_listen = "127.0.0.1:0"
+`, filepath.Join(dir, "run", "registrar.sock"), filepath.Join(dir, "lib"), filepath.Join(dir, "audit"))
+	if err := os.WriteFile(cfg, []byte(doc), 0o644); err != nil { // root's, readable: accepted
+		t.Fatal(err)
+	}
+	cmd := asDaemonUID(exec.Command(own, "serve", "--config", cfg))
+	cmd.Env = append(os.Environ(), environ...)
+	p, _ := startLogged(t, "daemon", cmd, "registrar-otel serving")
+	return p, dir
+}
+
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The attack of issue 27, item 1: a process of the daemon's own uid read
+// BAO_TOKEN out of /proc/PID/environ and two copies of the token out of
+// /proc/PID/mem. Serving, the daemon is not dumpable: both are refused to
+// that uid, and its core size limit is 0.
+func TestTheServingProcessIsUnreadableByItsOwnUID(t *testing.T) {
+	const marker = "hvs.issue27-marker-token"
+	p, _ := startDaemonAs(t, "BAO_TOKEN="+marker)
+	pid := strconv.Itoa(p.cmd.Process.Pid)
+
+	for _, f := range []string{"environ", "mem"} {
+		path := "/proc/" + pid + "/" + f
+		// The attacker: a shell of the daemon's uid opening the file.
+		var out bytes.Buffer
+		cmd := asDaemonUID(exec.Command("/bin/sh", "-c", `exec 3<"$1" && cat <&3 | tr '\0' '\n' | grep -c BAO_TOKEN`, "sh", path))
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		if err == nil || !strings.Contains(out.String(), "Permission denied") {
+			t.Errorf("uid %d opening %s: %v, output %q; want permission denied", daemonUID, path, err, out.String())
+		}
+		if strings.Contains(out.String(), marker) {
+			t.Errorf("uid %d read the token out of %s", daemonUID, path)
+		}
+	}
+	limits, err := os.ReadFile("/proc/" + pid + "/limits")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var core string
+	for line := range strings.SplitSeq(string(limits), "\n") {
+		if strings.HasPrefix(line, "Max core file size") {
+			core = strings.Join(strings.Fields(line), " ")
+		}
+	}
+	if core != "Max core file size 0 0 bytes" {
+		t.Errorf("core limit %q, want 0 soft and hard", core)
+	}
+	p.terminate(t, "daemon")
+}
+
+// The attack of issue 27, item 6: a FIFO as the configuration file hung
+// `config check` and `serve` forever. Both now refuse it at once, naming
+// the path, with status 2.
+func TestAFIFOConfigurationIsRefusedAtOnce(t *testing.T) {
+	bin := buildBinary(t)
+	fifo := filepath.Join(t.TempDir(), "registrar.toml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // release a reader stuck on it when the test fails
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	for _, args := range [][]string{{"config", "check", "--config", fifo}, {"serve", "--config", fifo}} {
+		// Bounded by the start-up of a race-built binary on a loaded
+		// machine; the FIFO itself is refused without blocking.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var errOut bytes.Buffer
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Stderr = &errOut
+		err := cmd.Run()
+		timedOut := ctx.Err() != nil
+		cancel()
+		if timedOut {
+			t.Fatalf("%v: still running after 20 s (blocked on the FIFO)", args)
+		}
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 || !strings.Contains(errOut.String(), fifo+": cannot read configuration file: is a named pipe (FIFO), not a regular file") {
+			t.Errorf("%v: %v, stderr %q; want status 2 naming the FIFO", args, err, errOut.String())
+		}
+	}
+}
