@@ -157,6 +157,9 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 			Burst:          r.RateLimitAdmissionBurst,
 			RefillInterval: time.Duration(r.RateLimitAdmissionRefillIntervalMS) * time.Millisecond,
 		},
+		// The unix socket's callers keep entries of their own: no number of
+		// client certificates can push them onto the overflow buckets.
+		Local: wire.IsUnixIdentity,
 	}, d.coalescer)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: limiter: %w", err)
