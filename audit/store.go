@@ -252,7 +252,7 @@ func open(opts Options, h hooks) (*Store, error) {
 // it open, for directory fsyncs, with its identity. The rules are privdir's;
 // the errors are the store's.
 func openDir(path string) (*os.File, fs.FileInfo, error) {
-	d, st, err := privdir.Open(path, privdir.Options{})
+	d, st, err := privdir.Open(path, privdir.Options{Owner: true, Ancestors: true})
 	if err == nil {
 		return d, st, nil
 	}

@@ -71,7 +71,7 @@ func ListenUnix(path string) (net.Listener, error) {
 // socketDir creates dir 0700 if it is missing and checks it either way,
 // with privdir's rules (the owner rule included), worded as wire's errors.
 func socketDir(dir string) error {
-	_, err := privdir.Ensure(dir, privdir.Options{Owner: true})
+	_, err := privdir.Ensure(dir, privdir.Options{Owner: true, Ancestors: true})
 	if err == nil {
 		return nil
 	}

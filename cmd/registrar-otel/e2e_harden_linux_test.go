@@ -153,3 +153,71 @@ func TestAFIFOConfigurationIsRefusedAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// The attack of issue 27, item 3: with audit_record_dir owned by another
+// uid at mode 0755, serve started, and that uid deleted a generation and
+// forged one. serve now refuses to start, naming the directory and owner;
+// and so for a directory under another uid's directory.
+func TestServeRefusesAForeignOwnedAuditDirectoryAtStart(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown to another uid needs root")
+	}
+	bin := buildBinary(t)
+	for _, c := range []struct {
+		name  string
+		setup func(dir string) (auditDir string)
+		want  string
+	}{
+		{"owned by another uid", func(dir string) string {
+			a := filepath.Join(dir, "audit")
+			if err := os.Mkdir(a, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(a, 4242, 4242); err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}, "is owned by uid 4242, not by this user (0) or root"},
+		{"under another uid's directory", func(dir string) string {
+			theirs := filepath.Join(dir, "theirs")
+			if err := os.Mkdir(theirs, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(theirs, 4242, 4242); err != nil {
+				t.Fatal(err)
+			}
+			a := filepath.Join(theirs, "audit")
+			if err := os.Mkdir(a, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}, ", which is owned by uid 4242, not by this user (0) or root"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, err := os.MkdirTemp("", "reg-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			auditDir := c.setup(dir)
+			cfg := filepath.Join(dir, "registrar.toml")
+			doc := fmt.Sprintf("[registrar]\nsocket_path = %q\nstate_dir = %q\naudit_record_dir = %q\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n[telemetry]\nmetrics_listen = \"\"\n",
+				filepath.Join(dir, "run", "registrar.sock"), filepath.Join(dir, "lib"), auditDir)
+			if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var errOut bytes.Buffer
+			cmd := exec.CommandContext(ctx, bin, "serve", "--config", cfg)
+			cmd.Stderr = &errOut
+			err = cmd.Run()
+			if _, ok := err.(*exec.ExitError); !ok || ctx.Err() != nil {
+				t.Fatalf("serve with %s: %v, want it to refuse to start\n%s", auditDir, err, errOut.String())
+			}
+			if !strings.Contains(errOut.String(), auditDir) || !strings.Contains(errOut.String(), c.want) {
+				t.Errorf("stderr %q, want it to name %s and %q", errOut.String(), auditDir, c.want)
+			}
+		})
+	}
+}
