@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/wire"
 )
 
 // daemonUID is the unprivileged uid the hardening tests run the daemon and
@@ -220,4 +222,51 @@ func TestServeRefusesAForeignOwnedAuditDirectoryAtStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The attack of issue 27, item 3, at runtime: `chmod 0777` of the audit
+// directory while serving let appends continue without a warning. Now the
+// next mint's append fails closed (an append failure, which the audit
+// alerts count), the tick logs an ERROR naming the directory, and once the
+// mode is put right mints are recorded again.
+func TestAnAuditDirectoryLoosenedWhileServingFailsAppendsClosed(t *testing.T) {
+	d := startDaemon(t, "maintenance_interval_ms = 100\n", "")
+	unixCaller := wire.NewUnixClient(d.socket, wire.WithoutKeepAlive(), wire.WithTimeout(e2eIODeadline))
+	mintOK(t, unixCaller)
+	if err := os.Chmod(d.auditDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	req := wire.MintRequest{ServiceName: "review", Host: "h2", Instance: 1, Component: "review",
+		Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60}
+	res, err := unixCaller.Mint(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK() {
+		t.Fatalf("a mint with the audit directory at 0777 was answered OK: its records went to a directory anyone can change")
+	}
+	// The tick's ERROR line, read from the daemon's own log (bounded: the
+	// tick runs every 100 ms).
+	const line = "audit record directory is no longer private"
+	deadline := time.After(30 * time.Second)
+	poll := time.NewTicker(20 * time.Millisecond)
+	defer poll.Stop()
+	for !strings.Contains(d.logs.String(), line) {
+		select {
+		case <-deadline:
+			t.Fatalf("no %q line within 30 s of the chmod", line)
+		case <-poll.C:
+		}
+	}
+	if !strings.Contains(d.logs.String(), "level=ERROR") {
+		t.Errorf("the line is not at ERROR")
+	}
+	if err := os.Chmod(d.auditDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "h3"
+	if res, err := unixCaller.Mint(context.Background(), req); err != nil || !res.OK() {
+		t.Fatalf("a mint after the mode was put right: %+v, %v; want it recorded again", res, err)
+	}
+	d.stop()
 }

@@ -290,6 +290,22 @@ func Open(path string, o Options) (*os.File, fs.FileInfo, error) {
 	return d, st, nil
 }
 
+// Recheck applies the mode and owner rules again to the directory open as
+// d (Open's), by fstat on the descriptor, for a check while the directory
+// is in use: a chmod 0777 or chown after start is found without trusting
+// the path. The ancestor rule is Open's only (it walks paths). It returns
+// nil when the directory still passes; a failing fstat is a *StepError.
+func Recheck(d *os.File, path string, o Options) error {
+	st, err := d.Stat()
+	if err != nil {
+		return &StepError{StepFstat, path, err}
+	}
+	if e := checkPerm(path, st, o); e != nil {
+		return e
+	}
+	return nil
+}
+
 // opened checks the directory Open opened as d.
 func opened(d *os.File, path string, fi fs.FileInfo, created bool, o Options) (fs.FileInfo, error) {
 	st, err := d.Stat()
