@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+
+	"github.com/registrar-otel/registrar-otel/internal/privdir"
 )
 
 // ReopenCause says why the store reopened its active file. Its String is
@@ -71,6 +73,9 @@ func (c ReopenCause) String() string {
 // configured path no longer names, and while the reopen fails, so does
 // every append (fail closed).
 func (s *Store) ensureActive() error {
+	if err := s.CheckDir(); err != nil {
+		return &WriteError{Op: "check", Err: err}
+	}
 	cause, changed, err := s.identityChanged()
 	if err != nil {
 		return &WriteError{Op: "check", Err: err}
@@ -79,6 +84,26 @@ func (s *Store) ensureActive() error {
 		return nil
 	}
 	return s.reopen(cause)
+}
+
+// CheckDir applies the record directory's mode and owner rules again, by
+// fstat on the open directory: it returns an *UnsafeStoreError when the
+// directory was made group- or world-writable or given to another uid
+// since Open. Every write path calls it first, so such a directory fails
+// every append (fail closed, counted as append failures) until it is put
+// right; the daemon also calls it on its tick, so the change is logged even
+// while nothing is appended. It costs one fstat. Safe for concurrent use.
+func (s *Store) CheckDir() error {
+	s.dirMu.Lock()
+	defer s.dirMu.Unlock()
+	if s.dirClosed {
+		return ErrClosed
+	}
+	err := privdir.Recheck(s.dirf, s.dir, dirRules)
+	if ue, ok := errors.AsType[*privdir.UnsafeError](err); ok {
+		return &UnsafeStoreError{Path: s.dir, Problem: ue.Detail()}
+	}
+	return err
 }
 
 // identityChanged compares the configured paths with the open directory and
@@ -141,10 +166,12 @@ func (s *Store) reopen(cause ReopenCause) error {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "audit closing the previous active file failed", slog.Any("error", err))
 	}
 	if newDir {
+		s.dirMu.Lock()
 		if err := s.dirf.Close(); err != nil {
 			s.log.LogAttrs(ctx, slog.LevelWarn, "audit closing the previous record directory failed", slog.Any("error", err))
 		}
 		s.dirf, s.dirID = dirf, dirID
+		s.dirMu.Unlock()
 		s.dirDirty = false
 	}
 	s.install(f, id, size)

@@ -111,8 +111,12 @@ type hooks struct {
 // use; concurrent appenders are committed in groups sharing one write and
 // one fsync, and each returns only after the fsync covering its own line.
 type Store struct {
-	dir         string
-	dirf        *os.File
+	dir  string
+	dirf *os.File
+	// dirMu guards dirf's replacement (reopen) and close against CheckDir
+	// from outside the write path; the write path itself reads dirf freely.
+	dirMu       sync.Mutex
+	dirClosed   bool
 	maxFile     uint64
 	maxRetained uint32
 	log         *slog.Logger
@@ -248,11 +252,16 @@ func open(opts Options, h hooks) (*Store, error) {
 	return s, nil
 }
 
+// dirRules are the record directory's privdir rules: the owner and the
+// ancestors too, since whoever may change the directory may delete and
+// forge generations (issue 27).
+var dirRules = privdir.Options{Owner: true, Ancestors: true}
+
 // openDir validates (creating if missing) the record directory and returns
 // it open, for directory fsyncs, with its identity. The rules are privdir's;
 // the errors are the store's.
 func openDir(path string) (*os.File, fs.FileInfo, error) {
-	d, st, err := privdir.Open(path, privdir.Options{})
+	d, st, err := privdir.Open(path, dirRules)
 	if err == nil {
 		return d, st, nil
 	}
@@ -738,5 +747,8 @@ func (s *Store) Close() error {
 		s.idle.Wait()
 	}
 	s.mu.Unlock()
+	s.dirMu.Lock()
+	defer s.dirMu.Unlock()
+	s.dirClosed = true
 	return errors.Join(s.f.Close(), s.dirf.Close())
 }

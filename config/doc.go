@@ -56,9 +56,11 @@
 //	read_header_timeout_ms                             u32     3000 (ms)                1 to 600000
 //	idle_timeout_ms                                    u32     15000 (ms)               1 to 600000
 //
-// A configuration file that is group- or world-writable, or a symlink to
-// one, is refused (*UnsafeFileError): whoever can write it can disable the
-// limiter. Errors never repeat an OTLP endpoint's user-info, query or
+// The configuration file is opened once (O_NOFOLLOW|O_NONBLOCK), checked by
+// fstat on that descriptor and read from it. One that is group- or
+// world-writable, owned by neither root nor this user, or a symlink is
+// refused (*UnsafeFileError): whoever can change it can disable the
+// limiter. A FIFO, a device or a directory is refused at once (*FileError). Errors never repeat an OTLP endpoint's user-info, query or
 // fragment (RedactURL).
 //
 // Each component is a table [registrar.components.<name>] with one key,

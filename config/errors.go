@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -251,24 +249,34 @@ func oneLine(s string) string {
 	return b.String()
 }
 
-// UnsafeFileError is a configuration file that others than its owner can
-// write: group- or world-writable, or a symlink to such a file. Whoever
-// can write the file sets the limiter's bursts, so it can disable the
-// limiter; Load refuses it, as the daemon refuses an unsafe socket
-// directory.
+// UnsafeFileError is a configuration file that others than its owner, or
+// an owner other than root or this user, could change: group- or
+// world-writable, owned by another uid, or a symlink (whose target could
+// be swapped between the check and the read). Whoever can write the file
+// sets the limiter's bursts, so it can disable the limiter; Load refuses
+// it, as the daemon refuses an unsafe socket directory.
 type UnsafeFileError struct {
 	// Path is the path given to Load.
 	Path string
-	// Target is the file Path resolves to when Path is a symlink, else "".
+	// Target is always "": a symlink is refused by itself (Why), whatever
+	// its target. Kept for callers that print it.
 	Target string
-	// Mode is the permission bits of the file (the target of a symlink).
+	// Mode is the permission bits of a group- or world-writable file.
 	Mode fs.FileMode
+	// Why is the rule broken, when it is not the mode: "is a symlink; …"
+	// or "is owned by uid 1001, …". "" for a writable file.
+	Why string
 }
 
 func (e *UnsafeFileError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Path)
 	b.WriteString(": unsafe configuration file: ")
+	if e.Why != "" {
+		b.WriteString("it ")
+		b.WriteString(e.Why)
+		return b.String()
+	}
 	if e.Target != "" {
 		b.WriteString("it is a symlink to ")
 		b.WriteString(e.Target)
@@ -286,25 +294,21 @@ func (e *UnsafeFileError) Is(target error) bool { return target == ErrUnsafeFile
 // ErrUnsafeFile matches every *UnsafeFileError.
 var ErrUnsafeFile = errors.New("config: unsafe configuration file")
 
-// checkFileMode refuses a configuration file writable by its group or by
-// everyone, directly or through a symlink. A file that cannot be examined
-// is left to the reader, whose error names it.
-func checkFileMode(path string) error {
-	li, err := os.Lstat(path)
-	if err != nil {
-		return nil
+// readConfigFile reads the configuration file with openChecked, turning a
+// refusal into the error Load returns: *UnsafeFileError for the rules that
+// keep others from changing the file, *FileError for the rest.
+func readConfigFile(path string) ([]byte, error) {
+	data, p := openChecked(path, MaxConfigFileBytes, false)
+	if p == nil {
+		return data, nil
 	}
-	fi, target := li, ""
-	if li.Mode()&fs.ModeSymlink != 0 {
-		if fi, err = os.Stat(path); err != nil {
-			return nil
-		}
-		if target, err = filepath.EvalSymlinks(path); err != nil {
-			target = "its target"
-		}
+	switch p.kind {
+	case kindWritable:
+		return nil, &UnsafeFileError{Path: path, Mode: p.mode}
+	case kindSymlink, kindForeign:
+		return nil, &UnsafeFileError{Path: path, Why: p.text}
+	case kindIO:
+		return nil, &FileError{Path: path, Err: p.err}
 	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return &UnsafeFileError{Path: path, Target: target, Mode: fi.Mode().Perm()}
-	}
-	return nil
+	return nil, &FileError{Path: path, Err: errors.New(p.text)}
 }

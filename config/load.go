@@ -13,7 +13,6 @@ import (
 
 	kotoml "github.com/knadh/koanf/parsers/toml/v2"
 	"github.com/knadh/koanf/providers/env/v2"
-	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
 	gotoml "github.com/pelletier/go-toml/v2"
 )
@@ -29,9 +28,12 @@ const envDelim = "__"
 // variables of environ (os.Environ() in production). It checks every key
 // and returns all violations joined with errors.Join: *KeyError for a bad
 // key, *SyntaxError for a file that is not TOML, *FileError for a file that
-// cannot be read. A file that is group- or world-writable, or a symlink to
-// one, is refused with an *UnsafeFileError (errors.Is ErrUnsafeFile)
-// before it is read. On error the returned Config is the zero value.
+// cannot be read or is not a regular file (a FIFO, a device, a directory:
+// refused at once, without blocking). The file is opened once, without
+// following a symlink, and checked on that descriptor before it is read
+// from it: a symlink, a file owned by neither root nor this user, and a
+// group- or world-writable file are refused with an *UnsafeFileError
+// (errors.Is ErrUnsafeFile). On error the returned Config is the zero value.
 //
 // Unknown keys never fail the load: each is logged once at warn level on
 // logger (nil discards) with the attribute "key"; unknown [registrar] keys
@@ -42,10 +44,11 @@ func Load(path string, environ []string, logger *slog.Logger) (Config, error) {
 	if path == "" {
 		return load(SourceDefaults, nil, environ, logger)
 	}
-	if err := checkFileMode(path); err != nil {
+	data, err := readConfigFile(path)
+	if err != nil {
 		return Config{}, err
 	}
-	return load(path, file.Provider(path), environ, logger)
+	return load(path, bytesProvider(data), environ, logger)
 }
 
 // loadBytes is Load with the file's content given directly, name standing

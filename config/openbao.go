@@ -4,11 +4,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -27,6 +27,17 @@ const (
 const (
 	EnvBaoToken   = "BAO_TOKEN"
 	EnvVaultToken = "VAULT_TOKEN"
+)
+
+// The systemd credential ReadToken reads first: the unit's
+// LoadCredential=openbao-token:/etc/registrar-otel/openbao-token makes
+// systemd place a copy of the file, readable by the service only, at
+// $CREDENTIALS_DIRECTORY/openbao-token.
+const (
+	EnvCredentialsDirectory = "CREDENTIALS_DIRECTORY"
+	CredentialName          = "openbao-token"
+	// credentialKey names the credential in errors, as a key names a file.
+	credentialKey = "systemd credential " + CredentialName
 )
 
 // MaxTokenFileBytes bounds openbao.token_file: a token is about 100 bytes,
@@ -243,6 +254,9 @@ func isAPIPath(s string) bool {
 // TokenSource says where ReadToken found the token, for messages. It never
 // carries the token.
 type TokenSource struct {
+	// Credential is the path of the systemd credential when the token came
+	// from it.
+	Credential string
 	// File is openbao.token_file when the token came from it.
 	File string
 	// EnvVar is BAO_TOKEN or VAULT_TOKEN when the token came from it.
@@ -252,20 +266,37 @@ type TokenSource struct {
 // String returns e.g. `openbao.token_file "/etc/registrar-otel/bao-token"`
 // or "environment variable BAO_TOKEN".
 func (s TokenSource) String() string {
+	if s.Credential != "" {
+		return "systemd credential " + quote(s.Credential)
+	}
 	if s.File != "" {
 		return "openbao.token_file " + quote(s.File)
 	}
 	return "environment variable " + s.EnvVar
 }
 
-// ReadToken returns the OpenBao token: from TokenFile when it is set (a
-// regular file readable by its owner only, holding one token), else from
-// BAO_TOKEN, else VAULT_TOKEN, as found in environ (os.Environ() in
-// production). Errors are *KeyError naming openbao.token_file (or the
+// ReadToken returns the OpenBao token from the first of these sources that
+// is present: the systemd credential $CREDENTIALS_DIRECTORY/openbao-token
+// (LoadCredential=openbao-token:… in the unit, so the token is in neither
+// the environment nor a file the service's user can name), TokenFile,
+// BAO_TOKEN, VAULT_TOKEN, as found in environ (os.Environ() in
+// production). A file source (the credential or TokenFile) is opened once
+// without following a symlink or blocking, and must be a regular file owned
+// by root or this user, readable by its owner only, holding one token. Errors are *KeyError naming openbao.token_file (or the
 // variable) and never contain the token. The caller must not log the token.
 func (o *OpenBao) ReadToken(environ []string) (string, TokenSource, error) {
+	if dir, ok := lookupEnv(environ, EnvCredentialsDirectory); ok && dir != "" {
+		path := filepath.Join(dir, CredentialName)
+		if _, err := os.Lstat(path); err == nil {
+			tok, err := readTokenFile(credentialKey, path)
+			if err != nil {
+				return "", TokenSource{}, err
+			}
+			return tok, TokenSource{Credential: path}, nil
+		}
+	}
 	if o.TokenFile != "" {
-		tok, err := readTokenFile(o.TokenFile)
+		tok, err := readTokenFile("openbao.token_file", o.TokenFile)
 		if err != nil {
 			return "", TokenSource{}, err
 		}
@@ -297,30 +328,18 @@ func lookupEnv(environ []string, name string) (string, bool) {
 	return val, found
 }
 
-func readTokenFile(path string) (string, error) {
-	const key = "openbao.token_file"
-	f, err := os.Open(path)
-	if err != nil {
-		return "", &KeyError{Key: key, Value: path, Rule: "cannot be opened: " + pathErrText(err)}
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", &KeyError{Key: key, Value: path, Rule: "cannot be inspected: " + pathErrText(err)}
-	}
-	if !st.Mode().IsRegular() {
-		return "", &KeyError{Key: key, Value: path, Rule: "must be a regular file"}
-	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return "", &KeyError{Key: key, Value: path,
-			Rule: fmt.Sprintf("must be readable by its owner only (chmod 0600), but has mode %#o", perm)}
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxTokenFileBytes+1))
-	if err != nil {
-		return "", &KeyError{Key: key, Value: path, Rule: "cannot be read: " + pathErrText(err)}
-	}
-	if len(data) > MaxTokenFileBytes {
-		return "", &KeyError{Key: key, Value: path, Rule: fmt.Sprintf("must hold one token, but is larger than %d bytes", MaxTokenFileBytes)}
+func readTokenFile(key, path string) (string, error) {
+	data, p := openChecked(path, MaxTokenFileBytes, true)
+	if p != nil {
+		switch p.kind {
+		case kindIO:
+			return "", &KeyError{Key: key, Value: path, Rule: "cannot be opened: " + p.text}
+		case kindTooLarge:
+			return "", &KeyError{Key: key, Value: path, Rule: "must hold one token, but " + p.text}
+		case kindReadable:
+			return "", &KeyError{Key: key, Value: path, Rule: p.text}
+		}
+		return "", &KeyError{Key: key, Value: path, Rule: "must be a regular file owned by root or this user, readable by its owner only, but " + p.text}
 	}
 	tok := strings.TrimSpace(string(data))
 	if !isToken(tok) {

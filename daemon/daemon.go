@@ -170,6 +170,9 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 			Burst:          r.RateLimitAdmissionBurst,
 			RefillInterval: time.Duration(r.RateLimitAdmissionRefillIntervalMS) * time.Millisecond,
 		},
+		// The unix socket's callers keep entries of their own: no number of
+		// client certificates can push them onto the overflow buckets.
+		Local: wire.IsUnixIdentity,
 	}, d.coalescer)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: limiter: %w", err)
@@ -454,6 +457,7 @@ func (d *Daemon) tickTasks() []tickTask {
 			return nil
 		}},
 		{"audit-capacity", d.probeCapacity},
+		{"audit-directory", d.checkAuditDir},
 		{"health", func(context.Context, time.Time) error { return d.health.Refresh() }},
 		{"openbao-token", func(ctx context.Context, now time.Time) error {
 			if t, ok := d.backend.(tokenChecker); ok {
@@ -498,6 +502,25 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		return err
 	}
 	return d.Run(ctx)
+}
+
+// checkAuditDir is the tick's check of the record directory's mode and
+// owner, by fstat on the store's open descriptor (audit.Store.CheckDir): a
+// chmod 0777 or a chown while serving is logged at ERROR (once a minute
+// while it lasts) even when nothing is appended. Appends fail closed on
+// their own check meanwhile, counted as append failures, so
+// RegistrarAuditAppendFailing fires on the first mint.
+func (d *Daemon) checkAuditDir(ctx context.Context, _ time.Time) error {
+	err := d.store.CheckDir()
+	if _, ok := errors.AsType[*audit.UnsafeStoreError](err); ok {
+		d.capLog.Log(ctx, "audit directory unsafe", slog.LevelError, "audit record directory is no longer private: appends fail until it is put right",
+			slog.String("audit_record_dir", d.cfg.Registrar.AuditRecordDir), slog.Any("error", err))
+		return nil
+	}
+	if errors.Is(err, audit.ErrClosed) {
+		return nil
+	}
+	return err
 }
 
 // probeCapacity is the tick's capacity probe. A change of state is logged

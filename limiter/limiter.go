@@ -21,9 +21,26 @@ import (
 // exhaustion.
 const MaxEntries = 256
 
+// MaxLocalEntries caps the local pool: the entries of the identities
+// Config.Local reports (the daemon's: the unix socket's callers, one per
+// uid), counted like MaxEntries and apart from them. A flood of remote
+// identities (one per client certificate) fills MaxEntries and then the
+// remote overflow buckets, never a slot or an overflow bucket of a local
+// caller (issue 27: 128 mTLS identities held the one shared map full and
+// the unix control plane's next mint was answered RegistrarBusy).
+const MaxLocalEntries = 256
+
+// numPools is the remote pool (0, capped at MaxEntries) and the local pool
+// (1, capped at MaxLocalEntries); each has its own overflow buckets.
+const numPools = 2
+
+// poolCap is each pool's cap, by pool.
+var poolCap = [numPools]int64{MaxEntries, MaxLocalEntries}
+
 // tableSlots is the open-addressing table size: a power of two, twice
-// MaxEntries, so the load factor never exceeds one half and probes stay short.
-const tableSlots = 2 * MaxEntries
+// the two pools' caps together, so the load factor never exceeds one half
+// and probes stay short.
+const tableSlots = 2 * (MaxEntries + MaxLocalEntries)
 
 // Instant is a reading of a monotonic clock in nanoseconds since an arbitrary
 // origin. The limiter's arithmetic is done on Instants only, never on wall
@@ -62,6 +79,12 @@ type Config struct {
 	// Now is the clock Charge reads. Nil means MonotonicNow. It must be
 	// monotonic; tests inject a fake.
 	Now func() Instant
+	// Local reports the identities whose entries are kept in the local
+	// pool (MaxLocalEntries, with overflow buckets of its own) rather than
+	// the remote one (MaxEntries). It must be a pure function of the
+	// identity, cheap (it runs on every charge) and safe for concurrent
+	// use. Nil: every identity is remote.
+	Local func(identity string) bool
 }
 
 // ErrInvalidConfig is wrapped by every error New returns.
@@ -93,11 +116,16 @@ func (d Decision) RetryAfter() time.Duration {
 
 // Stats is a point-in-time view of the limiter's map, for telemetry.
 type Stats struct {
-	// Entries is the number of entries in the map, at most MaxEntries.
+	// Entries is the number of entries in the map, both pools, at most
+	// MaxEntries + MaxLocalEntries.
 	Entries int
+	// LocalEntries is the part of Entries in the local pool, at most
+	// MaxLocalEntries.
+	LocalEntries int
 	// Reclaimed counts entries removed (always at full burst) since start.
 	Reclaimed uint64
-	// OverflowCharges counts charges that fell on each overflow bucket.
+	// OverflowCharges counts charges that fell on each overflow bucket,
+	// both pools'.
 	OverflowCharges [NumVerbs][NumBuckets]uint64
 }
 
@@ -120,14 +148,17 @@ type Limiter struct {
 
 	shards [numShards]shard
 
-	// count is the number of entries across all shards, ≤ MaxEntries. A
-	// slot is reserved (count incremented) before an entry is inserted.
-	count     atomic.Int64
+	local func(identity string) bool
+
+	// count is the number of entries of each pool across all shards, ≤
+	// poolCap. A slot is reserved (count incremented) before an entry is
+	// inserted.
+	count     [numPools]atomic.Int64
 	reclaimed atomic.Uint64
 
 	overflowMu sync.Mutex
-	overflow   [NumVerbs][NumBuckets]tokenBucket
-	overflowed [NumVerbs][NumBuckets]atomic.Uint64
+	overflow   [numPools][NumVerbs][NumBuckets]tokenBucket
+	overflowed [numPools][NumVerbs][NumBuckets]atomic.Uint64
 }
 
 // numShards spreads keys over independently locked tables. Each shard's
@@ -170,6 +201,7 @@ type entry struct {
 	tb       tokenBucket
 	verb     Verb
 	bucket   Bucket
+	pool     uint8
 	used     bool
 }
 
@@ -205,15 +237,18 @@ func New(cfg Config, sink Sink) (*Limiter, error) {
 		wallClock: cfg.Now == nil,
 		sink:      sink,
 		seed:      maphash.MakeSeed(),
+		local:     cfg.Local,
 	}
 	for i := range l.shards {
 		l.shards[i].reclaimAt.Store(math.MaxInt64)
 	}
-	for v := range l.overflow {
-		for b := range l.overflow[v] {
-			// Full; a full bucket's accrual instant is set by its first
-			// charge, whatever clock origin the caller's instants use.
-			l.overflow[v][b] = tokenBucket{tokens: l.params[b].burst, accruedAt: math.MinInt64}
+	for p := range l.overflow {
+		for v := range l.overflow[p] {
+			for b := range l.overflow[p][v] {
+				// Full; a full bucket's accrual instant is set by its first
+				// charge, whatever clock origin the caller's instants use.
+				l.overflow[p][v][b] = tokenBucket{tokens: l.params[b].burst, accruedAt: math.MinInt64}
+			}
 		}
 	}
 	return l, nil
@@ -297,15 +332,16 @@ func (l *Limiter) chargeAt(ctx context.Context, identity string, verb Verb, buck
 		return Decision{RetryAfterSeconds: 1}
 	}
 	h := l.hash(identity, verb, bucket)
-	d, ok := l.chargeEntry(identity, h, verb, bucket, now)
+	pool := l.poolOf(identity)
+	d, ok := l.chargeEntry(identity, h, verb, bucket, pool, now)
 	// Retry after a reclaim that freed a slot, or when a concurrent
 	// reclaim did; at a drained cap neither holds and the miss goes
 	// straight to the overflow bucket.
-	if !ok && (l.reclaim(now) > 0 || l.count.Load() < MaxEntries) {
-		d, ok = l.chargeEntry(identity, h, verb, bucket, now)
+	if !ok && (l.reclaim(now) > 0 || l.count[pool].Load() < poolCap[pool]) {
+		d, ok = l.chargeEntry(identity, h, verb, bucket, pool, now)
 	}
 	if !ok {
-		d = l.chargeOverflow(verb, bucket, now)
+		d = l.chargeOverflow(verb, bucket, pool, now)
 	}
 	if !d.Allowed {
 		l.sink.Limited(ctx, Event{
@@ -322,13 +358,25 @@ func (l *Limiter) chargeAt(ctx context.Context, identity string, verb Verb, buck
 
 // Stats returns the map's current size and the reclaim and overflow counters.
 func (l *Limiter) Stats() Stats {
-	s := Stats{Entries: int(l.count.Load()), Reclaimed: l.reclaimed.Load()}
-	for v := range s.OverflowCharges {
-		for b := range s.OverflowCharges[v] {
-			s.OverflowCharges[v][b] = l.overflowed[v][b].Load()
+	local := int(l.count[1].Load())
+	s := Stats{Entries: int(l.count[0].Load()) + local, LocalEntries: local, Reclaimed: l.reclaimed.Load()}
+	for p := range l.overflowed {
+		for v := range s.OverflowCharges {
+			for b := range s.OverflowCharges[v] {
+				s.OverflowCharges[v][b] += l.overflowed[p][v][b].Load()
+			}
 		}
 	}
 	return s
+}
+
+// poolOf is the pool of identity's entries: 1 (local) when Config.Local
+// says so, else 0 (remote).
+func (l *Limiter) poolOf(identity string) uint8 {
+	if l.local != nil && l.local(identity) {
+		return 1
+	}
+	return 0
 }
 
 func (l *Limiter) hash(identity string, verb Verb, bucket Bucket) uint64 {
@@ -345,7 +393,7 @@ func (l *Limiter) shardOf(h uint64) *shard { return &l.shards[h>>(64-3)] }
 // chargeEntry charges the key's own entry, inserting it if a slot can be
 // reserved below the cap. It reports false when the key is absent and the
 // map is at the cap.
-func (l *Limiter) chargeEntry(identity string, h uint64, verb Verb, bucket Bucket, now Instant) (Decision, bool) {
+func (l *Limiter) chargeEntry(identity string, h uint64, verb Verb, bucket Bucket, pool uint8, now Instant) (Decision, bool) {
 	p := &l.params[bucket]
 	s := l.shardOf(h)
 	s.mu.Lock()
@@ -354,7 +402,7 @@ func (l *Limiter) chargeEntry(identity string, h uint64, verb Verb, bucket Bucke
 	if found {
 		return s.slots[i].tb.take(p, now), true
 	}
-	if !l.reserve() {
+	if !l.reserve(pool) {
 		return Decision{}, false
 	}
 	e := &s.slots[i]
@@ -364,6 +412,7 @@ func (l *Limiter) chargeEntry(identity string, h uint64, verb Verb, bucket Bucke
 		tb:       tokenBucket{tokens: p.burst, accruedAt: now},
 		verb:     verb,
 		bucket:   bucket,
+		pool:     pool,
 		used:     true,
 	}
 	s.inUse[i/64] |= 1 << (i % 64)
@@ -374,31 +423,31 @@ func (l *Limiter) chargeEntry(identity string, h uint64, verb Verb, bucket Bucke
 	return d, true
 }
 
-func (l *Limiter) chargeOverflow(verb Verb, bucket Bucket, now Instant) Decision {
-	l.overflowed[verb][bucket].Add(1)
+func (l *Limiter) chargeOverflow(verb Verb, bucket Bucket, pool uint8, now Instant) Decision {
+	l.overflowed[pool][verb][bucket].Add(1)
 	l.overflowMu.Lock()
-	d := l.overflow[verb][bucket].take(&l.params[bucket], now)
+	d := l.overflow[pool][verb][bucket].take(&l.params[bucket], now)
 	l.overflowMu.Unlock()
 	d.Overflow = true
 	return d
 }
 
-// reserve takes one of the MaxEntries slots, if one is free.
-func (l *Limiter) reserve() bool {
+// reserve takes one of the pool's slots, if one is free.
+func (l *Limiter) reserve(pool uint8) bool {
 	for {
-		c := l.count.Load()
-		if c >= MaxEntries {
+		c := l.count[pool].Load()
+		if c >= poolCap[pool] {
 			return false
 		}
-		if l.count.CompareAndSwap(c, c+1) {
+		if l.count[pool].CompareAndSwap(c, c+1) {
 			return true
 		}
 	}
 }
 
 // find returns the slot holding the key, or the empty slot where it would be
-// inserted. A shard never holds more than MaxEntries entries in its
-// tableSlots slots (load ≤ 1/2), so the probe terminates.
+// inserted. A shard never holds more than MaxEntries + MaxLocalEntries
+// entries in its tableSlots slots (load ≤ 1/2), so the probe terminates.
 func (s *shard) find(identity string, h uint64, verb Verb, bucket Bucket) (int, bool) {
 	const mask = tableSlots - 1
 	i := int(h & mask)
@@ -433,7 +482,7 @@ func (l *Limiter) Sweep() int {
 // deletion: no tombstones, no allocation) and recomputes the shard's
 // reclaimAt exactly. Charges of other shards go on meanwhile.
 func (l *Limiter) reclaim(now Instant) int {
-	freed := 0
+	var freed [numPools]int
 	for i := range l.shards {
 		s := &l.shards[i]
 		if int64(now) < s.reclaimAt.Load() {
@@ -441,21 +490,27 @@ func (l *Limiter) reclaim(now Instant) int {
 		}
 		s.mu.Lock()
 		if int64(now) >= s.reclaimAt.Load() { // another reclaim may have been first
-			freed += s.reclaim(&l.params, now)
+			s.reclaim(&l.params, now, &freed)
 		}
 		s.mu.Unlock()
 	}
-	if freed > 0 {
-		l.count.Add(-int64(freed))
-		l.reclaimed.Add(uint64(freed))
+	total := 0
+	for p, n := range freed {
+		if n > 0 {
+			l.count[p].Add(-int64(n))
+			total += n
+		}
 	}
-	return freed
+	if total > 0 {
+		l.reclaimed.Add(uint64(total))
+	}
+	return total
 }
 
-// reclaim is the shard's part of Limiter.reclaim; s.mu is held.
-func (s *shard) reclaim(params *[NumBuckets]params, now Instant) int {
+// reclaim is the shard's part of Limiter.reclaim, adding the entries it
+// removes to freed by pool; s.mu is held.
+func (s *shard) reclaim(params *[NumBuckets]params, now Instant, freed *[numPools]int) {
 	next := Instant(math.MaxInt64)
-	freed := 0
 	for w := range s.inUse {
 		for bits := s.inUse[w]; bits != 0; {
 			b := mathbits.TrailingZeros64(bits)
@@ -470,8 +525,8 @@ func (s *shard) reclaim(params *[NumBuckets]params, now Instant) int {
 					next = min(next, e.tb.fullAt(p))
 					break
 				}
+				freed[e.pool]++
 				s.delete(j)
-				freed++
 			}
 			// Later bits may have changed (entries shifted into them): read
 			// the word again, past j.
@@ -482,7 +537,6 @@ func (s *shard) reclaim(params *[NumBuckets]params, now Instant) int {
 		}
 	}
 	s.reclaimAt.Store(int64(next))
-	return freed
 }
 
 // delete empties slot i and shifts back the entries of its probe run that

@@ -63,12 +63,12 @@ func checkInvariants(t testing.TB, l *Limiter) {
 			t.Fatalf("entry %q/%v/%v is not findable", e.identity, e.verb, e.bucket)
 		}
 	}
-	if int64(n) != l.count.Load() || n > MaxEntries {
-		t.Fatalf("table holds %d entries, count says %d, cap %d", n, l.count.Load(), MaxEntries)
+	if int64(n) != l.count[0].Load() || n > MaxEntries {
+		t.Fatalf("table holds %d entries, count says %d, cap %d", n, l.count[0].Load(), MaxEntries)
 	}
-	for v := range l.overflow {
-		for b := range l.overflow[v] {
-			if l.overflow[v][b].tokens > l.params[b].burst {
+	for v := range l.overflow[0] {
+		for b := range l.overflow[0][v] {
+			if l.overflow[0][v][b].tokens > l.params[b].burst {
 				t.Fatalf("overflow bucket %v/%v above its burst", Verb(v), Bucket(b))
 			}
 		}
@@ -100,8 +100,8 @@ func TestManyIdentitiesStayWithinCap(t *testing.T) {
 	for i := range 100_000 {
 		id := "unix-peer:pid=" + strconv.Itoa(i) // an unstable identity
 		l.ChargeAt(ctx, id, Verb(i%2), Bucket(i/2%2), Instant(i)*Instant(time.Millisecond))
-		if l.count.Load() > MaxEntries {
-			t.Fatalf("after %d identities the map holds %d entries, cap %d", i+1, l.count.Load(), MaxEntries)
+		if l.count[0].Load() > MaxEntries {
+			t.Fatalf("after %d identities the map holds %d entries, cap %d", i+1, l.count[0].Load(), MaxEntries)
 		}
 	}
 	checkInvariants(t, l)
@@ -115,8 +115,8 @@ func TestCapReclaimsEveryFullEntryAndAdmitsNewKey(t *testing.T) {
 	for i := range MaxEntries {
 		chargeChecked(t, l, "id"+strconv.Itoa(i), Mint, Admission, 0) // 1 of 2 tokens left
 	}
-	if l.count.Load() != MaxEntries {
-		t.Fatalf("count %d, want %d", l.count.Load(), MaxEntries)
+	if l.count[0].Load() != MaxEntries {
+		t.Fatalf("count %d, want %d", l.count[0].Load(), MaxEntries)
 	}
 	// One interval later every entry is back at its full burst.
 	d := chargeChecked(t, l, "newcomer", Deregister, PredecisionRefusal, sec)
@@ -160,8 +160,8 @@ func saturateDrained(t testing.TB, l *Limiter, now Instant) {
 		for l.ChargeAt(context.Background(), id, Mint, Admission, now).Allowed {
 		}
 	}
-	if l.count.Load() != MaxEntries {
-		t.Fatalf("count %d after saturating, want %d", l.count.Load(), MaxEntries)
+	if l.count[0].Load() != MaxEntries {
+		t.Fatalf("count %d after saturating, want %d", l.count[0].Load(), MaxEntries)
 	}
 }
 
@@ -193,8 +193,8 @@ func TestDrainedCapChargesOverflowBucketOfThePair(t *testing.T) {
 			// The other overflow buckets are untouched and full.
 			for v := range NumVerbs {
 				for b := range NumBuckets {
-					if (Verb(v) != pair.v || Bucket(b) != pair.b) && l.overflow[v][b].tokens != 3 {
-						t.Fatalf("overflow %v/%v holds %d, want 3", Verb(v), Bucket(b), l.overflow[v][b].tokens)
+					if (Verb(v) != pair.v || Bucket(b) != pair.b) && l.overflow[0][v][b].tokens != 3 {
+						t.Fatalf("overflow %v/%v holds %d, want 3", Verb(v), Bucket(b), l.overflow[0][v][b].tokens)
 					}
 				}
 			}
@@ -295,8 +295,8 @@ func TestInvalidVerbOrBucketFailsClosed(t *testing.T) {
 			t.Fatal("an invalid verb or bucket was admitted")
 		}
 	}
-	if rec.len() != 0 || l.count.Load() != 0 {
-		t.Fatalf("invalid charges published %d events and created %d entries", rec.len(), l.count.Load())
+	if rec.len() != 0 || l.count[0].Load() != 0 {
+		t.Fatalf("invalid charges published %d events and created %d entries", rec.len(), l.count[0].Load())
 	}
 }
 

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -112,6 +113,30 @@ func planExport(cfg config.Telemetry, getenv func(string) string) (exportPlan, [
 	var p exportPlan
 	p.traces = one(keyOTLPTracesEndpoint, EnvOTLPTracesEndpoint, EnvTracesExporter, tracesPath, cfg.OTLPTracesEndpoint)
 	p.metrics = one(keyOTLPMetricsEndpoint, EnvOTLPMetricsEndpoint, EnvMetricsExporter, metricsPath, cfg.OTLPMetricsEndpoint)
+	// The OpenBao rule, for the collector's credentials: with headers
+	// configured (an API key, a bearer token), an endpoint must be https://
+	// unless its host is a loopback address, or they would travel in clear.
+	insecure := map[string]bool{} // by key or variable: otlp_endpoint once, not per signal
+	for _, sg := range []struct {
+		s       signal
+		headers string
+	}{{p.traces, "OTEL_EXPORTER_OTLP_TRACES_HEADERS"}, {p.metrics, "OTEL_EXPORTER_OTLP_METRICS_HEADERS"}} {
+		if sg.s.url == "" {
+			continue
+		}
+		hv := sg.headers
+		if getenv(hv) == "" {
+			hv = "OTEL_EXPORTER_OTLP_HEADERS"
+		}
+		if getenv(hv) == "" {
+			continue
+		}
+		if u, err := url.Parse(sg.s.url); err == nil && u.Scheme == "http" && !loopbackHost(u.Hostname()) && !insecure[sg.s.from] {
+			insecure[sg.s.from] = true
+			errs = append(errs, config.SecretKeyError(sg.s.from, sg.s.url,
+				"must be an https:// URL unless its host is a loopback address while "+hv+" is set: over http:// the headers would travel in clear"))
+		}
+	}
 	if p.traces.url != "" || p.metrics.url != "" {
 		// Only OTLP/HTTP with protobuf bodies is built in; a variable asking
 		// for gRPC would otherwise be ignored without a word.
@@ -177,4 +202,14 @@ func (s signal) describe() string {
 		return fmt.Sprintf("off (%s)", s.from)
 	}
 	return "off"
+}
+
+// loopbackHost reports a host the traffic to which stays on this machine:
+// "localhost" or a loopback address.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

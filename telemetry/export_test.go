@@ -156,6 +156,14 @@ func TestEndpointErrorsNameTheKeyOrVariableAndHideCredentials(t *testing.T) {
 			[]string{`OTEL_EXPORTER_OTLP_PROTOCOL must be "http/protobuf"`}},
 		{"bad base reported once", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000, OTLPEndpoint: "ftp://x"},
 			nil, []string{"telemetry.otlp_endpoint must be an http:// or https:// URL"}},
+		// Issue 27, item 8: credentials in the headers over plain http to
+		// another host were accepted (the OpenBao rule refuses the same).
+		{"plain http to another host with headers", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000, OTLPEndpoint: "http://collector.example.com:4318"},
+			map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "api-key=hunter2"},
+			[]string{"telemetry.otlp_endpoint must be an https:// URL unless its host is a loopback address while OTEL_EXPORTER_OTLP_HEADERS is set"}},
+		{"plain http from the variable with signal headers", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000},
+			map[string]string{telemetry.EnvOTLPEndpoint: "http://collector.example.com:4318", "OTEL_EXPORTER_OTLP_METRICS_HEADERS": "k=hunter2"},
+			[]string{"OTEL_EXPORTER_OTLP_ENDPOINT must be an https:// URL unless its host is a loopback address while OTEL_EXPORTER_OTLP_METRICS_HEADERS is set"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -335,5 +343,21 @@ func TestDriverFollowsTheConfigurationAndFlushesOnClose(t *testing.T) {
 				t.Errorf("requests %v, want one /v1/traces (a driver exports no metrics)", paths)
 			}
 		})
+	}
+}
+
+// The headers rule leaves https and loopback endpoints alone.
+func TestHeadersAreAcceptedOverHTTPSOrLoopback(t *testing.T) {
+	for _, endpoint := range []string{"https://collector.example.com:4318", "http://127.0.0.1:4318", "http://localhost:4318", "http://[::1]:4318"} {
+		tel, err := telemetry.New(context.Background(),
+			config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000, OTLPEndpoint: endpoint},
+			telemetry.Options{Getenv: env(map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "api-key=x"})})
+		if err != nil {
+			t.Errorf("%s with headers: %v, want it accepted", endpoint, err)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		tel.Shutdown(ctx)
+		cancel()
 	}
 }

@@ -57,6 +57,24 @@ const MetricExportInterval = 30 * time.Second
 // request headers.
 const readHeaderTimeout = 10 * time.Second
 
+// The metrics listener's other bounds, so that no number of idle or slow
+// connections to it (any local uid can reach it) takes the descriptors the
+// verbs need (issue 27: 500 idle connections under a 512-descriptor limit
+// failed every mint):
+//
+//   - MetricsMaxConns caps its open connections; one accepted beyond the
+//     cap is closed at once, so it holds a descriptor for no longer than
+//     the accept. A Prometheus server keeps one connection per target.
+//   - metricsReadTimeout bounds reading a whole request, metricsWriteTimeout
+//     writing the answer (a scrape's own timeout is 10 s), metricsIdleTimeout
+//     a kept-alive connection between scrapes.
+const (
+	MetricsMaxConns     = 16
+	metricsReadTimeout  = 10 * time.Second
+	metricsWriteTimeout = 30 * time.Second
+	metricsIdleTimeout  = 60 * time.Second
+)
+
 // Options are the parts of New's input that do not come from the
 // configuration file.
 type Options struct {
@@ -396,8 +414,12 @@ func (t *Telemetry) Serve(l net.Listener) error {
 	srv := &http.Server{
 		Handler:           t.handler,
 		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       metricsReadTimeout,
+		WriteTimeout:      metricsWriteTimeout,
+		IdleTimeout:       metricsIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(t.logger.Handler(), slog.LevelWarn),
 	}
+	l = &cappedListener{Listener: l, max: MetricsMaxConns}
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // identityKey is the context key of a connection's caller identity.
@@ -26,8 +27,19 @@ func WithIdentity(ctx context.Context, identity string) context.Context {
 	return context.WithValue(ctx, identityKey{}, connIdentity{id: identity})
 }
 
+// unixIdentityPrefix starts every UnixIdentity; a certificate identity
+// starts with "registrar-client:", so the two never meet.
+const unixIdentityPrefix = "unix-peer:uid="
+
 // UnixIdentity is the identity of a unix-socket caller with user id uid.
-func UnixIdentity(uid uint32) string { return "unix-peer:uid=" + strconv.FormatUint(uint64(uid), 10) }
+func UnixIdentity(uid uint32) string {
+	return unixIdentityPrefix + strconv.FormatUint(uint64(uid), 10)
+}
+
+// IsUnixIdentity reports whether identity is a unix-socket caller's (a
+// UnixIdentity): the daemon's limiter keeps those in its local pool
+// (limiter.Config.Local), apart from the certificate identities.
+func IsUnixIdentity(identity string) bool { return strings.HasPrefix(identity, unixIdentityPrefix) }
 
 // identify derives a unix connection's identity from SO_PEERCRED, read
 // once per connection. Only the uid is used: a pid (or anything else per

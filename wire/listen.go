@@ -143,7 +143,7 @@ func groupDir(dir string, g SocketGroup, created bool) error {
 // socketDir creates dir 0700 if it is missing and checks it either way,
 // with privdir's rules (the owner rule included), worded as wire's errors.
 func socketDir(dir string) error {
-	_, err := privdir.Ensure(dir, privdir.Options{Owner: true})
+	_, err := privdir.Ensure(dir, privdir.Options{Owner: true, Ancestors: true})
 	if err == nil {
 		return nil
 	}

@@ -145,7 +145,7 @@ func Open(dir string, opts Options) (*Backend, error) {
 // prepareDir validates (creating if missing) the state directory. The
 // rules are privdir's; the errors are the backend's.
 func prepareDir(dir string) error {
-	d, _, err := privdir.Open(dir, privdir.Options{})
+	d, _, err := privdir.Open(dir, privdir.Options{Owner: true, Ancestors: true})
 	if err == nil {
 		d.Close() // only the checks were wanted; bbolt opens the file by name
 		return nil

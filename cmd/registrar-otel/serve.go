@@ -52,6 +52,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, serveUsage, args, stdout, stderr); !ok {
 		return code
 	}
+	// First, before the token is read: not dumpable, no core file.
+	if err := hardenProcess(); err != nil {
+		fmt.Fprintf(stderr, "registrar-otel serve: hardening the process: %v\n", err)
+		return exitUsage
+	}
 	logger, err := newLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
 		return usageError(stderr, "serve", "%v", err)

@@ -12,7 +12,12 @@
 //   - Open only: opened without following a symlink, the directory must be
 //     the one checked (Changed);
 //   - it must be neither group- nor world-writable (Writable);
-//   - with Options.Owner, it must be owned by this user or root (Foreign).
+//   - with Options.Owner, it must be owned by this user or root (Foreign);
+//   - with Options.Ancestors, every directory above it, both along the path
+//     as given and along the path its symlinks resolve to, must be owned
+//     by this user or root and be neither group- nor world-writable unless
+//     it is sticky, like /tmp (Ancestor): whoever may rename entries of an
+//     ancestor can swap the whole directory for one of their own.
 //
 // A broken rule is an *UnsafeError (matching ErrUnsafe) carrying the
 // Problem and its figures; a failing system call is a *StepError naming the
@@ -28,6 +33,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // ErrUnsafe matches every *UnsafeError.
@@ -49,6 +55,9 @@ const (
 	Writable
 	// Foreign: the directory is owned by neither this user nor root.
 	Foreign
+	// Ancestor: a directory above it is owned by neither this user nor
+	// root, or is group- or world-writable without the sticky bit.
+	Ancestor
 )
 
 // UnsafeError reports a directory that breaks a rule. It matches ErrUnsafe.
@@ -60,8 +69,10 @@ type UnsafeError struct {
 	// Mode is the directory's permission bits (Writable).
 	Mode fs.FileMode
 	// Owner is the directory's owner and User this process's effective
-	// uid (Foreign).
+	// uid (Foreign; for Ancestor, the ancestor's owner).
 	Owner, User uint32
+	// Above is the unsafe ancestor (Ancestor); Mode and Owner are its.
+	Above string
 }
 
 // Detail says what is wrong in the words the callers show an operator,
@@ -79,6 +90,11 @@ func (e *UnsafeError) Detail() string {
 		return fmt.Sprintf("has mode %#o (group- or world-writable; want 0700)", e.Mode)
 	case Foreign:
 		return fmt.Sprintf("is owned by uid %d, not by this user (%d) or root", e.Owner, e.User)
+	case Ancestor:
+		if e.Owner != e.User && e.Owner != 0 {
+			return fmt.Sprintf("lies under %s, which is owned by uid %d, not by this user (%d) or root", e.Above, e.Owner, e.User)
+		}
+		return fmt.Sprintf("lies under %s, which has mode %#o (group- or world-writable and not sticky)", e.Above, e.Mode)
 	}
 	return fmt.Sprintf("breaks rule %d", int(e.Problem))
 }
@@ -130,6 +146,10 @@ type Options struct {
 	// socket between bind and chmod. Off unix the owner is unknown and the
 	// rule is not applied.
 	Owner bool
+	// Ancestors adds the ancestor rule (Ancestor): the audit records, the
+	// state database and the socket are only as safe as the directories
+	// above them. Off unix it is not applied.
+	Ancestors bool
 }
 
 // Check applies the rules to fi, the os.Lstat of path, without changing
@@ -148,6 +168,47 @@ func checkType(path string, fi fs.FileInfo) *UnsafeError {
 		return &UnsafeError{Path: path, Problem: Symlink}
 	case !fi.IsDir():
 		return &UnsafeError{Path: path, Problem: NotDir}
+	}
+	return nil
+}
+
+// checkAncestors applies the ancestor rule to every directory above path:
+// along the path as given (each stat'ed through its symlinks, so /var/run
+// is judged by /run) and along the path the parent resolves to.
+func checkAncestors(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return &StepError{StepStat, path, err}
+	}
+	parent := filepath.Dir(abs)
+	chains := []string{parent}
+	if resolved, err := filepath.EvalSymlinks(parent); err != nil {
+		return &StepError{StepStat, path, err}
+	} else if resolved != parent {
+		chains = append(chains, resolved)
+	}
+	uid := uint32(os.Geteuid())
+	for _, dir := range chains {
+		for {
+			fi, err := os.Stat(dir)
+			if err != nil {
+				return &StepError{StepStat, path, err}
+			}
+			if owner, ok := fileOwner(fi); ok {
+				perm := fi.Mode().Perm()
+				if owner != uid && owner != 0 {
+					return &UnsafeError{Path: path, Problem: Ancestor, Above: dir, Mode: perm, Owner: owner, User: uid}
+				}
+				if perm&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+					return &UnsafeError{Path: path, Problem: Ancestor, Above: dir, Mode: perm, Owner: owner, User: uid}
+				}
+			}
+			up := filepath.Dir(dir)
+			if up == dir {
+				break
+			}
+			dir = up
+		}
 	}
 	return nil
 }
@@ -187,6 +248,11 @@ func Ensure(path string, o Options) (fs.FileInfo, error) {
 	if e := Check(path, fi, o); e != nil {
 		return nil, e
 	}
+	if o.Ancestors {
+		if err := checkAncestors(path); err != nil {
+			return nil, err
+		}
+	}
 	return fi, nil
 }
 
@@ -224,6 +290,22 @@ func Open(path string, o Options) (*os.File, fs.FileInfo, error) {
 	return d, st, nil
 }
 
+// Recheck applies the mode and owner rules again to the directory open as
+// d (Open's), by fstat on the descriptor, for a check while the directory
+// is in use: a chmod 0777 or chown after start is found without trusting
+// the path. The ancestor rule is Open's only (it walks paths). It returns
+// nil when the directory still passes; a failing fstat is a *StepError.
+func Recheck(d *os.File, path string, o Options) error {
+	st, err := d.Stat()
+	if err != nil {
+		return &StepError{StepFstat, path, err}
+	}
+	if e := checkPerm(path, st, o); e != nil {
+		return e
+	}
+	return nil
+}
+
 // opened checks the directory Open opened as d.
 func opened(d *os.File, path string, fi fs.FileInfo, created bool, o Options) (fs.FileInfo, error) {
 	st, err := d.Stat()
@@ -244,6 +326,11 @@ func opened(d *os.File, path string, fi fs.FileInfo, created bool, o Options) (f
 	}
 	if e := checkPerm(path, st, o); e != nil {
 		return nil, e
+	}
+	if o.Ancestors {
+		if err := checkAncestors(path); err != nil {
+			return nil, err
+		}
 	}
 	return st, nil
 }

@@ -31,3 +31,60 @@ func TestACreatedDirectoryIs0700WhateverTheUmask(t *testing.T) {
 		})
 	}
 }
+
+func TestAnUnsafeAncestorIsRefusedUnderTheAncestorRule(t *testing.T) {
+	for _, op := range openers {
+		t.Run(op.name, func(t *testing.T) {
+			base := t.TempDir()
+			open := filepath.Join(base, "open")
+			mkdir(t, open, 0o777)
+			dir := filepath.Join(open, "d")
+			must(t, os.Mkdir(dir, 0o700))
+			if _, err := op.open(dir, Options{}); err != nil {
+				t.Fatalf("without the ancestor rule: %v", err)
+			}
+			_, err := op.open(dir, Options{Ancestors: true})
+			ue := wantUnsafe(t, err, dir, Ancestor)
+			if ue.Above != open || ue.Mode != 0o777 {
+				t.Errorf("Above %s Mode %#o, want %s 0777", ue.Above, ue.Mode, open)
+			}
+			if want := "lies under " + open + ", which has mode 0777 (group- or world-writable and not sticky)"; ue.Detail() != want {
+				t.Errorf("Detail %q, want %q", ue.Detail(), want)
+			}
+			// Sticky, like /tmp: an ancestor may be world-writable.
+			must(t, os.Chmod(open, 0o777|os.ModeSticky))
+			if _, err := op.open(dir, Options{Ancestors: true}); err != nil {
+				t.Errorf("under a sticky 1777 ancestor: %v", err)
+			}
+			// Reached through a symlink, an ancestor is judged by what it
+			// resolves to.
+			must(t, os.Chmod(open, 0o777))
+			link := filepath.Join(base, "link")
+			must(t, os.Symlink(open, link))
+			_, err = op.open(filepath.Join(link, "d"), Options{Ancestors: true})
+			if ue := wantUnsafe(t, err, filepath.Join(link, "d"), Ancestor); ue.Above != link || ue.Mode != 0o777 {
+				t.Errorf("through a symlink: Above %s mode %#o, want %s judged by its 0777 target", ue.Above, ue.Mode, link)
+			}
+		})
+	}
+}
+
+func TestAnAncestorOfAnotherUserIsRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown to another uid needs root")
+	}
+	for _, op := range openers {
+		t.Run(op.name, func(t *testing.T) {
+			parent := filepath.Join(t.TempDir(), "theirs")
+			mkdir(t, parent, 0o755)
+			must(t, os.Chown(parent, 4242, 4242))
+			dir := filepath.Join(parent, "audit")
+			must(t, os.Mkdir(dir, 0o700))
+			_, err := op.open(dir, Options{Owner: true, Ancestors: true})
+			ue := wantUnsafe(t, err, dir, Ancestor)
+			if ue.Above != parent || ue.Owner != 4242 {
+				t.Errorf("Above %s Owner %d, want %s and 4242", ue.Above, ue.Owner, parent)
+			}
+		})
+	}
+}

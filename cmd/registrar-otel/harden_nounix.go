@@ -1,0 +1,6 @@
+//go:build !unix
+
+package main
+
+// hardenProcess has nothing to set off unix.
+func hardenProcess() error { return nil }

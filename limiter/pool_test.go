@@ -1,0 +1,96 @@
+package limiter
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// localPrefix marks the local identities of these tests, as the daemon's
+// classifier marks the unix socket's.
+const localPrefix = "local:"
+
+func newPooled(t *testing.T, now *Instant) *Limiter {
+	t.Helper()
+	l, err := New(Config{
+		PredecisionRefusal: BucketConfig{Burst: 2, RefillInterval: time.Hour},
+		Admission:          BucketConfig{Burst: 2, RefillInterval: time.Hour},
+		Now:                func() Instant { return *now },
+		Local:              func(id string) bool { return strings.HasPrefix(id, localPrefix) },
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// drain charges identity's admission bucket until it is limited.
+func drain(l *Limiter, identity string) {
+	for l.Charge(context.Background(), identity, Mint, Admission).Allowed {
+	}
+}
+
+// The attack of issue 27, item 5: remote identities (one per client
+// certificate) drained the one shared map and its overflow bucket, and the
+// unix caller's next mint was limited. Each pool is bounded on its own now.
+func TestRemoteIdentitiesNeverDisplaceALocalCaller(t *testing.T) {
+	var now Instant
+	l := newPooled(t, &now)
+	// More drained remote identities than the remote cap: the map's
+	// remote pool is full of drained entries and its overflow bucket
+	// drained too.
+	for i := range MaxEntries + 44 {
+		drain(l, "registrar-client:dns:attacker-"+strconv.Itoa(i))
+	}
+	if d := l.Charge(context.Background(), "registrar-client:dns:one-more", Mint, Admission); d.Allowed || !d.Overflow {
+		t.Fatalf("a new remote identity at the drained cap: %+v, want the drained overflow bucket", d)
+	}
+	d := l.Charge(context.Background(), localPrefix+"uid=0", Mint, Admission)
+	if !d.Allowed || d.Overflow {
+		t.Fatalf("the local caller's first mint: %+v, want admitted from its own entry", d)
+	}
+	st := l.Stats()
+	if st.LocalEntries != 1 || st.Entries != MaxEntries+1 {
+		t.Errorf("stats %+v, want %d remote entries and 1 local", st, MaxEntries)
+	}
+}
+
+// The seed's rules hold in the local pool as in the remote one: at its
+// cap, with every entry below full, a new local identity charges the local
+// overflow bucket (always a bucket to charge), which remote charges never
+// touch; and only full entries are reclaimed.
+func TestTheLocalPoolKeepsTheRulesOfTheMap(t *testing.T) {
+	var now Instant
+	l := newPooled(t, &now)
+	for i := range MaxLocalEntries {
+		drain(l, localPrefix+"uid="+strconv.Itoa(i))
+	}
+	// The remote pool is empty, so a remote charge gets an entry.
+	if d := l.Charge(context.Background(), "remote", Mint, Admission); !d.Allowed || d.Overflow {
+		t.Fatalf("a remote charge beside a full local pool: %+v, want its own entry", d)
+	}
+	for i := range 2 {
+		d := l.Charge(context.Background(), localPrefix+"uid=new", Mint, Admission)
+		if d.Allowed != (i < 2) || !d.Overflow {
+			t.Fatalf("charge %d of a new local identity at the drained local cap: %+v, want the local overflow bucket", i, d)
+		}
+	}
+	if d := l.Charge(context.Background(), localPrefix+"uid=new2", Mint, Admission); d.Allowed || !d.Overflow {
+		t.Fatalf("after draining the local overflow: %+v, want limited on it", d)
+	}
+	// Nothing was full: nothing reclaimed, every drained entry still held.
+	if st := l.Stats(); st.Reclaimed != 0 || st.LocalEntries != MaxLocalEntries {
+		t.Fatalf("stats %+v, want nothing reclaimed and the local pool full", st)
+	}
+	// Once the entries are full again, they are reclaimed and a new local
+	// identity gets an entry.
+	now += Instant(2 * time.Hour)
+	if d := l.Charge(context.Background(), localPrefix+"uid=later", Mint, Admission); !d.Allowed || d.Overflow {
+		t.Fatalf("after the refill: %+v, want a reclaimed slot", d)
+	}
+	if st := l.Stats(); st.LocalEntries != 1 || st.Entries != 1 || st.Reclaimed != MaxLocalEntries+1 {
+		t.Errorf("stats %+v, want every full entry of both pools reclaimed (the remote one too)", st)
+	}
+}
