@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"maps"
@@ -382,5 +383,102 @@ func TestDirFSReplacesTheFileAndNeverFollowsASymlink(t *testing.T) {
 	}
 	if err := cfs.Remove("missing"); err != nil {
 		t.Fatalf("removing a missing file: %v", err)
+	}
+}
+
+// fillToTheCap opens MaxOpenWindows windows, window i counting i%7+1.
+func (f *fixture) fillToTheCap() (sum uint64) {
+	for i := range coalesce.MaxOpenWindows {
+		f.limited(fmt.Sprintf("uid:%d", i), i%7+1)
+		sum += uint64(i%7 + 1)
+	}
+	return sum
+}
+
+func TestACrashAroundEarlyFlushesNeverLosesAWindowNorCountsOneTwice(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// after the early flushes: checkpoint, then the tick's writes
+		checkpoint, write bool
+		wantDurable       uint64
+	}{
+		{"before the checkpoint sees them", false, false, 0},
+		{"checkpointed in the hand-off, not written", true, false, 0},
+		{"written, before the next checkpoint", true, true, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			sum := f.fillToTheCap()
+			f.clock = f.clock.Add(time.Second)
+			if err := f.tick(); err != nil {
+				t.Fatal(err)
+			}
+			// Ten new keys at the cap: the ten oldest windows are flushed
+			// early into the hand-off.
+			f.clock = f.clock.Add(100 * time.Millisecond)
+			f.limited("new:a", 1)
+			f.limited("new:b", 1)
+			for i := range 8 {
+				f.limited(fmt.Sprintf("new:%d", i), 1)
+			}
+			if st := f.sink.Stats(); st.EarlyFlushes != 10 || st.Pending != 10 {
+				t.Fatalf("stats %+v, want 10 early flushes pending", st)
+			}
+			want := sum // the new windows' 10 are the last tick's
+			if tc.checkpoint {
+				if err := f.ckpt.Tick(context.Background(), f.clock); err != nil {
+					t.Fatal(err)
+				}
+				want += 10
+			}
+			if tc.write {
+				f.sink.Tick(context.Background(), f.clock) // drains the hand-off
+			}
+			f.clock = f.clock.Add(10 * time.Millisecond)
+			rec := f.restart()
+			got, _ := f.counted()
+			if got != want || rec.Durable != tc.wantDurable {
+				t.Fatalf("Σ counted %d, %d skipped as durable; want %d, %d (recovery %+v)", got, rec.Durable, want, tc.wantDurable, rec)
+			}
+		})
+	}
+}
+
+// blockingStore holds AppendBatch until released, so a test can look at
+// the sink while Run is writing.
+type blockingStore struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingStore) AppendBatch(_ context.Context, recs []*audit.Record) []error {
+	b.entered <- struct{}{}
+	<-b.release
+	return make([]error, len(recs))
+}
+
+func TestASnapshotTakenWhileTheWriterWritesStillHoldsItsBatch(t *testing.T) {
+	bs := &blockingStore{entered: make(chan struct{}), release: make(chan struct{})}
+	sink, err := coalesce.New(coalesce.Options{Store: bs, Window: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { sink.Run(ctx); close(done) }()
+	for i := range coalesce.MaxOpenWindows + 1 { // one early flush
+		sink.Limited(ctx, limiter.Event{Identity: fmt.Sprintf("uid:%d", i), Verb: limiter.Mint, Bucket: limiter.Admission})
+	}
+	<-bs.entered // Run took the hand-off and is writing
+	ws, gen := sink.Snapshot(nil)
+	if len(ws) != coalesce.MaxOpenWindows+1 || ws[0].Identity != "uid:0" {
+		t.Fatalf("snapshot during the write: %d windows, first %q; want %d with the one being written (uid:0) first", len(ws), ws[0].Identity, coalesce.MaxOpenWindows+1)
+	}
+	close(bs.release)
+	cancel()
+	<-done
+	ws, gen2 := sink.Snapshot(nil)
+	if len(ws) != coalesce.MaxOpenWindows || gen2 == gen {
+		t.Fatalf("after the write: %d windows, generation %d → %d; want %d and a new generation", len(ws), gen, gen2, coalesce.MaxOpenWindows)
 	}
 }

@@ -156,3 +156,22 @@ func TestTheTickCheckpointsWhatIsOpenAndAStartWithoutFlushRecoversIt(t *testing.
 		t.Fatalf("restart member %+v, want the 7 throttled mints recovered in one record", m)
 	}
 }
+
+func TestNoCheckpointIsWrittenOnTheRequestPath(t *testing.T) {
+	cfg := testConfig(t)
+	r := start(t, cfg)
+	ctx := context.Background()
+	before := r.d.ckpt.writes.Load()
+	for range 20 {
+		r.client.Mint(ctx, mint("review")) // 3 admitted, 17 throttled
+		r.client.Mint(ctx, mint("BAD"))    // 2 refused, 18 limited
+	}
+	if got := r.d.ckpt.writes.Load() - before; got != 0 {
+		t.Fatalf("%d checkpoint writes during 35 limited calls and no tick, want 0", got)
+	}
+	r.tick()
+	r.tick()
+	if got := r.d.ckpt.writes.Load() - before; got != 1 {
+		t.Fatalf("%d checkpoint writes after two ticks with one change between, want 1", got)
+	}
+}
