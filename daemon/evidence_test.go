@@ -1,38 +1,19 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/coalesce"
+	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
 	"github.com/registrar-otel/registrar-otel/limiter"
 )
-
-// syncBuffer is a log destination safe for the daemon's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // plantCheckpoint leaves in stateDir what a SIGKILLed run leaves: a
 // checkpoint file of seq with windows.
@@ -53,7 +34,7 @@ func TestAnUncleanStopIsRecoveredBeforeServingLoggedOnceAndCarriedInHealth(t *te
 	plantCheckpoint(t, cfg.Registrar.StateDir, 41, instant,
 		coalesce.OpenWindow{Identity: "uid:1000", Verb: limiter.Mint, Bucket: limiter.Admission, Start: instant.Add(-2 * time.Second), Count: 120},
 		coalesce.OpenWindow{Identity: "uid:1001", Verb: limiter.Deregister, Bucket: limiter.PredecisionRefusal, Start: instant.Add(-time.Second), Count: 3})
-	var logs syncBuffer
+	var logs logtest.Buffer
 	d, err := New(cfg, slog.New(slog.NewJSONHandler(&logs, nil)))
 	if err != nil {
 		t.Fatalf("New refused after an unclean stop: %v", err)
@@ -113,7 +94,7 @@ func TestAnUncleanStopIsRecoveredBeforeServingLoggedOnceAndCarriedInHealth(t *te
 			t.Fatalf("after a clean stop %s: %v, want removed", checkpointFile(i), err)
 		}
 	}
-	logs = syncBuffer{}
+	logs = logtest.Buffer{}
 	d2, err := New(cfg, slog.New(slog.NewJSONHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
