@@ -227,6 +227,11 @@ type checkpointer struct {
 	fs      checkpointFS
 	sink    *coalesce.Sink
 	started time.Time
+	// now reads the clock at the snapshot; nil means time.Now. The
+	// checkpoint's instant is the snapshot's, not the tick's (which may
+	// have waited behind the tick's own writes): every count in it was
+	// taken before it, and every window in it started before it.
+	now func() time.Time
 
 	seq     uint64 // the last sequence written
 	gen     uint64 // the sink generation of the last checkpoint written
@@ -258,7 +263,10 @@ func (c *checkpointer) Start(after uint64, now time.Time) error {
 
 // Tick writes the sink's windows if they changed since the last write: one
 // file, one fdatasync, whatever the flood; nothing when nothing changed.
-func (c *checkpointer) Tick(_ context.Context, now time.Time) error {
+// The tick's instant is not used: the checkpoint is stamped with the
+// snapshot's (see now).
+func (c *checkpointer) Tick(_ context.Context, _ time.Time) error {
+	var now time.Time
 	if c.stopped {
 		return nil
 	}
@@ -266,6 +274,11 @@ func (c *checkpointer) Tick(_ context.Context, now time.Time) error {
 		return nil
 	}
 	var gen uint64
+	if c.now != nil {
+		now = c.now()
+	} else {
+		now = time.Now()
+	}
 	c.wins, gen = c.sink.Snapshot(c.wins[:0])
 	if err := c.write(c.wins, now); err != nil {
 		c.failures.Add(1)

@@ -108,7 +108,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.ckpt = &checkpointer{fs: f.fs, sink: f.sink, started: t0}
+	f.ckpt = &checkpointer{fs: f.fs, sink: f.sink, started: t0, now: func() time.Time { return f.clock }}
 	if err := f.ckpt.Start(0, t0); err != nil {
 		t.Fatal(err)
 	}

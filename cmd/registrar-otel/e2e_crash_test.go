@@ -45,6 +45,8 @@ func TestKill9DuringAFloodLosesAtMostTheLastTickOfLimitedInvocations(t *testing.
 		identities = 64
 		workers    = 16
 		tickMS     = 50
+		// oneTick bounds how old the recovered checkpoint may be.
+		oneTick = 2 * time.Second
 	)
 	pki := newE2EPKI(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -149,9 +151,13 @@ rate_limit_coalesce_window_seconds = 1`, addr, pki.certFile, pki.keyFile, pki.ca
 			tr.recovered, _ = strconv.ParseUint(rc[1], 10, 64)
 		}
 		tr.lastTick = killAt.Sub(ckAt)
+		var beforeOneTick uint64 // answered earlier than oneTick before the kill
 		for _, a := range answers {
 			if a.Before(ckAt) {
 				tr.beforeCk++
+			}
+			if a.Before(killAt.Add(-oneTick)) {
+				beforeOneTick++
 			}
 		}
 		after := limitedSum(t, d.auditDir)
@@ -160,14 +166,15 @@ rate_limit_coalesce_window_seconds = 1`, addr, pki.certFile, pki.keyFile, pki.ca
 		// The Σ inequality: everything answered before the last durable
 		// checkpoint is counted; nothing beyond what was answered (or lost
 		// in flight to the kill) is.
-		if tr.counted < tr.beforeCk || tr.counted > tr.seen+tr.inFlight {
+		if tr.counted < tr.beforeCk || tr.counted < beforeOneTick || tr.counted > tr.seen+tr.inFlight {
 			t.Errorf("trial %d (kill %v in, %v after the checkpoint): Σ counted %d, want %d ≤ Σ ≤ %d seen + %d in flight",
 				n, tr.killAfter, tr.lastTick, tr.counted, tr.beforeCk, tr.seen, tr.inFlight)
 		}
-		// The checkpoint the restart used is at most about one tick old
-		// (a loaded, -race, shared machine gets generous slack).
-		if tr.lastTick > time.Second {
-			t.Errorf("trial %d: the recovered checkpoint is %v older than the kill, want about one tick (%d ms)", n, tr.lastTick, tickMS)
+		// The checkpoint the restart used is at most about one tick old:
+		// 50 ms, plus slack for a loaded, -race, shared machine (the tick's
+		// goroutine may be late, and its fdatasync takes milliseconds).
+		if tr.lastTick > oneTick {
+			t.Errorf("trial %d: the recovered checkpoint is %v older than the kill, want at most %v (one tick is %d ms)", n, tr.lastTick, oneTick, tickMS)
 		}
 		if loss := int64(tr.seen) - int64(tr.counted); worst.seen == 0 || loss > int64(worst.seen)-int64(worst.counted) {
 			worst = tr
