@@ -108,6 +108,15 @@ type Report struct {
 	// records that stop without an active file, a gap in the generation
 	// numbers, a store file that could not be read.
 	StoreAnomalies []StoreAnomaly
+
+	// LateLimitedRecords counts the limited records written more than
+	// LateLimitedAfter after their window_end: recovered from the evidence
+	// checkpoint after an unclean stop (or written by a stalled store).
+	// They are evidence, not anomalies.
+	LateLimitedRecords uint64
+	// Gaps groups them by window_end (at most MaxReportedLines): each is an
+	// interval in which limited invocations may have gone uncounted.
+	Gaps []EvidenceGap
 }
 
 // StoreAnomalyKind names an anomaly of the record directory. Its string is
@@ -440,6 +449,7 @@ func (sc *scanner) line(name string, lineNo uint64, chunk []byte) {
 		if sc.byIdentity != nil {
 			sc.identity(r)
 		}
+		sc.noteLate(name, lineNo, r)
 	case PhaseIntent:
 		id := r.RequestID
 		switch {

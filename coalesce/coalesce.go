@@ -147,6 +147,12 @@ type Sink struct {
 	// were closed at (a tick, an early flush, the shutdown flush): an
 	// event's instant, read before mu, is moved up to it.
 	notBefore time.Time
+	// writing is the batch Run took from the hand-off and is writing: it
+	// left the hand-off but is not durable yet, so Snapshot still reports
+	// it (snapshot.go).
+	writing []closed
+	// gen counts changes to the windows not yet written (snapshot.go).
+	gen uint64
 
 	records       [limiter.NumBuckets]atomic.Uint64
 	earlyFlushes  atomic.Uint64
@@ -210,6 +216,7 @@ func (s *Sink) Limited(ctx context.Context, ev limiter.Event) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.gen++
 	for ; ; now = s.now() {
 		// Read before the lock, now may precede an instant another call
 		// opened a window at, or a tick or an early flush closed windows
@@ -305,8 +312,13 @@ func (s *Sink) Run(ctx context.Context) {
 		case <-s.wake:
 			s.mu.Lock()
 			batch := s.takePending(nil)
+			s.writing = batch
 			s.mu.Unlock()
 			s.writeAll(ctx, batch)
+			s.mu.Lock()
+			s.writing = nil
+			s.gen++
+			s.mu.Unlock()
 		}
 	}
 }
@@ -326,6 +338,9 @@ func (s *Sink) Tick(ctx context.Context, now time.Time) {
 		w := s.pop()
 		batch = append(batch, closed{w: w, end: w.deadline, why: "deadline"})
 	}
+	if len(batch) > 0 {
+		s.gen++
+	}
 	if now.After(s.notBefore) {
 		s.notBefore = now
 	}
@@ -342,6 +357,7 @@ func (s *Sink) Flush(ctx context.Context, now time.Time) {
 	for s.n > 0 {
 		batch = append(batch, closed{w: s.pop(), end: now, why: "shutdown"})
 	}
+	s.gen++
 	if now.After(s.notBefore) {
 		s.notBefore = now
 	}

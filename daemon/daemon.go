@@ -59,6 +59,8 @@ type Daemon struct {
 	backend   closingBackend
 	counts    *counting.Sink
 	coalescer *coalesce.Sink
+	ckpt      *checkpointer // the evidence checkpoint (checkpoint.go)
+	recovery  Recovery      // what start found of the previous stop (recover.go)
 	limiter   *limiter.Limiter
 	health    *health.Holder
 	verbs     *registrar.Verbs
@@ -89,6 +91,11 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	d := &Daemon{cfg: cfg, logger: logger, notifier: systemdNotify, clock: time.Now}
 	defer func() {
 		if err != nil {
+			if d.ckpt != nil {
+				// Nothing was served, so nothing is undurable: a failed
+				// start is not an unclean stop.
+				d.ckpt.Clear()
+			}
 			d.close() // whatever was opened before the failure
 		}
 	}()
@@ -138,6 +145,13 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 		return nil, fmt.Errorf("daemon: telemetry: %w", err)
 	}
 
+	// Before anything can count a limited invocation, and before any
+	// listener exists: the previous run's checkpoint becomes counted
+	// records, then the files are rewritten empty as this run's marker.
+	if err := d.recoverEvidence(cfg, logger); err != nil {
+		return nil, err
+	}
+
 	d.backend, err = openBackend(cfg, processEnviron(), logger.With("component", "backend"), tp, mp)
 	if err != nil {
 		return nil, err
@@ -161,6 +175,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("daemon: coalescer: %w", err)
 	}
+	d.ckpt.sink = d.coalescer
 	d.limiter, err = limiter.New(limiter.Config{
 		PredecisionRefusal: limiter.BucketConfig{
 			Burst:          r.RateLimitPredecisionRefusalBurst,
@@ -177,7 +192,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("daemon: limiter: %w", err)
 	}
-	d.health, err = health.NewHolder(health.LimiterSource(d.counts), health.AuditCapacitySource(d.capacity))
+	d.health, err = health.NewHolder(health.LimiterSource(d.counts), health.AuditCapacitySource(d.capacity), health.RestartSource(d.recovery.member()))
 	if err != nil {
 		return nil, fmt.Errorf("daemon: health: %w", err)
 	}
@@ -206,6 +221,9 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 		return nil, fmt.Errorf("daemon: telemetry: %w", err)
 	}
 	if err := telemetry.RegisterCapacity(mp, d.coalescer.Stats); err != nil {
+		return nil, fmt.Errorf("daemon: telemetry: %w", err)
+	}
+	if err := telemetry.RegisterRestart(mp, d.restartStats); err != nil {
 		return nil, fmt.Errorf("daemon: telemetry: %w", err)
 	}
 	ms := func(v uint32) time.Duration { return time.Duration(v) * time.Millisecond }
@@ -439,6 +457,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 	st := d.coalescer.Stats()
 	d.logger.LogAttrs(sctx, slog.LevelInfo, "flushed coalescing windows",
 		slog.Int("windows", open), slog.Uint64("write_failures", st.WriteFailures))
+	// 4. Every window is durable (or its failure logged): remove the
+	//    checkpoint, the marker whose presence at start means an unclean
+	//    stop. A record that failed to write keeps the marker, so the next
+	//    start reports the stop as unclean rather than claim it clean.
+	if st.WriteFailures == 0 {
+		if err := d.ckpt.Clear(); err != nil {
+			d.logger.LogAttrs(sctx, slog.LevelWarn, "removing the evidence checkpoint failed; the next start will report an unclean stop",
+				slog.String("state_dir", r.StateDir), slog.Any("error", err))
+		}
+	}
 	return runErr
 }
 
@@ -452,6 +480,8 @@ func (d *Daemon) tickTasks() []tickTask {
 			d.coalescer.Tick(ctx, now)
 			return nil
 		}},
+		// After the tick's batch is durable: the windows still not written.
+		{"evidence-checkpoint", d.ckpt.Tick},
 		{"limiter-sweep", func(context.Context, time.Time) error {
 			d.limiter.Sweep()
 			return nil

@@ -9,7 +9,9 @@
 // container re-encodes every member it received, unknown ones unchanged).
 //
 //	{"limiter":{"limited_predecision_refusal":0,"limited_admission":0},
-//	 "audit_capacity":{"state":"ok","free_bytes":0,"store_bytes":0,"budget_bytes":0,"append_failures":0}}
+//	 "audit_capacity":{"state":"ok","free_bytes":0,"store_bytes":0,"budget_bytes":0,"append_failures":0},
+//	 "restart":{"unclean":false,"checkpoint":"none","evidence_gap_from":"","evidence_gap_to":"",
+//	            "recovered_records":0,"recovered_count":0}}
 package health
 
 import (
@@ -25,7 +27,7 @@ import (
 )
 
 // Container is the registrar_health object. Its JSON encoding is the known
-// members in field order (limiter, audit_capacity), or, for a container
+// members in field order (limiter, audit_capacity, restart), or, for a container
 // decoded from JSON, every member in the order received, members this
 // version does not know byte for byte (a known member missing from the
 // input is appended). A Container is a plain value; a decoded one is not
@@ -36,6 +38,10 @@ type Container struct {
 	// AuditCapacity reports the audit store's capacity state, from the
 	// capacity probe the daemon runs on its tick.
 	AuditCapacity AuditCapacityMember `json:"audit_capacity"`
+	// Restart reports how the previous run stopped, as this start found
+	// it: an unclean stop and the counted evidence recovered from its
+	// checkpoint.
+	Restart RestartMember `json:"restart"`
 
 	// received is every member of a decoded container, in order; the
 	// values of known members are re-encoded from the fields above.
@@ -51,9 +57,10 @@ type member struct {
 const (
 	memberLimiter       = "limiter"
 	memberAuditCapacity = "audit_capacity"
+	memberRestart       = "restart"
 )
 
-var knownMembers = [...]string{memberLimiter, memberAuditCapacity}
+var knownMembers = [...]string{memberLimiter, memberAuditCapacity, memberRestart}
 
 func (c *Container) knownValue(name string) any {
 	switch name {
@@ -61,6 +68,8 @@ func (c *Container) knownValue(name string) any {
 		return c.Limiter
 	case memberAuditCapacity:
 		return c.AuditCapacity
+	case memberRestart:
+		return c.Restart
 	}
 	return nil
 }
@@ -159,6 +168,10 @@ func (c *Container) UnmarshalJSON(data []byte) error {
 			if err := json.Unmarshal(raw, &out.AuditCapacity); err != nil {
 				return fmt.Errorf("health: registrar_health.%s: %w", name, err)
 			}
+		case memberRestart:
+			if err := json.Unmarshal(raw, &out.Restart); err != nil {
+				return fmt.Errorf("health: registrar_health.%s: %w", name, err)
+			}
 		}
 		out.received = append(out.received, member{name: name, raw: raw})
 	}
@@ -203,6 +216,31 @@ type AuditCapacityMember struct {
 	StoreBytes     uint64 `json:"store_bytes"`
 	BudgetBytes    uint64 `json:"budget_bytes"`
 	AppendFailures uint64 `json:"append_failures"`
+}
+
+// RestartMember is the restart member: what this start found of the
+// previous run's stop. It is fixed at start. Unclean is true when the
+// previous run stopped without its shutdown flush (SIGKILL, a crash, an OOM
+// kill, a power loss); then limited invocations between EvidenceGapFrom
+// (the last checkpoint's instant, "" when no checkpoint could be read) and
+// EvidenceGapTo (this start) may be uncounted, and RecoveredRecords counted
+// records, of RecoveredCount invocations, were written from the checkpoint.
+// Checkpoint is "none" (clean stop or first start), "ok", "stale" (the
+// newest checkpoint write was torn; the one before it was used) or
+// "unreadable" (nothing could be recovered). Times are RFC 3339 UTC with
+// milliseconds, "" when clean.
+type RestartMember struct {
+	Unclean          bool   `json:"unclean"`
+	Checkpoint       string `json:"checkpoint"`
+	EvidenceGapFrom  string `json:"evidence_gap_from"`
+	EvidenceGapTo    string `json:"evidence_gap_to"`
+	RecoveredRecords uint64 `json:"recovered_records"`
+	RecoveredCount   uint64 `json:"recovered_count"`
+}
+
+// RestartSource fills the restart member with m, fixed at start.
+func RestartSource(m RestartMember) Source {
+	return func(h *Container) { h.Restart = m }
 }
 
 // Source fills its member of the container. Sources run on the refresh

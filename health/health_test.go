@@ -15,7 +15,10 @@ import (
 
 // noAuditCapacity is the audit_capacity member of a holder without its
 // source.
-const noAuditCapacity = `"audit_capacity":{"state":"","free_bytes":0,"store_bytes":0,"budget_bytes":0,"append_failures":0}`
+const noAuditCapacity = `"audit_capacity":{"state":"","free_bytes":0,"store_bytes":0,"budget_bytes":0,"append_failures":0},` + noRestart
+
+// noRestart is the restart member of a holder without its source.
+const noRestart = `"restart":{"unclean":false,"checkpoint":"","evidence_gap_from":"","evidence_gap_to":"","recovered_records":0,"recovered_count":0}`
 
 func TestHolderServesTheLastRefreshOnly(t *testing.T) {
 	c := counting.New()
@@ -121,15 +124,15 @@ func TestAuditCapacityIsReadFromTheProbesLastResultOnRefreshOnly(t *testing.T) {
 func TestADecodedContainerReencodesUnknownMembersUnchanged(t *testing.T) {
 	for _, in := range []string{
 		// a sibling after the known members, one between them, one first
-		`{"limiter":{"limited_predecision_refusal":7,"limited_admission":2},"audit_capacity":{"state":"low","free_bytes":10,"store_bytes":20,"budget_bytes":30,"append_failures":1},"certificates":{"expiring":[1,2,{"a":null}],"next":"2026-01-01"}}`,
-		`{"limiter":{"limited_predecision_refusal":7,"limited_admission":2},"certificates":{"expiring":3},"audit_capacity":{"state":"low","free_bytes":10,"store_bytes":20,"budget_bytes":30,"append_failures":1}}`,
-		`{"zeta":true,"limiter":{"limited_predecision_refusal":7,"limited_admission":2},"audit_capacity":{"state":"low","free_bytes":10,"store_bytes":20,"budget_bytes":30,"append_failures":1},"omega":"x"}`,
+		`{"limiter":{"limited_predecision_refusal":7,"limited_admission":2},"audit_capacity":{"state":"low","free_bytes":10,"store_bytes":20,"budget_bytes":30,"append_failures":1},"restart":{"unclean":true,"checkpoint":"stale","evidence_gap_from":"2026-01-01T00:00:00.000Z","evidence_gap_to":"2026-01-01T00:00:02.000Z","recovered_records":3,"recovered_count":40},"certificates":{"expiring":[1,2,{"a":null}],"next":"2026-01-01"}}`,
+		`{"limiter":{"limited_predecision_refusal":7,"limited_admission":2},"certificates":{"expiring":3},"audit_capacity":{"state":"low","free_bytes":10,"store_bytes":20,"budget_bytes":30,"append_failures":1},"restart":{"unclean":true,"checkpoint":"stale","evidence_gap_from":"2026-01-01T00:00:00.000Z","evidence_gap_to":"2026-01-01T00:00:02.000Z","recovered_records":3,"recovered_count":40}}`,
+		`{"zeta":true,"limiter":{"limited_predecision_refusal":7,"limited_admission":2},"audit_capacity":{"state":"low","free_bytes":10,"store_bytes":20,"budget_bytes":30,"append_failures":1},"omega":"x","restart":{"unclean":true,"checkpoint":"stale","evidence_gap_from":"2026-01-01T00:00:00.000Z","evidence_gap_to":"2026-01-01T00:00:02.000Z","recovered_records":3,"recovered_count":40}}`,
 	} {
 		var c health.Container
 		if err := json.Unmarshal([]byte(in), &c); err != nil {
 			t.Fatal(err)
 		}
-		if c.Limiter != (health.LimiterMember{LimitedPredecisionRefusal: 7, LimitedAdmission: 2}) || c.AuditCapacity.State != "low" || c.AuditCapacity.BudgetBytes != 30 {
+		if c.Limiter != (health.LimiterMember{LimitedPredecisionRefusal: 7, LimitedAdmission: 2}) || c.AuditCapacity.State != "low" || c.AuditCapacity.BudgetBytes != 30 || c.Restart.RecoveredCount != 40 || !c.Restart.Unclean {
 			t.Fatalf("known members %+v %+v", c.Limiter, c.AuditCapacity)
 		}
 		if len(c.Unknown()) == 0 {
@@ -175,5 +178,20 @@ func TestARepeatedKnownMemberIsEncodedOnceWithTheLastValue(t *testing.T) {
 	want := `{"limiter":{"limited_predecision_refusal":9,"limited_admission":0},"x":[],` + noAuditCapacity + `}`
 	if string(out) != want {
 		t.Fatalf("got %s, want %s", out, want)
+	}
+}
+
+func TestTheRestartMemberIsFixedAtStartAndEncodedAfterAuditCapacity(t *testing.T) {
+	m := health.RestartMember{Unclean: true, Checkpoint: "ok", EvidenceGapFrom: "2026-01-01T00:00:00.000Z", EvidenceGapTo: "2026-01-01T00:00:01.500Z", RecoveredRecords: 2, RecoveredCount: 17}
+	h, err := health.NewHolder(health.RestartSource(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"restart":{"unclean":true,"checkpoint":"ok","evidence_gap_from":"2026-01-01T00:00:00.000Z","evidence_gap_to":"2026-01-01T00:00:01.500Z","recovered_records":2,"recovered_count":17}}`
+	if got := string(h.Current().JSON); !strings.HasSuffix(got, want) {
+		t.Fatalf("got %s, want it to end with %s", got, want)
+	}
+	if err := h.Refresh(); err != nil || h.Current().Container.Restart != m {
+		t.Fatalf("after a refresh: %+v, %v; want %+v", h.Current().Container.Restart, err, m)
 	}
 }

@@ -11,7 +11,7 @@
 //     this package, and it is registered here, by a Register* function
 //     (observable instruments read from a Stats func at each collection:
 //     RegisterLimiter, RegisterCoalesce, RegisterWire, RegisterAuditStore,
-//     RegisterCapacity) or a New*Observer constructor (synchronous
+//     RegisterCapacity, RegisterRestart) or a New*Observer constructor (synchronous
 //     instruments behind a small observer interface the instrumented
 //     package declares: NewAuditObserver for audit.Observer, NewVerbObserver
 //     for registrar.Observer, NewOpenBaoObserver for openbao.Observer).
@@ -168,6 +168,19 @@
 //	registrar_coalesce_handoff_waits_total
 //	    Limited calls that waited for the writer because the hand-off was
 //	    full. Should stay 0.
+//
+// Restarts and the evidence checkpoint (RegisterRestart):
+//
+//	registrar_unclean_restarts_total
+//	    1 when this process's start found the previous run's evidence
+//	    checkpoint (no shutdown flush: SIGKILL, crash, OOM kill, power
+//	    loss), else 0: limited invocations between the last checkpoint and
+//	    the restart may be uncounted. RegistrarUncleanRestart fires on it.
+//	registrar_last_unclean_restart_timestamp_seconds
+//	    Gauge: that start's Unix time, 0 after a clean start.
+//	registrar_coalesce_checkpoint_failures_total
+//	    Checkpoint writes to registrar.state_dir that failed. Should stay
+//	    0; while it rises a crash loses whole windows, not one tick.
 //
 // Audit store (NewAuditObserver):
 //

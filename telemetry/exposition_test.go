@@ -79,6 +79,11 @@ func exercise(t *testing.T) exercised {
 	if err := telemetry.RegisterCapacity(mp, fakeCoalesceStats); err != nil {
 		t.Fatalf("RegisterCapacity: %v", err)
 	}
+	if err := telemetry.RegisterRestart(mp, func() telemetry.RestartStats {
+		return telemetry.RestartStats{UncleanRestarts: 1, LastUncleanRestartUnix: 1.7e9}
+	}); err != nil {
+		t.Fatalf("RegisterRestart: %v", err)
+	}
 	if err := telemetry.RegisterWire(mp, func() wire.Stats { return wire.Stats{} }); err != nil {
 		t.Fatalf("RegisterWire: %v", err)
 	}

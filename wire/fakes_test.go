@@ -58,6 +58,7 @@ func fixedHolder(t testing.TB, pr, adm uint64) *health.Holder {
 	h, err := health.NewHolder(func(c *health.Container) {
 		c.Limiter = health.LimiterMember{LimitedPredecisionRefusal: pr, LimitedAdmission: adm}
 		c.AuditCapacity = fixedAuditCapacity
+		c.Restart = health.RestartMember{Checkpoint: "none"} // a clean start
 	})
 	if err != nil {
 		t.Fatal(err)

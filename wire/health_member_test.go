@@ -58,7 +58,7 @@ func TestEveryResponseFixtureCarriesAuditCapacityBesideAnUnchangedLimiter(t *tes
 // A client built for this version keeps a sibling member it does not know:
 // re-encoding the decoded container gives back the server's bytes.
 func TestClientKeepsAnUnknownSiblingMemberUnchanged(t *testing.T) {
-	const healthJSON = `{"limiter":{"limited_predecision_refusal":1,"limited_admission":2},"audit_capacity":{"state":"critical","free_bytes":4096,"store_bytes":65536,"budget_bytes":1114112,"append_failures":3},"certificates":{"expiring_within_7d":4,"soonest":"2026-12-08T00:00:00.000Z"}}`
+	const healthJSON = `{"limiter":{"limited_predecision_refusal":1,"limited_admission":2},"audit_capacity":{"state":"critical","free_bytes":4096,"store_bytes":65536,"budget_bytes":1114112,"append_failures":3},"certificates":{"expiring_within_7d":4,"soonest":"2026-12-08T00:00:00.000Z"},"restart":{"unclean":false,"checkpoint":"none","evidence_gap_from":"","evidence_gap_to":"","recovered_records":0,"recovered_count":0}}`
 	s := newServer(t, unreachableVerbs(t), fixedHolder(t, 0, 0))
 	wire.SetHandler(s, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

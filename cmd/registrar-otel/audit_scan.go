@@ -197,12 +197,23 @@ type scanJSON struct {
 	Files                []string               `json:"files"`
 	Skipped              []scanSkippedJSON      `json:"skipped"`
 	StoreAnomalies       []scanStoreAnomalyJSON `json:"store_anomalies"`
+	LateLimitedRecords   uint64                 `json:"late_limited_records"`
+	EvidenceGaps         []scanGapJSON          `json:"evidence_gaps"`
 	// With --by identity only.
 	LimitedByIdentity        []scanIdentityJSON     `json:"limited_by_identity,omitempty"`
 	LimitedByIdentityOmitted *int                   `json:"limited_by_identity_omitted,omitempty"`
 	LimitedOtherIdentities   map[string]scanLimJSON `json:"limited_other_identities,omitempty"`
 	// With --fail-on-limited only.
 	FailOnLimited *failOnLimited `json:"fail_on_limited,omitempty"`
+}
+
+type scanGapJSON struct {
+	File    string `json:"file"`
+	Line    uint64 `json:"line"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Records uint64 `json:"records"`
+	Count   uint64 `json:"count"`
 }
 
 type scanIdentityJSON struct {
@@ -260,6 +271,11 @@ func writeScanJSON(w io.Writer, v scanView) error {
 		Files:                append([]string{}, rep.Files...),
 		Skipped:              []scanSkippedJSON{},
 		StoreAnomalies:       []scanStoreAnomalyJSON{},
+		LateLimitedRecords:   rep.LateLimitedRecords,
+		EvidenceGaps:         []scanGapJSON{},
+	}
+	for _, g := range rep.Gaps {
+		out.EvidenceGaps = append(out.EvidenceGaps, scanGapJSON{g.File, g.Line, g.From.UTC().Format(audit.TimeLayout), g.To.UTC().Format(audit.TimeLayout), g.Records, g.Count})
 	}
 	for _, a := range rep.StoreAnomalies {
 		out.StoreAnomalies = append(out.StoreAnomalies, scanStoreAnomalyJSON(a))
@@ -339,6 +355,12 @@ func writeScanText(w io.Writer, v scanView) error {
 	for b := range limiter.Bucket(limiter.NumBuckets) {
 		s := rep.Limited[b]
 		p.printf("  %-20s %d records, %d invocations\n", b, s.Records, s.Count)
+	}
+	p.printf("\nevidence gaps (counted records written over %s after their window_end: recovered after an unclean stop): %d records\n",
+		audit.LateLimitedAfter, rep.LateLimitedRecords)
+	for _, g := range rep.Gaps {
+		p.printf("  %s:%d from %s to %s: %d records, %d invocations recovered; limited invocations in between may be uncounted\n",
+			g.File, g.Line, g.From.UTC().Format(audit.TimeLayout), g.To.UTC().Format(audit.TimeLayout), g.Records, g.Count)
 	}
 	if v.byIdentity {
 		rows, omitted := v.shown()

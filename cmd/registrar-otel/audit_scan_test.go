@@ -111,7 +111,7 @@ func TestAuditScanJSONIsStable(t *testing.T) {
 		t.Fatalf("--json output is not JSON: %v\n%s", err, out)
 	}
 	keys := slices.Sorted(maps.Keys(got))
-	want := []string{"anomalies", "dir", "files", "grace_seconds", "intent_without_outcome", "limited", "malformed",
+	want := []string{"anomalies", "dir", "evidence_gaps", "files", "grace_seconds", "intent_without_outcome", "late_limited_records", "limited", "malformed",
 		"malformed_by_rule", "malformed_records", "now", "records", "skipped", "store_anomalies", "unpaired_intents", "window_seconds"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("got keys %v, want %v", keys, want)

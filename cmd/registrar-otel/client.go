@@ -231,6 +231,11 @@ func answer(stdout, stderr io.Writer, verb string, addr daemonAddr, asJSON bool,
 	healthLine := fmt.Sprintf("registrar_health: limited_predecision_refusal=%d limited_admission=%d", h.LimitedPredecisionRefusal, h.LimitedAdmission) +
 		fmt.Sprintf("\n  audit_capacity: state=%s free_bytes=%d store_bytes=%d budget_bytes=%d append_failures=%d",
 			ac.State, ac.FreeBytes, ac.StoreBytes, ac.BudgetBytes, ac.AppendFailures)
+	if rs := resp.Health.Restart; rs.Unclean {
+		// Only after an unclean stop: a clean start prints nothing more.
+		healthLine += fmt.Sprintf("\n  restart: unclean checkpoint=%s evidence_gap_from=%s evidence_gap_to=%s recovered_records=%d recovered_count=%d",
+			rs.Checkpoint, rs.EvidenceGapFrom, rs.EvidenceGapTo, rs.RecoveredRecords, rs.RecoveredCount)
+	}
 	switch {
 	case resp.OK():
 		if !asJSON {

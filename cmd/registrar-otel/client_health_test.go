@@ -61,3 +61,23 @@ func TestMintAndDeregisterShowAuditCapacity(t *testing.T) {
 		t.Fatalf("deregister refused: exit %d, stderr %q", code, errb.String())
 	}
 }
+
+func TestAnAnswerAfterAnUncleanStopShowsTheRestartLine(t *testing.T) {
+	h := strings.Replace(clientHealth, `"certificates":{"soon":1}`, `"restart":{"unclean":true,"checkpoint":"stale","evidence_gap_from":"2026-12-01T10:04:59.950Z","evidence_gap_to":"2026-12-01T10:05:00.412Z","recovered_records":3,"recovered_count":40}`, 1)
+	args := []string{"--service-name", "review", "--host", "h1", "--component", "review", "--instance", "1"}
+	body := `{"protocol_version":1,"request_id":"r.1","registration_id":"h1-review-001","outcome":"first_mint","material":{"role_id":"r","wrapped_secret_id":"w","expires_at":"2026-12-01T12:05:00.123Z"},` + h + "}\n"
+	var out, errb bytes.Buffer
+	if code := runMint(append([]string{"--socket", serveFixed(t, 200, body)}, args...), &out, &errb); code != exitOK {
+		t.Fatalf("mint: exit %d, stderr %q", code, errb.String())
+	}
+	want := "restart: unclean checkpoint=stale evidence_gap_from=2026-12-01T10:04:59.950Z evidence_gap_to=2026-12-01T10:05:00.412Z recovered_records=3 recovered_count=40"
+	if !strings.Contains(out.String(), want) {
+		t.Fatalf("stdout %q lacks %q", out.String(), want)
+	}
+	// A clean start prints no restart line.
+	out.Reset()
+	runMint(append([]string{"--socket", serveFixed(t, 200, strings.Replace(body, `"unclean":true`, `"unclean":false`, 1))}, args...), &out, &errb)
+	if strings.Contains(out.String(), "restart:") {
+		t.Fatalf("a clean start printed a restart line: %q", out.String())
+	}
+}

@@ -196,7 +196,11 @@ func TestGoldenAuditScanJSON(t *testing.T) {
 	}
 	lim := scanLimited(limiter.Admission, 41)
 	lim.WindowStart, lim.WindowEnd = at.Add(-time.Minute), at
-	for _, r := range []*audit.Record{scanIntent("r-1"), scanOutcome("r-1"), scanIntent("r-crashed"), lim} {
+	// A record recovered after an unclean stop: window_end at the
+	// checkpoint, written 30 s later at the restart.
+	recovered := scanLimited(limiter.Admission, 9)
+	recovered.WindowStart, recovered.WindowEnd = at.Add(-40*time.Second), at.Add(-30*time.Second)
+	for _, r := range []*audit.Record{scanIntent("r-1"), scanOutcome("r-1"), scanIntent("r-crashed"), lim, recovered} {
 		if err := s.Append(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}

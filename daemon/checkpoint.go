@@ -1,0 +1,308 @@
+package daemon
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/coalesce"
+	"github.com/registrar-otel/registrar-otel/limiter"
+)
+
+// The evidence checkpoint: the coalescer's windows whose counted records
+// are not durable yet (coalesce.Sink.Snapshot: key, start, count — nothing
+// of the limiter's buckets), written by the tick to two files in
+// registrar.state_dir, so that a SIGKILL, a crash or a power loss loses at
+// most one tick of limited invocations per key instead of every open window.
+//
+// Why two files rewritten in turn, and not a bbolt bucket or a file renamed
+// over: a bbolt commit costs two fdatasyncs (pages, then meta) and the db
+// is the embedded backend's alone (the OpenBao backend opens none); a
+// write-then-rename costs the file's fsync and the directory's. Rewriting
+// the older of two files in place (truncate, write, fdatasync) costs one
+// fdatasync per tick and needs no directory entry after start, and a write
+// torn by a power loss leaves the other file, one tick older, intact: each
+// file carries a sequence number and a CRC-32C over all of it, and recovery
+// takes the valid file of the highest sequence. Nothing is appended: each
+// write replaces its file's whole content.
+//
+// The files double as the clean-shutdown marker: they are created at
+// start (after recovery) and removed, with a directory fsync, after the
+// shutdown flush made every window durable. Finding one at start means the
+// previous run stopped uncleanly.
+const (
+	// CheckpointName is the checkpoint's file name in registrar.state_dir;
+	// the two files are CheckpointName+".0" and CheckpointName+".1".
+	CheckpointName = "coalesce-checkpoint"
+
+	// MaxCheckpointIdentityBytes is the longest identity an entry holds:
+	// the wire's identity bound (wire.MaxIdentityBytes) and the audit
+	// store's field bound (audit.MaxFieldBytes), 512. Identities reach the
+	// coalescer only through the wire, so none is longer.
+	MaxCheckpointIdentityBytes = 512
+
+	// checkpointHeaderBytes: magic, sequence, instant, run start, count.
+	checkpointHeaderBytes = 8 + 8 + 8 + 8 + 4
+	// checkpointEntryFixed: start, count, verb, bucket, identity length.
+	checkpointEntryFixed = 8 + 8 + 1 + 1 + 2
+	checkpointCRCBytes   = 4
+
+	// MaxCheckpointWindows is the most windows Snapshot reports: the ring,
+	// a full hand-off and a batch being written, each at most
+	// coalesce.MaxOpenWindows.
+	MaxCheckpointWindows = 3 * coalesce.MaxOpenWindows
+
+	// MaxCheckpointBytes bounds one checkpoint file: 6,537,256 bytes with
+	// every window's identity at the 512-byte bound (12,288 entries of 532
+	// bytes, 40 bytes of header and CRC). A fleet of 1,024 identities of
+	// 64 bytes at the 4,096-window cap writes 344,104 bytes (84 per
+	// window). Two files: at most twice this on disk.
+	MaxCheckpointBytes = checkpointHeaderBytes + MaxCheckpointWindows*(checkpointEntryFixed+MaxCheckpointIdentityBytes) + checkpointCRCBytes
+)
+
+var checkpointMagic = [8]byte{'R', 'G', 'O', 'C', 'K', 'P', 'T', '1'}
+
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
+
+// errTornCheckpoint matches every checkpoint file that does not decode: a
+// write cut short by a crash or a power loss, or a file damaged since.
+var errTornCheckpoint = errors.New("torn or damaged checkpoint")
+
+// checkpoint is one decoded checkpoint file.
+type checkpoint struct {
+	Seq     uint64
+	Instant time.Time // when the snapshot was taken
+	Started time.Time // when the run that wrote it started
+	Windows []coalesce.OpenWindow
+}
+
+// appendCheckpoint encodes c after dst. An identity longer than
+// MaxCheckpointIdentityBytes is cut (unreachable through the wire).
+func appendCheckpoint(dst []byte, c *checkpoint) []byte {
+	start := len(dst)
+	dst = append(dst, checkpointMagic[:]...)
+	dst = binary.LittleEndian.AppendUint64(dst, c.Seq)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(c.Instant.UnixNano()))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(c.Started.UnixNano()))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(c.Windows)))
+	for i := range c.Windows {
+		w := &c.Windows[i]
+		id := w.Identity
+		if len(id) > MaxCheckpointIdentityBytes {
+			id = id[:MaxCheckpointIdentityBytes]
+		}
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(w.Start.UnixNano()))
+		dst = binary.LittleEndian.AppendUint64(dst, w.Count)
+		dst = append(dst, byte(w.Verb), byte(w.Bucket))
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(id)))
+		dst = append(dst, id...)
+	}
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], crc32c))
+}
+
+// decodeCheckpoint decodes one file; every failure matches
+// errTornCheckpoint and says what is wrong.
+func decodeCheckpoint(b []byte) (*checkpoint, error) {
+	torn := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{errTornCheckpoint}, a...)...)
+	}
+	if len(b) < checkpointHeaderBytes+checkpointCRCBytes {
+		return nil, torn("%d bytes, shorter than a header", len(b))
+	}
+	if len(b) > MaxCheckpointBytes {
+		return nil, torn("%d bytes, over the bound of %d", len(b), MaxCheckpointBytes)
+	}
+	body, sum := b[:len(b)-checkpointCRCBytes], binary.LittleEndian.Uint32(b[len(b)-checkpointCRCBytes:])
+	if [8]byte(body[:8]) != checkpointMagic {
+		return nil, torn("bad magic %q", body[:8])
+	}
+	if got := crc32.Checksum(body, crc32c); got != sum {
+		return nil, torn("CRC-32C %08x, the file says %08x", got, sum)
+	}
+	c := &checkpoint{
+		Seq:     binary.LittleEndian.Uint64(body[8:]),
+		Instant: time.Unix(0, int64(binary.LittleEndian.Uint64(body[16:]))),
+		Started: time.Unix(0, int64(binary.LittleEndian.Uint64(body[24:]))),
+	}
+	n := binary.LittleEndian.Uint32(body[32:])
+	if n > MaxCheckpointWindows {
+		return nil, torn("%d windows, over the bound of %d", n, MaxCheckpointWindows)
+	}
+	p := body[checkpointHeaderBytes:]
+	c.Windows = make([]coalesce.OpenWindow, 0, n)
+	for i := range n {
+		if len(p) < checkpointEntryFixed {
+			return nil, torn("window %d cut short", i)
+		}
+		idLen := int(binary.LittleEndian.Uint16(p[18:]))
+		if idLen > MaxCheckpointIdentityBytes || len(p) < checkpointEntryFixed+idLen {
+			return nil, torn("window %d: identity of %d bytes", i, idLen)
+		}
+		w := coalesce.OpenWindow{
+			Start:    time.Unix(0, int64(binary.LittleEndian.Uint64(p))),
+			Count:    binary.LittleEndian.Uint64(p[8:]),
+			Verb:     limiter.Verb(p[16]),
+			Bucket:   limiter.Bucket(p[17]),
+			Identity: string(p[checkpointEntryFixed : checkpointEntryFixed+idLen]),
+		}
+		if !w.Verb.Valid() || !w.Bucket.Valid() || w.Count == 0 {
+			return nil, torn("window %d: verb %d, bucket %d, count %d", i, p[16], p[17], w.Count)
+		}
+		c.Windows = append(c.Windows, w)
+		p = p[checkpointEntryFixed+idLen:]
+	}
+	if len(p) != 0 {
+		return nil, torn("%d bytes after the last window", len(p))
+	}
+	return c, nil
+}
+
+// checkpointFS is where checkpoint files live: the state directory, or a
+// test's fault seam. WriteFile replaces a file's content with one
+// fdatasync; it is the only write, and the only fsync, of a tick.
+type checkpointFS interface {
+	// ReadFile returns a file's content, or an error matching
+	// fs.ErrNotExist.
+	ReadFile(name string) ([]byte, error)
+	// WriteFile truncates, writes and fdatasyncs name, creating it 0600.
+	WriteFile(name string, data []byte) error
+	// Remove removes name; a missing file is not an error.
+	Remove(name string) error
+	// SyncDir fsyncs the directory, making creations and removals durable.
+	SyncDir() error
+}
+
+// dirFS is checkpointFS on an open private directory (privdir.Open).
+type dirFS struct {
+	dir *os.File
+}
+
+func (d dirFS) path(name string) string { return filepath.Join(d.dir.Name(), name) }
+
+func (d dirFS) ReadFile(name string) ([]byte, error) {
+	f, err := os.OpenFile(d.path(name), os.O_RDONLY|oNoFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, MaxCheckpointBytes+1))
+}
+
+func (d dirFS) WriteFile(name string, data []byte) error {
+	f, err := os.OpenFile(d.path(name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|oNoFollow, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (d dirFS) Remove(name string) error {
+	if err := os.Remove(d.path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+func (d dirFS) SyncDir() error { return d.dir.Sync() }
+
+// checkpointer writes the checkpoint on the tick. It is used by the tick
+// goroutine only (Start before the listeners, Tick on the tick, Clear after
+// the shutdown flush); its counters may be read from any goroutine.
+type checkpointer struct {
+	fs      checkpointFS
+	sink    *coalesce.Sink
+	started time.Time
+	// now reads the clock at the snapshot; nil means time.Now. The
+	// checkpoint's instant is the snapshot's, not the tick's (which may
+	// have waited behind the tick's own writes): every count in it was
+	// taken before it, and every window in it started before it.
+	now func() time.Time
+
+	seq     uint64 // the last sequence written
+	gen     uint64 // the sink generation of the last checkpoint written
+	wrote   bool   // a checkpoint of this run is on disk
+	wins    []coalesce.OpenWindow
+	buf     []byte
+	stopped bool // Clear ran: the marker is gone
+
+	writes   atomic.Uint64 // checkpoint files written (one fdatasync each)
+	failures atomic.Uint64 // checkpoint writes that failed
+	bytes    atomic.Uint64 // size of the last checkpoint written
+}
+
+func checkpointFile(seq uint64) string { return fmt.Sprintf("%s.%d", CheckpointName, seq%2) }
+
+// Start writes an empty checkpoint to both files with sequences above every
+// one recovery saw (after is the highest), clearing what recovery read and
+// leaving the marker of a running daemon, then fsyncs the directory.
+func (c *checkpointer) Start(after uint64, now time.Time) error {
+	c.seq = after
+	for range 2 {
+		if err := c.write(nil, now); err != nil {
+			return err
+		}
+	}
+	c.wrote = false // the sink's first generation is still to be written
+	return c.fs.SyncDir()
+}
+
+// Tick writes the sink's windows if they changed since the last write: one
+// file, one fdatasync, whatever the flood; nothing when nothing changed.
+// The tick's instant is not used: the checkpoint is stamped with the
+// snapshot's (see now).
+func (c *checkpointer) Tick(_ context.Context, _ time.Time) error {
+	var now time.Time
+	if c.stopped {
+		return nil
+	}
+	if c.wrote && c.sink.Generation() == c.gen {
+		return nil
+	}
+	var gen uint64
+	if c.now != nil {
+		now = c.now()
+	} else {
+		now = time.Now()
+	}
+	c.wins, gen = c.sink.Snapshot(c.wins[:0])
+	if err := c.write(c.wins, now); err != nil {
+		c.failures.Add(1)
+		return fmt.Errorf("daemon: evidence checkpoint (registrar.state_dir): %w", err)
+	}
+	c.gen, c.wrote = gen, true
+	return nil
+}
+
+func (c *checkpointer) write(wins []coalesce.OpenWindow, now time.Time) error {
+	c.seq++
+	cp := checkpoint{Seq: c.seq, Instant: now, Started: c.started, Windows: wins}
+	c.buf = appendCheckpoint(c.buf[:0], &cp)
+	if err := c.fs.WriteFile(checkpointFile(c.seq), c.buf); err != nil {
+		return err
+	}
+	c.writes.Add(1)
+	c.bytes.Store(uint64(len(c.buf)))
+	return nil
+}
+
+// Clear removes both files after the shutdown flush (the clean-shutdown
+// marker) and fsyncs the directory.
+func (c *checkpointer) Clear() error {
+	c.stopped = true
+	return errors.Join(c.fs.Remove(checkpointFile(0)), c.fs.Remove(checkpointFile(1)), c.fs.SyncDir())
+}

@@ -1,0 +1,484 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/coalesce"
+	"github.com/registrar-otel/registrar-otel/limiter"
+)
+
+// powerFS is a checkpointFS whose disk is a map, with a fault seam: when
+// loseNext is set, the next WriteFile is cut by a power loss (the file
+// keeps the first tornAt bytes of the new content, 0 meaning truncated
+// empty, or, with keepOld, its old content: the write never reached the
+// disk) and returns an error.
+type powerFS struct {
+	mu       sync.Mutex
+	files    map[string][]byte
+	writes   int // WriteFile calls that completed (one fdatasync each)
+	dirSyncs int
+	loseNext bool
+	tornAt   int
+	keepOld  bool
+}
+
+var errPowerLost = errors.New("power lost")
+
+func newPowerFS() *powerFS { return &powerFS{files: map[string][]byte{}} }
+
+func (p *powerFS) ReadFile(name string) ([]byte, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b, ok := p.files[name]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return bytes.Clone(b), nil
+}
+
+func (p *powerFS) WriteFile(name string, data []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.loseNext {
+		p.loseNext = false
+		if !p.keepOld {
+			p.files[name] = bytes.Clone(data[:min(p.tornAt, len(data))])
+		}
+		return errPowerLost
+	}
+	p.files[name] = bytes.Clone(data)
+	p.writes++
+	return nil
+}
+
+func (p *powerFS) Remove(name string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.files, name)
+	return nil
+}
+
+func (p *powerFS) SyncDir() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dirSyncs++
+	return nil
+}
+
+func (p *powerFS) snapshot() map[string][]byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.files)
+}
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// fixture is a coalescing sink on a manual clock over a real audit store,
+// with a checkpointer on a powerFS.
+type fixture struct {
+	t      *testing.T
+	clock  time.Time
+	store  *audit.Store
+	dir    string
+	sink   *coalesce.Sink
+	fs     *powerFS
+	ckpt   *checkpointer
+	window time.Duration
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{t: t, clock: t0, dir: t.TempDir(), fs: newPowerFS(), window: 10 * time.Second}
+	f.openStore()
+	var err error
+	f.sink, err = coalesce.New(coalesce.Options{Store: f.store, Window: f.window, Now: func() time.Time { return f.clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ckpt = &checkpointer{fs: f.fs, sink: f.sink, started: t0, now: func() time.Time { return f.clock }}
+	if err := f.ckpt.Start(0, t0); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *fixture) openStore() {
+	var err error
+	f.store, err = audit.Open(audit.Options{Dir: filepath.Join(f.dir, "audit"), Now: func() time.Time { return f.clock }})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { f.store.Close() })
+}
+
+func (f *fixture) limited(id string, n int) {
+	for range n {
+		f.sink.Limited(context.Background(), limiter.Event{Identity: id, Verb: limiter.Mint, Bucket: limiter.Admission})
+	}
+}
+
+// tick is the daemon's pass as far as evidence goes: close due windows,
+// then checkpoint.
+func (f *fixture) tick() error {
+	f.sink.Tick(context.Background(), f.clock)
+	return f.ckpt.Tick(context.Background(), f.clock)
+}
+
+// restart is a start after a crash: a new store on the same directory and
+// recovery from what the disk holds.
+func (f *fixture) restart() Recovery {
+	f.t.Helper()
+	f.store.Close()
+	f.openStore()
+	rec, err := recoverCheckpoint(context.Background(), f.fs, f.store, filepath.Join(f.dir, "audit"), f.window, f.clock)
+	if err != nil {
+		f.t.Fatalf("recovery refused: %v", err)
+	}
+	c := &checkpointer{fs: f.fs, started: f.clock}
+	if err := c.Start(rec.seq, f.clock); err != nil {
+		f.t.Fatal(err)
+	}
+	return rec
+}
+
+// counted is Σ count over the store's limited records, and their number.
+func (f *fixture) counted() (sum, records uint64) {
+	f.t.Helper()
+	recs, err := audit.LimitedSince(context.Background(), filepath.Join(f.dir, "audit"), t0.Add(-time.Hour))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, r := range recs {
+		sum += r.Count
+	}
+	return sum, uint64(len(recs))
+}
+
+func TestACheckpointRoundTripsAndEveryCutIsDetected(t *testing.T) {
+	c := checkpoint{Seq: 7, Instant: t0.Add(time.Second), Started: t0, Windows: []coalesce.OpenWindow{
+		{Identity: "uid:1000", Verb: limiter.Mint, Bucket: limiter.Admission, Start: t0, Count: 3},
+		{Identity: strings.Repeat("é", 256), Verb: limiter.Deregister, Bucket: limiter.PredecisionRefusal, Start: t0.Add(time.Millisecond), Count: 1 << 40},
+	}}
+	b := appendCheckpoint(nil, &c)
+	got, err := decodeCheckpoint(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Seq != 7 || !got.Instant.Equal(c.Instant) || !got.Started.Equal(t0) || len(got.Windows) != 2 {
+		t.Fatalf("got %+v, want %+v", got, c)
+	}
+	for i := range c.Windows {
+		if g, w := got.Windows[i], c.Windows[i]; g.Identity != w.Identity || g.Verb != w.Verb || g.Bucket != w.Bucket || !g.Start.Equal(w.Start) || g.Count != w.Count {
+			t.Errorf("window %d: got %+v, want %+v", i, g, w)
+		}
+	}
+	for n := range len(b) {
+		if _, err := decodeCheckpoint(b[:n]); !errors.Is(err, errTornCheckpoint) {
+			t.Fatalf("cut at %d of %d bytes: %v, want errTornCheckpoint", n, len(b), err)
+		}
+	}
+	for i := range b {
+		d := bytes.Clone(b)
+		d[i] ^= 0x10
+		if _, err := decodeCheckpoint(d); !errors.Is(err, errTornCheckpoint) {
+			t.Fatalf("byte %d flipped: %v, want errTornCheckpoint", i, err)
+		}
+	}
+}
+
+func TestTheCheckpointBoundIsTheStatedBytes(t *testing.T) {
+	if MaxCheckpointBytes != 6_537_256 {
+		t.Fatalf("MaxCheckpointBytes %d, the docs say 6,537,256", MaxCheckpointBytes)
+	}
+	ws := make([]coalesce.OpenWindow, MaxCheckpointWindows)
+	for i := range ws {
+		ws[i] = coalesce.OpenWindow{Identity: strings.Repeat("x", MaxCheckpointIdentityBytes+100), Verb: limiter.Mint, Bucket: limiter.Admission, Start: t0, Count: 1}
+	}
+	if n := len(appendCheckpoint(nil, &checkpoint{Windows: ws})); n != MaxCheckpointBytes {
+		t.Fatalf("a full checkpoint is %d bytes, want %d", n, MaxCheckpointBytes)
+	}
+	fleet := make([]coalesce.OpenWindow, coalesce.MaxOpenWindows)
+	for i := range fleet {
+		fleet[i] = coalesce.OpenWindow{Identity: strings.Repeat("y", 64), Verb: limiter.Mint, Bucket: limiter.Admission, Start: t0, Count: 1}
+	}
+	if n := len(appendCheckpoint(nil, &checkpoint{Windows: fleet})); n != 344_104 {
+		t.Fatalf("a fleet checkpoint is %d bytes, the docs say 344,104", n)
+	}
+}
+
+func TestTheTickWritesOneFileOnlyWhenWindowsChanged(t *testing.T) {
+	f := newFixture(t)
+	base := f.fs.writes
+	for range 3 {
+		if err := f.tick(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := f.fs.writes - base; got != 1 {
+		t.Fatalf("three ticks with no window: %d checkpoint writes, want 1 (the first)", got)
+	}
+	for i := range 5 {
+		f.limited("uid:1", 1000)
+		f.limited("uid:2", 1)
+		f.clock = f.clock.Add(time.Second)
+		before := f.fs.writes
+		if err := f.tick(); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.fs.writes - before; got != 1 {
+			t.Fatalf("tick %d after 1,001 limited calls: %d writes (fdatasyncs), want 1", i, got)
+		}
+	}
+	before := f.fs.writes
+	f.tick()
+	if f.fs.writes != before {
+		t.Fatalf("a tick with nothing changed wrote the checkpoint")
+	}
+}
+
+func TestAPowerLossDuringACheckpointWriteFallsBackToTheOlderFileNeverRefusesAndNeverDoubleCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		tornAt  int
+		keepOld bool
+		want    string
+	}{
+		{"truncated empty", 0, false, checkpointStale},
+		{"cut mid-header", 20, false, checkpointStale},
+		{"cut mid-window", 60, false, checkpointStale},
+		{"write never reached the disk", 0, true, checkpointOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.limited("uid:1", 5)
+			f.limited("uid:2", 2)
+			f.clock = f.clock.Add(time.Second)
+			if err := f.tick(); err != nil {
+				t.Fatal(err)
+			}
+			// The last tick before the power loss: 3 more for uid:1, and its
+			// checkpoint write is lost.
+			f.limited("uid:1", 3)
+			f.clock = f.clock.Add(time.Second)
+			f.fs.loseNext, f.fs.tornAt, f.fs.keepOld = true, tc.tornAt, tc.keepOld
+			if err := f.tick(); !errors.Is(err, errPowerLost) {
+				t.Fatalf("the lost write: %v", err)
+			}
+			f.clock = f.clock.Add(500 * time.Millisecond)
+			rec := f.restart()
+			if !rec.Unclean || rec.Checkpoint != tc.want {
+				t.Fatalf("recovery %+v, want unclean with checkpoint %q", rec, tc.want)
+			}
+			if tc.want == checkpointStale && !strings.Contains(rec.Problem, "torn") {
+				t.Errorf("problem %q does not say torn", rec.Problem)
+			}
+			sum, n := f.counted()
+			// 7 counted at the durable checkpoint; the 3 of the lost tick are
+			// the one tick the bound allows to lose.
+			if sum != 7 || n != 2 || rec.Count != 7 || rec.Records != 2 {
+				t.Fatalf("store Σ %d in %d records, recovery %+v; want 7 in 2", sum, n, rec)
+			}
+			// A second unclean start finds the cleared checkpoint: nothing
+			// again.
+			f.clock = f.clock.Add(time.Second)
+			rec = f.restart()
+			if sum2, _ := f.counted(); sum2 != 7 || rec.Records != 0 {
+				t.Fatalf("after a second restart Σ %d, recovered %d; want 7, 0", sum2, rec.Records)
+			}
+		})
+	}
+}
+
+func TestBothFilesTornIsReportedUnreadableAndStartGoesOn(t *testing.T) {
+	f := newFixture(t)
+	f.fs.files[checkpointFile(0)] = []byte("garbage")
+	f.fs.files[checkpointFile(1)] = []byte{}
+	rec := f.restart()
+	if !rec.Unclean || rec.Checkpoint != checkpointUnreadable || !rec.GapFrom.IsZero() || rec.Records != 0 {
+		t.Fatalf("got %+v, want unclean, unreadable, no gap start, nothing recovered", rec)
+	}
+	for name, b := range f.fs.snapshot() {
+		if _, err := decodeCheckpoint(b); err != nil {
+			t.Fatalf("after start %s: %v, want a valid empty checkpoint", name, err)
+		}
+	}
+}
+
+func TestAWindowWhoseRecordIsDurableIsNeverWrittenAgain(t *testing.T) {
+	f := newFixture(t)
+	f.limited("uid:1", 4) // will close on the deadline after the checkpoint
+	f.clock = f.clock.Add(time.Second)
+	f.limited("uid:2", 6) // stays open
+	if err := f.tick(); err != nil {
+		t.Fatal(err)
+	}
+	// uid:1's window closes on its deadline and is written; the crash comes
+	// before the next checkpoint, so the durable checkpoint still holds it.
+	f.clock = t0.Add(f.window)
+	f.sink.Tick(context.Background(), f.clock)
+	f.clock = f.clock.Add(time.Millisecond)
+	rec := f.restart()
+	sum, n := f.counted()
+	if rec.Durable != 1 || rec.Records != 1 || rec.Count != 6 || sum != 10 || n != 2 {
+		t.Fatalf("recovery %+v, store Σ %d in %d records; want uid:1 skipped as durable, uid:2's 6 recovered, Σ 10 in 2", rec, sum, n)
+	}
+	recs, _ := audit.LimitedSince(context.Background(), filepath.Join(f.dir, "audit"), t0.Add(-time.Hour))
+	got := recs[1]
+	if got.CallerIdentity != "uid:2" || !got.WindowEnd.Equal(t0.Add(time.Second)) || !got.WindowStart.Equal(t0.Add(time.Second)) {
+		t.Errorf("recovered record %+v: want uid:2 with window_end at the checkpoint instant", got)
+	}
+}
+
+func TestAStartWithoutACheckpointIsCleanAndLogsNothing(t *testing.T) {
+	f := newFixture(t)
+	if err := f.ckpt.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	rec := f.restart()
+	var buf bytes.Buffer
+	logRecovery(context.Background(), slog.New(slog.NewTextHandler(&buf, nil)), rec, "s")
+	if rec.Unclean || rec.Checkpoint != checkpointNone || buf.Len() != 0 {
+		t.Fatalf("got %+v and log %q, want clean and silent", rec, buf.String())
+	}
+}
+
+func TestDirFSReplacesTheFileAndNeverFollowsASymlink(t *testing.T) {
+	dir := t.TempDir()
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cfs := dirFS{dir: d}
+	if err := cfs.WriteFile("a", []byte("long content")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfs.WriteFile("a", []byte("short")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := cfs.ReadFile("a"); string(b) != "short" {
+		t.Fatalf("rewritten file holds %q, want %q (replaced, never appended)", b, "short")
+	}
+	target := filepath.Join(dir, "target")
+	os.WriteFile(target, []byte("keep"), 0o600)
+	os.Symlink(target, filepath.Join(dir, "link"))
+	if err := cfs.WriteFile("link", []byte("x")); err == nil {
+		t.Fatal("wrote through a symlink")
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep" {
+		t.Fatalf("symlink target changed to %q", b)
+	}
+	if err := cfs.Remove("missing"); err != nil {
+		t.Fatalf("removing a missing file: %v", err)
+	}
+}
+
+// fillToTheCap opens MaxOpenWindows windows, window i counting i%7+1.
+func (f *fixture) fillToTheCap() (sum uint64) {
+	for i := range coalesce.MaxOpenWindows {
+		f.limited(fmt.Sprintf("uid:%d", i), i%7+1)
+		sum += uint64(i%7 + 1)
+	}
+	return sum
+}
+
+func TestACrashAroundEarlyFlushesNeverLosesAWindowNorCountsOneTwice(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// after the early flushes: checkpoint, then the tick's writes
+		checkpoint, write bool
+		wantDurable       uint64
+	}{
+		{"before the checkpoint sees them", false, false, 0},
+		{"checkpointed in the hand-off, not written", true, false, 0},
+		{"written, before the next checkpoint", true, true, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			sum := f.fillToTheCap()
+			f.clock = f.clock.Add(time.Second)
+			if err := f.tick(); err != nil {
+				t.Fatal(err)
+			}
+			// Ten new keys at the cap: the ten oldest windows are flushed
+			// early into the hand-off.
+			f.clock = f.clock.Add(100 * time.Millisecond)
+			f.limited("new:a", 1)
+			f.limited("new:b", 1)
+			for i := range 8 {
+				f.limited(fmt.Sprintf("new:%d", i), 1)
+			}
+			if st := f.sink.Stats(); st.EarlyFlushes != 10 || st.Pending != 10 {
+				t.Fatalf("stats %+v, want 10 early flushes pending", st)
+			}
+			want := sum // the new windows' 10 are the last tick's
+			if tc.checkpoint {
+				if err := f.ckpt.Tick(context.Background(), f.clock); err != nil {
+					t.Fatal(err)
+				}
+				want += 10
+			}
+			if tc.write {
+				f.sink.Tick(context.Background(), f.clock) // drains the hand-off
+			}
+			f.clock = f.clock.Add(10 * time.Millisecond)
+			rec := f.restart()
+			got, _ := f.counted()
+			if got != want || rec.Durable != tc.wantDurable {
+				t.Fatalf("Σ counted %d, %d skipped as durable; want %d, %d (recovery %+v)", got, rec.Durable, want, tc.wantDurable, rec)
+			}
+		})
+	}
+}
+
+// blockingStore holds AppendBatch until released, so a test can look at
+// the sink while Run is writing.
+type blockingStore struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingStore) AppendBatch(_ context.Context, recs []*audit.Record) []error {
+	b.entered <- struct{}{}
+	<-b.release
+	return make([]error, len(recs))
+}
+
+func TestASnapshotTakenWhileTheWriterWritesStillHoldsItsBatch(t *testing.T) {
+	bs := &blockingStore{entered: make(chan struct{}), release: make(chan struct{})}
+	sink, err := coalesce.New(coalesce.Options{Store: bs, Window: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { sink.Run(ctx); close(done) }()
+	for i := range coalesce.MaxOpenWindows + 1 { // one early flush
+		sink.Limited(ctx, limiter.Event{Identity: fmt.Sprintf("uid:%d", i), Verb: limiter.Mint, Bucket: limiter.Admission})
+	}
+	<-bs.entered // Run took the hand-off and is writing
+	ws, gen := sink.Snapshot(nil)
+	if len(ws) != coalesce.MaxOpenWindows+1 || ws[0].Identity != "uid:0" {
+		t.Fatalf("snapshot during the write: %d windows, first %q; want %d with the one being written (uid:0) first", len(ws), ws[0].Identity, coalesce.MaxOpenWindows+1)
+	}
+	close(bs.release)
+	cancel()
+	<-done
+	ws, gen2 := sink.Snapshot(nil)
+	if len(ws) != coalesce.MaxOpenWindows || gen2 == gen {
+		t.Fatalf("after the write: %d windows, generation %d → %d; want %d and a new generation", len(ws), gen, gen2, coalesce.MaxOpenWindows)
+	}
+}

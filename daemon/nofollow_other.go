@@ -1,0 +1,6 @@
+//go:build !unix
+
+package daemon
+
+// oNoFollow is unix-only; elsewhere the state directory's own checks stand.
+const oNoFollow = 0

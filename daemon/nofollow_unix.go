@@ -1,0 +1,8 @@
+//go:build unix
+
+package daemon
+
+import "syscall"
+
+// oNoFollow: a checkpoint file is never reached through a symlink.
+const oNoFollow = syscall.O_NOFOLLOW
