@@ -7,8 +7,9 @@ GREMLINS    := github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
 FUZZTIME    ?= 10s
 
 # What `make build` stamps into internal/buildinfo (the version command,
-# registrar_build_info and service.version read it).
-VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# registrar_build_info and service.version read it): the one version number
+# of the project, the VERSION file (CHANGELOG.md's newest release heading).
+VERSION     ?= $(shell cat VERSION)
 REVISION    ?= $(shell git rev-parse HEAD 2>/dev/null)
 BUILDINFO   := github.com/registrar-otel/registrar-otel/internal/buildinfo
 LDFLAGS     := -X $(BUILDINFO).Version=$(VERSION) -X $(BUILDINFO).Revision=$(REVISION)

@@ -99,7 +99,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	// header values, URLs).
 	d.tel, err = telemetry.New(context.Background(), cfg.Telemetry, telemetry.Options{
 		Logger:         logger.With("component", "telemetry"),
-		ServiceVersion: buildinfo.Version,
+		ServiceVersion: buildinfo.GetVersion(),
 	})
 	if err != nil {
 		return nil, setup(fmt.Errorf("daemon: telemetry: %w", err), true)
