@@ -217,6 +217,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 		MaxConnsPerIdentity:  int(r.MaxConnsPerIdentity),
 		ReadHeaderTimeout:    ms(r.ReadHeaderTimeoutMS),
 		IdleTimeout:          ms(r.IdleTimeoutMS),
+		Backup:               backupOf(d.backend),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("daemon: wire server: %w", err)
