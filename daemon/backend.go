@@ -100,7 +100,9 @@ var processEnviron = os.Environ
 // backupOf is the wire server's Backup: the embedded backend's snapshot
 // (registrar-otel backup), or nil for a backend with no local registry.
 func backupOf(b closingBackend) func(ctx context.Context, w io.Writer) (int64, error) {
-	bb, ok := b.(interface{ Backup(io.Writer) (int64, error) })
+	bb, ok := b.(interface {
+		Backup(io.Writer) (int64, error)
+	})
 	if !ok {
 		return nil
 	}
