@@ -84,6 +84,7 @@ dashboards-check: ## promtool check/test the alert rules and validate the Grafan
 vet: ## go vet both modules
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	cd tools/package && $(GO) vet ./...
 
 .PHONY: bench-smoke
 bench-smoke: ## run every benchmark once so none rots
@@ -153,9 +154,31 @@ docs: docs-deps ## build the docs site into site/ (English at the root, Korean u
 	mkdocs build --strict --config-file mkdocs.yml
 	mkdocs build --strict --config-file mkdocs.ko.yml
 
+# The package's binary: PIE, full RELRO, stripped (lintian's hardening and
+# stripping checks); see packaging/nfpm.yaml.
+PKG_BIN     := bin/registrar-otel-pkg
+PKG_LDFLAGS := $(LDFLAGS) -s -w -linkmode=external -extldflags '-Wl,-z,relro,-z,now'
+PKG_VERSION ?= $(VERSION)
+ARCH        ?= $(shell $(GO) env GOARCH)
+
+.PHONY: package
+package: ## the Debian package, the release tarball and SHA256SUMS into dist/ (nfpm, tools/package)
+	$(GO) build -buildmode=pie -trimpath -ldflags "$(PKG_LDFLAGS)" -o $(PKG_BIN) ./cmd/registrar-otel
+	cd tools/package && $(GO) run . -root ../.. -bin $(PKG_BIN) -version $(PKG_VERSION) -arch $(ARCH) -out dist
+	cd dist && sha256sum -c SHA256SUMS
+
+.PHONY: package-lint
+package-lint: package ## lintian on the package: no error allowed (installs Debian's lintian when missing; needs root)
+	@command -v lintian >/dev/null 2>&1 || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends lintian; }
+	lintian --fail-on error dist/registrar-otel_$(PKG_VERSION)_$(ARCH).deb
+
+.PHONY: package-check
+package-check: package-lint ## as root on a Debian host: install, run, remove, purge and upgrade the package (packaging/test/acceptance.sh)
+	packaging/test/acceptance.sh dist/registrar-otel_$(PKG_VERSION)_$(ARCH).deb
+
 .PHONY: clean
 clean: ## remove build output (never var/)
-	rm -rf bin site
+	rm -rf bin site dist
 
 VAULT_BIN := var/tools/vault/bin/vault
 
