@@ -176,6 +176,20 @@ package-lint: package ## lintian on the package: no error allowed (installs Debi
 package-check: package-lint ## as root on a Debian host: install, run, remove, purge and upgrade the package (packaging/test/acceptance.sh)
 	packaging/test/acceptance.sh dist/registrar-otel_$(PKG_VERSION)_$(ARCH).deb
 
+# Where the alert rules' runbook_url and the dashboard's link lead: the
+# installed docs by default; `make rules RUNBOOK_BASE=https://docs.example.org/registrar-otel`
+# rewrites them to your copy of the docs site (make docs).
+INSTALLED_DOCS := file:///usr/share/doc/registrar-otel/en/metrics.md
+RUNBOOK_BASE   ?=
+
+.PHONY: rules
+rules: ## the alert rules and the dashboard with runbook links to RUNBOOK_BASE (your docs site) into dist/
+	@test -n "$(RUNBOOK_BASE)" || { echo "set RUNBOOK_BASE to the base URL of your docs site (make docs), e.g. RUNBOOK_BASE=https://docs.example.org/registrar-otel"; exit 2; }
+	@mkdir -p dist
+	sed 's|$(INSTALLED_DOCS)|$(RUNBOOK_BASE)/metrics/|g' dashboards/alerts.yml >dist/alerts.yml
+	sed 's|$(INSTALLED_DOCS)|$(RUNBOOK_BASE)/metrics/|g' dashboards/registrar-limiter.json >dist/registrar-limiter.json
+	promtool check rules dist/alerts.yml
+
 .PHONY: clean
 clean: ## remove build output (never var/)
 	rm -rf bin site dist
