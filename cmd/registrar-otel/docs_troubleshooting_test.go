@@ -28,10 +28,31 @@ func troubleshootingMessages(t *testing.T) map[string]string {
 		return fmt.Errorf("wire: POST /v1/mint on unix socket %s: %w", sock, &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", errno)})
 	}
 	msgs["no-socket"] = "registrar-otel mint: " + explainTransport(addr, dial(syscall.ENOENT))
-	msgs["stale-socket"] = "registrar-otel mint: " + explainTransport(addr, dial(syscall.ECONNREFUSED))
-	msgs["not-a-socket-client"] = "registrar-otel mint: " + explainTransport(addr, dial(syscall.ENOTSOCK))
-
 	dir := t.TempDir()
+	// The client inspects what is at the path: a stale socket (bound, its
+	// process gone) and a regular file, at a temporary path shown as the
+	// package's.
+	stale := filepath.Join(dir, "stale.sock")
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: stale}); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(fd)
+	regular := filepath.Join(dir, "regular.sock")
+	if err := os.WriteFile(regular, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	at := func(path string, errno error) string {
+		a := addr
+		a.socket = path
+		return strings.ReplaceAll("registrar-otel mint: "+explainTransport(a, dial(errno)), path, sock)
+	}
+	msgs["stale-socket"] = at(stale, syscall.ECONNREFUSED)
+	msgs["not-a-socket-client"] = at(regular, syscall.ECONNREFUSED)
+
 	// serve: something other than a socket at registrar.socket_path.
 	notSock := filepath.Join(dir, "run", "registrar.sock")
 	if err := os.MkdirAll(filepath.Dir(notSock), 0o700); err != nil {
