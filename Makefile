@@ -7,8 +7,9 @@ GREMLINS    := github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
 FUZZTIME    ?= 10s
 
 # What `make build` stamps into internal/buildinfo (the version command,
-# registrar_build_info and service.version read it).
-VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# registrar_build_info and service.version read it): the one version number
+# of the project, the VERSION file (CHANGELOG.md's newest release heading).
+VERSION     ?= $(shell cat VERSION)
 REVISION    ?= $(shell git rev-parse HEAD 2>/dev/null)
 BUILDINFO   := github.com/registrar-otel/registrar-otel/internal/buildinfo
 LDFLAGS     := -X $(BUILDINFO).Version=$(VERSION) -X $(BUILDINFO).Revision=$(REVISION)
@@ -83,6 +84,7 @@ dashboards-check: ## promtool check/test the alert rules and validate the Grafan
 vet: ## go vet both modules
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	cd tools/package && $(GO) vet ./...
 
 .PHONY: bench-smoke
 bench-smoke: ## run every benchmark once so none rots
@@ -152,9 +154,45 @@ docs: docs-deps ## build the docs site into site/ (English at the root, Korean u
 	mkdocs build --strict --config-file mkdocs.yml
 	mkdocs build --strict --config-file mkdocs.ko.yml
 
+# The package's binary: PIE, full RELRO, stripped (lintian's hardening and
+# stripping checks); see packaging/nfpm.yaml.
+PKG_BIN     := bin/registrar-otel-pkg
+PKG_LDFLAGS := $(LDFLAGS) -s -w -linkmode=external -extldflags '-Wl,-z,relro,-z,now'
+PKG_VERSION ?= $(VERSION)
+ARCH        ?= $(shell $(GO) env GOARCH)
+
+.PHONY: package
+package: ## the Debian package, the release tarball and SHA256SUMS into dist/ (nfpm, tools/package)
+	$(GO) build -buildmode=pie -trimpath -ldflags "$(PKG_LDFLAGS)" -o $(PKG_BIN) ./cmd/registrar-otel
+	cd tools/package && $(GO) run . -root ../.. -bin $(PKG_BIN) -version $(PKG_VERSION) -arch $(ARCH) -out dist
+	cd dist && sha256sum -c SHA256SUMS
+
+.PHONY: package-lint
+package-lint: package ## lintian on the package: no error allowed (installs Debian's lintian when missing; needs root)
+	@command -v lintian >/dev/null 2>&1 || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends lintian; }
+	lintian --fail-on error dist/registrar-otel_$(PKG_VERSION)_$(ARCH).deb
+
+.PHONY: package-check
+package-check: package-lint ## as root on a Debian host: install, run, remove, purge and upgrade the package (packaging/test/acceptance.sh)
+	packaging/test/acceptance.sh dist/registrar-otel_$(PKG_VERSION)_$(ARCH).deb
+
+# Where the alert rules' runbook_url and the dashboard's link lead: the
+# installed docs by default; `make rules RUNBOOK_BASE=https://docs.example.org/registrar-otel`
+# rewrites them to your copy of the docs site (make docs).
+INSTALLED_DOCS := file:///usr/share/doc/registrar-otel/en/metrics.md
+RUNBOOK_BASE   ?=
+
+.PHONY: rules
+rules: ## the alert rules and the dashboard with runbook links to RUNBOOK_BASE (your docs site) into dist/
+	@test -n "$(RUNBOOK_BASE)" || { echo "set RUNBOOK_BASE to the base URL of your docs site (make docs), e.g. RUNBOOK_BASE=https://docs.example.org/registrar-otel"; exit 2; }
+	@mkdir -p dist
+	sed 's|$(INSTALLED_DOCS)|$(RUNBOOK_BASE)/metrics/|g' dashboards/alerts.yml >dist/alerts.yml
+	sed 's|$(INSTALLED_DOCS)|$(RUNBOOK_BASE)/metrics/|g' dashboards/registrar-limiter.json >dist/registrar-limiter.json
+	promtool check rules dist/alerts.yml
+
 .PHONY: clean
 clean: ## remove build output (never var/)
-	rm -rf bin site
+	rm -rf bin site dist
 
 VAULT_BIN := var/tools/vault/bin/vault
 

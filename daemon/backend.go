@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -95,3 +96,15 @@ func openBackend(cfg config.Config, environ []string, logger *slog.Logger, tp tr
 // processEnviron is where the daemon reads the token's environment
 // variables; tests replace it.
 var processEnviron = os.Environ
+
+// backupOf is the wire server's Backup: the embedded backend's snapshot
+// (registrar-otel backup), or nil for a backend with no local registry.
+func backupOf(b closingBackend) func(ctx context.Context, w io.Writer) (int64, error) {
+	bb, ok := b.(interface {
+		Backup(io.Writer) (int64, error)
+	})
+	if !ok {
+		return nil
+	}
+	return func(_ context.Context, w io.Writer) (int64, error) { return bb.Backup(w) }
+}

@@ -106,7 +106,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	// header values, URLs).
 	d.tel, err = telemetry.New(context.Background(), cfg.Telemetry, telemetry.Options{
 		Logger:         logger.With("component", "telemetry"),
-		ServiceVersion: buildinfo.Version,
+		ServiceVersion: buildinfo.GetVersion(),
 	})
 	if err != nil {
 		return nil, setup(fmt.Errorf("daemon: telemetry: %w", err), true)
@@ -238,6 +238,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 		MaxConnsPerIdentity:  int(r.MaxConnsPerIdentity),
 		ReadHeaderTimeout:    ms(r.ReadHeaderTimeoutMS),
 		IdleTimeout:          ms(r.IdleTimeoutMS),
+		Backup:               backupOf(d.backend),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("daemon: wire server: %w", err)

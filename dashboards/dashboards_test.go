@@ -35,7 +35,7 @@ const (
 	goldenNamesFile = "../telemetry/testdata/metrics_names.golden"
 
 	datasourceRef = "${datasource}"
-	runbookBase   = "https://registrar-otel.example/docs/metrics/#"
+	runbookBase   = "file:///usr/share/doc/registrar-otel/en/metrics.md#"
 
 	limitedPredecision = "registrar_limited_predecision_refusal_total"
 	limitedAdmission   = "registrar_limited_admission_total"

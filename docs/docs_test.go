@@ -603,7 +603,7 @@ func TestConfigErrorMessagesAreQuotedExactly(t *testing.T) {
 var (
 	alertRe    = regexp.MustCompile(`(?m)^\s*-\s+alert:\s*(\S+)\s*$`)
 	runbookRe  = regexp.MustCompile(`(?m)^\s*runbook_url:\s*"?([^"\s]+)"?\s*$`)
-	anchorPart = regexp.MustCompile(`/docs/metrics/#([a-z0-9-]+)$`)
+	anchorPart = regexp.MustCompile(`/metrics\.md#([a-z0-9-]+)$`)
 )
 
 func TestEveryAlertHasARunbookInBothLanguages(t *testing.T) {
@@ -625,7 +625,7 @@ func TestEveryAlertHasARunbookInBothLanguages(t *testing.T) {
 		if i < len(runbooks) {
 			m := anchorPart.FindStringSubmatch(runbooks[i][1])
 			if m == nil || m[1] != want {
-				t.Errorf("alert %s: runbook_url %q does not end in /docs/metrics/#%s", name, runbooks[i][1], want)
+				t.Errorf("alert %s: runbook_url %q does not end in /metrics.md#%s", name, runbooks[i][1], want)
 			}
 		}
 		for _, lang := range langs {

@@ -24,7 +24,7 @@ func registerProcessCollectors(reg *prometheus.Registry) error {
 		Name: BuildInfoMetric,
 		Help: "Always 1: the running build's version (git describe), revision (commit) and Go toolchain.",
 		ConstLabels: prometheus.Labels{
-			"version":   buildinfo.Version,
+			"version":   buildinfo.GetVersion(),
 			"revision":  buildinfo.GetRevision(),
 			"goversion": buildinfo.GoVersion(),
 		},

@@ -26,7 +26,7 @@ func TestRuntimeCollectorsAndBuildInfoAreExposed(t *testing.T) {
 	for _, lp := range m.GetLabel() {
 		labels[lp.GetName()] = lp.GetValue()
 	}
-	want := map[string]string{"version": buildinfo.Version, "revision": buildinfo.GetRevision(), "goversion": buildinfo.GoVersion()}
+	want := map[string]string{"version": buildinfo.GetVersion(), "revision": buildinfo.GetRevision(), "goversion": buildinfo.GoVersion()}
 	for k, v := range want {
 		if labels[k] != v {
 			t.Errorf("%s{%s=%q}, want %q", telemetry.BuildInfoMetric, k, labels[k], v)

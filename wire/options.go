@@ -1,8 +1,10 @@
 package wire
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -42,6 +44,13 @@ type Options struct {
 	// Health is the shared registrar_health snapshot, served on every
 	// response as it is (never computed per request).
 	Health *health.Holder
+	// Backup writes a consistent snapshot of the registry to w (the
+	// embedded backend's Backup) for GET /v1/admin/backup; nil answers
+	// AdminUnsupported.
+	Backup func(ctx context.Context, w io.Writer) (int64, error)
+	// AdminAllowed says which unix uids may make administrative requests;
+	// nil means DefaultAdminAllowed (the daemon's own uid and root).
+	AdminAllowed func(uid uint32) bool
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 	// UnixMaxConns caps the connections of each unix listener (default
@@ -128,6 +137,9 @@ func (o Options) withDefaults() Options {
 	o.WriteTimeout = orDefault(o.WriteTimeout, DefaultWriteTimeout)
 	o.IdleTimeout = orDefault(o.IdleTimeout, DefaultIdleTimeout)
 	o.RejectionLogInterval = orDefault(o.RejectionLogInterval, DefaultRejectionLogInterval)
+	if o.AdminAllowed == nil {
+		o.AdminAllowed = DefaultAdminAllowed
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

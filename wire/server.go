@@ -208,6 +208,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.write(w, http.StatusOK, &HealthResponse{ProtocolVersion: ProtocolVersion, RegistrarHealth: s.healthJSON()}, 0)
+	case PathBackup:
+		if r.Method != http.MethodGet {
+			s.methodNotAllowed(w, r, http.MethodGet)
+			return
+		}
+		s.backup(w, r)
 	default:
 		s.malformed(w, r, http.StatusBadRequest, "unknown path: the endpoints are POST "+PathMint+", POST "+PathDeregister+" and GET "+PathHealth)
 	}

@@ -90,9 +90,10 @@ func gitOutput(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// TestBuildInfoAgreesWithGitDescribeOfAStampedBuild builds with `make
-// build`, as a release is built, and asks the running daemon.
-func TestBuildInfoAgreesWithGitDescribeOfAStampedBuild(t *testing.T) {
+// TestBuildInfoAgreesWithTheVersionFileOfAStampedBuild builds with `make
+// build`, as a release is built, and asks the running daemon: the version
+// is the VERSION file, the revision git's HEAD.
+func TestBuildInfoAgreesWithTheVersionFileOfAStampedBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode")
 	}
@@ -103,7 +104,11 @@ func TestBuildInfoAgreesWithGitDescribeOfAStampedBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	describe := gitOutput(t, root, "describe", "--tags", "--always", "--dirty")
+	versionFile, err := os.ReadFile(filepath.Join(root, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	describe := strings.TrimSpace(string(versionFile))
 	revision := gitOutput(t, root, "rev-parse", "HEAD")
 	bin := filepath.Join(t.TempDir(), "registrar-otel")
 	mk := exec.Command("make", "-C", root, "build", "BIN="+bin)
@@ -151,6 +156,61 @@ func TestBuildInfoAgreesWithGitDescribeOfAStampedBuild(t *testing.T) {
 			t.Errorf("registrar-otel version: %v\nstdout: %s\nstderr: %s\nwant it to print %q", err, out.String(), errOut.String(), describe)
 		}
 	})
+}
+
+// TestPlainGoBuildReportsTheModuleVersionAndRevision: a plain `go build`
+// (no -ldflags) prints what the toolchain recorded, not "dev"/"unknown":
+// the main module's version and the checkout's HEAD.
+func TestPlainGoBuildReportsTheModuleVersionAndRevision(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped in -short mode")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	revision := gitOutput(t, root, "rev-parse", "HEAD")
+	if fi, err := os.Stat(filepath.Join(root, ".git")); err != nil || !fi.IsDir() {
+		// The go command records VCS information only when the checkout's
+		// .git is a directory: a `git worktree` (a .git file) gets none.
+		t.Skipf("%s/.git is not a directory (a git worktree?): the go command records no VCS information there", root)
+	}
+	bin := filepath.Join(t.TempDir(), "registrar-otel")
+	build := exec.Command("go", "build", "-buildvcs=true", "-o", bin, "./cmd/registrar-otel")
+	build.Dir = root
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOFLAGS=") {
+			build.Env = append(build.Env, kv)
+		}
+	}
+	build.Env = append(build.Env, "GOFLAGS=")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	mod, err := exec.Command("go", "version", "-m", bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var modVersion string
+	for _, l := range strings.Split(string(mod), "\n") {
+		if f := strings.Fields(l); len(f) >= 3 && f[0] == "mod" {
+			modVersion = f[2]
+		}
+	}
+	out, err := exec.Command(bin, "version", "--json").Output()
+	if err != nil {
+		t.Fatalf("version --json: %v", err)
+	}
+	var v versionJSON
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("version --json: %v\n%s", err, out)
+	}
+	if modVersion == "" || v.Version != modVersion {
+		t.Errorf("version = %q, want the module version the toolchain recorded, %q", v.Version, modVersion)
+	}
+	if !strings.HasPrefix(v.Revision, revision) {
+		t.Errorf("revision = %q, want git's HEAD %s (with \" (modified)\" for a dirty tree)", v.Revision, revision)
+	}
 }
 
 func grep(body, prefix string) string {

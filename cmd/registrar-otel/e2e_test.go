@@ -164,6 +164,13 @@ var metricsRE = regexp.MustCompile(`metrics=(http://[^ ]+/metrics)`)
 // logs that it is serving — read from its own log, not by waiting.
 func startDaemon(t *testing.T, registrarExtra, telemetryExtra string) *daemonProc {
 	t.Helper()
+	return startDaemonWithState(t, registrarExtra, telemetryExtra, "")
+}
+
+// startDaemonWithState is startDaemon with the state directory seeded with
+// stateDB as its registrar.db (a restore) when stateDB is not empty.
+func startDaemonWithState(t *testing.T, registrarExtra, telemetryExtra, stateDB string) *daemonProc {
+	t.Helper()
 	bin := buildBinary(t)
 	// A short base: unix socket paths are limited to 107 bytes.
 	dir, err := os.MkdirTemp("", "reg-")
@@ -194,6 +201,18 @@ metrics_listen = "127.0.0.1:0"
 `, d.socket, filepath.Join(dir, "lib"), d.auditDir, registrarExtra, telemetryExtra)
 	if err := os.WriteFile(d.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if stateDB != "" {
+		raw, err := os.ReadFile(stateDB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(filepath.Join(dir, "lib"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "lib", "registrar.db"), raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var line string
 	d.loggedProc, line = startLogged(t, "daemon", exec.Command(bin, "serve", "--config", d.config), "registrar-otel serving")

@@ -33,6 +33,7 @@ var commands = []command{
 	{"deregister", "deregister a service identity through the daemon's socket", runDeregister},
 	{"config check", "validate a configuration file (or the embedded defaults) and what it refers to", runConfigCheck},
 	{"audit scan", "scan the audit record store for anomalies and summarise limited traffic", runAuditScan},
+	{"backup", "write a consistent snapshot of the registry (online, or from a stopped daemon's file)", runBackup},
 	{"sizing", "run a bring-up wave through the admission sizing formula", runSizing},
 	{"load wave", "mint a bring-up wave against a running daemon and summarise it", runLoadWave},
 	{"load flood", "flood one bucket of a running daemon and summarise it", runLoadFlood},

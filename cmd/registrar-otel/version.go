@@ -35,7 +35,7 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 }
 
 func printVersion(w io.Writer, asJSON bool) int {
-	v := versionJSON{buildinfo.Version, buildinfo.GetRevision(), buildinfo.GoVersion()}
+	v := versionJSON{buildinfo.GetVersion(), buildinfo.GetRevision(), buildinfo.GoVersion()}
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
