@@ -63,7 +63,7 @@ $(OTELCOL): tools/otelcol/manifest.yaml
 
 .PHONY: test
 test: deps vet dashboards-check ## go vet, promtool rule tests, the race-enabled suite (golden, end-to-end, real Prometheus), every benchmark once
-	OTELCOL_BIN=$(CURDIR)/$(OTELCOL) $(GO) test -race -count=1 ./...
+	OTELCOL_BIN=$(CURDIR)/$(OTELCOL) $(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) bench-smoke
 
 .PHONY: e2e
