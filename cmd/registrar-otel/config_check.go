@@ -431,7 +431,10 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	}
 	fmt.Fprintln(tw, "paths (what serve does):")
 	for _, p := range res.Paths {
-		row(p.Key, p.Path+": "+p.Detail)
+		// A relative path means nothing from another directory: the text
+		// says where it resolves and whether it is the embedded default
+		// (the JSON keeps the path as configured).
+		row(p.Key, describePath(p.Path, res.Source == config.SourceDefaults)+": "+p.Detail)
 	}
 	tw.Flush()
 	if res.cfg != nil && res.cfg.Registrar.Backend == config.BackendOpenBao {

@@ -57,11 +57,16 @@ telemetry:
   otlp_traces_endpoint   (none: OTEL_EXPORTER_OTLP_* variables, if set)
   otlp_metrics_endpoint  (none: OTEL_EXPORTER_OTLP_* variables, if set)
 paths (what serve does):
-  registrar.socket_path       var/run: missing; serve creates it 0700
-  registrar.socket_path       var/run/registrar.sock: absent; serve creates the socket 0600
-  registrar.state_dir         var/lib: missing; serve creates it 0700
-  registrar.audit_record_dir  var/audit: missing; serve creates it 0700
+  registrar.socket_path       WD/var/run (the default var/run, relative to the working directory WD): missing; serve creates it 0700
+  registrar.socket_path       WD/var/run/registrar.sock (the default var/run/registrar.sock, relative to the working directory WD): absent; serve creates the socket 0600
+  registrar.state_dir         WD/var/lib (the default var/lib, relative to the working directory WD): missing; serve creates it 0700
+  registrar.audit_record_dir  WD/var/audit (the default var/audit, relative to the working directory WD): missing; serve creates it 0700
 `
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = strings.ReplaceAll(want, "WD", wd)
 	if stdout != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", stdout, want)
 	}
