@@ -149,7 +149,9 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	// listener exists: the previous run's checkpoint becomes counted
 	// records, then the files are rewritten empty as this run's marker.
 	if err := d.recoverEvidence(cfg, logger); err != nil {
-		return nil, err
+		// An unsafe state directory is refused here first, before the
+		// backend opens it: the same exit-2 class as the backend's refusal.
+		return nil, setup(err, false)
 	}
 
 	d.backend, err = openBackend(cfg, processEnviron(), logger.With("component", "backend"), tp, mp)
