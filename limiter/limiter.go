@@ -110,7 +110,12 @@ type Stats struct {
 // one another; the cap, the reclaim rule and the overflow buckets are global
 // and exact. No lock is held while the sink runs.
 type Limiter struct {
-	params [NumBuckets]params
+	// params is the configuration last given to New or Reconfigure, kept
+	// for Params; the request path reads each shard's own copy (and
+	// overflowParams) under that shard's lock instead, so Reconfigure can
+	// move the shards one at a time. Written under reconfMu.
+	params   [NumBuckets]params
+	reconfMu sync.Mutex
 	now    func() Instant
 	// wallClock: now is MonotonicNow (Config.Now was nil), so a caller's
 	// own time.Now reading may stand in for it (ChargeTime).
@@ -125,8 +130,9 @@ type Limiter struct {
 	count     atomic.Int64
 	reclaimed atomic.Uint64
 
-	overflowMu sync.Mutex
-	overflow   [NumVerbs][NumBuckets]tokenBucket
+	overflowMu     sync.Mutex
+	overflowParams [NumBuckets]params // under overflowMu
+	overflow       [NumVerbs][NumBuckets]tokenBucket
 	overflowed [NumVerbs][NumBuckets]atomic.Uint64
 }
 
@@ -137,6 +143,10 @@ const numShards = 8
 
 type shard struct {
 	mu sync.Mutex
+	// params sizes the shard's entries; written by Reconfigure under mu,
+	// after it re-expressed every entry, so an entry is always charged in
+	// the parameters its state is expressed in.
+	params [NumBuckets]params
 	// reclaimAt is a lower bound on the instant at which some entry of the
 	// shard could be full again; it is written under mu and read without
 	// it. Charging an entry only delays the instant it fills, so the bound
@@ -176,6 +186,41 @@ type entry struct {
 // New returns a Limiter with every overflow bucket full. sink receives one
 // Event per limited charge; nil means Discard.
 func New(cfg Config, sink Sink) (*Limiter, error) {
+	np, err := newParams(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if sink == nil {
+		sink = Discard
+	}
+	now := cfg.Now
+	if now == nil {
+		now = MonotonicNow
+	}
+	l := &Limiter{
+		params:         np,
+		overflowParams: np,
+		now:            now,
+		wallClock: cfg.Now == nil,
+		sink:      sink,
+		seed:      maphash.MakeSeed(),
+	}
+	for i := range l.shards {
+		l.shards[i].params = np
+		l.shards[i].reclaimAt.Store(math.MaxInt64)
+	}
+	for v := range l.overflow {
+		for b := range l.overflow[v] {
+			// Full; a full bucket's accrual instant is set by its first
+			// charge, whatever clock origin the caller's instants use.
+			l.overflow[v][b] = tokenBucket{tokens: l.params[b].burst, accruedAt: math.MinInt64}
+		}
+	}
+	return l, nil
+}
+
+// newParams checks cfg's two bucket sizes (cfg.Now is not looked at).
+func newParams(cfg Config) ([NumBuckets]params, error) {
 	var errs []error
 	for b, bc := range [NumBuckets]BucketConfig{PredecisionRefusal: cfg.PredecisionRefusal, Admission: cfg.Admission} {
 		name := Bucket(b).String()
@@ -187,36 +232,12 @@ func New(cfg Config, sink Sink) (*Limiter, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return [NumBuckets]params{}, errors.Join(errs...)
 	}
-	if sink == nil {
-		sink = Discard
-	}
-	now := cfg.Now
-	if now == nil {
-		now = MonotonicNow
-	}
-	l := &Limiter{
-		params: [NumBuckets]params{
-			PredecisionRefusal: {burst: cfg.PredecisionRefusal.Burst, interval: int64(cfg.PredecisionRefusal.RefillInterval)},
-			Admission:          {burst: cfg.Admission.Burst, interval: int64(cfg.Admission.RefillInterval)},
-		},
-		now:       now,
-		wallClock: cfg.Now == nil,
-		sink:      sink,
-		seed:      maphash.MakeSeed(),
-	}
-	for i := range l.shards {
-		l.shards[i].reclaimAt.Store(math.MaxInt64)
-	}
-	for v := range l.overflow {
-		for b := range l.overflow[v] {
-			// Full; a full bucket's accrual instant is set by its first
-			// charge, whatever clock origin the caller's instants use.
-			l.overflow[v][b] = tokenBucket{tokens: l.params[b].burst, accruedAt: math.MinInt64}
-		}
-	}
-	return l, nil
+	return [NumBuckets]params{
+		PredecisionRefusal: {burst: cfg.PredecisionRefusal.Burst, interval: int64(cfg.PredecisionRefusal.RefillInterval)},
+		Admission:          {burst: cfg.Admission.Burst, interval: int64(cfg.Admission.RefillInterval)},
+	}, nil
 }
 
 // Now reads the limiter's clock.
@@ -346,10 +367,10 @@ func (l *Limiter) shardOf(h uint64) *shard { return &l.shards[h>>(64-3)] }
 // reserved below the cap. It reports false when the key is absent and the
 // map is at the cap.
 func (l *Limiter) chargeEntry(identity string, h uint64, verb Verb, bucket Bucket, now Instant) (Decision, bool) {
-	p := &l.params[bucket]
 	s := l.shardOf(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	p := &s.params[bucket]
 	i, found := s.find(identity, h, verb, bucket)
 	if found {
 		return s.slots[i].tb.take(p, now), true
@@ -377,7 +398,7 @@ func (l *Limiter) chargeEntry(identity string, h uint64, verb Verb, bucket Bucke
 func (l *Limiter) chargeOverflow(verb Verb, bucket Bucket, now Instant) Decision {
 	l.overflowed[verb][bucket].Add(1)
 	l.overflowMu.Lock()
-	d := l.overflow[verb][bucket].take(&l.params[bucket], now)
+	d := l.overflow[verb][bucket].take(&l.overflowParams[bucket], now)
 	l.overflowMu.Unlock()
 	d.Overflow = true
 	return d
@@ -441,7 +462,7 @@ func (l *Limiter) reclaim(now Instant) int {
 		}
 		s.mu.Lock()
 		if int64(now) >= s.reclaimAt.Load() { // another reclaim may have been first
-			freed += s.reclaim(&l.params, now)
+			freed += s.reclaim(now)
 		}
 		s.mu.Unlock()
 	}
@@ -453,7 +474,7 @@ func (l *Limiter) reclaim(now Instant) int {
 }
 
 // reclaim is the shard's part of Limiter.reclaim; s.mu is held.
-func (s *shard) reclaim(params *[NumBuckets]params, now Instant) int {
+func (s *shard) reclaim(now Instant) int {
 	next := Instant(math.MaxInt64)
 	freed := 0
 	for w := range s.inUse {
@@ -464,7 +485,7 @@ func (s *shard) reclaim(params *[NumBuckets]params, now Instant) int {
 			// until it holds an entry that stays (or none).
 			for s.slots[j].used {
 				e := &s.slots[j]
-				p := &params[e.bucket]
+				p := &s.params[e.bucket]
 				e.tb.refill(p, now)
 				if e.tb.tokens < p.burst {
 					next = min(next, e.tb.fullAt(p))
