@@ -116,7 +116,7 @@ type Limiter struct {
 	// move the shards one at a time. Written under reconfMu.
 	params   [NumBuckets]params
 	reconfMu sync.Mutex
-	now    func() Instant
+	now      func() Instant
 	// wallClock: now is MonotonicNow (Config.Now was nil), so a caller's
 	// own time.Now reading may stand in for it (ChargeTime).
 	wallClock bool
@@ -133,7 +133,7 @@ type Limiter struct {
 	overflowMu     sync.Mutex
 	overflowParams [NumBuckets]params // under overflowMu
 	overflow       [NumVerbs][NumBuckets]tokenBucket
-	overflowed [NumVerbs][NumBuckets]atomic.Uint64
+	overflowed     [NumVerbs][NumBuckets]atomic.Uint64
 }
 
 // numShards spreads keys over independently locked tables. Each shard's
@@ -201,9 +201,9 @@ func New(cfg Config, sink Sink) (*Limiter, error) {
 		params:         np,
 		overflowParams: np,
 		now:            now,
-		wallClock: cfg.Now == nil,
-		sink:      sink,
-		seed:      maphash.MakeSeed(),
+		wallClock:      cfg.Now == nil,
+		sink:           sink,
+		seed:           maphash.MakeSeed(),
 	}
 	for i := range l.shards {
 		l.shards[i].params = np
