@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,6 +43,12 @@ type Options struct {
 	// Health is the shared registrar_health snapshot, served on every
 	// response as it is (never computed per request).
 	Health *health.Holder
+	// Reload re-reads and applies the daemon's configuration for POST
+	// /v1/admin/reload; nil answers AdminUnsupported.
+	Reload func(ctx context.Context) ReloadResult
+	// AdminAllowed says which unix uids may make administrative requests;
+	// nil means DefaultAdminAllowed (the daemon's own uid and root).
+	AdminAllowed func(uid uint32) bool
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 	// UnixMaxConns caps the connections of each unix listener (default
@@ -128,6 +135,9 @@ func (o Options) withDefaults() Options {
 	o.WriteTimeout = orDefault(o.WriteTimeout, DefaultWriteTimeout)
 	o.IdleTimeout = orDefault(o.IdleTimeout, DefaultIdleTimeout)
 	o.RejectionLogInterval = orDefault(o.RejectionLogInterval, DefaultRejectionLogInterval)
+	if o.AdminAllowed == nil {
+		o.AdminAllowed = DefaultAdminAllowed
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
