@@ -9,7 +9,8 @@
 // open coalescing window is flushed to a counted record, and the store,
 // backend and telemetry providers are closed and flushed, in that order.
 // While it runs, SIGHUP reopens the audit store's active file (logrotate's
-// convention).
+// convention) and reloads the configuration (Reload): the live keys apply
+// in place, whole or not at all.
 package daemon
 
 import (
@@ -74,6 +75,8 @@ type Daemon struct {
 	stopping   atomic.Bool   // shutdown has begun: /readyz answers 503
 	lastStatus string        // the last STATUS= sent while serving (set by Run, then the tick goroutine's)
 
+	reload reloadState // SIGHUP and registrar-otel reload (reload.go)
+
 	onSIGHUP   func(error)      // test hook: told the result of each SIGHUP reopen
 	tickC      <-chan time.Time // test hook: the tick's instants instead of a ticker
 	beforeTick func()           // test hook: runs before each maintenance pass (a stall seam)
@@ -87,6 +90,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	d := &Daemon{cfg: cfg, logger: logger, notifier: systemdNotify, clock: time.Now}
+	d.reload.init(cfg)
 	defer func() {
 		if err != nil {
 			d.close() // whatever was opened before the failure
@@ -161,16 +165,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("daemon: coalescer: %w", err)
 	}
-	d.limiter, err = limiter.New(limiter.Config{
-		PredecisionRefusal: limiter.BucketConfig{
-			Burst:          r.RateLimitPredecisionRefusalBurst,
-			RefillInterval: time.Duration(r.RateLimitPredecisionRefusalRefillIntervalMS) * time.Millisecond,
-		},
-		Admission: limiter.BucketConfig{
-			Burst:          r.RateLimitAdmissionBurst,
-			RefillInterval: time.Duration(r.RateLimitAdmissionRefillIntervalMS) * time.Millisecond,
-		},
-	}, d.coalescer)
+	d.limiter, err = limiter.New(limiterConfig(r), d.coalescer)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: limiter: %w", err)
 	}
@@ -205,10 +200,14 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	if err := telemetry.RegisterCapacity(mp, d.coalescer.Stats); err != nil {
 		return nil, fmt.Errorf("daemon: telemetry: %w", err)
 	}
+	if err := telemetry.RegisterReload(mp, d.reload.stats); err != nil {
+		return nil, fmt.Errorf("daemon: telemetry: %w", err)
+	}
 	ms := func(v uint32) time.Duration { return time.Duration(v) * time.Millisecond }
 	d.server, err = wire.NewServer(wire.Options{
 		Verbs:                d.verbs,
 		Health:               d.health,
+		Reload:               d.reloadForWire,
 		Logger:               logger.With("component", "wire"),
 		UnixMaxConns:         int(r.UnixMaxConns),
 		TLSMaxConns:          int(r.TLSMaxConns),
@@ -350,7 +349,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 
 	// SIGHUP reopens the audit store's active file (logrotate's
-	// convention), in order with the appends queued before it.
+	// convention), in order with the appends queued before it, then
+	// reloads the configuration (reload.go).
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -366,6 +366,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				if err != nil {
 					d.logger.LogAttrs(ctx, slog.LevelError, "SIGHUP: reopening the audit active file failed", slog.Any("error", err))
 				}
+				_, _ = d.Reload(ctx) // logged and counted by Reload
 				if d.onSIGHUP != nil {
 					d.onSIGHUP(err)
 				}
