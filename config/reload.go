@@ -44,6 +44,7 @@ func u32s(v uint32) string { return fmt.Sprint(v) }
 // at start, or sizes something allocated then.
 var reloadKeys = []reloadKey{
 	{"registrar.socket_path", false, func(c *Config) string { return c.Registrar.SocketPath }},
+	{"registrar.socket_group", false, func(c *Config) string { return c.Registrar.SocketGroup }},
 	{"registrar.tls_listen", false, func(c *Config) string { return c.Registrar.TLSListen }},
 	{"registrar.tls_cert_file", false, func(c *Config) string { return c.Registrar.TLSCertFile }},
 	{"registrar.tls_key_file", false, func(c *Config) string { return c.Registrar.TLSKeyFile }},

@@ -57,6 +57,7 @@ var wantAlerts = map[string]string{
 	"RegistrarBackendErrors":             "critical",
 	"RegistrarBackendSlow":               "warning",
 	"RegistrarOpenBaoTokenExpiring":      "critical",
+	"RegistrarConfigReloadFailed":        "warning",
 }
 
 // notFromTheDaemon are the series a query may use that Prometheus itself
