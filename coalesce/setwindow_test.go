@@ -16,9 +16,9 @@ func TestSetWindowKeepsOpenWindowsAndSizesNewOnes(t *testing.T) {
 	}
 	r.clk.advance(5 * time.Second)
 	r.flood("new", limiter.Mint, limiter.Admission, 2) // deadline t0+15s
-	r.clk.advance(10 * time.Second)                     // t0+15s
-	r.flood("old", limiter.Mint, limiter.Admission, 1)  // still in its 60 s window
-	r.flood("new", limiter.Mint, limiter.Admission, 4)  // past its 10 s: the key's next window
+	r.clk.advance(10 * time.Second)                    // t0+15s
+	r.flood("old", limiter.Mint, limiter.Admission, 1) // still in its 60 s window
+	r.flood("new", limiter.Mint, limiter.Admission, 4) // past its 10 s: the key's next window
 	r.s.Tick(context.Background(), r.clk.now())
 	if got := len(r.store.Records()); got != 0 {
 		t.Fatalf("%d records at +15 s, want 0 (the ring closes in opening order; the old window is open till +60 s)", got)

@@ -29,13 +29,22 @@ func TestSetComponentsStopsAcceptingARemovedComponent(t *testing.T) {
 			t.Fatalf("after removing review: %+v, want component_not_configured", r)
 		}
 	}
-	if _, err := h.v.Mint(context.Background(), func() registrar.MintRequest { m := goodMint(); m.Component, m.Spec.Component, m.Instance = "edge-proxy", "edge-proxy", 0; return m }()); err != nil {
+	if _, err := h.v.Mint(context.Background(), func() registrar.MintRequest {
+		m := goodMint()
+		m.Component, m.Spec.Component, m.Instance = "edge-proxy", "edge-proxy", 0
+		return m
+	}()); err != nil {
 		t.Fatalf("a kept component refused: %v", err)
 	}
 	if err := h.v.SetComponents(map[string]config.Multiplicity{"x": 0}); err == nil {
 		t.Fatal("SetComponents accepted an invalid multiplicity")
 	}
-	if _, err := h.v.Mint(context.Background(), func() registrar.MintRequest { m := goodMint(); m.Component, m.Spec.Component, m.Instance = "edge-proxy", "edge-proxy", 0; m.Host = "h2"; return m }()); err != nil {
+	if _, err := h.v.Mint(context.Background(), func() registrar.MintRequest {
+		m := goodMint()
+		m.Component, m.Spec.Component, m.Instance = "edge-proxy", "edge-proxy", 0
+		m.Host = "h2"
+		return m
+	}()); err != nil {
 		t.Fatalf("a refused SetComponents changed the table: %v", err)
 	}
 }
