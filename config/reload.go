@@ -75,9 +75,8 @@ var reloadKeys = []reloadKey{
 	{"telemetry.metrics_listen", false, func(c *Config) string { return c.Telemetry.MetricsListen }},
 	{"telemetry.otlp_endpoint", false, func(c *Config) string { return RedactURL(c.Telemetry.OTLPEndpoint) }},
 	{"telemetry.service_name", false, func(c *Config) string { return c.Telemetry.ServiceName }},
-	// Issue 22 renames this key telemetry.trace_sample_per_million (a
-	// u32); it stays restart-only (the sampler is built at start).
-	{"telemetry.trace_sample_ratio", false, func(c *Config) string { return fmt.Sprint(c.Telemetry.TraceSampleRatio) }},
+	// Restart-only: the sampler is built at start.
+	{"telemetry.trace_sample_per_million", false, func(c *Config) string { return u32s(c.Telemetry.TraceSamplePerMillion) }},
 	{"telemetry.otlp_traces_endpoint", false, func(c *Config) string { return RedactURL(c.Telemetry.OTLPTracesEndpoint) }},
 	{"telemetry.otlp_metrics_endpoint", false, func(c *Config) string { return RedactURL(c.Telemetry.OTLPMetricsEndpoint) }},
 	{"openbao.address", false, func(c *Config) string { return RedactURL(c.OpenBao.Address) }},
@@ -89,6 +88,7 @@ var reloadKeys = []reloadKey{
 	{"openbao.kv_prefix", false, func(c *Config) string { return c.OpenBao.KVPrefix }},
 	{"openbao.approle_mount", false, func(c *Config) string { return c.OpenBao.AppRoleMount }},
 	{"openbao.request_timeout_ms", false, func(c *Config) string { return u32s(c.OpenBao.RequestTimeoutMS) }},
+	{"openbao.max_in_flight", false, func(c *Config) string { return u32s(c.OpenBao.MaxInFlight) }},
 	{"openbao.secret_id_ttl_seconds", false, func(c *Config) string { return u32s(c.OpenBao.SecretIDTTLSeconds) }},
 	{"openbao.secret_id_num_uses", false, func(c *Config) string { return u32s(c.OpenBao.SecretIDNumUses) }},
 }
