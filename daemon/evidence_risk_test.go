@@ -200,7 +200,7 @@ func TestSIGHUPReopensTheActiveFile(t *testing.T) {
 	if len(logs.Lines("level=INFO", "cause=sighup")) != 1 {
 		t.Errorf("no INFO line for the SIGHUP reopen:\n%s", logs)
 	}
-	if len(logs.lines("level=INFO", `msg="configuration reloaded"`)) != 1 {
+	if len(logs.Lines("level=INFO", `msg="configuration reloaded"`)) != 1 {
 		t.Errorf("SIGHUP did not reload the configuration:\n%s", logs)
 	}
 }
