@@ -114,7 +114,7 @@ func BudgetBytes(maxFile uint64, retained uint32) uint64 {
 // for concurrent use.
 type CapacityProbe struct {
 	store   *Store
-	reserve uint64
+	reserve atomic.Uint64 // SetReserve changes it
 	statfs  func(path string) (uint64, error)
 	last    atomic.Pointer[Capacity]
 }
@@ -127,7 +127,8 @@ func NewCapacityProbe(s *Store, reserveBytes uint64) (*CapacityProbe, error) {
 	if s == nil {
 		return nil, errors.New("audit: NewCapacityProbe: nil store")
 	}
-	p := &CapacityProbe{store: s, reserve: reserveBytes, statfs: statfsFree}
+	p := &CapacityProbe{store: s, statfs: statfsFree}
+	p.reserve.Store(reserveBytes)
 	_, err := p.Probe()
 	return p, err
 }
@@ -141,7 +142,7 @@ func (p *CapacityProbe) Probe() (Capacity, error) {
 	st := s.Stats()
 	c := Capacity{
 		BudgetBytes:    BudgetBytes(s.maxFile, s.maxRetained),
-		ReserveBytes:   p.reserve,
+		ReserveBytes:   p.reserve.Load(),
 		MaxFileBytes:   s.maxFile,
 		AppendFailures: st.AppendFailures,
 	}
@@ -165,6 +166,10 @@ func (p *CapacityProbe) Probe() (Capacity, error) {
 	}
 	return c, nil
 }
+
+// SetReserve sets the reserve in bytes (a reload of
+// registrar.audit_store_reserve_bytes); the next Probe classifies with it.
+func (p *CapacityProbe) SetReserve(reserveBytes uint64) { p.reserve.Store(reserveBytes) }
 
 // Last returns the last published probe result.
 func (p *CapacityProbe) Last() Capacity {

@@ -118,7 +118,7 @@ type closed struct {
 type Sink struct {
 	next   limiter.Sink
 	store  Appender
-	window time.Duration
+	window time.Duration // under mu: SetWindow changes it
 	now    func() time.Time
 	// wallClock: now is time.Now (Options.Now was nil), so an event's At
 	// (the limiter's reading of that clock) may stand in for it.
@@ -266,6 +266,23 @@ func (s *Sink) push(k key, now time.Time) {
 	s.n++
 }
 
+// SetWindow sets the length of the windows opened from now on (a reload of
+// registrar.rate_limit_coalesce_window_seconds); an open window keeps its
+// deadline and its count. After a shortening, a window opened since is
+// closed at its own deadline for counting (Limited opens the key's next
+// window past it) and its record ends there, but it is written by the first
+// Tick after the windows opened before it have closed too (the ring closes
+// in opening order): at most the old length after the change.
+func (s *Sink) SetWindow(d time.Duration) error {
+	if d <= 0 {
+		return errors.New("coalesce: SetWindow: window must be greater than 0")
+	}
+	s.mu.Lock()
+	s.window = d
+	s.mu.Unlock()
+	return nil
+}
+
 // pop removes the oldest window. s.mu is held and s.n > 0.
 func (s *Sink) pop() window {
 	w := s.slots[s.head]
@@ -370,7 +387,7 @@ func (s *Sink) Flush(ctx context.Context, now time.Time) {
 // clamped to [start, start+window], so a wall-clock step can neither invert
 // nor stretch the window a record claims.
 func (s *Sink) record(c *closed, ts time.Time) *audit.Record {
-	elapsed := max(0, min(c.end.Sub(c.w.start), s.window))
+	elapsed := max(0, min(c.end.Sub(c.w.start), c.w.deadline.Sub(c.w.start)))
 	return &audit.Record{
 		Phase:          audit.PhaseLimited,
 		TS:             ts,

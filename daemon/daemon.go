@@ -9,7 +9,8 @@
 // open coalescing window is flushed to a counted record, and the store,
 // backend and telemetry providers are closed and flushed, in that order.
 // While it runs, SIGHUP reopens the audit store's active file (logrotate's
-// convention).
+// convention) and reloads the configuration (Reload): the live keys apply
+// in place, whole or not at all.
 package daemon
 
 import (
@@ -76,6 +77,8 @@ type Daemon struct {
 	stopping   atomic.Bool   // shutdown has begun: /readyz answers 503
 	lastStatus string        // the last STATUS= sent while serving (set by Run, then the tick goroutine's)
 
+	reload reloadState // SIGHUP and registrar-otel reload (reload.go)
+
 	onSIGHUP   func(error)      // test hook: told the result of each SIGHUP reopen
 	tickC      <-chan time.Time // test hook: the tick's instants instead of a ticker
 	beforeTick func()           // test hook: runs before each maintenance pass (a stall seam)
@@ -89,6 +92,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	d := &Daemon{cfg: cfg, logger: logger, notifier: systemdNotify, clock: time.Now}
+	d.reload.init(cfg)
 	defer func() {
 		if err != nil {
 			if d.ckpt != nil {
@@ -178,19 +182,7 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 		return nil, fmt.Errorf("daemon: coalescer: %w", err)
 	}
 	d.ckpt.sink = d.coalescer
-	d.limiter, err = limiter.New(limiter.Config{
-		PredecisionRefusal: limiter.BucketConfig{
-			Burst:          r.RateLimitPredecisionRefusalBurst,
-			RefillInterval: time.Duration(r.RateLimitPredecisionRefusalRefillIntervalMS) * time.Millisecond,
-		},
-		Admission: limiter.BucketConfig{
-			Burst:          r.RateLimitAdmissionBurst,
-			RefillInterval: time.Duration(r.RateLimitAdmissionRefillIntervalMS) * time.Millisecond,
-		},
-		// The unix socket's callers keep entries of their own: no number of
-		// client certificates can push them onto the overflow buckets.
-		Local: wire.IsUnixIdentity,
-	}, d.coalescer)
+	d.limiter, err = limiter.New(limiterConfig(r), d.coalescer)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: limiter: %w", err)
 	}
@@ -228,10 +220,14 @@ func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
 	if err := telemetry.RegisterRestart(mp, d.restartStats); err != nil {
 		return nil, fmt.Errorf("daemon: telemetry: %w", err)
 	}
+	if err := telemetry.RegisterReload(mp, d.reload.stats); err != nil {
+		return nil, fmt.Errorf("daemon: telemetry: %w", err)
+	}
 	ms := func(v uint32) time.Duration { return time.Duration(v) * time.Millisecond }
 	d.server, err = wire.NewServer(wire.Options{
 		Verbs:                d.verbs,
 		Health:               d.health,
+		Reload:               d.reloadForWire,
 		Logger:               logger.With("component", "wire"),
 		UnixMaxConns:         int(r.UnixMaxConns),
 		TLSMaxConns:          int(r.TLSMaxConns),
@@ -374,7 +370,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 
 	// SIGHUP reopens the audit store's active file (logrotate's
-	// convention), in order with the appends queued before it.
+	// convention), in order with the appends queued before it, then
+	// reloads the configuration (reload.go).
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -390,6 +387,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				if err != nil {
 					d.logger.LogAttrs(ctx, slog.LevelError, "SIGHUP: reopening the audit active file failed", slog.Any("error", err))
 				}
+				_, _ = d.Reload(ctx) // logged and counted by Reload
 				if d.onSIGHUP != nil {
 					d.onSIGHUP(err)
 				}

@@ -169,7 +169,11 @@ func TestRenamingTheActiveFileSendsTheNextRecordsToANewOneAndScanListsIt(t *test
 func TestSIGHUPReopensTheActiveFile(t *testing.T) {
 	cfg := riskConfig(t)
 	reopened := make(chan error, 1)
-	r, logs := startLogged(t, cfg, func(d *Daemon) { d.onSIGHUP = func(err error) { reopened <- err } })
+	r, logs := startLogged(t, cfg, func(d *Daemon) {
+		d.onSIGHUP = func(err error) { reopened <- err }
+		// Configured in code: the reload SIGHUP also runs re-reads the same.
+		d.reload.load = func(string, []string, *slog.Logger) (config.Config, error) { return cfg, nil }
+	})
 	dir := cfg.Registrar.AuditRecordDir
 	r.mustMint(t)
 	// logrotate's convention: move the file away, then SIGHUP.
@@ -195,6 +199,9 @@ func TestSIGHUPReopensTheActiveFile(t *testing.T) {
 	}
 	if len(logs.Lines("level=INFO", "cause=sighup")) != 1 {
 		t.Errorf("no INFO line for the SIGHUP reopen:\n%s", logs)
+	}
+	if len(logs.Lines("level=INFO", `msg="configuration reloaded"`)) != 1 {
+		t.Errorf("SIGHUP did not reload the configuration:\n%s", logs)
 	}
 }
 

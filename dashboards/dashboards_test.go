@@ -58,6 +58,7 @@ var wantAlerts = map[string]string{
 	"RegistrarBackendSlow":               "warning",
 	"RegistrarOpenBaoTokenExpiring":      "critical",
 	"RegistrarUncleanRestart":            "warning",
+	"RegistrarConfigReloadFailed":        "warning",
 }
 
 // notFromTheDaemon are the series a query may use that Prometheus itself

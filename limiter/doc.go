@@ -49,6 +49,18 @@
 // throttle another's. Reaching that state needs an identity that is unstable
 // across connections, which is a transport defect, not a sizing question.
 //
+// # Reconfiguration
+//
+// ReconfigureAt puts new bucket sizes in force without a restart (the
+// daemon's configuration reload). Every existing bucket keeps its state and
+// is re-expressed in the new sizes without minting a token: its holding
+// becomes the lesser of what it holds under the old sizes and what it
+// would hold had the new sizes applied since its last accrual, capped at
+// the new burst, with the banked fraction of a token kept as the same
+// fraction of the new interval. A drained bucket stays drained; new
+// entries and the overflow buckets use the new sizes. The shards are
+// moved one at a time, so a charge waits for at most one shard's pass.
+//
 // # Events and sinks
 //
 // Each limited charge publishes one Event to the limiter's Sink, after the

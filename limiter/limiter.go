@@ -138,8 +138,13 @@ type Stats struct {
 // one another; the cap, the reclaim rule and the overflow buckets are global
 // and exact. No lock is held while the sink runs.
 type Limiter struct {
-	params [NumBuckets]params
-	now    func() Instant
+	// params is the configuration last given to New or Reconfigure, kept
+	// for Params; the request path reads each shard's own copy (and
+	// overflowParams) under that shard's lock instead, so Reconfigure can
+	// move the shards one at a time. Written under reconfMu.
+	params   [NumBuckets]params
+	reconfMu sync.Mutex
+	now      func() Instant
 	// wallClock: now is MonotonicNow (Config.Now was nil), so a caller's
 	// own time.Now reading may stand in for it (ChargeTime).
 	wallClock bool
@@ -156,9 +161,10 @@ type Limiter struct {
 	count     [numPools]atomic.Int64
 	reclaimed atomic.Uint64
 
-	overflowMu sync.Mutex
-	overflow   [numPools][NumVerbs][NumBuckets]tokenBucket
-	overflowed [numPools][NumVerbs][NumBuckets]atomic.Uint64
+	overflowMu     sync.Mutex
+	overflowParams [NumBuckets]params // under overflowMu
+	overflow       [numPools][NumVerbs][NumBuckets]tokenBucket
+	overflowed     [numPools][NumVerbs][NumBuckets]atomic.Uint64
 }
 
 // numShards spreads keys over independently locked tables. Each shard's
@@ -168,6 +174,10 @@ const numShards = 8
 
 type shard struct {
 	mu sync.Mutex
+	// params sizes the shard's entries; written by Reconfigure under mu,
+	// after it re-expressed every entry, so an entry is always charged in
+	// the parameters its state is expressed in.
+	params [NumBuckets]params
 	// reclaimAt is a lower bound on the instant at which some entry of the
 	// shard could be full again; it is written under mu and read without
 	// it. Charging an entry only delays the instant it fills, so the bound
@@ -208,18 +218,9 @@ type entry struct {
 // New returns a Limiter with every overflow bucket full. sink receives one
 // Event per limited charge; nil means Discard.
 func New(cfg Config, sink Sink) (*Limiter, error) {
-	var errs []error
-	for b, bc := range [NumBuckets]BucketConfig{PredecisionRefusal: cfg.PredecisionRefusal, Admission: cfg.Admission} {
-		name := Bucket(b).String()
-		if bc.Burst == 0 {
-			errs = append(errs, fmt.Errorf("%w: %s burst must be greater than 0", ErrInvalidConfig, name))
-		}
-		if bc.RefillInterval <= 0 {
-			errs = append(errs, fmt.Errorf("%w: %s refill interval must be greater than 0", ErrInvalidConfig, name))
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	np, err := newParams(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if sink == nil {
 		sink = Discard
@@ -229,17 +230,16 @@ func New(cfg Config, sink Sink) (*Limiter, error) {
 		now = MonotonicNow
 	}
 	l := &Limiter{
-		params: [NumBuckets]params{
-			PredecisionRefusal: {burst: cfg.PredecisionRefusal.Burst, interval: int64(cfg.PredecisionRefusal.RefillInterval)},
-			Admission:          {burst: cfg.Admission.Burst, interval: int64(cfg.Admission.RefillInterval)},
-		},
-		now:       now,
-		wallClock: cfg.Now == nil,
-		sink:      sink,
-		seed:      maphash.MakeSeed(),
-		local:     cfg.Local,
+		params:         np,
+		overflowParams: np,
+		now:            now,
+		wallClock:      cfg.Now == nil,
+		sink:           sink,
+		seed:           maphash.MakeSeed(),
+		local:          cfg.Local,
 	}
 	for i := range l.shards {
+		l.shards[i].params = np
 		l.shards[i].reclaimAt.Store(math.MaxInt64)
 	}
 	for p := range l.overflow {
@@ -252,6 +252,27 @@ func New(cfg Config, sink Sink) (*Limiter, error) {
 		}
 	}
 	return l, nil
+}
+
+// newParams checks cfg's two bucket sizes (cfg.Now is not looked at).
+func newParams(cfg Config) ([NumBuckets]params, error) {
+	var errs []error
+	for b, bc := range [NumBuckets]BucketConfig{PredecisionRefusal: cfg.PredecisionRefusal, Admission: cfg.Admission} {
+		name := Bucket(b).String()
+		if bc.Burst == 0 {
+			errs = append(errs, fmt.Errorf("%w: %s burst must be greater than 0", ErrInvalidConfig, name))
+		}
+		if bc.RefillInterval <= 0 {
+			errs = append(errs, fmt.Errorf("%w: %s refill interval must be greater than 0", ErrInvalidConfig, name))
+		}
+	}
+	if len(errs) > 0 {
+		return [NumBuckets]params{}, errors.Join(errs...)
+	}
+	return [NumBuckets]params{
+		PredecisionRefusal: {burst: cfg.PredecisionRefusal.Burst, interval: int64(cfg.PredecisionRefusal.RefillInterval)},
+		Admission:          {burst: cfg.Admission.Burst, interval: int64(cfg.Admission.RefillInterval)},
+	}, nil
 }
 
 // Now reads the limiter's clock.
@@ -394,10 +415,10 @@ func (l *Limiter) shardOf(h uint64) *shard { return &l.shards[h>>(64-3)] }
 // reserved below the cap. It reports false when the key is absent and the
 // map is at the cap.
 func (l *Limiter) chargeEntry(identity string, h uint64, verb Verb, bucket Bucket, pool uint8, now Instant) (Decision, bool) {
-	p := &l.params[bucket]
 	s := l.shardOf(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	p := &s.params[bucket]
 	i, found := s.find(identity, h, verb, bucket)
 	if found {
 		return s.slots[i].tb.take(p, now), true
@@ -426,7 +447,7 @@ func (l *Limiter) chargeEntry(identity string, h uint64, verb Verb, bucket Bucke
 func (l *Limiter) chargeOverflow(verb Verb, bucket Bucket, pool uint8, now Instant) Decision {
 	l.overflowed[pool][verb][bucket].Add(1)
 	l.overflowMu.Lock()
-	d := l.overflow[pool][verb][bucket].take(&l.params[bucket], now)
+	d := l.overflow[pool][verb][bucket].take(&l.overflowParams[bucket], now)
 	l.overflowMu.Unlock()
 	d.Overflow = true
 	return d
@@ -490,7 +511,7 @@ func (l *Limiter) reclaim(now Instant) int {
 		}
 		s.mu.Lock()
 		if int64(now) >= s.reclaimAt.Load() { // another reclaim may have been first
-			s.reclaim(&l.params, now, &freed)
+			s.reclaim(now, &freed)
 		}
 		s.mu.Unlock()
 	}
@@ -509,7 +530,7 @@ func (l *Limiter) reclaim(now Instant) int {
 
 // reclaim is the shard's part of Limiter.reclaim, adding the entries it
 // removes to freed by pool; s.mu is held.
-func (s *shard) reclaim(params *[NumBuckets]params, now Instant, freed *[numPools]int) {
+func (s *shard) reclaim(now Instant, freed *[numPools]int) {
 	next := Instant(math.MaxInt64)
 	for w := range s.inUse {
 		for bits := s.inUse[w]; bits != 0; {
@@ -519,7 +540,7 @@ func (s *shard) reclaim(params *[NumBuckets]params, now Instant, freed *[numPool
 			// until it holds an entry that stays (or none).
 			for s.slots[j].used {
 				e := &s.slots[j]
-				p := &params[e.bucket]
+				p := &s.params[e.bucket]
 				e.tb.refill(p, now)
 				if e.tb.tokens < p.burst {
 					next = min(next, e.tb.fullAt(p))

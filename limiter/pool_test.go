@@ -94,3 +94,86 @@ func TestTheLocalPoolKeepsTheRulesOfTheMap(t *testing.T) {
 		t.Errorf("stats %+v, want every full entry of both pools reclaimed (the remote one too)", st)
 	}
 }
+
+// A reload re-expresses the overflow buckets of every pool: the local
+// pool's, full at burst 8, is cut to the new burst 2 like the remote one's.
+func TestReconfigureMovesTheOverflowBucketsOfBothPools(t *testing.T) {
+	var now Instant
+	l, err := New(Config{
+		PredecisionRefusal: BucketConfig{Burst: 8, RefillInterval: time.Hour},
+		Admission:          BucketConfig{Burst: 8, RefillInterval: time.Hour},
+		Now:                func() Instant { return now },
+		Local:              func(id string) bool { return strings.HasPrefix(id, localPrefix) },
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range MaxLocalEntries {
+		drain(l, localPrefix+"uid="+strconv.Itoa(i))
+	}
+	for i := range MaxEntries {
+		drain(l, "remote-"+strconv.Itoa(i))
+	}
+	if err := l.Reconfigure(Config{
+		PredecisionRefusal: BucketConfig{Burst: 2, RefillInterval: time.Hour},
+		Admission:          BucketConfig{Burst: 2, RefillInterval: time.Hour},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, prefix := range []string{localPrefix + "new", "remote-new"} {
+		got := 0
+		for i := range 10 {
+			d := l.Charge(context.Background(), prefix+strconv.Itoa(i), Mint, Admission)
+			if !d.Overflow {
+				t.Fatalf("%s charge %d: %+v, want the overflow bucket", prefix, i, d)
+			}
+			if d.Allowed {
+				got++
+			}
+		}
+		if got != 2 {
+			t.Errorf("%s: the full overflow bucket of burst 8 admitted %d after a reload to burst 2, want 2", prefix, got)
+		}
+	}
+}
+
+// A charge allocates nothing, on either pool, on an entry or on an
+// overflow bucket, with the per-shard sizes a reload writes.
+func TestChargeAllocatesNothingInEitherPool(t *testing.T) {
+	var now Instant
+	l := newPooled(t, &now)
+	if err := l.Reconfigure(Config{
+		PredecisionRefusal: BucketConfig{Burst: 1, RefillInterval: time.Hour},
+		Admission:          BucketConfig{Burst: 1, RefillInterval: time.Hour},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pool := range []struct {
+		prefix string
+		cap    int
+	}{{"remote-", MaxEntries}, {localPrefix, MaxLocalEntries}} {
+		ids := make([]string, pool.cap)
+		for i := range ids {
+			ids[i] = pool.prefix + strconv.Itoa(i)
+		}
+		i := 0
+		// AllocsPerRun runs f once more than asked, to warm up.
+		if n := testing.AllocsPerRun(pool.cap-1, func() {
+			l.Charge(context.Background(), ids[i], Mint, Admission)
+			i++
+		}); n != 0 {
+			t.Errorf("%sinserting a new entry allocated %v times per charge, want 0", pool.prefix, n)
+		}
+		extra := pool.prefix + "extra"
+		for what, id := range map[string]string{"an entry": ids[0], "the overflow bucket": extra} {
+			if n := testing.AllocsPerRun(100, func() {
+				l.Charge(context.Background(), id, Mint, Admission)
+			}); n != 0 {
+				t.Errorf("%scharging %s allocated %v times per charge, want 0", pool.prefix, what, n)
+			}
+		}
+		if d := l.Charge(context.Background(), extra, Mint, Admission); !d.Overflow {
+			t.Fatalf("%s: %+v, want the pool at its cap and the charge on its overflow bucket", pool.prefix, d)
+		}
+	}
+}

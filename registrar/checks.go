@@ -18,7 +18,7 @@ const MaxInstance = 999
 // preDerivation runs the pure pre-derivation checks, in the spec's order:
 // no I/O, no lock. It returns the first failing check's reason, or 0 when
 // every check passed. spec and wrapTTL are checked for mint only.
-func (v *Verbs) preDerivation(serviceName, host, component string, instance uint32, mint *MintRequest) audit.Reason {
+func (v *Verbs) preDerivation(comps map[string]config.Multiplicity, serviceName, host, component string, instance uint32, mint *MintRequest) audit.Reason {
 	switch {
 	case !config.IsDNSLabel(serviceName):
 		return audit.ReasonInvalidServiceName
@@ -29,7 +29,7 @@ func (v *Verbs) preDerivation(serviceName, host, component string, instance uint
 	case mint != nil && mint.Spec.ServiceName != serviceName:
 		return audit.ReasonSpecIdentityDisagreement
 	}
-	m, ok := v.components[component]
+	m, ok := comps[component]
 	if !ok {
 		return audit.ReasonComponentNotConfigured
 	}

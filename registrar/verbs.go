@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
@@ -56,13 +57,39 @@ type Verbs struct {
 	lim               *limiter.Limiter
 	log               AuditLog
 	backend           Backend
-	components        map[string]config.Multiplicity
+	components        atomic.Pointer[map[string]config.Multiplicity] // swapped whole by SetComponents
 	maxWrapTTLSeconds uint32
 	now               func() time.Time
 	logger            *slog.Logger
 	locks             keyedMutex
 	ids               *requestIDs
 	tel               *instruments
+}
+
+// components copies a components table, checking every multiplicity.
+func components(in map[string]config.Multiplicity) (map[string]config.Multiplicity, error) {
+	comps := make(map[string]config.Multiplicity, len(in))
+	for name, m := range in {
+		if !m.Valid() {
+			return nil, fmt.Errorf("component %q has invalid multiplicity %d", name, m)
+		}
+		comps[name] = m
+	}
+	return comps, nil
+}
+
+// SetComponents replaces the components table (a reload of
+// [registrar.components]). An invocation that has arrived keeps the table
+// it started with; a component removed is refused with
+// component_not_configured from the next invocation on, for both verbs,
+// and its bindings stay in the backend. On error nothing changes.
+func (v *Verbs) SetComponents(in map[string]config.Multiplicity) error {
+	comps, err := components(in)
+	if err != nil {
+		return fmt.Errorf("registrar: SetComponents: %w", err)
+	}
+	v.components.Store(&comps)
+	return nil
 }
 
 // New returns the verbs. Every dependency but the clock, logger and
@@ -78,12 +105,9 @@ func New(cfg Config, deps Deps) (*Verbs, error) {
 	case cfg.MaxWrapTTLSeconds == 0:
 		return nil, errors.New("registrar: New: max wrap TTL must be greater than 0")
 	}
-	comps := make(map[string]config.Multiplicity, len(cfg.Components))
-	for name, m := range cfg.Components {
-		if !m.Valid() {
-			return nil, fmt.Errorf("registrar: New: component %q has invalid multiplicity %d", name, m)
-		}
-		comps[name] = m
+	comps, err := components(cfg.Components)
+	if err != nil {
+		return nil, fmt.Errorf("registrar: New: %w", err)
 	}
 	ids, err := newRequestIDs()
 	if err != nil {
@@ -94,13 +118,13 @@ func New(cfg Config, deps Deps) (*Verbs, error) {
 		lim:               deps.Limiter,
 		log:               deps.Audit,
 		backend:           deps.Backend,
-		components:        comps,
 		maxWrapTTLSeconds: cfg.MaxWrapTTLSeconds,
 		now:               deps.Now,
 		logger:            deps.Logger,
 		ids:               ids,
 		tel:               tel,
 	}
+	v.components.Store(&comps)
 	if v.now == nil {
 		v.now = time.Now
 	}
@@ -176,13 +200,14 @@ func (v *Verbs) begin(ctx context.Context, start time.Time, verb limiter.Verb, i
 // deregister.
 func (v *Verbs) arrive(ctx context.Context, inv *invocation, component string, mint *MintRequest) (wctx context.Context, id string, unlock func(), err error) {
 	r := inv.requested
-	if reason := v.preDerivation(r.ServiceName, r.Host, component, r.Instance, mint); reason != 0 {
+	comps := *v.components.Load() // one table for the whole invocation
+	if reason := v.preDerivation(comps, r.ServiceName, r.Host, component, r.Instance, mint); reason != 0 {
 		return nil, "", nil, v.refusePreDerivation(ctx, inv, reason)
 	}
 	if wctx, err = v.admit(ctx, inv); err != nil {
 		return nil, "", nil, err
 	}
-	id, ok := derive(v.components[component], r.Host, component, r.Instance)
+	id, ok := derive(comps[component], r.Host, component, r.Instance)
 	if !ok {
 		return nil, "", nil, v.refuse(wctx, inv, "", audit.ReasonDerivedKeyInvalid, "")
 	}

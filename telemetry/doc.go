@@ -11,9 +11,9 @@
 //     this package, and it is registered here, by a Register* function
 //     (observable instruments read from a Stats func at each collection:
 //     RegisterLimiter, RegisterCoalesce, RegisterWire, RegisterAuditStore,
-//     RegisterCapacity, RegisterRestart) or a New*Observer constructor (synchronous
-//     instruments behind a small observer interface the instrumented
-//     package declares: NewAuditObserver for audit.Observer, NewVerbObserver
+//     RegisterCapacity, RegisterRestart, RegisterReload) or a New*Observer
+//     constructor (synchronous instruments behind a small observer
+//     interface the instrumented package declares: NewAuditObserver for audit.Observer, NewVerbObserver
 //     for registrar.Observer, NewOpenBaoObserver for openbao.Observer).
 //   - The instrumented packages (limiter, coalesce, audit, wire, registrar,
 //     backend/openbao) never import the OTel metric API: they expose a
@@ -181,6 +181,18 @@
 //	registrar_coalesce_checkpoint_failures_total
 //	    Checkpoint writes to registrar.state_dir that failed. Should stay
 //	    0; while it rises a crash loses whole windows, not one tick.
+//
+// Configuration reloads (RegisterReload), named after Prometheus's own:
+//
+//	registrar_config_last_reload_successful
+//	    Gauge: 1 at start and after a reload (SIGHUP or registrar-otel
+//	    reload) that applied; 0 after one that was refused, with the old
+//	    configuration still in force. RegistrarConfigReloadFailed fires on 0.
+//	registrar_config_last_reload_success_timestamp_seconds
+//	    Gauge: when the configuration in force was applied. The dashboard
+//	    annotates each change.
+//	registrar_config_reloads_total{result}
+//	    Reloads by result, success or failure.
 //
 // Audit store (NewAuditObserver):
 //

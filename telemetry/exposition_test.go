@@ -97,6 +97,9 @@ func exercise(t *testing.T) exercised {
 	}); err != nil {
 		t.Fatalf("RegisterOpenBaoToken: %v", err)
 	}
+	if err := telemetry.RegisterReload(mp, nil); err != nil {
+		t.Fatalf("RegisterReload: %v", err)
+	}
 	obs, err := telemetry.NewAuditObserver(mp)
 	if err != nil {
 		t.Fatalf("NewAuditObserver: %v", err)

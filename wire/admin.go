@@ -26,10 +26,13 @@ const (
 	// AdminForbidden (403): the caller is neither the daemon's own uid nor
 	// root, or did not come in on the unix socket.
 	AdminForbidden = "AdminForbidden"
-	// AdminUnsupported (501): the backend keeps no registry the daemon can
-	// snapshot (OpenBao: back up the OpenBao server instead).
+	// AdminUnsupported (501): the daemon does not offer this request: for
+	// a backup, the backend keeps no registry the daemon can snapshot
+	// (OpenBao: back up the OpenBao server instead); for a reload, the
+	// server was built without a configuration to reload.
 	AdminUnsupported = "AdminUnsupported"
-	// AdminFailed (500): the snapshot failed part-way; the detail says why.
+	// AdminFailed (500): the request (a snapshot, a reload's answer)
+	// failed part-way; the detail says why.
 	AdminFailed = "AdminFailed"
 )
 
@@ -38,7 +41,7 @@ const (
 const BackupTimeout = 10 * time.Minute
 
 // AdminError is the body of an administrative refusal, and the error
-// Client.Backup returns for one.
+// Client.Backup and Client.Reload return for one.
 type AdminError struct {
 	// StatusCode is the HTTP status (set by the client).
 	StatusCode int `json:"-"`

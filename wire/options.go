@@ -48,6 +48,9 @@ type Options struct {
 	// embedded backend's Backup) for GET /v1/admin/backup; nil answers
 	// AdminUnsupported.
 	Backup func(ctx context.Context, w io.Writer) (int64, error)
+	// Reload re-reads and applies the daemon's configuration for POST
+	// /v1/admin/reload; nil answers AdminUnsupported.
+	Reload func(ctx context.Context) ReloadResult
 	// AdminAllowed says which unix uids may make administrative requests;
 	// nil means DefaultAdminAllowed (the daemon's own uid and root).
 	AdminAllowed func(uid uint32) bool

@@ -214,6 +214,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.backup(w, r)
+	case PathReload:
+		if r.Method != http.MethodPost {
+			s.methodNotAllowed(w, r, http.MethodPost)
+			return
+		}
+		s.reload(w, r)
 	default:
 		s.malformed(w, r, http.StatusBadRequest, "unknown path: the endpoints are POST "+PathMint+", POST "+PathDeregister+" and GET "+PathHealth)
 	}

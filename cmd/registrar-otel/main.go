@@ -31,6 +31,7 @@ var commands = []command{
 	{"serve", "run the daemon until SIGTERM or SIGINT", runServe},
 	{"mint", "mint a service identity through the daemon's socket", runMint},
 	{"deregister", "deregister a service identity through the daemon's socket", runDeregister},
+	{"reload", "make the running daemon re-read its configuration (as SIGHUP does)", runReload},
 	{"config check", "validate a configuration file (or the embedded defaults) and what it refers to", runConfigCheck},
 	{"audit scan", "scan the audit record store for anomalies and summarise limited traffic", runAuditScan},
 	{"backup", "write a consistent snapshot of the registry (online, or from a stopped daemon's file)", runBackup},

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/wire"
+)
+
+// sampleIn reads one sample's value from an exposition; -1 when absent.
+func sampleIn(t *testing.T, exposition, sample string) float64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(sample) + ` ([0-9.e+-]+)$`).FindStringSubmatch(exposition)
+	if m == nil {
+		return -1
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func mintInstance(t *testing.T, c *wire.Client, instance uint32) *wire.Response {
+	t.Helper()
+	res, err := c.Mint(context.Background(), wire.MintRequest{ServiceName: "review", Host: "h1", Instance: instance, Component: "review",
+		Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60})
+	if err != nil {
+		t.Fatalf("mint %d: %v", instance, err)
+	}
+	return res
+}
+
+// rewrite replaces old with new in the daemon's configuration file.
+func (d *daemonProc) rewrite(old, new string, mode os.FileMode) {
+	d.t.Helper()
+	raw, err := os.ReadFile(d.config)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), old) {
+		d.t.Fatalf("%q not in the configuration file", old)
+	}
+	if err := os.WriteFile(d.config, []byte(strings.Replace(string(raw), old, new, 1)), 0o600); err != nil {
+		d.t.Fatal(err)
+	}
+	if err := os.Chmod(d.config, mode); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+const drainLimits = "rate_limit_admission_burst = 8\nrate_limit_admission_refill_interval_ms = 3600000\n"
+
+// TestEndToEndReloadRaisesTheLimitsWithoutRestarting is the incident of
+// docs/en/operations.md#changing-limits: one identity has drained its
+// admission bucket (burst 8, one token an hour); the operator raises the
+// burst to 64 and shortens the refill to a minute and runs registrar-otel
+// reload. The drained identity stays throttled until it accrues under the
+// new sizes (its retry-after is the new interval's, not a fresh burst), a
+// new identity gets the new burst, and nothing restarted: same pid, the
+// counters and the open coalescing window kept their counts.
+func TestEndToEndReloadRaisesTheLimitsWithoutRestarting(t *testing.T) {
+	p := newE2EPKI(t)
+	d, addr := startTLSDaemon(t, p, drainLimits)
+	pid := d.cmd.Process.Pid
+	unix := wire.NewUnixClient(d.socket, wire.WithTimeout(e2eIODeadline))
+	defer unix.CloseIdleConnections()
+	for i := range 8 {
+		if res := mintInstance(t, unix, uint32(i+1)); !res.OK() {
+			t.Fatalf("mint %d within the burst of 8: %d %s", i, res.StatusCode, res.ErrorID)
+		}
+	}
+	for i := range 3 {
+		if res := mintInstance(t, unix, uint32(100+i)); res.ErrorID != wire.RegistrarBusy || res.RetryAfter < 3000 {
+			t.Fatalf("mint past the burst: %d %s retry_after %d, want RegistrarBusy after about an hour", res.StatusCode, res.ErrorID, res.RetryAfter)
+		}
+	}
+	before := d.scrape()
+	if got := sampleIn(t, before, `registrar_limited_admission_total{verb="mint"}`); got != 3 {
+		t.Fatalf("limited admission before the reload: %v, want 3", got)
+	}
+	if got := sampleIn(t, before, "registrar_coalesce_open_windows"); got != 1 {
+		t.Fatalf("open windows before the reload: %v, want 1", got)
+	}
+
+	d.rewrite(drainLimits, "rate_limit_admission_burst = 64\nrate_limit_admission_refill_interval_ms = 60000\n", 0o600)
+	code, out, errOut := d.run("reload", "--config", d.config)
+	if code != 0 || !strings.Contains(out, "registrar.rate_limit_admission_burst: 8 -> 64") || !strings.Contains(out, "registrar.rate_limit_admission_refill_interval_ms: 3600000 -> 60000") {
+		t.Fatalf("reload: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+
+	// The drained identity: still throttled, now due within the new 60 s
+	// interval (not the old hour), and not refilled to a fresh burst.
+	res := mintInstance(t, unix, 200)
+	if res.ErrorID != wire.RegistrarBusy || res.RetryAfter > 60 || res.RetryAfter < 30 {
+		t.Fatalf("drained identity after the reload: %d %s retry_after %d, want RegistrarBusy within the new 60 s interval", res.StatusCode, res.ErrorID, res.RetryAfter)
+	}
+	// A new identity gets the new burst.
+	caller := p.Client(t, "spiffe://registrar.test/fresh")
+	tlsc := wire.NewTLSClient(addr, p.clientConfig(&caller), wire.WithTimeout(e2eIODeadline))
+	defer tlsc.CloseIdleConnections()
+	admitted := 0
+	for i := range 65 {
+		if mintInstance(t, tlsc, uint32(300+i)).OK() {
+			admitted++
+		}
+	}
+	if admitted != 64 {
+		t.Fatalf("new identity after the reload: %d of 65 admitted, want the new burst 64", admitted)
+	}
+
+	if err := syscall.Kill(pid, 0); err != nil || strings.Count(d.logs.String(), "registrar-otel serving") != 1 {
+		t.Fatalf("the daemon (pid %d) restarted or exited: %v", pid, err)
+	}
+	after := d.scrape()
+	if got := sampleIn(t, after, `registrar_limited_admission_total{verb="mint"}`); got < 5 {
+		t.Fatalf("limited admission after the reload: %v, want ≥ 5 (3 before + 1 + the new identity's): the counters were reset", got)
+	}
+	if got := sampleIn(t, after, "registrar_config_last_reload_successful"); got != 1 {
+		t.Fatalf("last_reload_successful %v, want 1", got)
+	}
+	if got := sampleIn(t, after, `registrar_config_reloads_total{result="success"}`); got != 1 {
+		t.Fatalf("reloads success %v, want 1", got)
+	}
+	if ts := sampleIn(t, after, "registrar_config_last_reload_success_timestamp_seconds"); ts < float64(time.Now().Add(-time.Minute).Unix()) {
+		t.Fatalf("last_reload_success_timestamp_seconds %v, not the reload's time", ts)
+	}
+	if !strings.Contains(d.logs.String(), `msg="configuration reloaded"`) {
+		t.Fatalf("no reload INFO line in\n%s", d.logs)
+	}
+	// The open window kept its count: the unix identity's one record counts
+	// the 3 limited mints before the reload and the 1 after.
+	d.stop()
+	_, rep := d.scan()
+	// Two admission windows, one per identity: the unix identity's window
+	// counted 3 before the reload and 1 after (a reload that closed or
+	// reset it would make three records), the new identity's 1.
+	if l := rep.Limited["admission"]; l.Records != 2 || l.Count != 5 {
+		t.Fatalf("limited admission records %+v, want 2 records counting 5: the open window kept its count across the reload", rep.Limited)
+	}
+}
+
+// TestEndToEndReloadRefusesAnInvalidFileAndServesOn: a 0666 file, a zero
+// interval, a misspelt key and a restart-only change are each refused
+// (exit 2, the errors printed, the key named), the daemon serves on with
+// the old limits, and the gauge RegistrarConfigReloadFailed reads is 0;
+// SIGHUP takes the same path.
+func TestEndToEndReloadRefusesAnInvalidFileAndServesOn(t *testing.T) {
+	d := startDaemon(t, drainLimits, "")
+	unix := wire.NewUnixClient(d.socket, wire.WithTimeout(e2eIODeadline))
+	defer unix.CloseIdleConnections()
+	good := "rate_limit_admission_burst = 8\n"
+	for i, tc := range []struct {
+		name, new string
+		mode      os.FileMode
+		want      string
+	}{
+		{"0666", "rate_limit_admission_burst = 64\n", 0o666, "writable"},
+		{"zero interval", "rate_limit_admission_burst = 64\nrate_limit_predecision_refusal_refill_interval_ms = 0\n", 0o600, "registrar.rate_limit_predecision_refusal_refill_interval_ms must be greater than 0"},
+		{"misspelt key", "rate_limit_admission_burst = 64\nrate_limit_admision_burst = 64\n", 0o600, "registrar.rate_limit_admision_burst is not a known key"},
+		{"restart-only key", "rate_limit_admission_burst = 64\nmaintenance_interval_ms = 250\n", 0o600, "registrar.maintenance_interval_ms changed: it needs a restart"},
+	} {
+		d.rewrite(good, tc.new, tc.mode)
+		// --socket: with --config the command itself would refuse the
+		// 0666 file while looking for the socket, before the daemon.
+		code, out, errOut := d.run("reload", "--socket", d.socket)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Fatalf("%s: reload exit %d, want 2 with %q\nstdout: %s\nstderr: %s", tc.name, code, tc.want, out, errOut)
+		}
+		if got := sampleIn(t, d.scrape(), "registrar_config_last_reload_successful"); got != 0 {
+			t.Fatalf("%s: last_reload_successful %v, want 0", tc.name, got)
+		}
+		if got := sampleIn(t, d.scrape(), `registrar_config_reloads_total{result="failure"}`); got != float64(i+1) {
+			t.Fatalf("%s: reloads failure %v, want %d", tc.name, got, i+1)
+		}
+		d.rewrite(tc.new, good, 0o600)
+	}
+	// Nothing of those applied: the old burst of 8.
+	admitted := 0
+	for i := range 10 {
+		if mintInstance(t, unix, uint32(i+1)).OK() {
+			admitted++
+		}
+	}
+	if admitted != 8 {
+		t.Fatalf("%d of 10 mints admitted after the refused reloads, want the old burst 8", admitted)
+	}
+	// SIGHUP with a bad file: the same refusal, counted; then a good one.
+	d.rewrite(good, "rate_limit_admission_burst = 0\n", 0o600)
+	if err := syscall.Kill(d.cmd.Process.Pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return sampleIn(t, d.scrape(), `registrar_config_reloads_total{result="failure"}`) == 5 })
+	d.rewrite("rate_limit_admission_burst = 0\n", good, 0o600)
+	if err := syscall.Kill(d.cmd.Process.Pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return sampleIn(t, d.scrape(), "registrar_config_last_reload_successful") == 1 })
+	if !strings.Contains(d.logs.String(), "registrar.rate_limit_admission_burst must be greater than 0") {
+		t.Fatalf("the SIGHUP refusal is not logged with its key:\n%s", d.logs)
+	}
+}
+
+// waitFor polls cond, without sleeping for a fixed time: each poll is a
+// scrape round trip, bounded by e2eIODeadline overall.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(e2eIODeadline)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within the deadline")
+		}
+		runtime.Gosched()
+	}
+}

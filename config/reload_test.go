@@ -1,0 +1,50 @@
+package config
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestEveryKeyHasAReloadClass(t *testing.T) {
+	var got []string
+	for _, k := range reloadKeys {
+		got = append(got, k.key)
+	}
+	if want := Keys(); !slices.Equal(got, want) {
+		t.Fatalf("reloadKeys = %v\nwant Keys() = %v, in the same order", got, want)
+	}
+}
+
+func TestDiffNamesEveryChangedKeyWithItsClass(t *testing.T) {
+	old := Default()
+	new := old.Clone()
+	new.Registrar.RateLimitAdmissionBurst = 64
+	new.Registrar.SocketPath = "/run/other.sock"
+	delete(new.Registrar.Components, "review")
+	new.Telemetry.OTLPEndpoint = "https://user:secret@collector:4318/?k=v"
+	got := Diff(old, new)
+	want := []Change{
+		{Key: "registrar.socket_path", Old: old.Registrar.SocketPath, New: "/run/other.sock"},
+		{Key: "registrar.rate_limit_admission_burst", Old: "512", New: "64", Live: true},
+		{Key: "registrar.components.<name>.multiplicity", Old: showComponents(old.Registrar.Components), New: showComponents(new.Registrar.Components), Live: true},
+		{Key: "telemetry.otlp_endpoint", Old: "", New: "https://REDACTED@collector:4318/?REDACTED"},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Diff = %+v\nwant %+v", got, want)
+	}
+	for _, c := range got {
+		if strings.Contains(c.New, "secret") {
+			t.Fatalf("a secret in the change of %s: %q", c.Key, c.New)
+		}
+	}
+	if r := RestartOnlyChanges(got); !slices.Equal(r, []string{"registrar.socket_path", "telemetry.otlp_endpoint"}) {
+		t.Fatalf("RestartOnlyChanges = %v", r)
+	}
+	if Diff(old, old.Clone()) != nil {
+		t.Fatal("Diff of equal configurations is not empty")
+	}
+	if ReloadClass("registrar.rate_limit_coalesce_window_seconds") != Live || ReloadClass("registrar.backend") != RestartOnly || ReloadClass("nope") != "" {
+		t.Fatal("ReloadClass misclassifies")
+	}
+}

@@ -1,0 +1,287 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/telemetry"
+	"github.com/registrar-otel/registrar-otel/wire"
+)
+
+// ErrRestartRequired is wrapped by a reload's error when a key that needs
+// a restart changed.
+var ErrRestartRequired = errors.New("daemon: a restart-only key changed")
+
+// ErrReloadInvalid is wrapped by a reload's error when the configuration
+// read did not validate as it would at start.
+var ErrReloadInvalid = errors.New("daemon: the configuration does not validate")
+
+// reloadState is the reload path's state. mu serializes reloads and
+// guards applied; the counters are read by the telemetry callback.
+type reloadState struct {
+	mu sync.Mutex
+	// applied is the configuration in force: the start's, then each
+	// reload's that applied. Restart-only keys stay the start's.
+	applied config.Config
+
+	lastOK          atomic.Bool
+	lastSuccessUnix atomic.Int64 // nanoseconds since the Unix epoch
+	successes       atomic.Uint64
+	failures        atomic.Uint64
+	// now is the wall clock of the success timestamp, load the loader
+	// (config.Load); tests of a daemon configured in code replace them.
+	now  func() time.Time
+	load func(path string, environ []string, logger *slog.Logger) (config.Config, error)
+}
+
+func (r *reloadState) init(cfg config.Config) {
+	r.applied = cfg.Clone()
+	r.now, r.load = time.Now, config.Load
+	r.lastOK.Store(true)
+	r.lastSuccessUnix.Store(r.now().UnixNano())
+}
+
+func (r *reloadState) stats() telemetry.ReloadStats {
+	return telemetry.ReloadStats{
+		LastSuccessful:         r.lastOK.Load(),
+		LastSuccessUnixSeconds: float64(r.lastSuccessUnix.Load()) / 1e9,
+		Successes:              r.successes.Load(),
+		Failures:               r.failures.Load(),
+	}
+}
+
+// tokenRereader is the OpenBao backend's token re-read (issue 26 defines
+// it on *openbao.Backend): it reads the token again from its sources and
+// keeps the old token when that fails. The daemon calls whichever of the
+// two shapes the backend has.
+type tokenRereader interface {
+	RereadToken(ctx context.Context) error
+}
+
+type openbaoReloader interface {
+	Reload(ctx context.Context, cfg config.OpenBao) error
+}
+
+// Reload re-reads the configuration file the daemon started with (none:
+// the embedded defaults) and the environment, validates them exactly as
+// start does (config.Load, and for the openbao backend the token and CA
+// files), and then applies the result whole or keeps the old one whole:
+// a key that needs a restart (config.ReloadClass) refuses the whole
+// reload, naming it. Applied live, in this order: the OpenBao token
+// re-read (a failure refuses the reload, the old token kept), then the
+// limiter's sizes (existing buckets re-expressed, never minting: see
+// limiter.ReconfigureAt), the coalescing window for windows opened from
+// now on, the audit capacity reserve, and the components table. Nothing
+// after the token re-read can fail: every value was validated before.
+//
+// It returns the changed keys and, for a refused reload, an error that
+// wraps ErrReloadInvalid or ErrRestartRequired and joins every reason. It
+// logs one line either way (INFO with the changed keys, old → new, secrets
+// redacted; ERROR with the reasons) and counts the result. Reloads are
+// serialized. Safe for concurrent use with the request path: a charge
+// waits at most for one limiter shard's re-expression.
+func (d *Daemon) Reload(ctx context.Context) ([]config.Change, error) {
+	rs := &d.reload
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	changes, err := d.reloadLocked(ctx)
+	if err != nil {
+		rs.lastOK.Store(false)
+		rs.failures.Add(1)
+		d.logger.LogAttrs(ctx, slog.LevelError, "configuration reload refused; the previous configuration stays in force",
+			slog.String("config", rs.applied.Source), slog.String("errors", oneLineErrors(err)))
+		return changes, err
+	}
+	rs.lastOK.Store(true)
+	rs.lastSuccessUnix.Store(rs.now().UnixNano())
+	rs.successes.Add(1)
+	attrs := []slog.Attr{slog.String("config", rs.applied.Source), slog.Int("changed", len(changes))}
+	for _, c := range changes {
+		attrs = append(attrs, slog.String(c.Key, c.Old+" → "+c.New))
+	}
+	d.logger.LogAttrs(ctx, slog.LevelInfo, "configuration reloaded", attrs...)
+	return changes, nil
+}
+
+func (d *Daemon) reloadLocked(ctx context.Context) ([]config.Change, error) {
+	rs := &d.reload
+	path := rs.applied.Source
+	if path == config.SourceDefaults {
+		path = ""
+	}
+	environ := processEnviron()
+	unknown := &unknownKeys{next: d.logger.With("component", "config").Handler(), mu: &sync.Mutex{}, errs: new([]error)}
+	next, err := rs.load(path, environ, slog.New(unknown))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrReloadInvalid, err)
+	}
+	if err := unknown.err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrReloadInvalid, err)
+	}
+	if _, err := next.CheckFiles(environ); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrReloadInvalid, err)
+	}
+	changes := config.Diff(rs.applied, next)
+	if keys := config.RestartOnlyChanges(changes); len(keys) > 0 {
+		errs := make([]error, len(keys))
+		for i, k := range keys {
+			errs[i] = fmt.Errorf("%s changed: it needs a restart, so nothing of this reload was applied", k)
+		}
+		return changes, fmt.Errorf("%w: %w", ErrRestartRequired, errors.Join(errs...))
+	}
+	if next.Registrar.Backend == config.BackendOpenBao {
+		if err := d.rereadToken(ctx, next.OpenBao); err != nil {
+			return changes, fmt.Errorf("openbao.token_file: re-reading the token failed, the old token stays: %w", err)
+		}
+	}
+	if err := d.apply(next); err != nil {
+		// Unreachable: every value was validated by config.Load. Report
+		// it rather than claim a whole reload.
+		return changes, fmt.Errorf("daemon: applying a validated configuration: %w", err)
+	}
+	rs.applied = next.Clone()
+	return changes, nil
+}
+
+// unknownKeys forwards config.Load's log to the daemon's and collects the
+// unknown keys it names. A reload refuses them (config check --strict's
+// rule), where a start keeps them with a warning: a misspelt live key
+// would otherwise be a reload that reports success and changes nothing,
+// in the middle of the incident it was meant to end.
+type unknownKeys struct {
+	next slog.Handler
+	mu   *sync.Mutex
+	errs *[]error
+}
+
+func (u *unknownKeys) Enabled(context.Context, slog.Level) bool { return true }
+
+func (u *unknownKeys) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "unknown configuration key") {
+		var key, hint string
+		r.Attrs(func(a slog.Attr) bool {
+			switch a.Key {
+			case "key":
+				key = a.Value.String()
+			case "did_you_mean":
+				hint = "; did you mean " + a.Value.String() + "?"
+			}
+			return true
+		})
+		u.lock()
+		*u.errs = append(*u.errs, fmt.Errorf("%s is not a known key (a reload refuses unknown keys, as config check --strict does)%s", key, hint))
+		u.mu.Unlock()
+	}
+	if u.next.Enabled(ctx, r.Level) {
+		return u.next.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (u *unknownKeys) lock() { u.mu.Lock() }
+
+func (u *unknownKeys) WithAttrs(as []slog.Attr) slog.Handler {
+	u.lock()
+	defer u.mu.Unlock()
+	return &unknownKeys{next: u.next.WithAttrs(as), mu: u.mu, errs: u.errs}
+}
+
+func (u *unknownKeys) WithGroup(g string) slog.Handler {
+	u.lock()
+	defer u.mu.Unlock()
+	return &unknownKeys{next: u.next.WithGroup(g), mu: u.mu, errs: u.errs}
+}
+
+func (u *unknownKeys) err() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return errors.Join(*u.errs...)
+}
+
+// rereadToken calls the backend's token re-read, if it has one.
+func (d *Daemon) rereadToken(ctx context.Context, o config.OpenBao) error {
+	switch b := d.backend.(type) {
+	case openbaoReloader:
+		return b.Reload(ctx, o)
+	case tokenRereader:
+		return b.RereadToken(ctx)
+	}
+	return nil
+}
+
+// apply puts the live keys of next in force.
+func (d *Daemon) apply(next config.Config) error {
+	r, old := next.Registrar, d.reload.applied.Registrar
+	lc, lo := limiterConfig(r), limiterConfig(old)
+	if lc.Admission != lo.Admission || lc.PredecisionRefusal != lo.PredecisionRefusal {
+		if err := d.limiter.Reconfigure(lc); err != nil {
+			return err
+		}
+	}
+	if err := d.coalescer.SetWindow(time.Duration(r.RateLimitCoalesceWindowSeconds) * time.Second); err != nil {
+		return err
+	}
+	d.capacity.SetReserve(r.AuditStoreReserveBytes)
+	return d.verbs.SetComponents(r.Components)
+}
+
+// limiterConfig is the limiter's sizes from the [registrar] table.
+func limiterConfig(r config.Registrar) limiter.Config {
+	return limiter.Config{
+		PredecisionRefusal: limiter.BucketConfig{
+			Burst:          r.RateLimitPredecisionRefusalBurst,
+			RefillInterval: time.Duration(r.RateLimitPredecisionRefusalRefillIntervalMS) * time.Millisecond,
+		},
+		Admission: limiter.BucketConfig{
+			Burst:          r.RateLimitAdmissionBurst,
+			RefillInterval: time.Duration(r.RateLimitAdmissionRefillIntervalMS) * time.Millisecond,
+		},
+		// The unix socket's callers keep entries of their own: no number of
+		// client certificates can push them onto the overflow buckets. A
+		// reload keeps it (Reconfigure does not look at Local).
+		Local: wire.IsUnixIdentity,
+	}
+}
+
+// reloadForWire is the wire server's Reload: the same path as SIGHUP.
+func (d *Daemon) reloadForWire(ctx context.Context) wire.ReloadResult {
+	changes, err := d.Reload(ctx)
+	res := wire.ReloadResult{Applied: err == nil}
+	for _, c := range changes {
+		res.Changes = append(res.Changes, wire.ReloadChange{Key: c.Key, Old: c.Old, New: c.New, RestartOnly: !c.Live})
+	}
+	if err != nil {
+		res.Errors = splitErrors(err)
+	}
+	return res
+}
+
+// splitErrors flattens joined errors into their messages, without the
+// sentinel prefixes, as config check lists them.
+func splitErrors(err error) []string {
+	var out []string
+	var walk func(error)
+	walk = func(e error) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, x := range j.Unwrap() {
+				if x != ErrReloadInvalid && x != ErrRestartRequired {
+					walk(x)
+				}
+			}
+			return
+		}
+		out = append(out, e.Error())
+	}
+	walk(err)
+	return out
+}
+
+func oneLineErrors(err error) string { return strings.Join(splitErrors(err), "; ") }
