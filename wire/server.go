@@ -188,38 +188,38 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 	}
 }
 
+// allowMethod reports whether r uses the endpoint's one method, answering
+// RequestMalformed with the Allow header (methodNotAllowed) when it does not.
+func (s *Server) allowMethod(w http.ResponseWriter, r *http.Request, method string) bool {
+	if r.Method != method {
+		s.methodNotAllowed(w, r, method)
+		return false
+	}
+	return true
+}
+
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case PathMint:
-		if r.Method != http.MethodPost {
-			s.methodNotAllowed(w, r, http.MethodPost)
-			return
+		if s.allowMethod(w, r, http.MethodPost) {
+			s.mint(w, r)
 		}
-		s.mint(w, r)
 	case PathDeregister:
-		if r.Method != http.MethodPost {
-			s.methodNotAllowed(w, r, http.MethodPost)
-			return
+		if s.allowMethod(w, r, http.MethodPost) {
+			s.deregister(w, r)
 		}
-		s.deregister(w, r)
 	case PathHealth:
-		if r.Method != http.MethodGet {
-			s.methodNotAllowed(w, r, http.MethodGet)
-			return
+		if s.allowMethod(w, r, http.MethodGet) {
+			s.write(w, http.StatusOK, &HealthResponse{ProtocolVersion: ProtocolVersion, RegistrarHealth: s.healthJSON()}, 0)
 		}
-		s.write(w, http.StatusOK, &HealthResponse{ProtocolVersion: ProtocolVersion, RegistrarHealth: s.healthJSON()}, 0)
 	case PathBackup:
-		if r.Method != http.MethodGet {
-			s.methodNotAllowed(w, r, http.MethodGet)
-			return
+		if s.allowMethod(w, r, http.MethodGet) {
+			s.backup(w, r)
 		}
-		s.backup(w, r)
 	case PathReload:
-		if r.Method != http.MethodPost {
-			s.methodNotAllowed(w, r, http.MethodPost)
-			return
+		if s.allowMethod(w, r, http.MethodPost) {
+			s.reload(w, r)
 		}
-		s.reload(w, r)
 	default:
 		s.malformed(w, r, http.StatusBadRequest, "unknown path: the endpoints are POST "+PathMint+", POST "+PathDeregister+" and GET "+PathHealth)
 	}
