@@ -90,9 +90,13 @@
 // identified as unix-peer:uid=<uid> from SO_PEERCRED, read once per
 // connection; never the pid, so reconnecting cannot reset a caller's
 // bucket. ListenTLS requires TLS 1.3 and a client certificate verified
-// against the client CA; the caller is registrar-client:<first URI SAN,
-// else first DNS SAN>. A certificate with neither is answered
-// RequestMalformed. A connection whose identity cannot be determined never
+// against the client CA; the caller is typed by the SAN it came from and
+// canonical: registrar-client:uri:<first URI SAN> (scheme and host
+// required, lower-cased; no query, fragment, port or user information),
+// else registrar-client:dns:<first DNS SAN, lower-cased> (certidentity.go).
+// A certificate with neither, or whose first SAN is not acceptable
+// (control characters included), is answered RequestMalformed and counted
+// as no_identity with the reason. A connection whose identity cannot be determined never
 // reaches the verbs. GET /v1/health reaches no verb and needs no identity
 // (the socket's permissions and the TLS handshake still apply).
 //
