@@ -140,7 +140,7 @@ func (f *faultEnv) cleanMint(t *testing.T, instance uint32) (state, []vaulttest.
 	before := f.fp.Count()
 	res, err := f.v.Mint(context.Background(), mintRequest("h1", instance))
 	if err != nil || res.Outcome != registrar.FirstMint || res.RegistrationID != registrationID(instance) {
-		t.Fatalf("clean mint: %+v, %v; want first_mint of %s", res, err, registrationID(instance))
+		t.Fatalf("clean mint: %v of %s, %v; want first_mint of %s", res.Outcome, res.RegistrationID, err, registrationID(instance))
 	}
 	steps := f.fp.Requests()[before:]
 	if len(steps) < 2 {
@@ -224,7 +224,6 @@ func TestAFaultOnEachStepOfAMintIsRecordedCountedAndRetriedToCompletion(t *testi
 }
 
 func (f *faultEnv) failStep(t *testing.T, instance uint32, fc faultCase, steps []vaulttest.Request, i int, clean state, cleanID string) time.Duration {
-	t.Helper()
 	ctx := context.Background()
 	id := registrationID(instance)
 	target := vaulttest.Request{Method: steps[i].Method, Path: strings.ReplaceAll(steps[i].Path, cleanID, id)}
@@ -248,20 +247,20 @@ func (f *faultEnv) failStep(t *testing.T, instance uint32, fc faultCase, steps [
 	_, err := f.v.Mint(ctx, mintRequest("h1", instance))
 	elapsed := time.Since(start)
 
-	// The answer, and when it came.
+	// When the answer came, and what it was.
+	if bound := f.timeout + answerMargin; elapsed > bound {
+		t.Errorf("answered after %s, want within request_timeout_ms + margin = %s", elapsed, bound)
+	}
+	if fc.kind == openbao.KindTimeout && elapsed < f.timeout {
+		t.Errorf("a timeout answered after %s, before request_timeout_ms %s", elapsed, f.timeout)
+	}
 	ue, ok := errors.AsType[*registrar.UnavailableError](err)
 	if !ok || ue.Reason != registrar.BackendUnavailable {
 		t.Fatalf("mint with %s on %s: %v, want RegistrarUnavailable BackendUnavailable", fc.fault, target, err)
 	}
 	re, ok := errors.AsType[*openbao.RequestError](err)
 	if !ok || re.Kind != fc.kind || re.Status != fc.status {
-		t.Errorf("cause %v, want a %s (status %d)", err, fc.kind, fc.status)
-	}
-	if bound := f.timeout + answerMargin; elapsed > bound {
-		t.Errorf("answered after %s, want within request_timeout_ms + margin = %s", elapsed, bound)
-	}
-	if fc.kind == openbao.KindTimeout && elapsed < f.timeout {
-		t.Errorf("a timeout answered after %s, before request_timeout_ms %s", elapsed, f.timeout)
+		t.Fatalf("cause %v, want a %s (status %d)", err, fc.kind, fc.status)
 	}
 	select {
 	case <-in.Fired():
@@ -319,13 +318,14 @@ func (f *faultEnv) failStep(t *testing.T, instance uint32, fc faultCase, steps [
 	// The server.
 	s := f.state(t, id)
 	reached := slices.ContainsFunc(steps[:i], changing) || (changing(steps[i]) && fc.applied())
-	switch {
-	case !reached && (s.binding != nil || s.policy != "" || s.role != nil):
-		t.Errorf("no state-changing request reached the server, yet it holds %+v", s)
-	case reached && s.binding == nil:
-		t.Errorf("a state-changing request reached the server and it holds no binding: %+v", s)
-	case s.binding == nil && (s.policy != "" || s.role != nil):
+	if s.binding == nil && (s.policy != "" || s.role != nil) {
 		t.Errorf("an orphan: a policy or role without a binding: %+v", s)
+	}
+	if !reached && (s.binding != nil || s.policy != "" || s.role != nil) {
+		t.Errorf("no state-changing request reached the server, yet it holds %+v", s)
+	}
+	if reached && s.binding == nil {
+		t.Errorf("a state-changing request reached the server and it holds no binding: %+v", s)
 	}
 	if !partial && (s.binding != nil || s.policy != "" || s.role != nil) {
 		t.Errorf("a clean refusal, yet the server holds %+v", s)
@@ -344,7 +344,7 @@ func (f *faultEnv) failStep(t *testing.T, instance uint32, fc faultCase, steps [
 		wantOutcome = registrar.IdempotentRemint
 	}
 	if err != nil || res.Outcome != wantOutcome || res.Material.WrappedSecretID == "" {
-		t.Fatalf("retry: %+v, %v; want %v with material", res, err, wantOutcome)
+		t.Fatalf("retry: %v (material %v), %v; want %v with material", res.Outcome, res.Material.WrappedSecretID != "", err, wantOutcome)
 	}
 	if recs := f.records(res.RequestID); len(recs) != 2 || recs[1].Outcome == nil || recs[1].Outcome.Class != wantOutcome.AuditClass() {
 		t.Errorf("records of the retry: %+v, want an intent and a %v outcome", recs, wantOutcome)
