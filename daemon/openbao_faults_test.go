@@ -52,12 +52,13 @@ const faultAnswerMargin = time.Second
 // TestAServerThatStopsAnsweringIsAnsweredWithinTheTimeoutOverTheSocket runs
 // the whole daemon on openbao through a loopback proxy in front of a real
 // server: one mint's role write is applied and its answer held, another's
-// every request is applied and its connection dropped. Each caller is
+// every request is applied and its connection dropped at once, a third's
+// held and then dropped. Each caller is
 // answered 503 RegistrarUnavailable / BackendUnavailable over the socket
 // within request_timeout_ms plus the documented margin; the audit store
 // holds each intent and its refused backend_unavailable outcome (partial
-// for the held role write, clean for the dropped binding read); /metrics
-// counts the timeout and the transport failure by operation; the server
+// for the held role write, clean for the failed binding reads); /metrics
+// counts the timeouts and the transport failure by operation; the server
 // holds no policy or role without a binding; and the retry of the partial
 // mint is its first_mint.
 func TestAServerThatStopsAnsweringIsAnsweredWithinTheTimeoutOverTheSocket(t *testing.T) {
@@ -122,12 +123,22 @@ func TestAServerThatStopsAnsweringIsAnsweredWithinTheTimeoutOverTheSocket(t *tes
 	unavailable("dropped connections", dropResp, elapsed)
 	px.Reset()
 
+	// A network that swallows requests: every one held unanswered, then its
+	// connection closed.
+	px.Add(vaulttest.Rule{Fault: vaulttest.Drop, Hold: 10 * timeout})
+	swallowResp, elapsed := mintN(4)
+	unavailable("held, then dropped", swallowResp, elapsed)
+	if elapsed < timeout {
+		t.Errorf("held, then dropped: answered after %s, before request_timeout_ms", elapsed)
+	}
+	px.Reset()
+
 	// The records.
 	recs := storeRecords(t, cfg.Registrar.AuditRecordDir)
 	for _, c := range []struct {
 		resp    *wire.Response
 		partial bool
-	}{{heldResp, true}, {dropResp, false}} {
+	}{{heldResp, true}, {dropResp, false}, {swallowResp, false}} {
 		var phases []audit.Phase
 		var outcome *audit.Outcome
 		for _, rec := range recs {
@@ -152,8 +163,9 @@ func TestAServerThatStopsAnsweringIsAnsweredWithinTheTimeoutOverTheSocket(t *tes
 	for _, want := range []string{
 		`registrar_backend_request_errors_total{backend="openbao",kind="timeout",operation="role_write"} 1`,
 		`registrar_backend_request_errors_total{backend="openbao",kind="transport",operation="binding_read"} 1`,
+		`registrar_backend_request_errors_total{backend="openbao",kind="timeout",operation="binding_read"} 1`,
 		`registrar_backend_partial_total{verb="mint"} 1`,
-		`registrar_invocations_total{result="unavailable",verb="mint"} 2`,
+		`registrar_invocations_total{result="unavailable",verb="mint"} 3`,
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("/metrics lacks %s", want)
@@ -193,8 +205,8 @@ func TestAServerThatStopsAnsweringIsAnsweredWithinTheTimeoutOverTheSocket(t *tes
 			t.Errorf("%s has a policy or role and no binding (bindings %v)", id, bindings)
 		}
 	}
-	if slices.Contains(bindings, "h1-review-003") {
-		t.Errorf("the clean refusal left a binding: %v", bindings)
+	if slices.Contains(bindings, "h1-review-003") || slices.Contains(bindings, "h1-review-004") {
+		t.Errorf("a clean refusal left a binding: %v", bindings)
 	}
 
 	// The retry of the partial mint completes it.
