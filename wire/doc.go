@@ -118,7 +118,9 @@
 // budget and a timeout for connections still in their handshake. At a cap
 // the oldest connection without a request in flight is closed to admit
 // the newcomer, which is refused only when every slot has a request in
-// flight. Every rejection is counted by listener and Reason and logged at
+// flight. One evicted while still flushing its answer gets at most a
+// second to finish, and at most 8 per listener are finishing at once, so
+// a listener's descriptors stay within its cap plus 8. Every rejection is counted by listener and Reason and logged at
 // WARN, at most one line per (listener, reason) per RejectionLogInterval.
 // Answers net/http gives before the handler runs (a request line or header
 // it cannot parse, headers over the bound) are plain HTTP errors without a
