@@ -73,6 +73,9 @@ func (c ReopenCause) String() string {
 // configured path no longer names, and while the reopen fails, so does
 // every append (fail closed).
 func (s *Store) ensureActive() error {
+	if err := s.checkRefused(); err != nil {
+		return err
+	}
 	if err := s.CheckDir(); err != nil {
 		return &WriteError{Op: "check", Err: err}
 	}
