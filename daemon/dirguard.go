@@ -46,12 +46,13 @@ type guardedDir struct {
 // the owner and mode rules (the ancestor rule walks paths and is start's
 // only).
 //
-// While any of them breaks a rule, every append is refused
-// (audit.Store.Refuse: answered AuditUnwritable, counted as an append
-// failure, the store unwritable), an ERROR line names the directory (at
-// most once a minute per directory) and registrar_directory_unsafe is 1
-// for it. Once it is put right (chmod 0700, chown back) the next tick lifts
-// the refusal, logs it at INFO and appends resume: nothing needs a restart.
+// While any of them breaks a rule, every append is refused (answered
+// AuditUnwritable, counted as an append failure, the store unwritable), an
+// ERROR line names the directory (at most once a minute per directory) and
+// registrar_directory_unsafe is 1 for it. Once it is put right (chmod 0700,
+// chown back) appends resume — the record directory's at the next append,
+// the others' at the next tick, which logs it at INFO: nothing needs a
+// restart.
 // What another uid did to the directory meanwhile stays for `audit scan`
 // to report (files of a wrong owner or mode).
 //
@@ -108,37 +109,52 @@ func unsafeDir(err error) bool {
 	return errors.Is(err, privdir.ErrUnsafe) || errors.Is(err, audit.ErrUnsafeStore)
 }
 
-// Tick is the tick task: recheck each directory, then hold or release the
-// store. A check that fails for another reason (an fstat error) is
-// returned, logged by the tick loop, and changes nothing.
+// Tick is the tick task: recheck each directory, hold or release the
+// store, then publish the gauge and log, in that order, so a gauge at 0 is
+// never read while the store still refuses. A check that fails for another
+// reason (an fstat error) is returned, logged by the tick loop, and changes
+// nothing.
+//
+// The record directory needs no hold of its own: every append rechecks it
+// first (audit.Store.CheckDir, failing closed and recovering on the first
+// append after it is put right), and CheckDir marks the store unwritable, so
+// the tick's call shows it at once. The state and socket directories are
+// not on the append path: while either is unsafe the guard holds the store
+// (audit.Store.Refuse) until the tick finds it private again.
 func (g *dirGuard) Tick(ctx context.Context, _ time.Time) error {
-	var causes, failures []error
+	var errs [numGuarded]error
+	var holds, failures []error
 	for i := range g.dirs {
 		dir := &g.dirs[i]
 		if dir.check == nil {
 			continue
 		}
-		err := dir.check()
+		errs[i] = dir.check()
 		switch {
-		case unsafeDir(err):
-			causes = append(causes, fmt.Errorf("%s %s is no longer private: %w", dir.key, dir.path, err))
+		case unsafeDir(errs[i]) && i != guardAudit:
+			holds = append(holds, fmt.Errorf("%s %s is no longer private: %w", dir.key, dir.path, errs[i]))
+		case errs[i] != nil && !unsafeDir(errs[i]):
+			failures = append(failures, fmt.Errorf("%s %s: %w", dir.key, dir.path, errs[i]))
+		}
+	}
+	if len(holds) > 0 {
+		g.store.Refuse(errors.Join(holds...))
+	} else if len(failures) == 0 {
+		g.store.Refuse(nil)
+	}
+	for i := range g.dirs {
+		dir := &g.dirs[i]
+		switch err := errs[i]; {
+		case dir.check == nil, err != nil && !unsafeDir(err):
+		case err != nil:
 			g.unsafe[i].Store(true)
 			g.log.Log(ctx, "directory unsafe "+dir.key, slog.LevelError,
 				dir.what+" is no longer private: appends fail until it is put right",
 				slog.String(dir.key, dir.path), slog.String("directory", telemetry.Directories[i]), slog.Any("error", err))
-		case err != nil:
-			failures = append(failures, fmt.Errorf("%s %s: %w", dir.key, dir.path, err))
-		default:
-			if g.unsafe[i].Swap(false) {
-				g.logger.LogAttrs(ctx, slog.LevelInfo, dir.what+" is private again",
-					slog.String(dir.key, dir.path), slog.String("directory", telemetry.Directories[i]))
-			}
+		case g.unsafe[i].Swap(false):
+			g.logger.LogAttrs(ctx, slog.LevelInfo, dir.what+" is private again",
+				slog.String(dir.key, dir.path), slog.String("directory", telemetry.Directories[i]))
 		}
-	}
-	if len(causes) > 0 {
-		g.store.Refuse(errors.Join(causes...))
-	} else if len(failures) == 0 {
-		g.store.Refuse(nil)
 	}
 	return errors.Join(failures...)
 }
