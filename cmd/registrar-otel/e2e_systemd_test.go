@@ -119,13 +119,15 @@ metrics_listen = "127.0.0.1:0"
 
 func (fs *fakeSystemd) auditDir() string { return filepath.Join(fs.dir, "audit") }
 
-// start starts serve as a socket-activated, notify-type service would be.
-func (fs *fakeSystemd) start(bin, cfg string, watchdog time.Duration) *loggedProc {
+// start starts serve as a socket-activated, notify-type service would be,
+// with env added to the environment.
+func (fs *fakeSystemd) start(bin, cfg string, watchdog time.Duration, env ...string) *loggedProc {
 	fs.t.Helper()
 	cmd := exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ exec "$0" "$@"`, bin, "serve", "--config", cfg)
 	cmd.Env = append(os.Environ(), "LISTEN_FDS=1", "LISTEN_FDNAMES=registrar-otel.socket",
 		"NOTIFY_SOCKET="+fs.notify.LocalAddr().String(),
 		"WATCHDOG_USEC="+strconv.FormatInt(watchdog.Microseconds(), 10))
+	cmd.Env = append(cmd.Env, env...)
 	cmd.ExtraFiles = []*os.File{fs.file}
 	p, _ := startLogged(fs.t, "daemon", cmd, "registrar-otel serving")
 	return p
