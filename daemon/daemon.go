@@ -290,7 +290,7 @@ func (d *Daemon) listenUnix() (net.Listener, error) {
 	}
 	var g wire.SocketGroup
 	if r.SocketGroup != "" {
-		if g, err = lookupGroup(r.SocketGroup); err != nil {
+		if g, err = LookupSocketGroup(r.SocketGroup); err != nil {
 			return nil, &SetupError{Err: fmt.Errorf("daemon: unix listener: %w", err)}
 		}
 	}
@@ -301,9 +301,11 @@ func (d *Daemon) listenUnix() (net.Listener, error) {
 	return l, nil
 }
 
-// lookupGroup resolves registrar.socket_group, a name or a numeric gid,
-// in the host's group database.
-func lookupGroup(name string) (wire.SocketGroup, error) {
+// LookupSocketGroup resolves registrar.socket_group, a name or a numeric
+// gid, in the host's group database; a group that does not exist is a
+// *config.KeyError naming the key and the group. serve refuses to start on
+// it (a SetupError, exit 2) and config check reports it.
+func LookupSocketGroup(name string) (wire.SocketGroup, error) {
 	var g *user.Group
 	var err error
 	if _, numErr := strconv.Atoi(name); numErr == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/backend/embedded"
 	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/daemon"
 	"github.com/registrar-otel/registrar-otel/internal/privdir"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
@@ -58,7 +59,8 @@ func checkPaths(res *checkResult, cfg *config.Config) {
 		return (&audit.UnsafeStoreError{Path: path, Problem: problem}).Error()
 	}
 	checkDir(res, "registrar.socket_path", filepath.Dir(r.SocketPath), wireRefuse)
-	checkSocket(res, r.SocketPath)
+	checkSocket(res, r.SocketPath, r.SocketGroup)
+	checkSocketGroup(res, r.SocketGroup)
 	checkDir(res, "registrar.state_dir", r.StateDir, embeddedRefuse)
 	checkFile(res, "registrar.state_dir", filepath.Join(r.StateDir, embedded.FileName), embeddedRefuse, "the embedded registry")
 	checkDir(res, "registrar.audit_record_dir", r.AuditRecordDir, auditRefuse)
@@ -129,14 +131,31 @@ func firstMissing(dir, parent string) string {
 	return p
 }
 
+// checkSocketGroup resolves registrar.socket_group as serve does when it
+// binds the socket itself: a group the host does not have is an error
+// naming the key and the group (serve exits 2 on it).
+func checkSocketGroup(res *checkResult, group string) {
+	if group == "" {
+		return
+	}
+	if _, err := daemon.LookupSocketGroup(group); err != nil {
+		res.errorf("registrar.socket_group", "%v", err)
+	}
+}
+
 // checkSocket applies the socket rules: absent is fine, a socket nobody
-// answers on is replaced, anything else is refused.
-func checkSocket(res *checkResult, path string) {
+// answers on is replaced, anything else is refused. group is
+// registrar.socket_group ("" for none).
+func checkSocket(res *checkResult, path, group string) {
 	const key = "registrar.socket_path"
 	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		res.path(key, path, pathCreate, "absent; serve creates the socket 0600")
+		if group != "" {
+			res.path(key, path, pathCreate, "absent; serve creates the socket 0660 in group %s", group)
+		} else {
+			res.path(key, path, pathCreate, "absent; serve creates the socket 0600")
+		}
 		return
 	case errors.Is(err, syscall.ENOTDIR):
 		return // the directory finding says why

@@ -106,6 +106,23 @@ func troubleshootingMessages(t *testing.T) map[string]string {
 	if !strings.Contains(out.String()+errOut.String(), msgs["misspelt"]) {
 		t.Fatalf("config check of a misspelt key does not print %q:\n%s%s", msgs["misspelt"], out.String(), errOut.String())
 	}
+	// config check (and serve): a socket group the host lacks, named on
+	// the page as the package's group.
+	const absent = "registrar-callers-absent-test"
+	grouped := writeConfigForCheck(t, serveDoc(shortTempDir(t), `socket_group = "`+absent+`"`, ""))
+	out.Reset()
+	errOut.Reset()
+	if code := runConfigCheck([]string{"--config", grouped}, &out, &errOut); code != exitUsage {
+		t.Fatalf("config check of an absent socket group: exit %d, want %d\n%s", code, exitUsage, errOut.String())
+	}
+	for _, line := range strings.Split(errOut.String(), "\n") {
+		if strings.HasPrefix(line, "registrar.socket_group ") {
+			msgs["unknown-socket-group"] = strings.ReplaceAll(line, absent, "registrar-callers")
+		}
+	}
+	if msgs["unknown-socket-group"] == "" {
+		t.Fatalf("config check says nothing of registrar.socket_group:\n%s", errOut.String())
+	}
 	t.Setenv("REGISTRAR_OTEL_REGISTRAR_SOCKET_PATH", "/tmp/x.sock")
 	out.Reset()
 	errOut.Reset()
