@@ -216,7 +216,7 @@ func login(ctx context.Context, c *api.Client, roleID, secretID string) (*api.Se
 	return c.Logical().WriteWithContext(ctx, "auth/approle/login", map[string]any{"role_id": roleID, "secret_id": secretID})
 }
 
-func TestTheWrappedSecretIDUnwrapsOnceAndLogsInWithTheRenderedPolicy(t *testing.T) {
+func TestTheWrappedSecretIDUnwrapsOnceAndLogsInWithTheServicePolicy(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
 	op := mintOp("h3-review-004", "h3", "review")
@@ -250,8 +250,8 @@ func TestTheWrappedSecretIDUnwrapsOnceAndLogsInWithTheRenderedPolicy(t *testing.
 	if err != nil {
 		t.Fatalf("login with the role id and the unwrapped secret id: %v", err)
 	}
-	if !slices.Contains(auth.Auth.Policies, openbao.RoleName(op.RegistrationID)) {
-		t.Errorf("the login token's policies are %v, want %s among them", auth.Auth.Policies, openbao.RoleName(op.RegistrationID))
+	if !slices.Contains(auth.Auth.Policies, openbao.ServicePolicyName("review")) {
+		t.Errorf("the login token's policies are %v, want %s among them", auth.Auth.Policies, openbao.ServicePolicyName("review"))
 	}
 	tok := e.unwrapper(t)
 	tok.SetToken(auth.Auth.ClientToken)
@@ -284,10 +284,10 @@ func TestTheWrappedSecretIDUnwrapsOnceAndLogsInWithTheRenderedPolicy(t *testing.
 	if _, err := login(ctx, e.unwrapper(t), mat2.RoleID, unwrapped2.Data["secret_id"].(string)); err == nil {
 		t.Error("login succeeded after deregister")
 	}
-	// And the token issued before the deregister lost its policy.
-	if _, err := tok.KVv2("secret").Get(ctx, testPrefix+"/services/review/db"); !isForbidden(err) {
-		t.Errorf("after deregister the earlier token reads the service's secret: %v, want permission denied", err)
-	}
+	// A token issued before the deregister keeps its service's policy,
+	// which the operator owns and other registrations of the service
+	// share, until the token's own TTL: deregister stops logins, it does
+	// not revoke issued tokens (docs/en/openbao.md#token-policy).
 }
 
 func isForbidden(err error) bool {
