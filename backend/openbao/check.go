@@ -87,9 +87,10 @@ func (e *CheckUnreachableError) Unwrap() error { return e.Err }
 // token holds: a probe the policy wrongly admits reaches a role name the
 // AppRole backend refuses.
 //
-// The error is a *CheckUnreachableError when the server gave no usable
-// answer, or the server's refusal of sys/capabilities-self itself (an
-// invalid token, or one without that path).
+// A token the server refuses sys/capabilities-self (invalid, expired, or
+// without that path) gets the one failing check naming it. The error is a
+// *CheckUnreachableError when the server gave no usable answer, else the
+// server's 4xx answer to a check.
 func (b *Backend) CheckPolicy(ctx context.Context) ([]PolicyCheck, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
@@ -111,6 +112,7 @@ func (b *Backend) CheckPolicy(ctx context.Context) ([]PolicyCheck, error) {
 		{"sys/capabilities-self", "this check", []string{"update"}, nil},
 		{"sys/policies/acl/" + checkName, "must not write any policy (its content is any rule)", deny, nil},
 		{"sys/policies/acl/" + ServicePolicyName(checkName), "must not write the services' policies", deny, nil},
+		{"sys/policies/acl/" + RoleName(checkName), "must not write a registration's policy (as up to 0.9.0)", deny, nil},
 		{"sys/policy/" + checkName, "must not write any policy (old endpoint)", deny, nil},
 		{role + "/custom-secret-id", "must not choose a secret id", deny, nil},
 		{path.Join(b.kvMount, "data", b.prefix, "services", checkName, "x"), "must not read a service's secrets", deny, nil},
@@ -126,6 +128,11 @@ func (b *Backend) CheckPolicy(ctx context.Context) ([]PolicyCheck, error) {
 	rctx, cancel := context.WithTimeout(ctx, b.timeout)
 	s, err := b.client.Logical().WriteWithContext(rctx, "sys/capabilities-self", map[string]any{"paths": paths})
 	cancel()
+	if re, ok := errors.AsType[*api.ResponseError](err); ok && re.StatusCode == http.StatusForbidden {
+		// Nothing else can be asked: name the one path that is missing.
+		return []PolicyCheck{{Path: "sys/capabilities-self", What: "this check (refused: the token is invalid or expired, or its policy lacks it, as 0.9.0's did; nothing else can be checked)",
+			Want: []string{"update"}, Got: deny}}, nil
+	}
 	if err != nil {
 		return nil, b.checkError(ctx, "sys/capabilities-self", err)
 	}

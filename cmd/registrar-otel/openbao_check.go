@@ -31,8 +31,9 @@ refuses, so nothing is made whatever the token holds: the policy must
 answer 403 to each. Prints one line per check, never the token.
 
 Exits 0 when the token holds exactly the documented policy, 2 when it holds
-more (EXTRA) or less (MISSING), naming each path, or when the configuration
-or the token is unusable, and 3 when the server gave no answer (down,
+more (EXTRA) or less (MISSING), naming each path (a token the server refuses
+sys/capabilities-self, such as an invalid one, is MISSING that path), or
+when the configuration or the token file is unusable, and 3 when the server gave no answer (down,
 sealed, or slower than openbao.request_timeout_ms).`,
 	examples: []string{
 		"registrar-otel openbao check --config /etc/registrar-otel/registrar.toml",
@@ -90,7 +91,6 @@ func runOpenBaoCheck(args []string, stdout, stderr io.Writer) int {
 		if _, ok := errors.AsType[*openbao.CheckUnreachableError](err); ok {
 			return exitTransport
 		}
-		fmt.Fprintln(stderr, "openbao check: the server refused the token's own capability lookup: the token is invalid, expired, or lacks sys/capabilities-self (see the documented token policy)")
 		return exitUsage
 	}
 	failed := 0

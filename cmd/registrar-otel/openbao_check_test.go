@@ -90,6 +90,19 @@ func TestOpenBaoCheckPassesOnlyTheDocumentedToken(t *testing.T) {
 			[]string{"EXTRA   auth/approle/role/registrar-otel-check- [allowed]: must refuse a role carrying another policy (token_policies=root)"}},
 		{"no renew-self", strings.Replace(documented, "path \"auth/token/renew-self\" {\n  capabilities = [\"update\"]\n}\n", "", 1),
 			[]string{"MISSING auth/token/renew-self [deny]: the token's renewal; missing update"}},
+		{"the 0.9.0 policy", `path "secret/data/registrar-otel/bindings/*" {
+  capabilities = ["create", "read", "update"]
+}
+path "secret/metadata/registrar-otel/bindings/*" {
+  capabilities = ["delete"]
+}
+path "sys/policies/acl/bootroot-service-*" {
+  capabilities = ["create", "update", "delete"]
+}
+path "auth/approle/role/bootroot-service-*" {
+  capabilities = ["create", "read", "update", "delete"]
+}
+`, []string{"MISSING sys/capabilities-self [deny]: this check (refused: the token is invalid or expired, or its policy lacks it, as 0.9.0's did"}},
 		{"a service's secrets", documented + "path \"secret/data/registrar-otel/services/*\" {\n  capabilities = [\"read\"]\n}\n",
 			[]string{"EXTRA   secret/data/registrar-otel/services/registrar-otel-check/x [read]"}},
 	}
@@ -118,9 +131,9 @@ func TestOpenBaoCheckPassesOnlyTheDocumentedToken(t *testing.T) {
 	}
 
 	// An invalid token: the server refuses the lookup itself (2).
-	code, _, errOut = runOpenBaoCheckCmd(t, openbaoCheckConfig(t, srv.Addr, "hvs.not-a-token"))
-	if code != exitUsage || !strings.Contains(errOut, "the token is invalid, expired, or lacks sys/capabilities-self") {
-		t.Errorf("an invalid token: exit %d, want 2\nstderr:\n%s", code, errOut)
+	code, out, errOut = runOpenBaoCheckCmd(t, openbaoCheckConfig(t, srv.Addr, "hvs.not-a-token"))
+	if code != exitUsage || !strings.Contains(out, "MISSING sys/capabilities-self [deny]: this check (refused: the token is invalid or expired") || strings.Contains(out, "ok ") {
+		t.Errorf("an invalid token: exit %d, want 2 naming sys/capabilities-self alone\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }
 
