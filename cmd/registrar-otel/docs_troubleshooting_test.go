@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/backend/embedded"
+	"github.com/registrar-otel/registrar-otel/internal/privdir"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -79,6 +80,10 @@ func troubleshootingMessages(t *testing.T) map[string]string {
 	} else {
 		msgs["unsafe-path"] = strings.ReplaceAll(err.Error(), unsafe, "/var/lib/registrar-otel")
 	}
+	// serve: a state directory of another uid (the daemon's uid 998, the
+	// other's 1001), worded as serve's refusal.
+	msgs["unsafe-owner"] = (&embedded.UnsafeStateError{Path: "/var/lib/registrar-otel",
+		Problem: (&privdir.UnsafeError{Problem: privdir.Foreign, Owner: 1001, User: 998}).Detail()}).Error()
 	// serve: the state database held by another daemon.
 	held := filepath.Join(dir, "held")
 	b, err := embedded.Open(held, embedded.Options{})
