@@ -482,6 +482,7 @@ func printOpenBaoSummary(w io.Writer, cfg *config.Config, src string) {
 	row("token", "from "+src+" (mode and content OK)")
 	row("bindings", fmt.Sprintf("%s/data/%s/bindings/<registration_id> (KV v2)", o.KVMount, o.KVPrefix))
 	row("roles", fmt.Sprintf("auth/%s/role/bootroot-service-<registration_id>", o.AppRoleMount))
+	row("policies", "registrar-otel-service-<service_name>, written by the operator (registrar-otel openbao check verifies the token)")
 	row("request timeout", fmt.Sprintf("%d ms", o.RequestTimeoutMS))
 	row("max in flight", fmt.Sprintf("%d (slot wait 100 ms)", o.MaxInFlight))
 	row("secret ids", fmt.Sprintf("ttl %d s, %d use(s)", o.SecretIDTTLSeconds, o.SecretIDNumUses))
