@@ -114,6 +114,7 @@ type Backend struct {
 	tel       *instruments
 	slots     chan struct{} // a token per call in flight; cap MaxInFlight
 	slotWait  time.Duration
+	ids       idLocks // one mint or deregister of an id at a time
 
 	readToken func() (string, error)
 	tokenFile string
@@ -432,6 +433,13 @@ func (b *Backend) Mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 		return 0, registrar.Material{}, err
 	}
 	defer b.leave()
+	unlock, err := b.ids.lock(ctx, op.RegistrationID)
+	if err != nil {
+		err = b.tel.saturated(ctx, OpBindingRead, fmt.Errorf("waiting for another operation on %q to finish: %w", op.RegistrationID, err))
+		b.logFailure(ctx, "mint", op.RegistrationID, err)
+		return 0, registrar.Material{}, err
+	}
+	defer unlock()
 	if err := b.acquire(ctx, OpBindingRead); err != nil {
 		b.logFailure(ctx, "mint", op.RegistrationID, err)
 		return 0, registrar.Material{}, err
@@ -621,6 +629,13 @@ func (b *Backend) Deregister(ctx context.Context, op registrar.DeregisterOp) (re
 		return 0, err
 	}
 	defer b.leave()
+	unlock, err := b.ids.lock(ctx, op.RegistrationID)
+	if err != nil {
+		err = b.tel.saturated(ctx, OpBindingRead, fmt.Errorf("waiting for another operation on %q to finish: %w", op.RegistrationID, err))
+		b.logFailure(ctx, "deregister", op.RegistrationID, err)
+		return 0, err
+	}
+	defer unlock()
 	if err := b.acquire(ctx, OpBindingRead); err != nil {
 		b.logFailure(ctx, "deregister", op.RegistrationID, err)
 		return 0, err
