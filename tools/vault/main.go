@@ -241,7 +241,7 @@ func serve(ctx context.Context, cfg *server.Config, dev bool, devToken string, l
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 
-	fmt.Fprintf(stdout, "==> %s: Vault %s\n", serverName, version.GetVersion().FullVersionNumber(false))
+	fmt.Fprintf(stdout, "==> %s: %s\n", serverName, version.GetVersion().FullVersionNumber(false))
 	fmt.Fprintf(stdout, "%24s: %s\n", "Storage", cfg.Storage.Type)
 	fmt.Fprintf(stdout, "%24s: %s\n", "Listener", "http://"+ln.Addr().String())
 	if len(clusterAddrs) > 0 {
