@@ -351,6 +351,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.metricsL != nil {
 		metrics = "http://" + d.metricsL.Addr().String() + "/metrics"
 	}
+	// SIGHUP is caught before the "serving" line is written: whoever reads
+	// that line as the daemon's readiness (a script, a test) and sends
+	// SIGHUP at once must reach the reload, not the default action, which
+	// ends the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	d.logger.LogAttrs(ctx, slog.LevelInfo, "registrar-otel serving",
 		slog.String("config", d.cfg.Source),
 		slog.Any("listeners", addrs),
@@ -382,9 +389,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// SIGHUP reopens the audit store's active file (logrotate's
 	// convention), in order with the appends queued before it, then
 	// reloads the configuration (reload.go).
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	hupDone := make(chan struct{})
 	defer close(hupDone)
 	go func() {
