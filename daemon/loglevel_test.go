@@ -131,6 +131,15 @@ func TestReloadChangesTheLogLevelInPlace(t *testing.T) {
 	if n := lr.malformed(t); n != 2 {
 		t.Fatalf("%d debug lines at log_level error, want still 2", n)
 	}
+	// Louder from error, where the old level would hide an INFO line: the
+	// reload line is still written.
+	lr.setLevel(t, "info")
+	if _, err := lr.d.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(lr.logs.String(), `registrar.log_level="error → info"`) {
+		t.Fatalf("the reload from error to info is not announced:\n%s", lr.logs)
+	}
 }
 
 // TestTheDaemonFiltersByTheKeyWithoutALevelVar: New without Options, over a
