@@ -40,8 +40,8 @@ func u32s(v uint32) string { return fmt.Sprint(v) }
 // column of docs/en/configuration.md repeats it (TestReloadColumnMatchesTheCode).
 // Live: what the daemon re-expresses or swaps in place (the limiter's
 // sizes, the coalescing window for new windows, the capacity reserve, the
-// components, the log level). Everything else opens a listener, a file or an exporter
-// at start, or sizes something allocated then.
+// components, the log level). Everything else opens a listener, a file or
+// an exporter at start, or sizes something allocated then.
 var reloadKeys = []reloadKey{
 	{"registrar.socket_path", false, func(c *Config) string { return c.Registrar.SocketPath }},
 	{"registrar.socket_group", false, func(c *Config) string { return c.Registrar.SocketGroup }},
