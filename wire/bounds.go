@@ -40,7 +40,8 @@ func FieldBounds() []FieldBound {
 }
 
 // MaxIdentityBytes bounds a caller identity derived from a client
-// certificate ("registrar-client:" and the SAN): the audit records and the
+// certificate ("registrar-client:uri:" or "registrar-client:dns:" and the
+// canonical SAN): the audit records and the
 // limiter's map hold it. A longer one leaves the connection without an
 // identity (no_identity).
 const MaxIdentityBytes = 512

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Connection budgets. Every listener a Server serves has its own budget:
@@ -24,6 +25,27 @@ import (
 // to admit the newcomer; the newcomer is refused only when every slot it
 // could take holds a request in flight, which the read and write timeouts
 // bound. The pre-handshake budget always closes its oldest connection.
+//
+// A connection evicted while its answer is still being flushed (its caller
+// is not reading) gives its slot at once but is not closed mid-answer: it
+// gets evictedFlushGrace to finish, a write deadline set at eviction, and
+// is closed when the answer is out or the deadline passes, whichever comes
+// first. At most maxEvictedFlushing such connections per listener are
+// finishing at once; while that many are, a flushing connection is not
+// evicted (a newcomer takes a connection that has sent nothing, or is
+// refused), so the descriptors a listener holds stay within its cap plus
+// maxEvictedFlushing, whatever the number of callers that never read.
+
+// evictedFlushGrace is how long an evicted connection may go on flushing
+// its answer: enough for a caller that reads to receive an answer of a few
+// KiB, far below the 30 s write timeout a caller that never reads would
+// otherwise hold its descriptor for.
+const evictedFlushGrace = time.Second
+
+// maxEvictedFlushing bounds, per listener, the evicted connections still
+// flushing their answer (each for at most evictedFlushGrace): the margin
+// of open descriptors over the listener's cap.
+const maxEvictedFlushing = 8
 
 // trackedConn is a connection under a budget: the raw connection (below
 // TLS, for a TLS listener), with its caller identity and its state.
@@ -46,7 +68,10 @@ type trackedConn struct {
 	// closeWhenIdle: evicted while its answer was being flushed; closed
 	// once net/http reports it idle, so the answer reaches the caller whole.
 	closeWhenIdle bool
-	served        bool // at least one request was handled
+	// flushingEvicted: evicted while flushing and not closed yet, counted
+	// in set.flushingEvicted.
+	flushingEvicted bool
+	served          bool // at least one request was handled
 	// since orders connections by when they were accepted, or when their
 	// last response ended: a value of the set's logical clock (see
 	// connSet.clock), not a time. Only the order matters (the oldest idle
@@ -101,6 +126,9 @@ type connSet struct {
 	conns       map[*trackedConn]struct{}
 	byIdentity  map[string]int
 	handshaking map[*trackedConn]struct{}
+	// flushingEvicted counts the evicted connections still flushing their
+	// answer (at most maxEvictedFlushing).
+	flushingEvicted int
 }
 
 // tick advances the set's logical clock and returns its new reading.
@@ -132,7 +160,9 @@ func newConnSet(events budgetEvents, kind ListenerKind, limits budgetLimits, tls
 //     lost;
 //  2. one whose handler has returned and whose answer is only being
 //     flushed: its caller has (or is about to have) the answer; it is
-//     closed once idle, never mid-answer;
+//     closed once idle, never mid-answer, or once evictedFlushGrace has
+//     passed; only while fewer than maxEvictedFlushing evicted connections
+//     are still flushing;
 //  3. one that has served nothing yet (a newcomer still sending its first
 //     request, or a slowloris connection that never finishes it): last,
 //     because a client cannot resend on a connection it has just opened.
@@ -147,6 +177,9 @@ func (cs *connSet) oldestIdleLocked(match func(*trackedConn) bool) *trackedConn 
 		case !c.busy && c.served:
 			rank = 0
 		case c.busy && c.answered:
+			if cs.flushingEvicted >= maxEvictedFlushing {
+				continue // enough descriptors over the cap already
+			}
 			rank = 1
 		case !c.busy:
 			rank = 2
@@ -192,9 +225,14 @@ func (cs *connSet) admit(c *trackedConn) (bool, Reason) {
 		cs.releaseLocked(victim)
 		victim.evicted = true
 		// A connection still flushing its answer is closed once it is idle
-		// (idle), never in the middle of the answer.
+		// (idle), never in the middle of the answer, and given
+		// evictedFlushGrace to get there (the deadline below).
 		victim.closeWhenIdle = victim.busy
 		closeNow = !victim.busy
+		if victim.busy {
+			victim.flushingEvicted = true
+			cs.flushingEvicted++
+		}
 	}
 	c.since = cs.tick()
 	c.admitted = true
@@ -206,6 +244,12 @@ func (cs *connSet) admit(c *trackedConn) (bool, Reason) {
 	if victim != nil {
 		if closeNow {
 			_ = victim.Conn.Close()
+		} else {
+			// The raw connection's deadline (below TLS) bounds the rest of
+			// the flush: net/http sets no other before its next request,
+			// and there is none, so a caller that never reads loses its
+			// descriptor within evictedFlushGrace, not the write timeout.
+			_ = victim.Conn.SetWriteDeadline(time.Now().Add(evictedFlushGrace))
 		}
 		cs.events.reject(cs.kind, ReasonIdleEvicted, victim.attrs()...)
 	}
@@ -232,6 +276,10 @@ func (cs *connSet) closed(c *trackedConn) {
 	cs.mu.Lock()
 	evicted, busy, served := c.evicted, c.busy, c.served
 	cs.releaseLocked(c)
+	if c.flushingEvicted {
+		c.flushingEvicted = false
+		cs.flushingEvicted--
+	}
 	cs.mu.Unlock()
 	// A read deadline that expired while no handler ran is the header
 	// timeout: on the first request, or on a later one once some of its

@@ -90,9 +90,13 @@
 // identified as unix-peer:uid=<uid> from SO_PEERCRED, read once per
 // connection; never the pid, so reconnecting cannot reset a caller's
 // bucket. ListenTLS requires TLS 1.3 and a client certificate verified
-// against the client CA; the caller is registrar-client:<first URI SAN,
-// else first DNS SAN>. A certificate with neither is answered
-// RequestMalformed. A connection whose identity cannot be determined never
+// against the client CA; the caller is typed by the SAN it came from and
+// canonical: registrar-client:uri:<first URI SAN> (scheme and host
+// required, lower-cased; no query, fragment, port or user information),
+// else registrar-client:dns:<first DNS SAN, lower-cased> (certidentity.go).
+// A certificate with neither, or whose first SAN is not acceptable
+// (control characters included), is answered RequestMalformed and counted
+// as no_identity with the reason. A connection whose identity cannot be determined never
 // reaches the verbs. GET /v1/health reaches no verb and needs no identity
 // (the socket's permissions and the TLS handshake still apply).
 //
@@ -114,7 +118,9 @@
 // budget and a timeout for connections still in their handshake. At a cap
 // the oldest connection without a request in flight is closed to admit
 // the newcomer, which is refused only when every slot has a request in
-// flight. Every rejection is counted by listener and Reason and logged at
+// flight. One evicted while still flushing its answer gets at most a
+// second to finish, and at most 8 per listener are finishing at once, so
+// a listener's descriptors stay within its cap plus 8. Every rejection is counted by listener and Reason and logged at
 // WARN, at most one line per (listener, reason) per RejectionLogInterval.
 // Answers net/http gives before the handler runs (a request line or header
 // it cannot parse, headers over the bound) are plain HTTP errors without a

@@ -256,8 +256,8 @@ func fuzzLeafDER(f *testing.F, ca *pkitest.CA, uris, dns []string) []byte {
 
 // FuzzCertificateIdentity: the identity a verified certificate yields.
 // Either an identity or a problem, never both, never a panic; the identity
-// is registrar-client: and the first URI SAN, else the first DNS SAN, and
-// at most MaxIdentityBytes long.
+// is typed by its SAN (the first URI SAN, else the first DNS SAN),
+// canonical, free of control characters and at most MaxIdentityBytes long.
 func FuzzCertificateIdentity(f *testing.F) {
 	ca := pkitest.New(f)
 	f.Add(fuzzLeafDER(f, ca, []string{"spiffe://registrar.test/ctl"}, []string{"ctl.example"}), "", "", false)
@@ -299,18 +299,36 @@ func FuzzCertificateIdentity(f *testing.F) {
 		if id == "" {
 			return
 		}
-		if !strings.HasPrefix(id, "registrar-client:") || len(id) > MaxIdentityBytes {
-			t.Fatalf("identity %q: want registrar-client: and at most %d bytes", id, MaxIdentityBytes)
+		if len(id) > MaxIdentityBytes || hasControl(id) {
+			t.Fatalf("identity %q: want at most %d bytes and no control character", id, MaxIdentityBytes)
 		}
-		var want string
+		// Typed by the SAN it came from: the first URI SAN if there is
+		// one, else the first DNS SAN.
 		switch {
-		case len(leaf.URIs) > 0 && leaf.URIs[0] != nil && leaf.URIs[0].String() != "":
-			want = leaf.URIs[0].String()
-		case len(leaf.DNSNames) > 0:
-			want = leaf.DNSNames[0]
-		}
-		if id != "registrar-client:"+want {
-			t.Fatalf("identity %q, want registrar-client:%s", id, want)
+		case len(leaf.URIs) > 0:
+			canon, ok := strings.CutPrefix(id, uriIdentityPrefix)
+			if !ok {
+				t.Fatalf("identity %q of a certificate with a URI SAN, want %s…", id, uriIdentityPrefix)
+			}
+			// Canonical: the identity's URI, parsed again, is itself.
+			u, err := url.Parse(canon)
+			if err != nil {
+				t.Fatalf("identity %q: its URI does not parse: %v", id, err)
+			}
+			if again, problem := canonicalURI(u); again != canon {
+				t.Fatalf("identity %q: canonical form of its URI is %q (%s)", id, again, problem)
+			}
+			if host := u.Hostname(); host != strings.ToLower(host) {
+				t.Fatalf("identity %q: host not lower-case", id)
+			}
+		default:
+			name, ok := strings.CutPrefix(id, dnsIdentityPrefix)
+			if !ok {
+				t.Fatalf("identity %q of a certificate with only DNS SANs, want %s…", id, dnsIdentityPrefix)
+			}
+			if name != strings.ToLower(strings.TrimSuffix(leaf.DNSNames[0], ".")) {
+				t.Fatalf("identity %q, want the first DNS SAN %q lower-cased", id, leaf.DNSNames[0])
+			}
 		}
 	})
 }

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"context"
-	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
@@ -28,7 +27,7 @@ func WithIdentity(ctx context.Context, identity string) context.Context {
 }
 
 // unixIdentityPrefix starts every UnixIdentity; a certificate identity
-// starts with "registrar-client:", so the two never meet.
+// starts with "registrar-client:" (certidentity.go), so the two never meet.
 const unixIdentityPrefix = "unix-peer:uid="
 
 // UnixIdentity is the identity of a unix-socket caller with user id uid.
@@ -106,30 +105,4 @@ func identity(r *http.Request) (id, problem string) {
 		return "", "the identity of the connection is empty"
 	}
 	return ci.id, ""
-}
-
-// tlsIdentity is registrar-client:<first URI SAN, else first DNS SAN> of
-// the verified client certificate.
-func tlsIdentity(cs *tls.ConnectionState) (id, problem string) {
-	if len(cs.VerifiedChains) == 0 || len(cs.VerifiedChains[0]) == 0 {
-		return "", "the client certificate was not verified"
-	}
-	leaf := cs.VerifiedChains[0][0]
-	if leaf == nil {
-		return "", "the client certificate was not verified"
-	}
-	var san string
-	switch {
-	case len(leaf.URIs) > 0 && leaf.URIs[0] != nil && leaf.URIs[0].String() != "":
-		san = leaf.URIs[0].String()
-	case len(leaf.DNSNames) > 0 && leaf.DNSNames[0] != "":
-		san = leaf.DNSNames[0]
-	default:
-		return "", "the client certificate has no URI or DNS subject alternative name to identify the caller"
-	}
-	id = "registrar-client:" + san
-	if problem := checkIdentity(id); problem != "" {
-		return "", problem
-	}
-	return id, ""
 }

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"strings"
+	"testing"
+
+	"github.com/registrar-otel/registrar-otel/internal/testing/pkitest"
+	"github.com/registrar-otel/registrar-otel/wire"
+)
+
+// The attack of issue 27, item 7, against the real daemon: a certificate
+// with DNS SAN attacker.example.net and a scheme-less URI SAN
+// control-plane.example.net was audited as the real control-plane's
+// identity and spent its buckets. Now it is refused (no_identity), a URI
+// SAN naming that host is an identity of its own, and only a respelling of
+// the real DNS name shares the real certificate's bucket.
+func TestEndToEndASANSpoofingCertificateIsNotTheRealOne(t *testing.T) {
+	p := newE2EPKI(t)
+	// One admitted mint an hour per identity: a second mint on the same
+	// identity is limited, one on a fresh identity admitted.
+	d, addr := startTLSDaemon(t, p, "rate_limit_admission_burst = 1\nrate_limit_admission_refill_interval_ms = 3600000\n")
+	mint := func(t *testing.T, uris, dns []string, instance uint32) *wire.Response {
+		t.Helper()
+		cert := p.Issue(t, pkitest.Options{URIs: uris, DNS: dns, Usage: x509.ExtKeyUsageClientAuth})
+		c := wire.NewTLSClient(addr, p.clientConfig(&cert), wire.WithoutKeepAlive(), wire.WithTimeout(e2eIODeadline))
+		defer c.CloseIdleConnections()
+		res, err := c.Mint(context.Background(), wire.MintRequest{ServiceName: "review", Host: "h1", Instance: instance, Component: "review",
+			Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	if res := mint(t, nil, []string{"control-plane.example.net"}, 1); !res.OK() {
+		t.Fatalf("the real certificate's mint: %d %s %s", res.StatusCode, res.ErrorID, res.Detail)
+	}
+	before := rejectedIn(d.scrape(), "tls", "no_identity")
+	res := mint(t, []string{"control-plane.example.net"}, []string{"attacker.example.net"}, 2)
+	if res.StatusCode != 400 || res.ErrorID != wire.RequestMalformed || !strings.Contains(res.Detail, "no scheme") {
+		t.Fatalf("the spoofing certificate's mint: %d %s %q, want 400 RequestMalformed naming the missing scheme", res.StatusCode, res.ErrorID, res.Detail)
+	}
+	res = mint(t, nil, []string{"control-plane.example.net\n\x1b[0m"}, 2)
+	if res.StatusCode != 400 || !strings.Contains(res.Detail, "control character") {
+		t.Fatalf("a DNS SAN with a newline and ESC: %d %s %q, want refused naming the control character", res.StatusCode, res.ErrorID, res.Detail)
+	}
+	if after := rejectedIn(d.scrape(), "tls", "no_identity"); after != before+2 {
+		t.Errorf("no_identity went from %v to %v, want two more", before, after)
+	}
+	// A URI SAN naming the host is an identity of its own: a fresh bucket.
+	if res := mint(t, []string{"dns://control-plane.example.net"}, []string{"control-plane.example.net"}, 3); !res.OK() {
+		t.Fatalf("the URI certificate's mint: %d %s %s, want admitted on its own bucket", res.StatusCode, res.ErrorID, res.Detail)
+	}
+	// A respelling of the real name is the real identity: its bucket is spent.
+	if res := mint(t, nil, []string{"CONTROL-PLANE.Example.NET."}, 4); res.ErrorID != wire.RegistrarBusy {
+		t.Fatalf("the respelled real name's mint: %d %s %s, want RegistrarBusy on the real identity's spent bucket", res.StatusCode, res.ErrorID, res.Detail)
+	}
+
+	ids := map[string]int{}
+	for _, r := range readAudit(t, d.auditDir) {
+		ids[r.CallerIdentity]++
+	}
+	for _, want := range []string{"registrar-client:dns:control-plane.example.net", "registrar-client:uri:dns://control-plane.example.net"} {
+		if ids[want] == 0 {
+			t.Errorf("no audit record of %q; the records' identities: %v", want, ids)
+		}
+	}
+	for id := range ids {
+		if id == "registrar-client:control-plane.example.net" || strings.Contains(id, "attacker") || strings.ContainsAny(id, "\n\x1b") {
+			t.Errorf("an audit record of identity %q", id)
+		}
+	}
+}
