@@ -38,3 +38,26 @@ func TestALoosenedRecordDirectoryFailsAppendsUntilPutRight(t *testing.T) {
 		t.Errorf("CheckDir after Close: %v, want ErrClosed", err)
 	}
 }
+
+// The tick's CheckDir marks the store unwritable at once, so the capacity
+// state shows a loosened directory before any append fails; the first
+// append after it is put right clears it.
+func TestCheckDirMarksTheStoreUnwritableBeforeAnyAppend(t *testing.T) {
+	s, dir := openStore(t, audit.Options{}, audit.TestHooks{})
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckDir(); !errors.Is(err, audit.ErrUnsafeStore) {
+		t.Fatalf("CheckDir: %v", err)
+	}
+	if st := s.Stats(); !st.LastAppendFailed || st.AppendFailures != 0 {
+		t.Errorf("after CheckDir alone: %+v, want unwritable with no append failure counted", st)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	appendOK(t, s, intent("r1"))
+	if s.Stats().LastAppendFailed {
+		t.Errorf("still unwritable after a successful append")
+	}
+}

@@ -89,7 +89,9 @@ func (e *TooLargeError) Is(target error) bool { return target == ErrRecordTooLar
 // removed whatever part of the line it had written before returning it, so
 // the file holds only whole lines.
 type WriteError struct {
-	// Op names the failed step: "write", "sync", "sync directory", "rotate".
+	// Op names the failed step: "write", "sync", "sync directory", "rotate",
+	// "reopen", "check" (the open record directory is no longer private) or
+	// "refused" (Store.Refuse holds every append).
 	Op string
 	// Err is the underlying error.
 	Err error

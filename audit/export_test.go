@@ -32,3 +32,11 @@ func (s *Store) Size() uint64 {
 // Encode serializes an already bounded, valid record without re-applying
 // the bound (the reader's canonical form).
 func Encode(r *Record) []byte { return appendRecord(nil, r) }
+
+// SetScanEUID makes Scan judge ownership as if run by uid, until the test
+// ends.
+func SetScanEUID(t interface{ Cleanup(func()) }, uid int) {
+	old := scanEUID
+	scanEUID = func() int { return uid }
+	t.Cleanup(func() { scanEUID = old })
+}

@@ -73,6 +73,9 @@ func (c ReopenCause) String() string {
 // configured path no longer names, and while the reopen fails, so does
 // every append (fail closed).
 func (s *Store) ensureActive() error {
+	if err := s.checkRefused(); err != nil {
+		return err
+	}
 	if err := s.CheckDir(); err != nil {
 		return &WriteError{Op: "check", Err: err}
 	}
@@ -92,7 +95,9 @@ func (s *Store) ensureActive() error {
 // since Open. Every write path calls it first, so such a directory fails
 // every append (fail closed, counted as append failures) until it is put
 // right; the daemon also calls it on its tick, so the change is logged even
-// while nothing is appended. It costs one fstat. Safe for concurrent use.
+// while nothing is appended. An unsafe directory marks the store unwritable
+// at once (Stats.LastAppendFailed), until an append succeeds. It costs one
+// fstat. Safe for concurrent use.
 func (s *Store) CheckDir() error {
 	s.dirMu.Lock()
 	defer s.dirMu.Unlock()
@@ -101,6 +106,10 @@ func (s *Store) CheckDir() error {
 	}
 	err := privdir.Recheck(s.dirf, s.dir, dirRules)
 	if ue, ok := errors.AsType[*privdir.UnsafeError](err); ok {
+		// Unwritable now, not only after the next append fails: the
+		// capacity state (and its alert) shows it while nothing is
+		// appended; the next successful append clears it.
+		s.lastFailed.Store(true)
 		return &UnsafeStoreError{Path: s.dir, Problem: ue.Detail()}
 	}
 	return err

@@ -106,7 +106,8 @@ type Report struct {
 
 	// StoreAnomalies are anomalies of the directory rather than of a line:
 	// records that stop without an active file, a gap in the generation
-	// numbers, a store file that could not be read.
+	// numbers, a store file that could not be read, the directory or an
+	// entry of it owned by another uid or group- or world-writable.
 	StoreAnomalies []StoreAnomaly
 
 	// LateLimitedRecords counts the limited records written more than
@@ -211,6 +212,14 @@ func (r *Report) Anomalies() bool {
 // intent and no outcome counts once, however many duplicate intents it has;
 // each duplicate intent or outcome line counts as malformed. Limited
 // records are never paired and cannot be duplicates.
+//
+// Ownership: the directory and every entry of it must be owned by root or
+// the store's owner, and none may be group- or world-writable
+// (AnomalyWrongOwner, AnomalyUnsafeMode, each naming the path). The
+// store's owner is the scanning uid when that is not root (so the daemon's
+// uid scanning its own store finds a directory of another uid too), and the
+// directory's owner when the scan runs as root, which cannot otherwise tell
+// the daemon's uid: a file another uid wrote there is reported either way.
 func Scan(ctx context.Context, opts ScanOptions) (*Report, error) {
 	return scan(ctx, opts, nil)
 }
@@ -306,6 +315,7 @@ func scan(ctx context.Context, opts ScanOptions, setup func(*scanner)) (*Report,
 			Detail: fmt.Sprintf("the directory holds %d entries but no regular active file %s (%s): the records stop there; was it deleted or renamed?", len(entries), ActiveFileName, last)})
 	}
 	sc.rep.StoreAnomalies = append(sc.rep.StoreAnomalies, generationGaps(gens)...)
+	sc.rep.StoreAnomalies = append(sc.rep.StoreAnomalies, ownership(opts.Dir, fi, entries)...)
 	for _, name := range files {
 		if err := sc.file(ctx, filepath.Join(opts.Dir, name), name); err != nil {
 			return nil, err

@@ -126,8 +126,9 @@ type Store struct {
 	errLog      *logthrottle.Throttle
 
 	// Read by the capacity probe and telemetry without the store lock.
-	appendFailures atomic.Uint64 // appends that failed in the file system, since Open
-	lastFailed     atomic.Bool   // the last append (or reopen) failed in the file system
+	appendFailures atomic.Uint64           // appends that failed in the file system, since Open
+	lastFailed     atomic.Bool             // the last append (or reopen) failed in the file system, or Refuse holds it
+	refused        atomic.Pointer[refusal] // Refuse's cause: every append fails closed while set
 	reopens        [numReopenCauses]atomic.Uint64
 
 	mu       sync.Mutex

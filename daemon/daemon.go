@@ -62,6 +62,7 @@ type Daemon struct {
 	counts    *counting.Sink
 	coalescer *coalesce.Sink
 	ckpt      *checkpointer // the evidence checkpoint (checkpoint.go)
+	guard     *dirGuard     // the private directories' recheck on the tick (dirguard.go)
 	recovery  Recovery      // what start found of the previous stop (recover.go)
 	limiter   *limiter.Limiter
 	health    *health.Holder
@@ -260,6 +261,9 @@ func NewWithOptions(cfg config.Config, logger *slog.Logger, opts Options) (_ *Da
 	}
 	d.listeners = append(d.listeners, ul)
 	d.closers = append(d.closers, ignoreClosed(ul.Close))
+	if d.guard, err = d.openDirGuard(); err != nil {
+		return nil, err
+	}
 	if r.TLSListen != "" {
 		tl, err := wire.ListenTLS(r.TLSListen, r.TLSCertFile, r.TLSKeyFile, r.TLSClientCAFile)
 		if err != nil {
@@ -295,7 +299,7 @@ func (d *Daemon) listenUnix() (net.Listener, error) {
 	}
 	var g wire.SocketGroup
 	if r.SocketGroup != "" {
-		if g, err = lookupGroup(r.SocketGroup); err != nil {
+		if g, err = LookupSocketGroup(r.SocketGroup); err != nil {
 			return nil, &SetupError{Err: fmt.Errorf("daemon: unix listener: %w", err)}
 		}
 	}
@@ -306,9 +310,11 @@ func (d *Daemon) listenUnix() (net.Listener, error) {
 	return l, nil
 }
 
-// lookupGroup resolves registrar.socket_group, a name or a numeric gid,
-// in the host's group database.
-func lookupGroup(name string) (wire.SocketGroup, error) {
+// LookupSocketGroup resolves registrar.socket_group, a name or a numeric
+// gid, in the host's group database; a group that does not exist is a
+// *config.KeyError naming the key and the group. serve refuses to start on
+// it (a SetupError, exit 2) and config check reports it.
+func LookupSocketGroup(name string) (wire.SocketGroup, error) {
 	var g *user.Group
 	var err error
 	if _, numErr := strconv.Atoi(name); numErr == nil {
@@ -486,9 +492,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 }
 
 // tickTasks are the maintenance pass, in order: close due coalescing
-// windows, sweep limiter entries back at full burst, probe the audit store's
-// capacity (after the coalescer's writes), then refresh the health snapshot
-// (last, so it reflects the pass).
+// windows, sweep limiter entries back at full burst, recheck the private
+// directories (before the capacity probe, so a refusal shows in the same
+// pass), probe the audit store's capacity (after the coalescer's writes),
+// then refresh the health snapshot (last, so it reflects the pass).
 func (d *Daemon) tickTasks() []tickTask {
 	return []tickTask{
 		{"coalesce", func(ctx context.Context, now time.Time) error {
@@ -501,8 +508,8 @@ func (d *Daemon) tickTasks() []tickTask {
 			d.limiter.Sweep()
 			return nil
 		}},
+		{"private-directories", d.guard.Tick},
 		{"audit-capacity", d.probeCapacity},
-		{"audit-directory", d.checkAuditDir},
 		{"health", func(context.Context, time.Time) error { return d.health.Refresh() }},
 		{"openbao-token", func(ctx context.Context, now time.Time) error {
 			if t, ok := d.backend.(tokenChecker); ok {
@@ -552,25 +559,6 @@ func RunWithOptions(ctx context.Context, cfg config.Config, logger *slog.Logger,
 		return err
 	}
 	return d.Run(ctx)
-}
-
-// checkAuditDir is the tick's check of the record directory's mode and
-// owner, by fstat on the store's open descriptor (audit.Store.CheckDir): a
-// chmod 0777 or a chown while serving is logged at ERROR (once a minute
-// while it lasts) even when nothing is appended. Appends fail closed on
-// their own check meanwhile, counted as append failures, so
-// RegistrarAuditAppendFailing fires on the first mint.
-func (d *Daemon) checkAuditDir(ctx context.Context, _ time.Time) error {
-	err := d.store.CheckDir()
-	if _, ok := errors.AsType[*audit.UnsafeStoreError](err); ok {
-		d.capLog.Log(ctx, "audit directory unsafe", slog.LevelError, "audit record directory is no longer private: appends fail until it is put right",
-			slog.String("audit_record_dir", d.cfg.Registrar.AuditRecordDir), slog.Any("error", err))
-		return nil
-	}
-	if errors.Is(err, audit.ErrClosed) {
-		return nil
-	}
-	return err
 }
 
 // probeCapacity is the tick's capacity probe. A change of state is logged

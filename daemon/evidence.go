@@ -12,11 +12,18 @@ import (
 	"github.com/registrar-otel/registrar-otel/telemetry"
 )
 
+// stateDirRules are registrar.state_dir's privdir rules, for every backend
+// kind: the owner and the ancestors too, since whoever may change the
+// directory may replace the checkpoint (and the embedded registry beside
+// it) with one of their own (issue 27).
+var stateDirRules = privdir.Options{Owner: true, Ancestors: true}
+
 // openCheckpointFS opens the state directory for the checkpoint (created
 // 0700 if missing, checked as private, for every backend kind); tests
-// replace it with a fault seam.
+// replace it with a fault seam. The directory stays open for the
+// checkpoint's *at calls and the tick's recheck (dirguard.go).
 var openCheckpointFS = func(stateDir string) (checkpointFS, func() error, error) {
-	dir, _, err := privdir.Open(stateDir, privdir.Options{})
+	dir, _, err := privdir.Open(stateDir, stateDirRules)
 	if err != nil {
 		return nil, nil, err
 	}

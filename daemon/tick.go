@@ -28,6 +28,7 @@ func tickLoop(ctx context.Context, ticks <-chan time.Time, logger *slog.Logger, 
 		case <-ctx.Done():
 			return
 		case now := <-ticks:
+			faultTickStall(ctx) // a test build's stall seam (fault_on.go); nothing in production
 			runTasks(ctx, now, logger, tasks)
 			if after != nil {
 				after(now)

@@ -194,6 +194,16 @@
 //	registrar_config_reloads_total{result}
 //	    Reloads by result, success or failure.
 //
+// Private directories (RegisterDirectories):
+//
+//	registrar_directory_unsafe{directory}
+//	    Gauge: 1 while the audit record directory (audit),
+//	    registrar.state_dir (state) or the socket's directory (socket),
+//	    rechecked on every tick through the descriptor the daemon holds,
+//	    is owned by neither root nor the daemon's uid or is group- or
+//	    world-writable; every append is refused meanwhile, so the audit
+//	    alerts fire. 0 when private.
+//
 // Audit store (NewAuditObserver):
 //
 //	registrar_audit_appends_total{phase}

@@ -100,6 +100,9 @@ func exercise(t *testing.T) exercised {
 	if err := telemetry.RegisterReload(mp, nil); err != nil {
 		t.Fatalf("RegisterReload: %v", err)
 	}
+	if err := telemetry.RegisterDirectories(mp, func() telemetry.DirectoryStats { return telemetry.DirectoryStats{} }); err != nil {
+		t.Fatalf("RegisterDirectories: %v", err)
+	}
 	obs, err := telemetry.NewAuditObserver(mp)
 	if err != nil {
 		t.Fatalf("NewAuditObserver: %v", err)

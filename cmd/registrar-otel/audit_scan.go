@@ -41,11 +41,13 @@ var auditScanUsage = usageSpec{
 	what: `Scans the audit record store (read-only; safe while the daemon runs) for
 intents without an outcome (older than a 60 s settle grace), malformed lines
 and directory anomalies (records that stop without an active file, a gap in
-the generation numbers, an unreadable store file), lists every file it did
-not read with the reason, and summarises the limited (counted) records per
-bucket. With --by identity it also lists them per caller identity and
-bucket, the most limited invocations first (the --top N, 0 for all): who
-is flooding.
+the generation numbers, an unreadable store file, the directory or a file
+of it owned by neither root nor the store's owner, or group- or
+world-writable), lists every file it did not read with the reason, and
+summarises the limited (counted) records per bucket. With --by identity it
+also lists them per caller identity and bucket, the most limited
+invocations first (the --top N, 0 for all): who is flooding. The store's
+owner is the uid running the scan, or, run as root, the directory's owner.
 
 Exit status: 0 when the store is clean, 1 when anomalies are found, 2 on a
 usage error or an unreadable store, 4 when --fail-on-limited N is given and

@@ -31,7 +31,8 @@ REGISTRAR_OTEL_* environment overrides and checks what it refers to the way
 serve would: the TLS certificate, key and client CA (they exist, are readable,
 parse, and the key matches the certificate), and the socket, state and audit
 paths (serve creates a missing directory 0700 and refuses a symlink, a
-non-directory or a group- or world-writable one). It warns about a TLS
+non-directory or a group- or world-writable one), and that
+registrar.socket_group names a group this host has. It warns about a TLS
 private key its group or others may read, and about a listen address
 (registrar.tls_listen, telemetry.metrics_listen) serve could not bind,
 saying when a running daemon holds it.
@@ -483,6 +484,7 @@ func printOpenBaoSummary(w io.Writer, cfg *config.Config, src string) {
 	row("token", "from "+src+" (mode and content OK)")
 	row("bindings", fmt.Sprintf("%s/data/%s/bindings/<registration_id> (KV v2)", o.KVMount, o.KVPrefix))
 	row("roles", fmt.Sprintf("auth/%s/role/bootroot-service-<registration_id>", o.AppRoleMount))
+	row("policies", "registrar-otel-service-<service_name>, written by the operator (registrar-otel openbao check verifies the token)")
 	row("request timeout", fmt.Sprintf("%d ms", o.RequestTimeoutMS))
 	row("max in flight", fmt.Sprintf("%d (slot wait 100 ms)", o.MaxInFlight))
 	row("secret ids", fmt.Sprintf("ttl %d s, %d use(s)", o.SecretIDTTLSeconds, o.SecretIDNumUses))

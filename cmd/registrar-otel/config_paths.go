@@ -13,6 +13,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/backend/embedded"
 	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/daemon"
 	"github.com/registrar-otel/registrar-otel/internal/privdir"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
@@ -57,22 +58,40 @@ func checkPaths(res *checkResult, cfg *config.Config) {
 	auditRefuse := func(path, problem string) string {
 		return (&audit.UnsafeStoreError{Path: path, Problem: problem}).Error()
 	}
-	checkDir(res, "registrar.socket_path", filepath.Dir(r.SocketPath), wireRefuse, true)
-	checkSocket(res, r.SocketPath)
-	checkDir(res, "registrar.state_dir", r.StateDir, embeddedRefuse, false)
+	checkDir(res, "registrar.socket_path", filepath.Dir(r.SocketPath), wireRefuse)
+	checkSocket(res, r.SocketPath, r.SocketGroup)
+	checkSocketGroup(res, r.SocketGroup)
+	checkDir(res, "registrar.state_dir", r.StateDir, embeddedRefuse)
 	checkFile(res, "registrar.state_dir", filepath.Join(r.StateDir, embedded.FileName), embeddedRefuse, "the embedded registry")
-	checkDir(res, "registrar.audit_record_dir", r.AuditRecordDir, auditRefuse, false)
+	checkDir(res, "registrar.audit_record_dir", r.AuditRecordDir, auditRefuse)
 	checkFile(res, "registrar.audit_record_dir", filepath.Join(r.AuditRecordDir, audit.ActiveFileName), auditRefuse, "the active audit file")
 }
 
 // refuser words a refusal the way the package that refuses it does.
 type refuser func(path, problem string) string
 
+// dirRules are the rules serve applies to all three directories (the
+// socket's, the state and the audit directory): the owner rule and the
+// ancestor rule besides privdir's own.
+var dirRules = privdir.Options{Owner: true, Ancestors: true}
+
 // checkDir applies the directory rules: a missing directory is created 0700
 // (if its nearest existing parent allows it); an existing one must pass
-// privdir.Check, the rules serve applies when it opens it (for the socket's
-// directory, the owner rule too).
-func checkDir(res *checkResult, key, dir string, refusing refuser, ownerRule bool) {
+// privdir.Check, the rules serve applies when it opens it; either way every
+// directory above it must pass the ancestor rule (privdir.CheckAncestors),
+// since serve refuses a directory, existing or created, under an unsafe one.
+func checkDir(res *checkResult, key, dir string, refusing refuser) {
+	refuseAncestors := func(err error) bool {
+		if err == nil {
+			return false
+		}
+		if ue, ok := errors.AsType[*privdir.UnsafeError](err); ok {
+			res.path(key, dir, pathRefuse, "%s", refusing(dir, ue.Detail()))
+		} else {
+			res.path(key, dir, pathRefuse, "%v", unwrapPath(err))
+		}
+		return true
+	}
 	fi, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
@@ -80,6 +99,7 @@ func checkDir(res *checkResult, key, dir string, refusing refuser, ownerRule boo
 		switch {
 		case perr != nil:
 			res.path(key, dir, pathRefuse, "serve cannot create it: %v", perr)
+		case refuseAncestors(privdir.CheckAncestors(firstMissing(dir, parent))):
 		case !writable(parent):
 			res.path(key, dir, pathCreate, "missing; serve creates it 0700, but %s is not writable by uid %d: run serve as a user that may write there", parent, os.Geteuid())
 		default:
@@ -90,21 +110,52 @@ func checkDir(res *checkResult, key, dir string, refusing refuser, ownerRule boo
 		res.path(key, dir, pathRefuse, "%v", unwrapPath(err))
 		return
 	}
-	if ue := privdir.Check(dir, fi, privdir.Options{Owner: ownerRule}); ue != nil {
+	if ue := privdir.Check(dir, fi, dirRules); ue != nil {
 		res.path(key, dir, pathRefuse, "%s", refusing(dir, ue.Detail()))
+		return
+	}
+	if refuseAncestors(privdir.CheckAncestors(dir)) {
 		return
 	}
 	res.path(key, dir, pathOK, "directory, mode %#o", fi.Mode().Perm())
 }
 
+// firstMissing is the element of dir right below parent, its nearest
+// existing ancestor: the directory serve creates first, whose ancestors
+// (parent and above) are the ones that exist to be checked.
+func firstMissing(dir, parent string) string {
+	p := filepath.Clean(dir)
+	for filepath.Dir(p) != parent && filepath.Dir(p) != p {
+		p = filepath.Dir(p)
+	}
+	return p
+}
+
+// checkSocketGroup resolves registrar.socket_group as serve does when it
+// binds the socket itself: a group the host does not have is an error
+// naming the key and the group (serve exits 2 on it).
+func checkSocketGroup(res *checkResult, group string) {
+	if group == "" {
+		return
+	}
+	if _, err := daemon.LookupSocketGroup(group); err != nil {
+		res.errorf("registrar.socket_group", "%v", err)
+	}
+}
+
 // checkSocket applies the socket rules: absent is fine, a socket nobody
-// answers on is replaced, anything else is refused.
-func checkSocket(res *checkResult, path string) {
+// answers on is replaced, anything else is refused. group is
+// registrar.socket_group ("" for none).
+func checkSocket(res *checkResult, path, group string) {
 	const key = "registrar.socket_path"
 	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		res.path(key, path, pathCreate, "absent; serve creates the socket 0600")
+		if group != "" {
+			res.path(key, path, pathCreate, "absent; serve creates the socket 0660 in group %s", group)
+		} else {
+			res.path(key, path, pathCreate, "absent; serve creates the socket 0600")
+		}
 		return
 	case errors.Is(err, syscall.ENOTDIR):
 		return // the directory finding says why

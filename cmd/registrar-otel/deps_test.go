@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -75,5 +77,66 @@ func TestBinaryLinksNoTestSupport(t *testing.T) {
 	if bad := forbiddenDeps(deps); len(bad) > 0 {
 		t.Fatalf("the registrar-otel binary links test support: %q\n"+
 			"production code must not import testing or internal/testing/...; move the helper to internal/ (production) or keep it in a _test.go file", bad)
+	}
+}
+
+// faultFiles are the daemon's fault seams, compiled only with the build tag
+// registrar_faults (the e2e tests' second binary), and their no-op twin.
+const (
+	faultTag      = "registrar_faults"
+	faultsOnFile  = "fault_on.go"
+	faultsOffFile = "fault_off.go"
+	// faultMarkers are strings only the seams' code holds: the variable it
+	// reads and the states it announces.
+	faultMarkerEnv    = "REGISTRAR_FAULT_TICK_STALL"
+	faultMarkerStatus = "fault: tick stalled"
+)
+
+// daemonGoFiles lists the daemon package's Go files under tags.
+func daemonGoFiles(t *testing.T, tags string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-tags", tags, "-f", "{{join .GoFiles \" \"}}", modulePath+"/daemon").Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	return strings.Fields(string(out))
+}
+
+// TestDefaultBuildHasNoFaultSeams: the fault seams of the test build are
+// not compiled into the default (production) build, and the binary holds
+// none of their strings; the test build does hold them, so the check can
+// fail.
+func TestDefaultBuildHasNoFaultSeams(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	def, tagged := daemonGoFiles(t, ""), daemonGoFiles(t, faultTag)
+	if slices.Contains(def, faultsOnFile) || !slices.Contains(def, faultsOffFile) {
+		t.Errorf("the default build compiles %q; want %s and not %s", def, faultsOffFile, faultsOnFile)
+	}
+	if !slices.Contains(tagged, faultsOnFile) || slices.Contains(tagged, faultsOffFile) {
+		t.Errorf("-tags %s compiles %q; want %s and not %s", faultTag, tagged, faultsOnFile, faultsOffFile)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		build func(*testing.T) string
+		want  bool
+	}{
+		{"the default binary", buildBinary, false},
+		{"the -tags " + faultTag + " binary", buildFaultsBinary, true},
+	} {
+		raw, err := os.ReadFile(tc.build(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []string{faultMarkerEnv, faultMarkerStatus} {
+			if got := bytes.Contains(raw, []byte(m)); got != tc.want {
+				t.Errorf("%s holds %q: %v, want %v", tc.name, m, got, tc.want)
+			}
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/backend/embedded"
+	"github.com/registrar-otel/registrar-otel/internal/privdir"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -79,6 +80,10 @@ func troubleshootingMessages(t *testing.T) map[string]string {
 	} else {
 		msgs["unsafe-path"] = strings.ReplaceAll(err.Error(), unsafe, "/var/lib/registrar-otel")
 	}
+	// serve: a state directory of another uid (the daemon's uid 998, the
+	// other's 1001), worded as serve's refusal.
+	msgs["unsafe-owner"] = (&embedded.UnsafeStateError{Path: "/var/lib/registrar-otel",
+		Problem: (&privdir.UnsafeError{Problem: privdir.Foreign, Owner: 1001, User: 998}).Detail()}).Error()
 	// serve: the state database held by another daemon.
 	held := filepath.Join(dir, "held")
 	b, err := embedded.Open(held, embedded.Options{})
@@ -100,6 +105,23 @@ func troubleshootingMessages(t *testing.T) map[string]string {
 	msgs["misspelt"] = "registrar.rate_limit_admision_burst is not a known key: a likely misspelling of registrar.rate_limit_admission_burst (the default applies until it is fixed)"
 	if !strings.Contains(out.String()+errOut.String(), msgs["misspelt"]) {
 		t.Fatalf("config check of a misspelt key does not print %q:\n%s%s", msgs["misspelt"], out.String(), errOut.String())
+	}
+	// config check (and serve): a socket group the host lacks, named on
+	// the page as the package's group.
+	const absent = "registrar-callers-absent-test"
+	grouped := writeConfigForCheck(t, serveDoc(shortTempDir(t), `socket_group = "`+absent+`"`, ""))
+	out.Reset()
+	errOut.Reset()
+	if code := runConfigCheck([]string{"--config", grouped}, &out, &errOut); code != exitUsage {
+		t.Fatalf("config check of an absent socket group: exit %d, want %d\n%s", code, exitUsage, errOut.String())
+	}
+	for _, line := range strings.Split(errOut.String(), "\n") {
+		if strings.HasPrefix(line, "registrar.socket_group ") {
+			msgs["unknown-socket-group"] = strings.ReplaceAll(line, absent, "registrar-callers")
+		}
+	}
+	if msgs["unknown-socket-group"] == "" {
+		t.Fatalf("config check says nothing of registrar.socket_group:\n%s", errOut.String())
 	}
 	t.Setenv("REGISTRAR_OTEL_REGISTRAR_SOCKET_PATH", "/tmp/x.sock")
 	out.Reset()

@@ -172,6 +172,17 @@ func checkType(path string, fi fs.FileInfo) *UnsafeError {
 	return nil
 }
 
+// CheckAncestors applies the ancestor rule alone, read-only, to every
+// directory above path: the form for a configuration check (Check is the
+// rest). It returns nil when every ancestor passes, an *UnsafeError
+// (Ancestor) naming the first that does not, or a *StepError when one
+// cannot be stat'ed. Off unix it checks nothing.
+func CheckAncestors(path string) error { return checkAncestors(path) }
+
+// FileOwner returns the uid owning fi (an os.Stat, os.Lstat or fstat), and
+// false off unix, where the owner is unknown.
+func FileOwner(fi fs.FileInfo) (uint32, bool) { return fileOwner(fi) }
+
 // checkAncestors applies the ancestor rule to every directory above path:
 // along the path as given (each stat'ed through its symlinks, so /var/run
 // is judged by /run) and along the path the parent resolves to.

@@ -1,0 +1,75 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// The private directories' instrument: whether a directory the evidence
+// depends on is still private (daemon/dirguard.go).
+const (
+	// registrar_directory_unsafe{directory="audit"|"state"|"socket"}
+	DirectoryUnsafe = "registrar.directory.unsafe"
+)
+
+// Directories are the values of the directory label of
+// registrar_directory_unsafe, in the order of DirectoryStats: the audit
+// record directory, registrar.state_dir and the socket's directory. Every
+// one is exported from the start.
+var Directories = [3]string{"audit", "state", "socket"}
+
+// DirectoryStats is what RegisterDirectories observes: Unsafe[i] is true
+// while the directory Directories[i] fails its owner or mode rule on the
+// open descriptor.
+type DirectoryStats struct {
+	Unsafe [3]bool
+}
+
+// RegisterDirectories registers, on mp (nil means a no-op provider):
+//
+//   - registrar.directory.unsafe (gauge, 0 or 1, label directory): 1 while
+//     the directory, rechecked on every tick through the descriptor the
+//     daemon holds open, is owned by neither root nor the daemon's uid or is
+//     group- or world-writable; every append is refused meanwhile
+//     (AuditUnwritable), so RegistrarAuditStoreCritical and
+//     RegistrarAuditAppendFailing fire too.
+//
+// stats is called once per collection and must be safe from the collecting
+// goroutine.
+func RegisterDirectories(mp metric.MeterProvider, stats func() DirectoryStats) error {
+	if stats == nil {
+		return errors.New("telemetry: RegisterDirectories: nil stats func")
+	}
+	m := meterOf(mp)
+	// No unit: "1" would make the exporter append _ratio to the name.
+	g, err := m.Int64ObservableGauge(DirectoryUnsafe,
+		metric.WithDescription("Whether a private directory is unsafe now: 1 while the audit record directory (audit), registrar.state_dir (state) or the socket's directory (socket), "+
+			"rechecked on every tick through the descriptor the daemon holds, is owned by neither root nor the daemon's uid or is group- or world-writable; "+
+			"every append is refused meanwhile. 0 when it is private."))
+	if err != nil {
+		return fmt.Errorf("telemetry: RegisterDirectories: %w", err)
+	}
+	var sets [len(Directories)]metric.ObserveOption
+	for i, d := range Directories {
+		sets[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("directory", d)))
+	}
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s := stats()
+		for i, unsafe := range s.Unsafe {
+			v := int64(0)
+			if unsafe {
+				v = 1
+			}
+			o.ObserveInt64(g, v, sets[i])
+		}
+		return nil
+	}, g)
+	if err != nil {
+		return fmt.Errorf("telemetry: RegisterDirectories: %w", err)
+	}
+	return nil
+}
