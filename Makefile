@@ -198,5 +198,9 @@ clean: ## remove build output (never var/)
 VAULT_BIN := var/tools/vault/bin/vault
 
 .PHONY: vault
-vault: ## build the Vault server the openbao backend's integration tests run (var/tools/vault/bin/vault; ~10 min cold, skipped when present)
+vault: ## build the small Vault test server the openbao integration tests run (tools/vault/main.go -> var/tools/vault/bin/vault; ~5 min cold on 2 cores, skipped when present)
 	tools/vault/build.sh
+
+.PHONY: vault-full
+vault-full: ## build the full HashiCorp Vault v1.21.4 binary instead (var/tools/vault/bin/vault-full, 365 MB; ~22 min cold); run the tests on it with REGISTRAR_TEST_VAULT_BIN
+	tools/vault/build.sh full

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"net"
@@ -170,6 +171,12 @@ type Registrar struct {
 	// default; a bbolt file in StateDir) or "openbao" (the [openbao] table's
 	// server).
 	Backend string
+	// LogLevel is the level of the daemon's log: records below it are
+	// dropped. One of slog.LevelDebug, LevelInfo (the default, the zero
+	// value), LevelWarn and LevelError, spelt "debug", "info", "warn" or
+	// "error" in the file (ParseLogLevel). A reload applies it in place;
+	// serve --log-level, when given, overrides it for the process's life.
+	LogLevel slog.Level
 	// Extra holds the [registrar] keys this version does not know, with
 	// their values exactly as the TOML parser produced them (int64, float64,
 	// string, bool, time values, []any, map[string]any), or the raw string
@@ -448,6 +455,9 @@ func (c *Config) Validate() error {
 			add(&KeyError{Key: f.key, Value: f.val, Rule: "must be at most " + strconv.FormatUint(uint64(f.max), 10)})
 		}
 	}
+	if _, ok := logLevelName(r.LogLevel); !ok {
+		add(&KeyError{Key: "registrar.log_level", Value: r.LogLevel.String(), Rule: ruleLogLevel})
+	}
 	for _, name := range slices.Sorted(maps.Keys(r.Components)) {
 		if e := checkComponentName(name); e != nil {
 			add(e)
@@ -491,6 +501,54 @@ func (c *Config) Validate() error {
 		add(e)
 	}
 	return errors.Join(errs...)
+}
+
+const ruleLogLevel = `must be one of "debug", "info", "warn", "error"`
+
+// logLevels are the four levels registrar.log_level and serve --log-level
+// accept, by their spelling.
+var logLevels = []struct {
+	name  string
+	level slog.Level
+}{
+	{"debug", slog.LevelDebug},
+	{"info", slog.LevelInfo},
+	{"warn", slog.LevelWarn},
+	{"error", slog.LevelError},
+}
+
+// ErrInvalidLogLevel is returned (wrapped) by ParseLogLevel.
+var ErrInvalidLogLevel = errors.New(`config: a log level must be one of "debug", "info", "warn", "error"`)
+
+// ParseLogLevel parses a log level as registrar.log_level and serve
+// --log-level spell it: "debug", "info", "warn" or "error", in any case
+// (as slog.Level's UnmarshalText reads them), without surrounding space
+// and without slog's "+N"/"-N" offsets, which name no documented level.
+func ParseLogLevel(s string) (slog.Level, error) {
+	for _, l := range logLevels {
+		if strings.EqualFold(s, l.name) {
+			return l.level, nil
+		}
+	}
+	return 0, fmt.Errorf("%w, got %s", ErrInvalidLogLevel, strconv.Quote(s))
+}
+
+// LogLevelName is the configuration spelling of a level ("debug", "info",
+// "warn", "error"); for any other level, slog's own ("INFO+2").
+func LogLevelName(l slog.Level) string {
+	if name, ok := logLevelName(l); ok {
+		return name
+	}
+	return l.String()
+}
+
+func logLevelName(l slog.Level) (string, bool) {
+	for _, x := range logLevels {
+		if x.level == l {
+			return x.name, true
+		}
+	}
+	return "", false
 }
 
 const ruleMultiplicity = `must be one of "one-per-deployment", "one-per-host", "many-per-host"`

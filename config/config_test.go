@@ -297,10 +297,10 @@ func TestOTLPEndpointRule(t *testing.T) {
 
 func TestKeysListsEveryKnownKey(t *testing.T) {
 	keys := Keys()
-	if len(keys) != 43 {
-		t.Fatalf("Keys() has %d keys, want the 27 [registrar], 6 [telemetry] and 10 [openbao] keys: %v", len(keys), keys)
+	if len(keys) != 44 {
+		t.Fatalf("Keys() has %d keys, want the 28 [registrar], 6 [telemetry] and 10 [openbao] keys: %v", len(keys), keys)
 	}
-	for _, want := range []string{"registrar.rate_limit_admission_burst", "registrar.idle_timeout_ms", "registrar.max_conns_per_identity", "registrar.components.<name>.multiplicity", "telemetry.trace_sample_per_million", "registrar.backend", "openbao.secret_id_num_uses"} {
+	for _, want := range []string{"registrar.rate_limit_admission_burst", "registrar.idle_timeout_ms", "registrar.max_conns_per_identity", "registrar.components.<name>.multiplicity", "telemetry.trace_sample_per_million", "registrar.backend", "registrar.log_level", "openbao.secret_id_num_uses"} {
 		if !slices.Contains(keys, want) {
 			t.Errorf("Keys() lacks %s", want)
 		}

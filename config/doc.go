@@ -55,6 +55,8 @@
 //	max_conns_per_identity                             u32     64 (connections)         1 to 65536
 //	read_header_timeout_ms                             u32     3000 (ms)                1 to 600000
 //	idle_timeout_ms                                    u32     15000 (ms)               1 to 600000
+//	backend                                            string  "embedded"               "embedded" or "openbao"
+//	log_level                                          string  "info"                   "debug", "info", "warn" or "error", any case; live on reload; serve --log-level overrides it
 //
 // The configuration file is opened once (O_NOFOLLOW|O_NONBLOCK), checked by
 // fstat on that descriptor and read from it. One that is group- or

@@ -381,6 +381,18 @@ var registrarFields = []field[Registrar]{
 	{"read_header_timeout_ms", u32Field(func(r *Registrar) *uint32 { return &r.ReadHeaderTimeoutMS })},
 	{"idle_timeout_ms", u32Field(func(r *Registrar) *uint32 { return &r.IdleTimeoutMS })},
 	{"backend", stringField(func(r *Registrar) *string { return &r.Backend })},
+	{"log_level", func(d *decoder, key string, v any, r *Registrar) {
+		s, ok := d.string(key, v)
+		if !ok {
+			return
+		}
+		l, err := ParseLogLevel(s)
+		if err != nil {
+			d.fail(key, v, ruleLogLevel)
+			return
+		}
+		r.LogLevel = l
+	}},
 }
 
 var telemetryFields = []field[Telemetry]{

@@ -113,6 +113,7 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 			ReadHeaderTimeoutMS:   2000,
 			IdleTimeoutMS:         30000,
 			Backend:               BackendOpenBao,
+			LogLevel:              slog.LevelDebug,
 		},
 		Telemetry: Telemetry{
 			MetricsListen:         "[::1]:9464",

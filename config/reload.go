@@ -40,8 +40,8 @@ func u32s(v uint32) string { return fmt.Sprint(v) }
 // column of docs/en/configuration.md repeats it (TestReloadColumnMatchesTheCode).
 // Live: what the daemon re-expresses or swaps in place (the limiter's
 // sizes, the coalescing window for new windows, the capacity reserve, the
-// components). Everything else opens a listener, a file or an exporter
-// at start, or sizes something allocated then.
+// components, the log level). Everything else opens a listener, a file or
+// an exporter at start, or sizes something allocated then.
 var reloadKeys = []reloadKey{
 	{"registrar.socket_path", false, func(c *Config) string { return c.Registrar.SocketPath }},
 	{"registrar.socket_group", false, func(c *Config) string { return c.Registrar.SocketGroup }},
@@ -72,6 +72,8 @@ var reloadKeys = []reloadKey{
 	{"registrar.read_header_timeout_ms", false, func(c *Config) string { return u32s(c.Registrar.ReadHeaderTimeoutMS) }},
 	{"registrar.idle_timeout_ms", false, func(c *Config) string { return u32s(c.Registrar.IdleTimeoutMS) }},
 	{"registrar.backend", false, func(c *Config) string { return c.Registrar.Backend }},
+	// Live: the daemon's handler level is a slog.LevelVar, set in place.
+	{"registrar.log_level", true, func(c *Config) string { return LogLevelName(c.Registrar.LogLevel) }},
 	{"telemetry.metrics_listen", false, func(c *Config) string { return c.Telemetry.MetricsListen }},
 	{"telemetry.otlp_endpoint", false, func(c *Config) string { return RedactURL(c.Telemetry.OTLPEndpoint) }},
 	{"telemetry.service_name", false, func(c *Config) string { return c.Telemetry.ServiceName }},

@@ -53,8 +53,9 @@ const ShutdownTimeout = 15 * time.Second
 
 // Daemon is a configured, opened daemon. Build it with New, run it with Run.
 type Daemon struct {
-	cfg    config.Config
-	logger *slog.Logger
+	cfg      config.Config
+	logger   *slog.Logger
+	logLevel logLevel // registrar.log_level, or serve --log-level (loglevel.go)
 
 	tel       *telemetry.Telemetry
 	metricsL  net.Listener
@@ -91,12 +92,20 @@ type Daemon struct {
 }
 
 // New opens every component. On error, whatever was opened is closed again
-// and the error names the component.
-func New(cfg config.Config, logger *slog.Logger) (_ *Daemon, err error) {
+// and the error names the component. It is NewWithOptions with the zero
+// Options: the daemon filters logger's records by registrar.log_level.
+func New(cfg config.Config, logger *slog.Logger) (*Daemon, error) {
+	return NewWithOptions(cfg, logger, Options{})
+}
+
+// NewWithOptions is New with the settings that do not come from the
+// configuration: how the log level is controlled (Options).
+func NewWithOptions(cfg config.Config, logger *slog.Logger, opts Options) (_ *Daemon, err error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Daemon{cfg: cfg, logger: logger, notifier: systemdNotify, clock: time.Now}
+	logger, level := setupLogLevel(&cfg, logger, opts)
+	d := &Daemon{cfg: cfg, logger: logger, logLevel: level, notifier: systemdNotify, clock: time.Now}
 	d.reload.init(cfg)
 	defer func() {
 		if err != nil {
@@ -352,6 +361,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.metricsL != nil {
 		metrics = "http://" + d.metricsL.Addr().String() + "/metrics"
 	}
+	// SIGHUP is caught before the "serving" line is written: whoever reads
+	// that line as the daemon's readiness (a script, a test) and sends
+	// SIGHUP at once must reach the reload, not the default action, which
+	// ends the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	d.logger.LogAttrs(ctx, slog.LevelInfo, "registrar-otel serving",
 		slog.String("config", d.cfg.Source),
 		slog.Any("listeners", addrs),
@@ -359,6 +375,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		slog.String("audit_record_dir", r.AuditRecordDir),
 		slog.String("state_dir", r.StateDir),
 		slog.String("backend", r.Backend),
+		slog.String("log_level", config.LogLevelName(d.logLevel.v.Level())),
 		slog.Int("components", len(r.Components)),
 		slog.Uint64("admission_burst", uint64(r.RateLimitAdmissionBurst)),
 		slog.Uint64("predecision_refusal_burst", uint64(r.RateLimitPredecisionRefusalBurst)))
@@ -382,9 +399,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// SIGHUP reopens the audit store's active file (logrotate's
 	// convention), in order with the appends queued before it, then
 	// reloads the configuration (reload.go).
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	hupDone := make(chan struct{})
 	defer close(hupDone)
 	go func() {
@@ -539,7 +553,12 @@ func ignoreClosed(f func() error) func() error {
 
 // Run opens a daemon from cfg and runs it until ctx is done.
 func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
-	d, err := New(cfg, logger)
+	return RunWithOptions(ctx, cfg, logger, Options{})
+}
+
+// RunWithOptions is Run with Options (NewWithOptions).
+func RunWithOptions(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Options) error {
+	d, err := NewWithOptions(cfg, logger, opts)
 	if err != nil {
 		return err
 	}

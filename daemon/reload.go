@@ -79,7 +79,8 @@ type openbaoReloader interface {
 // re-read (a failure refuses the reload, the old token kept), then the
 // limiter's sizes (existing buckets re-expressed, never minting: see
 // limiter.ReconfigureAt), the coalescing window for windows opened from
-// now on, the audit capacity reserve, and the components table. Nothing
+// now on, the audit capacity reserve, the components table, and the log
+// level (unless serve --log-level fixed it: Options). Nothing
 // after the token re-read can fail: every value was validated before.
 //
 // It returns the changed keys and, for a refused reload, an error that
@@ -107,7 +108,15 @@ func (d *Daemon) Reload(ctx context.Context) ([]config.Change, error) {
 	for _, c := range changes {
 		attrs = append(attrs, slog.String(c.Key, c.Old+" → "+c.New))
 	}
+	// registrar.log_level, the last live key: the line is written at the
+	// more verbose of the old and the new level, so a change either way
+	// is announced, and the new level is in force once it is. A level
+	// fixed by serve --log-level was put back in applied by pin: it does
+	// not move.
+	lv, level := d.logLevel.v, rs.applied.Registrar.LogLevel
+	lv.Set(min(lv.Level(), level))
 	d.logger.LogAttrs(ctx, slog.LevelInfo, "configuration reloaded", attrs...)
+	lv.Set(level)
 	return changes, nil
 }
 
@@ -128,6 +137,10 @@ func (d *Daemon) reloadLocked(ctx context.Context) ([]config.Change, error) {
 	}
 	if _, err := next.CheckFiles(environ); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrReloadInvalid, err)
+	}
+	if ignored := d.logLevel.pin(&next); ignored != "" {
+		d.logger.LogAttrs(ctx, slog.LevelWarn, "registrar.log_level not applied: serve --log-level fixes the level for the life of the process",
+			slog.String("registrar.log_level", ignored), slog.String("log_level", config.LogLevelName(next.Registrar.LogLevel)))
 	}
 	changes := config.Diff(rs.applied, next)
 	if keys := config.RestartOnlyChanges(changes); len(keys) > 0 {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/config"
@@ -256,5 +259,50 @@ func TestReloadCallsTheBackendsTokenReread(t *testing.T) {
 	d.backend = struct{ closingBackend }{}
 	if err := d.rereadToken(context.Background(), config.OpenBao{}); err != nil {
 		t.Fatalf("a backend without a token re-read: %v", err)
+	}
+}
+
+// hupOnServing sends this process SIGHUP from inside the log call of the
+// "registrar-otel serving" line: the earliest a reader of the log could.
+type hupOnServing struct{ slog.Handler }
+
+func (h hupOnServing) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "registrar-otel serving" {
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			return err
+		}
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h hupOnServing) WithAttrs(as []slog.Attr) slog.Handler {
+	return hupOnServing{h.Handler.WithAttrs(as)}
+}
+
+func (h hupOnServing) WithGroup(g string) slog.Handler { return hupOnServing{h.Handler.WithGroup(g)} }
+
+// TestASIGHUPAsSoonAsTheServingLineReloads: a SIGHUP sent while the
+// serving line is being written reaches the reload. Were it caught only
+// after that line, Go's default action for SIGHUP would end this test
+// binary.
+func TestASIGHUPAsSoonAsTheServingLineReloads(t *testing.T) {
+	cfg := testConfig(t)
+	d, err := New(cfg, slog.New(hupOnServing{slog.NewTextHandler(io.Discard, nil)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hup := make(chan struct{}, 1)
+	d.onSIGHUP = func(error) { hup <- struct{}{} }
+	d.reload.load = func(string, []string, *slog.Logger) (config.Config, error) { return cfg, nil }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	<-hup
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if s := d.reload.stats(); s.Successes != 1 {
+		t.Fatalf("reload stats %+v, want the SIGHUP's one successful reload", s)
 	}
 }

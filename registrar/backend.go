@@ -96,7 +96,7 @@ func (s DeregisterStatus) String() string {
 // must converge when the same request is retried.
 type PartialError struct {
 	// Changed names, in order, the state-changing steps that completed or
-	// may have completed, e.g. "binding claimed", "policy written".
+	// may have completed, e.g. "binding claimed", "role written".
 	Changed []string
 	// Err is the failure that stopped the operation.
 	Err error

@@ -57,7 +57,7 @@ func NewOpenBaoObserver(mp metric.MeterProvider) (openbao.Observer, error) {
 	var errs [2]error
 	o.duration, errs[0] = m.Float64Histogram(BackendRequestDuration,
 		metric.WithUnit("s"),
-		metric.WithDescription("Time of each request the openbao backend makes to its server, by operation (binding_read, binding_claim, policy_write, role_write, role_id_read, secret_id_wrap, binding_activate, secret_id_destroy, role_delete, policy_delete, binding_delete), failed or not."),
+		metric.WithDescription("Time of each request the openbao backend makes to its server, by operation (binding_read, binding_claim, role_write, role_id_read, secret_id_wrap, binding_activate, secret_id_destroy, role_delete, binding_delete, token_lookup, token_renew), failed or not."),
 		metric.WithExplicitBucketBoundaries(backendRequestBuckets...))
 	o.errors, errs[1] = m.Int64Counter(BackendRequestErrors,
 		metric.WithUnit("{request}"),

@@ -1,6 +1,7 @@
 // Package openbao is the registrar.Backend that mints real OpenBao
-// identities: an AppRole role per registration id, carrying a policy
-// rendered from the binding's spec, and a response-wrapped secret id. It
+// identities: an AppRole role per registration id, carrying the policy the
+// operator wrote for the binding's service, and a response-wrapped secret
+// id. It
 // speaks the Vault HTTP API through the official client module
 // (github.com/openbao/openbao/api/v2), so it works against OpenBao and
 // against HashiCorp Vault, which the integration tests run.
@@ -10,17 +11,20 @@
 // For registration id ID, with the configured mounts and prefix:
 //
 //	<kv_mount>/data/<kv_prefix>/bindings/ID   the binding (KV version 2)
-//	sys/policies/acl/bootroot-service-ID       the policy
 //	auth/<approle_mount>/role/bootroot-service-ID   the AppRole role
+//	sys/policies/acl/registrar-otel-service-<service_name>   the service's policy (the operator's)
 //
 // The binding is a KV v2 secret of strings: v ("1"), host, component,
 // service_name, reload, state ("claimed" or "active"), created_at (RFC
 // 3339, UTC) and, once a secret id was issued, secret_id_accessor (the last
-// secret id's accessor). The policy grants read on
+// secret id's accessor). The service's policy grants read on
 // <kv_mount>/data/<kv_prefix>/services/<service_name>/* and nothing else;
-// RenderPolicy shows it. The role carries that one policy, binds a secret
-// id, and issues secret ids with openbao.secret_id_ttl_seconds and
-// openbao.secret_id_num_uses.
+// ServicePolicy shows it. The backend writes no policy: the role carries
+// that one, binds a secret id, and issues secret ids with
+// openbao.secret_id_ttl_seconds and openbao.secret_id_num_uses, exactly the
+// values TokenPolicy's allowed_parameters admit, so the token cannot
+// escalate (Backend.CheckPolicy asks the server that it holds exactly
+// TokenPolicy).
 //
 // # Mint
 //
@@ -30,9 +34,9 @@
 //  2. Apply the rules in the verbs' order: another host →
 //     registrar.MintCollision; the same host with another spec →
 //     registrar.MintSpecConflict. Nothing is written in either case.
-//  3. Write the policy, then create or update the role (both idempotent:
-//     each mint restates them, so drift is repaired), read the role id, and
-//     generate a secret id wrapped for the requested TTL.
+//  3. Create or update the role (idempotent: each mint restates it, so
+//     drift is repaired), read the role id, and generate a secret id
+//     wrapped for the requested TTL.
 //  4. A "claimed" binding is then made "active" with a compare-and-set on
 //     the version that was read: the mint whose compare-and-set wins is the
 //     first mint (registrar.MintCreated); every other mint of an active
@@ -47,9 +51,9 @@
 //
 // Read the binding: none → registrar.DeregisterAbsent; another host →
 // registrar.DeregisterHostMismatch. Otherwise delete the role, then the
-// policy, then the binding with all its versions (so a later claim with
-// cas=0 succeeds) → registrar.DeregisterRemoved. The binding goes last, so
-// a policy or role never outlives it.
+// binding with all its versions (so a later claim with cas=0 succeeds) →
+// registrar.DeregisterRemoved. The binding goes last, so a role never
+// outlives it.
 //
 // # Failures, retries and restarts
 //
@@ -62,7 +66,7 @@
 // failure finishes it: a "claimed" binding with the same host and spec is
 // completed and reported as the first mint. Retrying a deregister repeats
 // the deletes, which succeed on what is already gone. Either way there is
-// never a policy or role without a binding.
+// never a role without a binding.
 //
 // Errors are *RequestError (operation, kind, HTTP status). None carries
 // the token or a secret: the token travels only in a request header, and

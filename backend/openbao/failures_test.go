@@ -86,8 +86,8 @@ func TestASealedServerRefusesEveryMintCleanlyAndUnsealRecovers(t *testing.T) {
 	if err != nil || res.Outcome != registrar.FirstMint {
 		t.Fatalf("after unseal: %+v, %v; want first_mint", res, err)
 	}
-	if inv := e.inventory(t); len(inv.policies) != 1 || len(inv.roles) != 1 || len(inv.bindings) != 1 {
-		t.Errorf("after unseal the server holds %+v, want one policy, role and binding", inv)
+	if inv := e.inventory(t); len(inv.policies) != 0 || len(inv.roles) != 1 || len(inv.bindings) != 1 {
+		t.Errorf("after unseal the server holds %+v, want one role and binding, and no policy", inv)
 	}
 }
 
@@ -97,7 +97,7 @@ func TestASealedServerRefusesEveryMintCleanlyAndUnsealRecovers(t *testing.T) {
 func TestATokenThatLostItsPolicyFailsAsClientError(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	e := newEnv(t, envOptions{
-		tokenPolicy: openbao.TokenPolicy("secret", testPrefix, "approle"),
+		tokenPolicy: documentedPolicy,
 		mp:          sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
 	})
 	h := newVerbs(t, e.b, 64, nil)

@@ -32,6 +32,14 @@ import (
 
 const testPrefix = "registrar-otel-test"
 
+// testServices are the services the tests mint for: newEnv writes their
+// policies as the operator does.
+var testServices = []string{"review", "billing", "edge-proxy"}
+
+// documentedPolicy is the token policy the documentation shows, for the
+// tests' mounts, prefix and secret id settings (1 h, 1 use).
+var documentedPolicy = openbao.TokenPolicy("secret", testPrefix, "approle", time.Hour, 1)
+
 // testMaxInFlight is the bulkhead of the tests that are not about it: the
 // concurrency tests send up to 64 calls at once under the race detector,
 // and a slot wait there would test the machine, not the backend.
@@ -203,6 +211,12 @@ func newEnv(t *testing.T, o envOptions) *env {
 		timeout = 10 * time.Second
 	}
 	token := srv.RootToken
+	// The operator's one-time provisioning: a policy per service.
+	for _, svc := range testServices {
+		if err := srv.Client().Sys().PutPolicy(openbao.ServicePolicyName(svc), openbao.ServicePolicy("secret", testPrefix, svc)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if o.tokenPolicy != "" {
 		root := srv.Client()
 		if err := root.Sys().PutPolicy("registrar-otel", o.tokenPolicy); err != nil {
@@ -260,7 +274,7 @@ func mintOp(id, host, svc string) registrar.MintOp {
 type state struct {
 	binding map[string]any // nil when absent
 	version int
-	policy  string // "" when absent
+	policy  string // the policy the role carries ("" without a role)
 	role    map[string]any
 	roleID  string
 }
@@ -277,9 +291,8 @@ func (e *env) state(t *testing.T, id string) state {
 	default:
 		s.binding, s.version = kv.Data, kv.VersionMetadata.Version
 	}
-	s.policy, err = e.root.Sys().GetPolicyWithContext(ctx, openbao.RoleName(id))
-	if err != nil {
-		t.Fatalf("reading the policy of %s: %v", id, err)
+	if legacy, err := e.root.Sys().GetPolicyWithContext(ctx, openbao.RoleName(id)); err != nil || legacy != "" {
+		t.Fatalf("the server holds a policy %s (%v): the backend writes no policy", openbao.RoleName(id), err)
 	}
 	role, err := e.root.Logical().ReadWithContext(ctx, "auth/approle/role/"+openbao.RoleName(id))
 	if err != nil {
@@ -287,6 +300,9 @@ func (e *env) state(t *testing.T, id string) state {
 	}
 	if role != nil {
 		s.role = role.Data
+		if pols, _ := role.Data["token_policies"].([]any); len(pols) == 1 {
+			s.policy, _ = pols[0].(string)
+		}
 		rid, err := e.root.Logical().ReadWithContext(ctx, "auth/approle/role/"+openbao.RoleName(id)+"/role-id")
 		if err != nil {
 			t.Fatalf("reading the role id of %s: %v", id, err)
@@ -296,8 +312,10 @@ func (e *env) state(t *testing.T, id string) state {
 	return s
 }
 
-// inventory lists the server's bootroot-service-* policies and roles and
-// the bindings under the test prefix.
+// inventory lists the server's bootroot-service-* roles, the bindings
+// under the test prefix, and any bootroot-service-* policy (the backend
+// writes none since it attaches the operator's per-service policies, so
+// policies must stay empty).
 type inventory struct {
 	policies, roles, bindings []string // registration ids
 }

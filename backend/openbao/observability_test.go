@@ -50,7 +50,7 @@ func TestEveryRequestIsAClientSpanUnderTheInvocationSpan(t *testing.T) {
 			t.Errorf("%s is in another trace", s.Name())
 		}
 	}
-	want := []string{"openbao.binding_read", "openbao.binding_claim", "openbao.policy_write", "openbao.role_write",
+	want := []string{"openbao.binding_read", "openbao.binding_claim", "openbao.role_write",
 		"openbao.role_id_read", "openbao.secret_id_wrap", "openbao.binding_activate"}
 	if !slices.Equal(names, want) {
 		t.Errorf("client spans under the invocation = %v, want %v", names, want)

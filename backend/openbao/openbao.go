@@ -21,8 +21,9 @@ import (
 	"github.com/registrar-otel/registrar-otel/registrar"
 )
 
-// RolePrefix starts the name of every AppRole role and policy this backend
-// manages: bootroot-service-<registration_id>.
+// RolePrefix starts the name of every AppRole role this backend manages:
+// bootroot-service-<registration_id>. (Up to 0.9.0 the backend also wrote a
+// policy of that name per registration; it writes none now.)
 const RolePrefix = "bootroot-service-"
 
 // DefaultRequestTimeout bounds each request when Options.RequestTimeout is
@@ -113,6 +114,7 @@ type Backend struct {
 	tel       *instruments
 	slots     chan struct{} // a token per call in flight; cap MaxInFlight
 	slotWait  time.Duration
+	ids       idLocks // one mint or deregister of an id at a time
 
 	readToken func() (string, error)
 	tokenFile string
@@ -224,8 +226,7 @@ func (b *Backend) Close() error {
 	return nil
 }
 
-// RoleName returns the AppRole role's (and the policy's) name for a
-// registration id: bootroot-service-<registration_id>.
+// RoleName returns the AppRole role's name for a registration id: bootroot-service-<registration_id>.
 func RoleName(registrationID string) string { return RolePrefix + registrationID }
 
 // BindingPath returns the binding's path inside the KV mount:
@@ -234,19 +235,11 @@ func (b *Backend) BindingPath(registrationID string) string {
 	return path.Join(b.prefix, "bindings", registrationID)
 }
 
-// RenderPolicy returns the ACL policy of a registration bound to spec: read
-// on the service's own secrets, <kv_mount>/data/<kv_prefix>/services/<service_name>/*,
-// and nothing else. Both names are restricted to [a-z0-9-] by the verbs
-// and checked again here, so nothing a caller sends can change the policy's
-// structure.
-func (b *Backend) RenderPolicy(registrationID string, spec registrar.Spec) string {
-	return fmt.Sprintf(`# %s: rendered by registrar-otel for service %s.
-# Rewritten on every mint; do not edit.
-path %q {
-  capabilities = ["read"]
-}
-`, RoleName(registrationID), spec.ServiceName,
-		path.Join(b.kvMount, "data", b.prefix, "services", spec.ServiceName)+"/*")
+// TokenPolicy returns the policy the backend's token must hold, for its
+// mounts, prefix and secret id settings: see the package function
+// TokenPolicy.
+func (b *Backend) TokenPolicy() string {
+	return TokenPolicy(b.kvMount, b.prefix, b.approle, b.ttl, b.uses)
 }
 
 func (b *Backend) enter() error {
@@ -440,6 +433,13 @@ func (b *Backend) Mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 		return 0, registrar.Material{}, err
 	}
 	defer b.leave()
+	unlock, err := b.ids.lock(ctx, op.RegistrationID)
+	if err != nil {
+		err = b.tel.saturated(ctx, OpBindingRead, fmt.Errorf("waiting for another operation on %q to finish: %w", op.RegistrationID, err))
+		b.logFailure(ctx, "mint", op.RegistrationID, err)
+		return 0, registrar.Material{}, err
+	}
+	defer unlock()
 	if err := b.acquire(ctx, OpBindingRead); err != nil {
 		b.logFailure(ctx, "mint", op.RegistrationID, err)
 		return 0, registrar.Material{}, err
@@ -490,22 +490,15 @@ func (b *Backend) mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 	}
 
 	name := RoleName(id)
-	policy := b.RenderPolicy(id, op.Spec)
-	err = b.tel.request(ctx, OpPolicyWrite, b.timeout, func(ctx context.Context) error {
-		return b.client.Sys().PutPolicyWithContext(ctx, name, policy)
-	})
-	if err != nil {
-		return 0, registrar.Material{}, prog.fail("policy written", err)
-	}
-	prog.done("policy written")
-
 	rolePath := path.Join("auth", b.approle, "role", name)
 	err = b.tel.request(ctx, OpRoleWrite, b.timeout, func(ctx context.Context) error {
 		_, err := b.client.Logical().WriteWithContext(ctx, rolePath, map[string]any{
-			"token_policies":     []string{name},
+			// Exactly what TokenPolicy's allowed_parameters admit: one
+			// operator-written policy as a string, the numbers as strings.
+			"token_policies":     ServicePolicyName(op.Spec.ServiceName),
 			"bind_secret_id":     true,
-			"secret_id_ttl":      strconv.FormatInt(int64(b.ttl/time.Second), 10) + "s",
-			"secret_id_num_uses": b.uses,
+			"secret_id_ttl":      secondsText(b.ttl),
+			"secret_id_num_uses": strconv.FormatUint(uint64(b.uses), 10),
 		})
 		return err
 	})
@@ -627,7 +620,7 @@ func (b *Backend) remint(ctx context.Context, prog *progress, id, rolePath strin
 }
 
 // Deregister implements registrar.Backend: host check, then delete the
-// role, the policy and the binding, in that order.
+// role and the binding, in that order.
 func (b *Backend) Deregister(ctx context.Context, op registrar.DeregisterOp) (registrar.DeregisterStatus, error) {
 	if op.RegistrationID == "" || op.Host == "" || !isName(op.RegistrationID) {
 		return 0, fmt.Errorf("%w: registration id %q, host %q", ErrInvalidOp, op.RegistrationID, op.Host)
@@ -636,6 +629,13 @@ func (b *Backend) Deregister(ctx context.Context, op registrar.DeregisterOp) (re
 		return 0, err
 	}
 	defer b.leave()
+	unlock, err := b.ids.lock(ctx, op.RegistrationID)
+	if err != nil {
+		err = b.tel.saturated(ctx, OpBindingRead, fmt.Errorf("waiting for another operation on %q to finish: %w", op.RegistrationID, err))
+		b.logFailure(ctx, "deregister", op.RegistrationID, err)
+		return 0, err
+	}
+	defer unlock()
 	if err := b.acquire(ctx, OpBindingRead); err != nil {
 		b.logFailure(ctx, "deregister", op.RegistrationID, err)
 		return 0, err
@@ -670,13 +670,6 @@ func (b *Backend) deregister(ctx context.Context, op registrar.DeregisterOp) (re
 		return 0, prog.fail("role deleted", err)
 	}
 	prog.done("role deleted")
-	err = b.tel.request(ctx, OpPolicyDelete, b.timeout, func(ctx context.Context) error {
-		return b.client.Sys().DeletePolicyWithContext(ctx, name)
-	})
-	if err != nil {
-		return 0, prog.fail("policy deleted", err)
-	}
-	prog.done("policy deleted")
 	err = b.tel.request(ctx, OpBindingDelete, b.timeout, func(ctx context.Context) error {
 		return b.kv.DeleteMetadata(ctx, b.BindingPath(id))
 	})

@@ -26,13 +26,11 @@ type Operation uint8
 const (
 	OpBindingRead Operation = iota
 	OpBindingClaim
-	OpPolicyWrite
 	OpRoleWrite
 	OpRoleIDRead
 	OpSecretIDWrap
 	OpBindingActivate
 	OpRoleDelete
-	OpPolicyDelete
 	OpBindingDelete
 	// OpSecretIDDestroy destroys the previous secret id of a remint, by
 	// its accessor.
@@ -42,19 +40,17 @@ const (
 	OpTokenLookup
 	OpTokenRenew
 
-	numOps = 13
+	numOps = 11
 )
 
 var opNames = [numOps]string{
 	OpBindingRead:     "binding_read",
 	OpBindingClaim:    "binding_claim",
-	OpPolicyWrite:     "policy_write",
 	OpRoleWrite:       "role_write",
 	OpRoleIDRead:      "role_id_read",
 	OpSecretIDWrap:    "secret_id_wrap",
 	OpBindingActivate: "binding_activate",
 	OpRoleDelete:      "role_delete",
-	OpPolicyDelete:    "policy_delete",
 	OpBindingDelete:   "binding_delete",
 	OpSecretIDDestroy: "secret_id_destroy",
 	OpTokenLookup:     "token_lookup",
@@ -64,13 +60,11 @@ var opNames = [numOps]string{
 var opMethods = [numOps]string{
 	OpBindingRead:     "GET",
 	OpBindingClaim:    "PUT",
-	OpPolicyWrite:     "PUT",
 	OpRoleWrite:       "PUT",
 	OpRoleIDRead:      "GET",
 	OpSecretIDWrap:    "PUT",
 	OpBindingActivate: "PUT",
 	OpRoleDelete:      "DELETE",
-	OpPolicyDelete:    "DELETE",
 	OpBindingDelete:   "DELETE",
 	OpSecretIDDestroy: "PUT",
 	OpTokenLookup:     "GET",

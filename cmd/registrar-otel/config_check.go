@@ -319,6 +319,7 @@ type effectiveJSON struct {
 		ReadHeaderTimeoutMS                         uint32            `json:"read_header_timeout_ms"`
 		IdleTimeoutMS                               uint32            `json:"idle_timeout_ms"`
 		Backend                                     string            `json:"backend"`
+		LogLevel                                    string            `json:"log_level"`
 		Components                                  map[string]string `json:"components"`
 	} `json:"registrar"`
 	Telemetry struct {
@@ -345,7 +346,7 @@ func effective(cfg *config.Config) effectiveJSON {
 	er.UnixMaxConns, er.TLSMaxConns, er.TLSHandshakeMaxConns = r.UnixMaxConns, r.TLSMaxConns, r.TLSHandshakeMaxConns
 	er.TLSHandshakeTimeoutMS, er.MaxConnsPerIdentity = r.TLSHandshakeTimeoutMS, r.MaxConnsPerIdentity
 	er.ReadHeaderTimeoutMS, er.IdleTimeoutMS = r.ReadHeaderTimeoutMS, r.IdleTimeoutMS
-	er.Backend = r.Backend
+	er.Backend, er.LogLevel = r.Backend, config.LogLevelName(r.LogLevel)
 	er.Components = map[string]string{}
 	for n, m := range r.Components {
 		er.Components[n] = m.String()
@@ -397,6 +398,7 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 		r.UnixMaxConns, r.TLSMaxConns, r.TLSHandshakeMaxConns, r.TLSHandshakeTimeoutMS, r.MaxConnsPerIdentity))
 	row("connection timeouts", fmt.Sprintf("headers %d ms, idle %d ms", r.ReadHeaderTimeoutMS, r.IdleTimeoutMS))
 	row("audit store reserve", fmt.Sprintf("%d bytes", r.AuditStoreReserveBytes))
+	row("log_level", r.LogLevel+" (serve --log-level, when given, overrides it)")
 	var kept []string
 	for _, u := range res.Unknown {
 		if u.Kept {
@@ -482,6 +484,7 @@ func printOpenBaoSummary(w io.Writer, cfg *config.Config, src string) {
 	row("token", "from "+src+" (mode and content OK)")
 	row("bindings", fmt.Sprintf("%s/data/%s/bindings/<registration_id> (KV v2)", o.KVMount, o.KVPrefix))
 	row("roles", fmt.Sprintf("auth/%s/role/bootroot-service-<registration_id>", o.AppRoleMount))
+	row("policies", "registrar-otel-service-<service_name>, written by the operator (registrar-otel openbao check verifies the token)")
 	row("request timeout", fmt.Sprintf("%d ms", o.RequestTimeoutMS))
 	row("max in flight", fmt.Sprintf("%d (slot wait 100 ms)", o.MaxInFlight))
 	row("secret ids", fmt.Sprintf("ttl %d s, %d use(s)", o.SecretIDTTLSeconds, o.SecretIDNumUses))

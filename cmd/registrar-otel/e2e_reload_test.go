@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"net"
+	"net/http"
 	"os"
 	"regexp"
 	"runtime"
@@ -218,5 +220,96 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within the deadline")
 		}
 		runtime.Gosched()
+	}
+}
+
+// malformedOverUnix sends a request to an unknown path over the socket,
+// which the daemon answers RequestMalformed and logs at debug level
+// ("request malformed").
+func (d *daemonProc) malformedOverUnix() {
+	d.t.Helper()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", d.socket)
+	}}, Timeout: e2eIODeadline}
+	defer hc.CloseIdleConnections()
+	r, err := hc.Get("http://registrar/v1/nowhere")
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	r.Body.Close()
+}
+
+// logCount counts the lines of the daemon's log that contain s.
+func (d *daemonProc) logCount(s string) int { return strings.Count(d.logs.String(), s) }
+
+const debugLine = `msg="request malformed"`
+
+// TestEndToEndReloadChangesTheLogLevelWithoutRestarting: started at
+// registrar.log_level info, the daemon writes no debug line; the file is
+// rewritten with debug and SIGHUP sent: the debug line appears, from the
+// same process. An invalid level is refused by registrar-otel reload,
+// naming the key, and the debug level stays. The log is read through a
+// pipe, so an absence is asserted only up to a later line the daemon
+// wrote (the reload's own), never by waiting.
+func TestEndToEndReloadChangesTheLogLevelWithoutRestarting(t *testing.T) {
+	d := startDaemon(t, "log_level = \"info\"\n", "")
+	pid := d.cmd.Process.Pid
+	if !strings.Contains(d.ready, "log_level=info") {
+		t.Fatalf("the serving line does not say the level: %s", d.ready)
+	}
+	d.malformedOverUnix()
+
+	d.rewrite("log_level = \"info\"\n", "log_level = \"debug\"\n", 0o600)
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return d.logCount(`msg="configuration reloaded"`) == 1 })
+	if n := d.logCount(debugLine); n != 0 {
+		t.Fatalf("%d debug lines before the reload to debug, want 0:\n%s", n, d.logs)
+	}
+	if d.logCount(`registrar.log_level="info → debug"`) != 1 {
+		t.Fatalf("the reload line does not list registrar.log_level info → debug:\n%s", d.logs)
+	}
+	d.malformedOverUnix()
+	waitFor(t, func() bool { return d.logCount(debugLine) == 1 })
+
+	// An invalid level: refused with the key named, the level kept.
+	d.rewrite("log_level = \"debug\"\n", "log_level = \"verbose\"\n", 0o600)
+	code, out, errOut := d.run("reload", "--socket", d.socket)
+	if code != 2 || !strings.Contains(errOut, `registrar.log_level must be one of "debug", "info", "warn", "error", got "verbose"`) {
+		t.Fatalf("reload with log_level \"verbose\": exit %d, want 2 naming registrar.log_level\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	d.malformedOverUnix()
+	waitFor(t, func() bool { return d.logCount(debugLine) == 2 })
+
+	if err := syscall.Kill(pid, 0); err != nil || d.logCount("registrar-otel serving") != 1 {
+		t.Fatalf("the daemon (pid %d) restarted or exited: %v", pid, err)
+	}
+}
+
+// TestEndToEndTheLogLevelFlagOutlivesTheKey: serve --log-level info over a
+// file that says debug writes no debug line, and a reload of the file
+// does not change that; the log says the key was not applied.
+func TestEndToEndTheLogLevelFlagOutlivesTheKey(t *testing.T) {
+	d := startDaemonWithFlags(t, "log_level = \"debug\"\n", "", "", "--log-level", "info")
+	if !strings.Contains(d.ready, "log_level=info") {
+		t.Fatalf("the serving line does not say the flag's level: %s", d.ready)
+	}
+	d.malformedOverUnix()
+	d.rewrite("log_level = \"debug\"\n", "log_level = \"debug\"\nrate_limit_admission_burst = 64\n", 0o600)
+	code, out, errOut := d.run("reload", "--socket", d.socket)
+	if code != 0 || !strings.Contains(out, "registrar.rate_limit_admission_burst") || strings.Contains(out, "registrar.log_level") {
+		t.Fatalf("reload: exit %d, want 0 changing the burst only\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	d.malformedOverUnix()
+	// The reload's lines come before the second request's: read up to a
+	// line written after both requests (a third reload's).
+	waitFor(t, func() bool { return d.logCount("registrar.log_level not applied") == 1 })
+	if code, _, errOut := d.run("reload", "--socket", d.socket); code != 0 {
+		t.Fatalf("second reload: exit %d: %s", code, errOut)
+	}
+	waitFor(t, func() bool { return d.logCount(`msg="configuration reloaded"`) == 2 })
+	if n := d.logCount(debugLine); n != 0 {
+		t.Fatalf("%d debug lines with --log-level info, want 0:\n%s", n, d.logs)
 	}
 }

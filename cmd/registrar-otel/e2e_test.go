@@ -171,6 +171,13 @@ func startDaemon(t *testing.T, registrarExtra, telemetryExtra string) *daemonPro
 // stateDB as its registrar.db (a restore) when stateDB is not empty.
 func startDaemonWithState(t *testing.T, registrarExtra, telemetryExtra, stateDB string) *daemonProc {
 	t.Helper()
+	return startDaemonWithFlags(t, registrarExtra, telemetryExtra, stateDB)
+}
+
+// startDaemonWithFlags is startDaemonWithState with serveFlags after
+// "serve --config F".
+func startDaemonWithFlags(t *testing.T, registrarExtra, telemetryExtra, stateDB string, serveFlags ...string) *daemonProc {
+	t.Helper()
 	bin := buildBinary(t)
 	// A short base: unix socket paths are limited to 107 bytes.
 	dir, err := os.MkdirTemp("", "reg-")
@@ -215,7 +222,7 @@ metrics_listen = "127.0.0.1:0"
 		}
 	}
 	var line string
-	d.loggedProc, line = startLogged(t, "daemon", exec.Command(bin, "serve", "--config", d.config), "registrar-otel serving")
+	d.loggedProc, line = startLogged(t, "daemon", exec.Command(bin, append([]string{"serve", "--config", d.config}, serveFlags...)...), "registrar-otel serving")
 	d.ready = line
 	if m := metricsRE.FindStringSubmatch(line); m != nil {
 		d.metricsURL = m[1]

@@ -6,7 +6,7 @@
 //
 // Run "registrar-otel help" for the list of commands. Every command and
 // subcommand answers -h/--help with its synopsis, flags and an example;
-// a group ("config", "audit", "load") alone lists its subcommands. The exit
+// a group ("config", "audit", "openbao", "load") alone lists its subcommands. The exit
 // statuses are one table (cli.go), documented in docs/en/operations.md.
 package main
 
@@ -34,6 +34,7 @@ var commands = []command{
 	{"reload", "make the running daemon re-read its configuration (as SIGHUP does)", runReload},
 	{"config check", "validate a configuration file (or the embedded defaults) and what it refers to", runConfigCheck},
 	{"audit scan", "scan the audit record store for anomalies and summarise limited traffic", runAuditScan},
+	{"openbao check", "ask the OpenBao server whether the token holds exactly the documented policy", runOpenBaoCheck},
 	{"backup", "write a consistent snapshot of the registry (online, or from a stopped daemon's file)", runBackup},
 	{"sizing", "run a bring-up wave through the admission sizing formula", runSizing},
 	{"load wave", "mint a bring-up wave against a running daemon and summarise it", runLoadWave},
@@ -43,9 +44,10 @@ var commands = []command{
 
 // groups maps a group name to a one-line summary.
 var groups = map[string]string{
-	"config": "configuration tools",
-	"audit":  "audit record store tools",
-	"load":   "load drivers against a running daemon",
+	"config":  "configuration tools",
+	"audit":   "audit record store tools",
+	"load":    "load drivers against a running daemon",
+	"openbao": "OpenBao backend tools",
 }
 
 func main() {

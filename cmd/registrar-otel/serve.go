@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,10 +34,18 @@ the configuration's without starting.
 Under systemd (Type=notify) it sends READY=1 once every listener serves,
 STATUS= lines, STOPPING=1 when shutdown begins, and WATCHDOG=1 from the
 maintenance tick when WatchdogSec= is set; it takes the unix socket from a
-socket unit (LISTEN_FDS) instead of binding it.`,
+socket unit (LISTEN_FDS) instead of binding it.
+
+SIGHUP (systemctl reload) or "registrar-otel reload" re-reads the
+configuration; the keys documented live apply without a restart. The log
+level is registrar.log_level (default info), live like them. --log-level,
+when given, overrides that key at start and on every reload, for the life
+of the process (a reload whose file sets another level says so in the log);
+without it, the key rules.`,
 	examples: []string{
 		"registrar-otel serve",
 		"registrar-otel serve --config /etc/registrar-otel/registrar.toml --log-format json",
+		"registrar-otel serve --config /etc/registrar-otel/registrar.toml --log-level debug",
 	},
 }
 
@@ -48,16 +57,27 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("serve")
 	cfgPath := fs.String("config", "", "configuration file (default: the embedded defaults, state under ./var/)")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	logLevel := fs.String("log-level", "", "log level: debug, info, warn or error; given, it overrides registrar.log_level\nat start and on every reload (default: the key's value, itself info by default)")
 	if code, ok := parseFlags(fs, serveUsage, args, stdout, stderr); !ok {
 		return code
+	}
+	// Given, the flag fixes the level (daemon.Options.LogLevelFixed);
+	// until the configuration is read, info.
+	level, levelFixed := new(slog.LevelVar), false
+	fs.Visit(func(f *flag.Flag) { levelFixed = levelFixed || f.Name == "log-level" })
+	if levelFixed {
+		l, err := config.ParseLogLevel(*logLevel)
+		if err != nil {
+			return usageError(stderr, "serve", "--log-level %q: want debug, info, warn or error", *logLevel)
+		}
+		level.Set(l)
 	}
 	// First, before the token is read: not dumpable, no core file.
 	if err := hardenProcess(); err != nil {
 		fmt.Fprintf(stderr, "registrar-otel serve: hardening the process: %v\n", err)
 		return exitUsage
 	}
-	logger, err := newLogger(stderr, *logFormat, *logLevel)
+	logger, err := newLogger(stderr, *logFormat, level)
 	if err != nil {
 		return usageError(stderr, "serve", "%v", err)
 	}
@@ -68,7 +88,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := daemon.Run(ctx, cfg, logger); err != nil {
+	if err := daemon.RunWithOptions(ctx, cfg, logger, daemon.Options{LogLevel: level, LogLevelFixed: levelFixed}); err != nil {
 		return serveExit(logger, err)
 	}
 	return exitOK
@@ -88,12 +108,10 @@ func serveExit(logger *slog.Logger, err error) int {
 	return exitFailure
 }
 
-func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
-	}
-	opts := &slog.HandlerOptions{Level: lv}
+// newLogger is serve's logger, whose handler's level is level: the daemon
+// sets it from registrar.log_level at start and on each reload, in place.
+func newLogger(w io.Writer, format string, level *slog.LevelVar) (*slog.Logger, error) {
+	opts := &slog.HandlerOptions{Level: level}
 	switch format {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil

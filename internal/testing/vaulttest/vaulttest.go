@@ -64,7 +64,7 @@ func Require(t testing.TB) string {
 	if ok {
 		return p
 	}
-	msg := fmt.Sprintf("the Vault server binary is not built (%s): run `make vault` (about 10 minutes cold) to run the openbao integration tests", p)
+	msg := fmt.Sprintf("the Vault server binary is not built (%s): run `make vault` (the small test server of tools/vault, about 5 minutes cold) to run the openbao integration tests", p)
 	if os.Getenv(EnvRequire) != "" {
 		t.Fatal(msg)
 	}
