@@ -43,8 +43,12 @@ import (
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
-// ShutdownTimeout bounds how long in-flight invocations may take to finish
-// once shutdown starts.
+// ShutdownTimeout is the shutdown's grace period: how long connections
+// without an invocation in flight (idle, or still sending their request)
+// stay open once shutdown starts. An invocation still running at its end
+// keeps its connection until its answer is written (wire.Server.Shutdown):
+// it has written its intent record, and a caller left without the answer
+// would send it again.
 const ShutdownTimeout = 15 * time.Second
 
 // Daemon is a configured, opened daemon. Build it with New, run it with Run.
@@ -465,7 +469,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
 	defer cancel()
 	if err := d.server.Shutdown(sctx); err != nil {
-		d.logger.LogAttrs(sctx, slog.LevelWarn, "in-flight invocations did not finish in time", slog.Any("error", err))
+		d.logger.LogAttrs(sctx, slog.LevelWarn, "in-flight invocations outlasted the grace period; each was answered before its connection closed", slog.Any("error", err))
 	}
 	// 2. Stop the tick loop and the coalescer's writer.
 	stopTick()

@@ -78,7 +78,7 @@ type trackedConn struct {
 	// connection gives way first), and reading the clock on every request
 	// cost two clock reads, a tenth of a microsecond on a virtual machine.
 	since    uint64
-	evicted  bool // closed by the budget
+	evicted  bool // closed by the budget, or by drain at the shutdown's grace end
 	admitted bool // counted in set.conns
 	inHS     bool // counted in set.handshaking
 }
@@ -129,6 +129,9 @@ type connSet struct {
 	// flushingEvicted counts the evicted connections still flushing their
 	// answer (at most maxEvictedFlushing).
 	flushingEvicted int
+	// draining: the shutdown's grace period is over (drain); an answer
+	// gets evictedFlushGrace to be written once its handler returns.
+	draining bool
 }
 
 // tick advances the set's logical clock and returns its new reading.
@@ -306,10 +309,50 @@ func (cs *connSet) begin(c *trackedConn) bool {
 }
 
 // answered marks c's handler as returned, its answer about to be flushed.
+// Past the shutdown's grace period the flush gets evictedFlushGrace, so a
+// caller that never reads cannot hold the stop.
 func (cs *connSet) answered(c *trackedConn) {
 	cs.mu.Lock()
 	c.answered = true
+	draining := cs.draining
 	cs.mu.Unlock()
+	if draining {
+		_ = c.Conn.SetWriteDeadline(time.Now().Add(evictedFlushGrace))
+	}
+}
+
+// drain is the end of the shutdown's grace period. Every connection
+// without a handler running (idle, or still sending its request) is closed
+// and can no longer start one (begin refuses it): its caller sent nothing
+// the verbs saw, and wire.Client may send it again elsewhere. A connection
+// whose handler is running is left open: its verb call has written (or is
+// writing) its audit records, so closing the connection under it would lose
+// an answer the records account for, and a client's resend would make a
+// second invocation of one call. Its answer gets evictedFlushGrace once the
+// handler returns (answered); one already being flushed gets it from now.
+// net/http closes each such connection after its answer (no keep-alive
+// during shutdown).
+func (cs *connSet) drain() {
+	cs.mu.Lock()
+	cs.draining = true
+	var idle, flushing []*trackedConn
+	for c := range cs.conns {
+		switch {
+		case !c.busy:
+			c.evicted = true
+			idle = append(idle, c)
+		case c.answered:
+			flushing = append(flushing, c)
+		}
+	}
+	cs.mu.Unlock()
+	for _, c := range idle {
+		_ = c.Conn.Close()
+	}
+	deadline := time.Now().Add(evictedFlushGrace)
+	for _, c := range flushing {
+		_ = c.Conn.SetWriteDeadline(deadline)
+	}
 }
 
 // done marks c free of a request in flight once its response is flushed.

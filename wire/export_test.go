@@ -13,3 +13,8 @@ func SetHandler(s *Server, h http.Handler) { s.inner = h }
 
 // NextWireID draws a wire-level request id, for its format test.
 func NextWireID(s *Server) string { return s.ids.next() }
+
+// SetAfterDrain sets a function Shutdown calls once the grace period's end
+// has closed the connections without a request in flight, before it waits
+// for the handlers still running. Call before Shutdown.
+func SetAfterDrain(s *Server, f func()) { s.afterDrain = f }

@@ -238,49 +238,6 @@ func TestShutdownLetsAnInFlightInvocationFinish(t *testing.T) {
 	})
 }
 
-func TestShutdownPastItsGraceStillWaitsForTheVerbCall(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		entered, release := make(chan struct{}), make(chan struct{})
-		var returned atomic.Bool
-		s, l, served := pipeServer(t, Options{Verbs: stubVerbs{mint: func(context.Context, registrar.MintRequest) (registrar.MintResult, error) {
-			close(entered)
-			<-release
-			returned.Store(true)
-			return registrar.MintResult{RequestID: "r.1", RegistrationID: "h1-review-007", Outcome: registrar.FirstMint}, nil
-		}}})
-		c := l.dial()
-		body := `{"protocol_version":1,"service_name":"review","host":"h1","instance":7,"component":"review","spec":{"component":"review","service_name":"review","reload":"r"},"wrap_ttl":300}`
-		go func() {
-			// The server closes this connection when the grace ends; the
-			// answer is not the point here.
-			io.WriteString(c, "POST /v1/mint HTTP/1.1\r\nHost: registrar\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
-			io.Copy(io.Discard, c)
-		}()
-		<-entered
-
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		shut := make(chan error, 1)
-		go func() { shut <- s.Shutdown(ctx) }()
-		time.Sleep(2 * time.Second) // fake time: the grace period is over
-		synctest.Wait()
-		select {
-		case err := <-shut:
-			t.Fatalf("Shutdown returned (%v) while a verb call was still running", err)
-		default:
-		}
-		close(release)
-		if err := <-shut; !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Shutdown returned %v, want the grace period's deadline", err)
-		}
-		if !returned.Load() {
-			t.Fatal("Shutdown returned before the verb call did")
-		}
-		<-served
-		c.Close()
-	})
-}
-
 func TestBudgetsAndTimeoutsHaveTheirDefaults(t *testing.T) {
 	h, err := health.NewHolder()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -59,6 +60,13 @@ type Server struct {
 	// hcache is the registrar_health member prepared for the current
 	// snapshot (see preparedHealth).
 	hcache atomic.Pointer[healthCache]
+	// setsMu guards sets, the budgets of the listeners Serve was given,
+	// for Shutdown to drain.
+	setsMu sync.Mutex
+	sets   []*connSet
+	// afterDrain, if set (tests), runs once the grace period's end has
+	// closed the connections without a request in flight.
+	afterDrain func()
 }
 
 // NewServer returns a server; call Serve for each listener.
@@ -142,6 +150,9 @@ func (s *Server) Serve(l net.Listener) error {
 		done:             make(chan struct{}),
 		err:              make(chan error, 1),
 	}
+	s.setsMu.Lock()
+	s.sets = append(s.sets, f.set)
+	s.setsMu.Unlock()
 	f.wg.Add(1)
 	go f.acceptLoop()
 	err := s.srv.Serve(f)
@@ -151,18 +162,41 @@ func (s *Server) Serve(l net.Listener) error {
 }
 
 // Shutdown stops accepting on every listener, closes idle connections and
-// waits for in-flight requests to finish. If ctx ends first, it closes
-// every remaining connection and still waits for the handlers running on
-// them to return, then returns ctx's error: a verb call is never abandoned
-// half-way, and when Shutdown returns no verb is running and no limited
-// event can arrive (the daemon flushes its coalescing windows and closes
-// the store only then).
+// waits for in-flight requests to finish and be answered. If ctx ends
+// first, it closes every connection without a request in flight (idle, or
+// still sending its request: the verbs saw nothing of it) and goes on
+// waiting for the handlers running: each one's answer is written before its
+// connection closes, within evictedFlushGrace of the handler's return for a
+// caller that does not read. Then it returns ctx's error. A verb call is
+// never abandoned half-way, nor its answer: the call wrote its audit
+// records, and a caller left without the answer would send the call again
+// (wire.Client does, once), a second invocation on record for one call.
+// When Shutdown returns no verb is running and no limited event can arrive
+// (the daemon flushes its coalescing windows and closes the store only
+// then).
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.srv.Shutdown(ctx)
 	if err != nil {
 		s.logger.LogAttrs(context.Background(), slog.LevelWarn,
-			"shutdown: closing connections still busy after the grace period, waiting for their verb calls", slog.Any("error", err))
-		_ = s.srv.Close()
+			"shutdown: grace period over: closing the connections without a request in flight; those with one are answered first", slog.Any("error", err))
+		s.setsMu.Lock()
+		sets := slices.Clone(s.sets)
+		s.setsMu.Unlock()
+		for _, cs := range sets {
+			cs.drain()
+		}
+		if s.afterDrain != nil {
+			s.afterDrain()
+		}
+		s.inflight.Wait()
+		// Every handler has returned and flushed its answer (or met its
+		// flush deadline); net/http closes those connections now. Anything
+		// still open after two flush graces is closed.
+		fctx, cancel := context.WithTimeout(context.Background(), 2*evictedFlushGrace)
+		if s.srv.Shutdown(fctx) != nil {
+			_ = s.srv.Close()
+		}
+		cancel()
 	}
 	s.inflight.Wait()
 	return err

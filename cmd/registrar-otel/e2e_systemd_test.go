@@ -384,7 +384,47 @@ func TestCallersQueueThroughASocketActivatedRestart(t *testing.T) {
 	n := total()
 	t.Logf("%d callers: %d answers, %d of them before the restart's SIGTERM took effect; audit: %d intents, %d outcomes",
 		callers, n, atGap, rep.Records[0], rep.Records[1])
+	// Every call mints an instance of its own (while no caller passes 999
+	// calls), so an idempotent_remint is a call the daemon carried out
+	// twice: its first answer was lost, and wire.Client sent it again.
+	remints, maxCalls := remintOutcomes(t, fs.auditDir()), int64(0)
+	for i := range answers {
+		maxCalls = max(maxCalls, answers[i].Load())
+	}
+	if maxCalls <= 999 && remints > 0 {
+		t.Errorf("%d idempotent_remint outcomes: answers lost after their records were written, and the client's resend made a second invocation each", remints)
+	}
 	if rep.Anomalies() || uint64(n) != rep.Records[0] || uint64(n) != rep.Records[1] {
 		t.Fatalf("%d answers, audit records %v (anomalies %v): want one intent and one outcome per answer", n, rep.Records, rep.Anomalies())
 	}
+}
+
+// remintOutcomes counts the idempotent_remint outcome records in the audit
+// store's files.
+func remintOutcomes(t *testing.T, dir string) int {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range bytes.SplitSeq(b, []byte("\n")) {
+			if len(line) == 0 {
+				continue
+			}
+			r, err := audit.Unmarshal(line)
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if r.Phase == audit.PhaseOutcome && r.Outcome.Class == audit.ClassIdempotentRemint {
+				n++
+			}
+		}
+	}
+	return n
 }
