@@ -33,7 +33,12 @@ func faultsOf(seq []string) []fault {
 
 func TestBackendContract(t *testing.T) {
 	// One server for the whole suite: each subtest uses its own ids.
-	e := newEnv(t, envOptions{})
+	runContract(t, newEnv(t, envOptions{}))
+}
+
+// runContract runs the contract suite, every answer kind and every fault
+// of mintSequence and deregisterSequence, against e's server.
+func runContract(t *testing.T, e *env) {
 	faults := map[backendtest.Call][]fault{
 		backendtest.CallMint:       faultsOf(mintSequence),
 		backendtest.CallDeregister: faultsOf(deregisterSequence),

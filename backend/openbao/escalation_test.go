@@ -9,9 +9,7 @@ import (
 
 	"github.com/openbao/openbao/api/v2"
 
-	"github.com/registrar-otel/registrar-otel/backend/backendtest"
 	"github.com/registrar-otel/registrar-otel/backend/openbao"
-	"github.com/registrar-otel/registrar-otel/registrar"
 )
 
 // These tests hold the documented token policy to what issue 27 asks: the
@@ -205,23 +203,7 @@ func TestAServiceReadsOnlyItsOwnSecrets(t *testing.T) {
 // The contract suite, every answer kind and every fault, with a backend
 // whose token holds only the documented policy.
 func TestBackendContractWithTheDocumentedToken(t *testing.T) {
-	e := newEnv(t, envOptions{tokenPolicy: documentedPolicy})
-	faults := map[backendtest.Call][]fault{
-		backendtest.CallMint:       faultsOf(mintSequence),
-		backendtest.CallDeregister: faultsOf(deregisterSequence),
-	}
-	newBackend := func(t *testing.T) registrar.Backend { return e.restarted(t) }
-	backendtest.Run(t, newBackend, backendtest.Options{
-		Fault: func(_ *testing.T, _ registrar.Backend, call backendtest.Call, step int) (func(), bool) {
-			fs := faults[call]
-			if step >= len(fs) {
-				return nil, false
-			}
-			e.px.failNth(fs[step].step, fs[step].act)
-			return func() { e.px.setHook(nil) }, true
-		},
-		Restart: func(t *testing.T, _ registrar.Backend) registrar.Backend { return newBackend(t) },
-	})
+	runContract(t, newEnv(t, envOptions{tokenPolicy: documentedPolicy}))
 }
 
 // A token holding only the documented policy (no default policy) looks
