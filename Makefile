@@ -198,7 +198,7 @@ clean: ## remove build output (never var/)
 VAULT_BIN := var/tools/vault/bin/vault
 
 .PHONY: vault
-vault: ## build the small Vault test server the openbao integration tests run (tools/vault/main.go -> var/tools/vault/bin/vault; ~5 min cold on 2 cores, skipped when present)
+vault: ## build the small Vault test server the openbao integration tests run (tools/vault/main.go -> var/tools/vault/bin/vault; under 5 min cold on 2 idle cores, skipped when present)
 	tools/vault/build.sh
 
 .PHONY: vault-full
