@@ -62,7 +62,7 @@ $(OTELCOL): tools/otelcol/manifest.yaml
 	@test -x $(OTELCOL)
 
 .PHONY: test
-test: deps vet dashboards-check ## go vet, promtool rule tests, the race-enabled suite (golden, end-to-end, real Prometheus), every benchmark once
+test: deps vet dashboards-check mutate-hand-check ## go vet, promtool rule tests, the race-enabled suite (golden, end-to-end, real Prometheus), every benchmark once
 	OTELCOL_BIN=$(CURDIR)/$(OTELCOL) $(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) bench-smoke
 
@@ -128,6 +128,7 @@ lint: vet ## gofmt, go vet and staticcheck
 # mutants of mutants-equivalent.txt are left out. Not part of make test.
 BASE                       ?= $(shell git merge-base HEAD main 2>/dev/null || git merge-base HEAD origin/main 2>/dev/null)
 PKGS                       ?=
+MUTANTS                    ?=
 MUTATE_THRESHOLD           ?= 90
 MUTATE_TIMEOUT_COEFFICIENT ?= 10
 MUTATE_GATED               := limiter coalesce audit registrar wire health sinks/
@@ -138,6 +139,17 @@ mutate: ## mutation testing (gremlins) of the packages changed since BASE (or PK
 	@GO=$(GO) GREMLINS=$(GREMLINS) BASE="$(BASE)" PKGS="$(PKGS)" THRESHOLD=$(MUTATE_THRESHOLD) \
 	  COEFFICIENT=$(MUTATE_TIMEOUT_COEFFICIENT) EQUIVALENT=$(CURDIR)/mutants-equivalent.txt \
 	  GATED="$(MUTATE_GATED)" SKIP="$(MUTATE_SKIP)" tools/mutate/mutate.sh
+
+# make mutate-hand: the statement-level mutants gremlins does not make
+# (tools/mutate/hand-mutants.txt), each applied to a scratch copy of the
+# tree; every one must turn its named tests red. MUTANTS=W1,X2 picks some.
+.PHONY: mutate-hand
+mutate-hand: ## the hand-made mutants of tools/mutate/hand-mutants.txt: each must turn its named tests red (MUTANTS=W1,X2 picks some)
+	@GO=$(GO) MUTANTS="$(MUTANTS)" tools/mutate/hand.sh
+
+.PHONY: mutate-hand-check
+mutate-hand-check: ## check that every hand-made mutant still applies to the code (no test run; part of make test)
+	@HAND_CHECK=apply tools/mutate/hand.sh
 
 .PHONY: docs-deps
 docs-deps: ## install mkdocs and mkdocs-material when missing (Debian's packages; needs root)
