@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/registrar-otel/registrar-otel/internal/privdir"
 )
 
 // MaxConfigFileBytes bounds the configuration file: the complete example is
@@ -47,7 +49,7 @@ const (
 // — and read from the same descriptor, at most limit bytes. So the file
 // checked is the file read: there is no second open by path to race.
 func openChecked(path string, limit int64, secret bool) ([]byte, *fileProblem) {
-	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow|oNonBlock, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|privdir.OpenFlags, 0)
 	if err != nil {
 		if isSymlinkErr(path, err) {
 			return nil, &fileProblem{kind: kindSymlink, text: "is a symlink; name the file itself, so that the file checked is the file read"}
@@ -62,7 +64,7 @@ func openChecked(path string, limit int64, secret bool) ([]byte, *fileProblem) {
 	if !st.Mode().IsRegular() {
 		return nil, &fileProblem{kind: kindNotRegular, text: "is " + fileKind(st.Mode()) + ", not a regular file"}
 	}
-	if owner, ok := fileOwner(st); ok {
+	if owner, ok := privdir.FileOwner(st); ok {
 		if me := uint32(os.Geteuid()); owner != 0 && owner != me {
 			return nil, &fileProblem{kind: kindForeign,
 				text: fmt.Sprintf("is owned by uid %d, neither root nor this user (uid %d): its owner could change it; chown it to root", owner, me)}

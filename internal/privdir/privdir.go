@@ -179,6 +179,13 @@ func checkType(path string, fi fs.FileInfo) *UnsafeError {
 // cannot be stat'ed. Off unix it checks nothing.
 func CheckAncestors(path string) error { return checkAncestors(path) }
 
+// OpenFlags are the flags every safe open of a configuration, token or
+// private directory adds to its access mode: O_NOFOLLOW, so a symlink
+// planted at the path is refused, and O_NONBLOCK, so a FIFO planted there is
+// opened at once (and refused by its fstat) rather than hanging the reader.
+// Off unix they are 0.
+const OpenFlags = oNoFollow | oNonBlock
+
 // FileOwner returns the uid owning fi (an os.Stat, os.Lstat or fstat), and
 // false off unix, where the owner is unknown.
 func FileOwner(fi fs.FileInfo) (uint32, bool) { return fileOwner(fi) }
@@ -289,7 +296,7 @@ func Open(path string, o Options) (*os.File, fs.FileInfo, error) {
 	if e := checkType(path, fi); e != nil {
 		return nil, nil, e
 	}
-	d, err := os.OpenFile(path, os.O_RDONLY|oNoFollow|oNonBlock, 0)
+	d, err := os.OpenFile(path, os.O_RDONLY|OpenFlags, 0)
 	if err != nil {
 		return nil, nil, &StepError{StepOpen, path, err}
 	}
