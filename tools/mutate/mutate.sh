@@ -31,8 +31,10 @@ if [ -z "$PKGS" ]; then
 		exit 2
 	fi
 	# The main module's packages with a .go file changed since BASE
-	# (committed or not); bench/ is its own module.
-	PKGS=$(git diff --name-only "$BASE" -- '*.go' | grep -v '^bench/' | grep -v '/testdata/' |
+	# (committed or not, and new files not yet added); bench/ is its own
+	# module.
+	PKGS=$({ git diff --name-only "$BASE" -- '*.go'; git ls-files --others --exclude-standard -- '*.go'; } |
+		grep -v '^bench/' | grep -v '/testdata/' |
 		while read -r f; do d=$(dirname "$f"); [ -d "$d" ] && echo "./$d"; done | sort -u |
 		while read -r d; do
 			skip=
