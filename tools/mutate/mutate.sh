@@ -23,7 +23,7 @@ SKIP=${SKIP:-cmd/registrar-otel}
 PKGS=${PKGS:-}
 BASE=${BASE:-}
 
-$GO list -m >/dev/null || exit 2
+MODPATH=$($GO list -m) || exit 2
 
 if [ -z "$PKGS" ]; then
 	if [ -z "$BASE" ]; then
@@ -82,6 +82,35 @@ for p in $PKGS; do
 		echo "mutate: gremlins failed on $rel (exit $rc)" >&2
 		exit 2
 	fi
+	# Gremlins calls a mutant NOT COVERED when its position is in no
+	# covered block of its own coverage run. Go's coverage blocks leave out
+	# the conditions of switch cases and every package-level constant, so
+	# most of those are on lines the tests do run. One coverage run of our
+	# own tells them apart: a line inside a block some test ran, a line in
+	# no block at all (a package-level expression), and a line no test runs.
+	$GO test -count=1 -covermode=set -coverprofile="$out/cover.txt" "./$rel" >/dev/null 2>&1 || : >"$out/cover.txt"
+	uncovered=$(awk -v prefix="$MODPATH/$rel/" -v pkg="$rel" '
+		FNR == 1 { file++ }
+		file == 1 && FNR > 1 {
+			# import/path/file.go:L1.C1,L2.C2 STATEMENTS COUNT
+			split($1, a, ":"); f = a[1]
+			if (index(f, prefix) != 1) next
+			f = substr(f, length(prefix) + 1)
+			split(a[2], r, ","); split(r[1], b, "."); split(r[2], e, ".")
+			for (l = b[1] + 0; l <= e[1] + 0; l++) { inblock[f ":" l] = 1; if ($3 + 0 > 0) ran[f ":" l] = 1 }
+			next
+		}
+		file == 2 && /^ *NOT COVERED / {
+			split($NF, loc, ":"); k = loc[1] ":" loc[2]
+			if (k in ran) runs++
+			else if (k in inblock) { notrun++; if (!(k in seen)) { seen[k] = 1; lines = lines "   not run     " pkg "/" k "\n" } }
+			else toplevel++
+		}
+		END {
+			if (runs + notrun + toplevel == 0) exit
+			printf "   not covered %d: %d on lines whose statements no test runs, %d on lines that run (switch-case conditions; gremlins cannot place them), %d in package-level constants and variables\n%s", \
+				runs + notrun + toplevel, notrun, runs, toplevel, lines
+		}' "$out/cover.txt" "$out/run.txt")
 	# Every mutant line: STATUS MUTATOR at FILE:LINE:COL, FILE relative to
 	# the package; LIVED ones are matched against the equivalents.
 	res=$(awk -v pkg="$rel" -v eqfile="$EQUIVALENT" '
@@ -132,6 +161,7 @@ for p in $PKGS; do
 		"$rel" "$eff" "$killed" "$lived" "$equiv" "$timedout" "$notcovered" "$secs" "$gate")
 	echo "$line"
 	cat "$out/lived.txt"
+	[ -z "$uncovered" ] || printf '%s\n' "$uncovered"
 	summary="$summary$line
 "
 done
