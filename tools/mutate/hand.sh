@@ -36,7 +36,7 @@ git ls-files -z --cached --others --exclude-standard |
 
 # runtests PKG REGEXP: go test's output in $out, its status returned.
 runtests() {
-	out=$(cd "$scratch" && "$GO" test -count=1 -run "$2" "$1" 2>&1)
+	out=$(cd "$scratch" && "$GO" test -count=1 -run "$2" "$1" 2>&1 | tr -d '\0')
 }
 
 killed=0 lived=0 broken=0
@@ -49,13 +49,13 @@ check() { # the current block
 	[[ $WANT == ",," || $WANT == *",$name,"* ]] || return 0
 	local orig=$scratch/$file
 	if [[ ! -f $orig ]]; then
-		printf '%-24s STALE: %s is not in the tree\n' "$name" "$file"
+		printf '%-34s STALE: %s is not in the tree\n' "$name" "$file"
 		broken=$((broken + 1)); return
 	fi
 	local start=$SECONDS
 	if [[ ${HAND_CHECK:-} == apply ]]; then
 		if perl -0pe "$sub" "$orig" | cmp -s - "$orig"; then
-			printf '%-24s STALE: the substitution no longer matches %s\n' "$name" "$file"
+			printf '%-34s STALE: the substitution no longer matches %s\n' "$name" "$file"
 			broken=$((broken + 1))
 		else
 			killed=$((killed + 1))
@@ -63,34 +63,36 @@ check() { # the current block
 		return
 	fi
 	if ! runtests "$pkg" "$re"; then
-		printf '%-24s FAILS WITHOUT THE MUTANT: %s -run %s\n' "$name" "$pkg" "$re"
+		printf '%-34s FAILS WITHOUT THE MUTANT: %s -run %s\n' "$name" "$pkg" "$re"
 		printf '%s\n' "$out" | tail -20 | sed 's/^/    /'
 		broken=$((broken + 1)); return
 	fi
 	if ! grep -q -- '^ok\|^--- PASS\|^PASS' <<<"$out" || grep -q 'no tests to run' <<<"$out"; then
-		printf '%-24s STALE: %s -run %s runs no test\n' "$name" "$pkg" "$re"
+		printf '%-34s STALE: %s -run %s runs no test\n' "$name" "$pkg" "$re"
 		broken=$((broken + 1)); return
 	fi
 	cp "$orig" "$scratch/.orig"
 	perl -0pi -e "$sub" "$orig"
 	if cmp -s "$orig" "$scratch/.orig"; then
-		printf '%-24s STALE: the substitution no longer matches %s\n' "$name" "$file"
+		printf '%-34s STALE: the substitution no longer matches %s\n' "$name" "$file"
 		broken=$((broken + 1)); return
 	fi
 	runtests "$pkg" "$re"
 	local rc=$?
 	cp "$scratch/.orig" "$orig"
 	local red
-	red=$(grep -o -- '--- FAIL: [^ ]*' <<<"$out" | sed 's/--- FAIL: //' | sort -u | tr '\n' ' ')
+	# The top-level tests that failed: the first four, and how many more.
+	red=$(grep -o -- '--- FAIL: [^ ]*' <<<"$out" | sed 's/--- FAIL: //' | grep -v / | sort -u |
+		awk '{ n++; if (n <= 4) s = s (n > 1 ? " " : "") $0 } END { if (n > 4) s = s " (+" n - 4 " more)"; print s }')
 	if [[ $rc -ne 0 && -n $red ]]; then
-		printf '%-24s killed   %3ds  by %s\n' "$name" $((SECONDS - start)) "$red"
+		printf '%-34s killed   %3ds  by %s\n' "$name" $((SECONDS - start)) "$red"
 		killed=$((killed + 1))
 	elif [[ $rc -ne 0 ]]; then
-		printf '%-24s DOES NOT BUILD (or no test reported a failure): fix the substitution\n' "$name"
+		printf '%-34s DOES NOT BUILD (or no test reported a failure): fix the substitution\n' "$name"
 		printf '%s\n' "$out" | tail -10 | sed 's/^/    /'
 		broken=$((broken + 1))
 	else
-		printf '%-24s LIVED    %3ds  %s (%s in %s): no test holds "%s"\n' "$name" $((SECONDS - start)) "$file" "$sub" "$pkg" "$claim"
+		printf '%-34s LIVED    %3ds  %s (%s in %s): no test holds "%s"\n' "$name" $((SECONDS - start)) "$file" "$sub" "$pkg" "$claim"
 		lived=$((lived + 1))
 	fi
 }
