@@ -3,7 +3,11 @@
 # the packages PKGS names), one package at a time, one worker. Prints each
 # package's efficacy (killed / (killed + lived), the equivalent mutants of
 # mutants-equivalent.txt left out) and every mutant that lived, labelled
-# when it is a recorded equivalent. Exits 1 when a gated package is below
+# when it is a recorded equivalent. Gremlins never runs a mutant in the
+# condition of a switch case (Go's coverage blocks leave it out, so it is
+# "NOT COVERED"); a coverage profile of our own finds those on lines the
+# tests run, tools/mutate/cases.sh runs them, and they count like the rest
+# (CASES=0 leaves them out). Exits 1 when a gated package is below
 # THRESHOLD, 2 on a usage or tool error.
 #
 # Environment (the Makefile passes them): GO, GREMLINS (the pinned module
@@ -21,6 +25,7 @@ EQUIVALENT=${EQUIVALENT:-mutants-equivalent.txt}
 GATED=${GATED:-limiter coalesce audit registrar wire health sinks/}
 SKIP=${SKIP:-cmd/registrar-otel}
 PKGS=${PKGS:-}
+CASES=${CASES:-1}
 BASE=${BASE:-}
 
 MODPATH=$($GO list -m) || exit 2
@@ -76,7 +81,6 @@ for p in $PKGS; do
 	$GO run "$GREMLINS" unleash --workers 1 --test-cpu 1 --timeout-coefficient "$COEFFICIENT" \
 		"./$rel" >"$out/run.txt" 2>&1
 	rc=$?
-	secs=$(($(date +%s) - start))
 	if ! grep -q 'Mutator coverage\|Test efficacy\|No results to report' "$out/run.txt"; then
 		cat "$out/run.txt"
 		echo "mutate: gremlins failed on $rel (exit $rc)" >&2
@@ -89,7 +93,8 @@ for p in $PKGS; do
 	# own tells them apart: a line inside a block some test ran, a line in
 	# no block at all (a package-level expression), and a line no test runs.
 	$GO test -count=1 -covermode=set -coverprofile="$out/cover.txt" "./$rel" >/dev/null 2>&1 || : >"$out/cover.txt"
-	uncovered=$(awk -v prefix="$MODPATH/$rel/" -v pkg="$rel" '
+	: >"$out/casemuts.txt"
+	uncovered=$(awk -v prefix="$MODPATH/$rel/" -v pkg="$rel" -v casefile="$out/casemuts.txt" '
 		FNR == 1 { file++ }
 		file == 1 && FNR > 1 {
 			# import/path/file.go:L1.C1,L2.C2 STATEMENTS COUNT
@@ -102,17 +107,26 @@ for p in $PKGS; do
 		}
 		file == 2 && /^ *NOT COVERED / {
 			split($NF, loc, ":"); k = loc[1] ":" loc[2]
-			if (k in ran) runs++
+			if (k in ran) { runs++; print $(NF-2), loc[1], loc[2], loc[3] > casefile }
 			else if (k in inblock) { notrun++; if (!(k in seen)) { seen[k] = 1; lines = lines "   not run     " pkg "/" k "\n" } }
 			else toplevel++
 		}
 		END {
 			if (runs + notrun + toplevel == 0) exit
-			printf "   not covered %d: %d on lines whose statements no test runs, %d on lines that run (switch-case conditions; gremlins cannot place them), %d in package-level constants and variables\n%s", \
+			printf "   not covered %d: %d on lines whose statements no test runs, %d on lines that run (switch-case conditions; gremlins cannot place them: make mutate runs them), %d in package-level constants and variables\n%s", \
 				runs + notrun + toplevel, notrun, runs, toplevel, lines
 		}' "$out/cover.txt" "$out/run.txt")
+	# The mutants on lines that run, which gremlins skipped: run here.
+	: >"$out/cases.txt"
+	if [ "$CASES" != 0 ] && [ -s "$out/casemuts.txt" ]; then
+		echo "   running $(wc -l <"$out/casemuts.txt" | tr -d ' ') switch-case mutants gremlins skipped"
+		GO=$GO COEFFICIENT=$COEFFICIENT "$(dirname "$0")/cases.sh" "$rel" "$out/casemuts.txt" >"$out/cases.txt" || exit 2
+	fi
+	secs=$(($(date +%s) - start))
 	# Every mutant line: STATUS MUTATOR at FILE:LINE:COL, FILE relative to
-	# the package; LIVED ones are matched against the equivalents.
+	# the package; LIVED ones are matched against the equivalents. The
+	# case mutants (cases.txt, read first) replace their NOT COVERED lines
+	# in gremlins' report.
 	res=$(awk -v pkg="$rel" -v eqfile="$EQUIVALENT" '
 		BEGIN {
 			while ((getline line < eqfile) > 0) {
@@ -123,22 +137,29 @@ for p in $PKGS; do
 				sub(/^[ \t]+(—|--)[ \t]+/, "", eq[key])
 			}
 		}
+		FNR == 1 { file++ }
 		NF >= 4 && $(NF-1) == "at" && $(NF-2) ~ /^[A-Z_]+$/ {
 			mut = $(NF-2); st = $1
 			for (i = 2; i < NF - 2; i++) st = st " " $i
+			if (file == 1) { ran[$NF ":" mut] = 1; c[st]++ }
+			else if (st == "NOT COVERED" && ($NF ":" mut) in ran) next
 			n[st]++
 			if (st != "LIVED" && st != "TIMED OUT") next
 			split($NF, loc, ":")
 			key = pkg "/" loc[1] ":" loc[2] ":" mut
 			if (st == "LIVED" && key in eq) { n["EQUIV"]++; printf "   equivalent  %s:%s %s — %s\n", pkg "/" loc[1], loc[2] ":" loc[3], mut, eq[key] > "/dev/stderr"; next }
-			printf "   %-11s %s:%s %s\n", (st == "LIVED" ? "LIVED" : "timed out"), pkg "/" loc[1], loc[2] ":" loc[3], mut > "/dev/stderr"
+			printf "   %-11s %s:%s %s%s\n", (st == "LIVED" ? "LIVED" : "timed out"), pkg "/" loc[1], loc[2] ":" loc[3], mut, (file == 1 ? " (a switch case, run by make mutate)" : "") > "/dev/stderr"
 		}
 		END {
 			k = n["KILLED"] + 0; l = n["LIVED"] + 0; e = n["EQUIV"] + 0
 			# No mutant run: nothing to measure, nothing below the gate.
 			eff = (k + l - e) > 0 ? sprintf("%.1f", 100 * k / (k + l - e)) : "n/a"
 			printf "%d %d %d %d %d %s\n", k, l - e, e, n["TIMED OUT"] + 0, n["NOT COVERED"] + 0, eff
-		}' "$out/run.txt" 2>"$out/lived.txt")
+			cn = c["KILLED"] + c["LIVED"] + c["TIMED OUT"] + c["NOT VIABLE"] + c["SKIPPED"]
+			if (cn > 0)
+				printf "   switch-case mutants run by make mutate: %d killed, %d lived, %d timed out, %d not viable, %d skipped (counted in the figures above)\n", \
+					c["KILLED"], c["LIVED"], c["TIMED OUT"], c["NOT VIABLE"], c["SKIPPED"] > "/dev/stderr"
+		}' "$out/cases.txt" "$out/run.txt" 2>"$out/lived.txt")
 	if [ -z "$res" ]; then
 		cat "$out/run.txt" "$out/lived.txt"
 		echo "mutate: could not read gremlins' report on $rel" >&2
