@@ -24,6 +24,8 @@ func agreeBodies() []string {
 		`{"protocol_version" 1}`, `{"protocol_version":1 "host":"h"}`, `{"protocol_version":01}`,
 		`{"protocol_version":-0}`, `{"protocol_version":1.0}`, `{"protocol_version":1e0}`, `{"protocol_version":1E+0}`,
 		`{"protocol_version":1,"x":-}`, `{"protocol_version":1,"x":1.}`, `{"protocol_version":1,"x":.5}`,
+		`{"protocol_version":1,"x":-`, `{"protocol_version":1,"x":-9}`, `{"protocol_version":1,"x":9.5}`,
+		`{"protocol_version":1,"x":9e1}`, `{"protocol_version":1,"x":[-9,9.0,0.9,-0.9e-9]}`,
 		`{"protocol_version":1,"x":1e}`, `{"protocol_version":1,"x":1e+}`, `{"protocol_version":1,"x":+1}`,
 		`{"protocol_version":1,"x":tru}`, `{"protocol_version":1,"x":truex}`, `{"protocol_version":1,"x":nul}`,
 		`{"protocol_version":1,"x":[1,2,]}`, `{"protocol_version":1,"x":[,]}`, `{"protocol_version":1,"x":{"a"}}`,
