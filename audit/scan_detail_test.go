@@ -23,7 +23,9 @@ func TestScanDetailNamesTheFieldAndItsProblem(t *testing.T) {
 		want    string
 	}{
 		{"a key and its problem", sub(t, goodLimited, `"verb"`, `"request_id":"z","verb"`) + "\n", audit.RulePhaseInconsistency,
-			func(d string) bool { return strings.HasPrefix(d, "request_id: ") && strings.Contains(d, "must be absent") },
+			func(d string) bool {
+				return strings.HasPrefix(d, "request_id: ") && strings.Contains(d, "must be absent")
+			},
 			`"request_id: " then the phase's rule ("must be absent")`},
 		{"the problem alone", "{not json}\n", audit.RuleInvalidJSON,
 			func(d string) bool { return d != "" && !strings.HasPrefix(d, ":") && !strings.HasPrefix(d, " ") },
