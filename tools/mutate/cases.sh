@@ -25,11 +25,9 @@ rel=$1
 list=$2
 [[ -s $list ]] || exit 0
 
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT INT TERM
-git ls-files -z --cached --others --exclude-standard |
-	while IFS= read -r -d '' f; do [[ -e $f ]] && printf '%s\0' "$f"; done |
-	tar --null -T - -cf - | tar -xf - -C "$scratch" || { echo "mutate: copying the tree for $rel's case mutants failed" >&2; exit 2; }
+# shellcheck source=tools/mutate/scratch.sh
+. tools/mutate/scratch.sh # the working directory is the repository
+scratch_tree || { echo "mutate: copying the tree for $rel's case mutants failed" >&2; exit 2; }
 
 start=$(date +%s%N)
 if ! (cd "$scratch" && "$GO" test -count=1 -cpu 1 "./$rel" >/dev/null 2>&1); then

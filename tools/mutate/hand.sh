@@ -27,12 +27,9 @@ if [[ ! -f $FILE ]]; then
 fi
 command -v perl >/dev/null || { echo "mutate-hand: perl is needed to apply the substitutions" >&2; exit 2; }
 
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT INT TERM
-# The working tree as it stands, without ignored files (bin/, var/).
-git ls-files -z --cached --others --exclude-standard |
-	while IFS= read -r -d '' f; do [[ -e $f ]] && printf '%s\0' "$f"; done |
-	tar --null -T - -cf - | tar -xf - -C "$scratch" || { echo "mutate-hand: copying the tree failed" >&2; exit 2; }
+# shellcheck source=tools/mutate/scratch.sh
+. tools/mutate/scratch.sh # the working directory is the repository
+scratch_tree || { echo "mutate-hand: copying the tree failed" >&2; exit 2; }
 
 # runtests PKG REGEXP: go test's output in $out, its status returned.
 runtests() {
