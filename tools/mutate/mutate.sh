@@ -94,9 +94,8 @@ for p in $PKGS; do
 	# no block at all (a package-level expression), and a line no test runs.
 	$GO test -count=1 -covermode=set -coverprofile="$out/cover.txt" "./$rel" >/dev/null 2>&1 || : >"$out/cover.txt"
 	: >"$out/casemuts.txt"
-	uncovered=$(awk -v prefix="$MODPATH/$rel/" -v pkg="$rel" -v casefile="$out/casemuts.txt" '
-		FNR == 1 { file++ }
-		file == 1 && FNR > 1 {
+	uncovered=$(awk -v prefix="$MODPATH/$rel/" -v pkg="$rel" -v casefile="$out/casemuts.txt" -v cover="$out/cover.txt" '
+		FILENAME == cover && FNR > 1 {
 			# import/path/file.go:L1.C1,L2.C2 STATEMENTS COUNT
 			split($1, a, ":"); f = a[1]
 			if (index(f, prefix) != 1) next
@@ -105,7 +104,7 @@ for p in $PKGS; do
 			for (l = b[1] + 0; l <= e[1] + 0; l++) { inblock[f ":" l] = 1; if ($3 + 0 > 0) ran[f ":" l] = 1 }
 			next
 		}
-		file == 2 && /^ *NOT COVERED / {
+		FILENAME != cover && /^ *NOT COVERED / {
 			split($NF, loc, ":"); k = loc[1] ":" loc[2]
 			if (k in ran) { runs++; print $(NF-2), loc[1], loc[2], loc[3] > casefile }
 			else if (k in inblock) { notrun++; if (!(k in seen)) { seen[k] = 1; lines = lines "   not run     " pkg "/" k "\n" } }
@@ -127,7 +126,7 @@ for p in $PKGS; do
 	# the package; LIVED ones are matched against the equivalents. The
 	# case mutants (cases.txt, read first) replace their NOT COVERED lines
 	# in gremlins' report.
-	res=$(awk -v pkg="$rel" -v eqfile="$EQUIVALENT" '
+	res=$(awk -v pkg="$rel" -v eqfile="$EQUIVALENT" -v cases="$out/cases.txt" '
 		BEGIN {
 			while ((getline line < eqfile) > 0) {
 				if (line ~ /^[ \t]*(#|$)/) continue
@@ -137,18 +136,19 @@ for p in $PKGS; do
 				sub(/^[ \t]+(—|--)[ \t]+/, "", eq[key])
 			}
 		}
-		FNR == 1 { file++ }
+		# An empty cases.txt has no first line: tell the files by name.
+		{ incases = FILENAME == cases }
 		NF >= 4 && $(NF-1) == "at" && $(NF-2) ~ /^[A-Z_]+$/ {
 			mut = $(NF-2); st = $1
 			for (i = 2; i < NF - 2; i++) st = st " " $i
-			if (file == 1) { ran[$NF ":" mut] = 1; c[st]++ }
+			if (incases) { ran[$NF ":" mut] = 1; c[st]++ }
 			else if (st == "NOT COVERED" && ($NF ":" mut) in ran) next
 			n[st]++
 			if (st != "LIVED" && st != "TIMED OUT") next
 			split($NF, loc, ":")
 			key = pkg "/" loc[1] ":" loc[2] ":" mut
 			if (st == "LIVED" && key in eq) { n["EQUIV"]++; printf "   equivalent  %s:%s %s — %s\n", pkg "/" loc[1], loc[2] ":" loc[3], mut, eq[key] > "/dev/stderr"; next }
-			printf "   %-11s %s:%s %s%s\n", (st == "LIVED" ? "LIVED" : "timed out"), pkg "/" loc[1], loc[2] ":" loc[3], mut, (file == 1 ? " (a switch case, run by make mutate)" : "") > "/dev/stderr"
+			printf "   %-11s %s:%s %s%s\n", (st == "LIVED" ? "LIVED" : "timed out"), pkg "/" loc[1], loc[2] ":" loc[3], mut, (incases ? " (a switch case, run by make mutate)" : "") > "/dev/stderr"
 		}
 		END {
 			k = n["KILLED"] + 0; l = n["LIVED"] + 0; e = n["EQUIV"] + 0
