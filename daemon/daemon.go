@@ -37,10 +37,10 @@ import (
 	"github.com/registrar-otel/registrar-otel/internal/logthrottle"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 	"github.com/registrar-otel/registrar-otel/telemetry"
-	"github.com/registrar-otel/registrar-otel/wire"
 )
 
 // ShutdownTimeout is the shutdown's grace period: how long connections
@@ -71,7 +71,7 @@ type Daemon struct {
 	limiter   *limiter.Limiter
 	health    *health.Holder
 	verbs     *registrar.Verbs
-	server    *wire.Server
+	server    *server.Server
 	listeners []net.Listener
 
 	closers []func() error // in reverse order of opening
@@ -238,7 +238,7 @@ func NewWithOptions(cfg config.Config, logger *slog.Logger, opts Options) (_ *Da
 		return nil, fmt.Errorf("daemon: telemetry: %w", err)
 	}
 	ms := func(v uint32) time.Duration { return time.Duration(v) * time.Millisecond }
-	d.server, err = wire.NewServer(wire.Options{
+	d.server, err = server.New(server.Options{
 		Verbs:                d.verbs,
 		Health:               d.health,
 		Reload:               d.reloadForWire,
@@ -269,7 +269,7 @@ func NewWithOptions(cfg config.Config, logger *slog.Logger, opts Options) (_ *Da
 		return nil, err
 	}
 	if r.TLSListen != "" {
-		tl, err := wire.ListenTLS(r.TLSListen, r.TLSCertFile, r.TLSKeyFile, r.TLSClientCAFile)
+		tl, err := server.ListenTLS(r.TLSListen, r.TLSCertFile, r.TLSKeyFile, r.TLSClientCAFile)
 		if err != nil {
 			return nil, setup(fmt.Errorf("daemon: TLS listener (registrar.tls_listen %s, tls_cert_file, tls_key_file, tls_client_ca_file): %w", r.TLSListen, err), false)
 		}
@@ -301,15 +301,15 @@ func (d *Daemon) listenUnix() (net.Listener, error) {
 		d.activated = l != nil
 		return l, err
 	}
-	var g wire.SocketGroup
+	var g server.SocketGroup
 	if r.SocketGroup != "" {
 		if g, err = LookupSocketGroup(r.SocketGroup); err != nil {
 			return nil, &SetupError{Err: fmt.Errorf("daemon: unix listener: %w", err)}
 		}
 	}
-	l, err = wire.ListenUnixGroup(r.SocketPath, g)
+	l, err = server.ListenUnixGroup(r.SocketPath, g)
 	if err != nil {
-		return nil, setup(fmt.Errorf("daemon: unix listener (registrar.socket_path %s): %w", r.SocketPath, err), errors.Is(err, wire.ErrSocketGroup))
+		return nil, setup(fmt.Errorf("daemon: unix listener (registrar.socket_path %s): %w", r.SocketPath, err), errors.Is(err, server.ErrSocketGroup))
 	}
 	return l, nil
 }
@@ -318,7 +318,7 @@ func (d *Daemon) listenUnix() (net.Listener, error) {
 // gid, in the host's group database; a group that does not exist is a
 // *config.KeyError naming the key and the group. serve refuses to start on
 // it (a SetupError, exit 2) and config check reports it.
-func LookupSocketGroup(name string) (wire.SocketGroup, error) {
+func LookupSocketGroup(name string) (server.SocketGroup, error) {
 	var g *user.Group
 	var err error
 	if _, numErr := strconv.Atoi(name); numErr == nil {
@@ -327,13 +327,13 @@ func LookupSocketGroup(name string) (wire.SocketGroup, error) {
 		g, err = user.LookupGroup(name)
 	}
 	if err != nil {
-		return wire.SocketGroup{}, &config.KeyError{Key: "registrar.socket_group", Value: name, Rule: "must name a group that exists on this host (" + err.Error() + ")"}
+		return server.SocketGroup{}, &config.KeyError{Key: "registrar.socket_group", Value: name, Rule: "must name a group that exists on this host (" + err.Error() + ")"}
 	}
 	gid, err := strconv.Atoi(g.Gid)
 	if err != nil {
-		return wire.SocketGroup{}, &config.KeyError{Key: "registrar.socket_group", Value: name, Rule: "has a non-numeric gid " + g.Gid}
+		return server.SocketGroup{}, &config.KeyError{Key: "registrar.socket_group", Value: name, Rule: "has a non-numeric gid " + g.Gid}
 	}
-	return wire.SocketGroup{Name: g.Name, GID: gid}, nil
+	return server.SocketGroup{Name: g.Name, GID: gid}, nil
 }
 
 // SocketAddr returns the unix listener's address.

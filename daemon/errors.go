@@ -9,7 +9,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/backend/embedded"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/internal/privdir"
-	"github.com/registrar-otel/registrar-otel/wire"
+	"github.com/registrar-otel/registrar-otel/server"
 )
 
 // SetupError is a failure to start that a restart cannot fix: the
@@ -62,7 +62,7 @@ func permanentCause(err error) bool {
 	}
 	for _, target := range []error{
 		privdir.ErrUnsafe, audit.ErrUnsafeStore, embedded.ErrUnsafeState,
-		wire.ErrUnsafeDir, wire.ErrNotSocket, wire.ErrSocketInUse, wire.ErrTLSFiles,
+		server.ErrUnsafeDir, server.ErrNotSocket, server.ErrSocketInUse, server.ErrTLSFiles,
 		fs.ErrNotExist, fs.ErrPermission,
 		syscall.EADDRINUSE, syscall.EADDRNOTAVAIL, syscall.ENOTDIR, syscall.ELOOP,
 		syscall.EROFS, syscall.ENAMETOOLONG, syscall.EISDIR,

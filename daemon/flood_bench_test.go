@@ -15,6 +15,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/daemon"
 	"github.com/registrar-otel/registrar-otel/internal/testing/cputime"
 	"github.com/registrar-otel/registrar-otel/internal/testing/floodtest"
+	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -269,7 +270,7 @@ func startFloor(b *testing.B, f *floodtest.Floor) string {
 	}
 	b.Cleanup(func() { os.RemoveAll(dir) })
 	path := filepath.Join(dir, "f.sock")
-	l, err := wire.ListenUnix(path)
+	l, err := server.ListenUnix(path)
 	if err != nil {
 		b.Fatal(err)
 	}

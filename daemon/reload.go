@@ -12,6 +12,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/telemetry"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
@@ -260,7 +261,7 @@ func limiterConfig(r config.Registrar) limiter.Config {
 		// The unix socket's callers keep entries of their own: no number of
 		// client certificates can push them onto the overflow buckets. A
 		// reload keeps it (Reconfigure does not look at Local).
-		Local: wire.IsUnixIdentity,
+		Local: server.IsUnixIdentity,
 	}
 }
 

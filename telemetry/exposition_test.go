@@ -22,10 +22,10 @@ import (
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 	"github.com/registrar-otel/registrar-otel/telemetry"
-	"github.com/registrar-otel/registrar-otel/wire"
 	"go.opentelemetry.io/otel/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -84,7 +84,7 @@ func exercise(t *testing.T) exercised {
 	}); err != nil {
 		t.Fatalf("RegisterRestart: %v", err)
 	}
-	if err := telemetry.RegisterWire(mp, func() wire.Stats { return wire.Stats{} }); err != nil {
+	if err := telemetry.RegisterWire(mp, func() server.Stats { return server.Stats{} }); err != nil {
 		t.Fatalf("RegisterWire: %v", err)
 	}
 	bao, err := telemetry.NewOpenBaoObserver(mp)

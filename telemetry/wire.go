@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/registrar-otel/registrar-otel/wire"
+	"github.com/registrar-otel/registrar-otel/server"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -32,14 +32,14 @@ const (
 //     established connections of each listener kind ("unix", "tls");
 //   - registrar.wire.rejected{listener,reason} (counter, {rejection}):
 //     connections and requests turned away, by the closed set of
-//     wire.Reason ("tls_handshake", "handshake_timeout", "handshake_cap",
+//     server.Reason ("tls_handshake", "handshake_timeout", "handshake_cap",
 //     "no_identity", "malformed", "conn_cap", "identity_conn_cap",
 //     "idle_evicted", "header_timeout").
 //
 // Every (listener, reason) series exists from the start at zero, so an
 // alert on the first increase fires. stats must be safe to call from the
-// collecting goroutine (wire.Server.Stats is).
-func RegisterWire(mp metric.MeterProvider, stats func() wire.Stats) error {
+// collecting goroutine (server.Server.Stats is).
+func RegisterWire(mp metric.MeterProvider, stats func() server.Stats) error {
 	if stats == nil {
 		return errors.New("telemetry: RegisterWire: nil stats func")
 	}
@@ -60,20 +60,20 @@ func RegisterWire(mp metric.MeterProvider, stats func() wire.Stats) error {
 	if err := errors.Join(errs[:]...); err != nil {
 		return fmt.Errorf("telemetry: RegisterWire: %w", err)
 	}
-	var byListener [wire.NumListenerKinds][]metric.ObserveOption
-	var byReason [wire.NumListenerKinds][wire.NumReasons][]metric.ObserveOption
-	for k := range wire.NumListenerKinds {
+	var byListener [server.NumListenerKinds][]metric.ObserveOption
+	var byReason [server.NumListenerKinds][server.NumReasons][]metric.ObserveOption
+	for k := range server.NumListenerKinds {
 		l := attribute.String(attrListener, k.String())
 		byListener[k] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(l))}
-		for r := range wire.NumReasons {
+		for r := range server.NumReasons {
 			byReason[k][r] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(l, attribute.String(attrReason, r.String())))}
 		}
 	}
 	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		s := stats()
-		for k := range wire.NumListenerKinds {
+		for k := range server.NumListenerKinds {
 			o.ObserveInt64(conns, s.Connections[k], byListener[k]...)
-			for r := range wire.NumReasons {
+			for r := range server.NumReasons {
 				o.ObserveInt64(rejected, toInt64(s.Rejected[k][r]), byReason[k][r]...)
 			}
 		}

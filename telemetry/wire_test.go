@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/telemetry"
-	"github.com/registrar-otel/registrar-otel/wire"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
@@ -13,12 +13,12 @@ import (
 func TestWireInstrumentsReportEveryListenerAndReason(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	var st wire.Stats
-	st.Connections[wire.ListenerUnix] = 3
-	st.Connections[wire.ListenerTLS] = 1
-	st.Rejected[wire.ListenerTLS][wire.ReasonTLSHandshake] = 7
-	st.Rejected[wire.ListenerUnix][wire.ReasonIdleEvicted] = 2
-	if err := telemetry.RegisterWire(mp, func() wire.Stats { return st }); err != nil {
+	var st server.Stats
+	st.Connections[server.ListenerUnix] = 3
+	st.Connections[server.ListenerTLS] = 1
+	st.Rejected[server.ListenerTLS][server.ReasonTLSHandshake] = 7
+	st.Rejected[server.ListenerUnix][server.ReasonIdleEvicted] = 2
+	if err := telemetry.RegisterWire(mp, func() server.Stats { return st }); err != nil {
 		t.Fatal(err)
 	}
 	var rm metricdata.ResourceMetrics
@@ -51,7 +51,7 @@ func TestWireInstrumentsReportEveryListenerAndReason(t *testing.T) {
 	if conns["unix"] != 3 || conns["tls"] != 1 {
 		t.Errorf("connections got %v, want unix 3 and tls 1", conns)
 	}
-	if got, want := len(rejected), int(wire.NumListenerKinds)*int(wire.NumReasons); got != want {
+	if got, want := len(rejected), int(server.NumListenerKinds)*int(server.NumReasons); got != want {
 		t.Errorf("%d rejected series, want %d (every listener and reason from the start)", got, want)
 	}
 	if rejected[[2]string{"tls", "tls_handshake"}] != 7 || rejected[[2]string{"unix", "idle_evicted"}] != 2 || rejected[[2]string{"unix", "conn_cap"}] != 0 {

@@ -75,12 +75,3 @@ func checkField(member, s string) string {
 	}
 	return ""
 }
-
-// checkIdentity returns the problem with a certificate-derived identity,
-// or "".
-func checkIdentity(id string) string {
-	if len(id) > MaxIdentityBytes {
-		return "the client certificate's identity is longer than " + strconv.Itoa(MaxIdentityBytes) + " bytes"
-	}
-	return ""
-}

@@ -34,3 +34,14 @@ func BenchmarkDecodeMintEncodingJSON(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkDecodeMint(b *testing.B) {
+	body := []byte(mintBody)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, err := wire.DecodeMint(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

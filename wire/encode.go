@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
@@ -17,6 +16,13 @@ import (
 // answer is reflection and, above all, re-validating and compacting the
 // registrar_health JSON: that is done once per health snapshot
 // (preparedHealth), not once per response.
+
+// Encoder assembles response bodies as above, keeping the registrar_health
+// member of the last snapshot it saw prepared for embedding. The zero value
+// is ready; an Encoder is safe for concurrent use (a server keeps one).
+type Encoder struct {
+	hcache atomic.Pointer[healthCache]
+}
 
 // healthCache is the registrar_health member prepared for embedding, for
 // the snapshot whose JSON starts at src and is n bytes long (a snapshot is
@@ -31,39 +37,41 @@ type healthCache struct {
 // preparedHealth returns raw as json.Marshal embeds a json.RawMessage
 // (compacted, HTML-escaped), or the error it reports for invalid JSON. The
 // result is computed once per distinct snapshot.
-func (s *Server) preparedHealth(raw json.RawMessage) ([]byte, error) {
+func (e *Encoder) preparedHealth(raw json.RawMessage) ([]byte, error) {
 	src := unsafe.SliceData(raw)
-	if c := s.hcache.Load(); c != nil && c.src == src && c.n == len(raw) {
+	if c := e.hcache.Load(); c != nil && c.src == src && c.n == len(raw) {
 		return c.out, c.err
 	}
 	out, err := json.Marshal(raw)
-	s.hcache.Store(&healthCache{src: src, n: len(raw), out: out, err: err})
+	e.hcache.Store(&healthCache{src: src, n: len(raw), out: out, err: err})
 	return out, err
 }
 
-// appendResponse appends v's JSON encoding to dst.
-func (s *Server) appendResponse(dst []byte, v any) ([]byte, error) {
+// Append appends v's JSON encoding to dst: v is a *MintResponse,
+// *DeregisterResponse, *RefusalResponse or *HealthResponse; any other
+// type, or a registrar_health member that is not valid JSON, is an error.
+func (e *Encoder) Append(dst []byte, v any) ([]byte, error) {
 	switch r := v.(type) {
 	case *RefusalResponse:
-		h, err := s.preparedHealth(r.RegistrarHealth)
+		h, err := e.preparedHealth(r.RegistrarHealth)
 		if err != nil {
 			return dst, err
 		}
 		return appendRefusal(dst, r, h), nil
 	case *MintResponse:
-		h, err := s.preparedHealth(r.RegistrarHealth)
+		h, err := e.preparedHealth(r.RegistrarHealth)
 		if err != nil {
 			return dst, err
 		}
 		return appendMint(dst, r, h), nil
 	case *DeregisterResponse:
-		h, err := s.preparedHealth(r.RegistrarHealth)
+		h, err := e.preparedHealth(r.RegistrarHealth)
 		if err != nil {
 			return dst, err
 		}
 		return appendDeregister(dst, r, h), nil
 	case *HealthResponse:
-		h, err := s.preparedHealth(r.RegistrarHealth)
+		h, err := e.preparedHealth(r.RegistrarHealth)
 		if err != nil {
 			return dst, err
 		}
@@ -195,33 +203,4 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
-}
-
-// respBufPool holds response buffers; an answer is a few hundred bytes.
-var respBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
-
-// maxCachedHeaderValue bounds the header value caches: Content-Length of
-// an ordinary answer, Retry-After up to an hour.
-const maxCachedHeaderValue = 4096
-
-// headerValues caches the one-element []string header values of small
-// numbers, so an answer's Content-Length and Retry-After cost no
-// allocation. The slices are shared and never modified.
-type headerValues [maxCachedHeaderValue]atomic.Pointer[[]string]
-
-var (
-	contentLengths headerValues
-	retryAfters    headerValues
-)
-
-func (c *headerValues) get(n uint64) []string {
-	if n >= maxCachedHeaderValue {
-		return []string{strconv.FormatUint(n, 10)}
-	}
-	if p := c[n].Load(); p != nil {
-		return *p
-	}
-	v := []string{strconv.FormatUint(n, 10)}
-	c[n].Store(&v)
-	return v
 }

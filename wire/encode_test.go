@@ -44,7 +44,7 @@ func TestAppendJSONStringMatchesMarshal(t *testing.T) {
 // what json.Marshal made of it, optional members present and absent, and
 // an invalid registrar_health fails as json.Marshal fails.
 func TestEncodeMatchesMarshal(t *testing.T) {
-	s := &Server{}
+	e := &Encoder{}
 	healths := []json.RawMessage{
 		json.RawMessage(`{"limiter":{"limited_admission":3}}`),
 		json.RawMessage(" {\n \"a\" : [1, 2], \"html\":\"<&>\"\n} "),
@@ -73,9 +73,9 @@ func TestEncodeMatchesMarshal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := s.appendResponse(nil, v)
+			got, err := e.Append(nil, v)
 			if err != nil || !bytes.Equal(got, want) {
-				t.Fatalf("appendResponse(%+v):\n got %s, %v\nwant %s", v, got, err, want)
+				t.Fatalf("Append(%+v):\n got %s, %v\nwant %s", v, got, err, want)
 			}
 		}
 	}
@@ -83,23 +83,23 @@ func TestEncodeMatchesMarshal(t *testing.T) {
 	if _, err := json.Marshal(bad); err == nil {
 		t.Fatal("json.Marshal accepted invalid health JSON")
 	}
-	if _, err := s.appendResponse(nil, bad); err == nil {
-		t.Fatal("appendResponse accepted invalid health JSON")
+	if _, err := e.Append(nil, bad); err == nil {
+		t.Fatal("Append accepted invalid health JSON")
 	}
 }
 
 // TestPreparedHealthOncePerSnapshot: the health member is prepared once
 // per snapshot, and a new snapshot is prepared anew.
 func TestPreparedHealthOncePerSnapshot(t *testing.T) {
-	s := &Server{}
+	e := &Encoder{}
 	a := json.RawMessage(`{ "a": 1 }`)
-	first, _ := s.preparedHealth(a)
-	c := s.hcache.Load()
-	if again, _ := s.preparedHealth(a); &again[0] != &first[0] || s.hcache.Load() != c {
+	first, _ := e.preparedHealth(a)
+	c := e.hcache.Load()
+	if again, _ := e.preparedHealth(a); &again[0] != &first[0] || e.hcache.Load() != c {
 		t.Fatal("the same snapshot was prepared twice")
 	}
 	b := json.RawMessage(`{"b":2}`)
-	if got, _ := s.preparedHealth(b); string(got) != `{"b":2}` {
+	if got, _ := e.preparedHealth(b); string(got) != `{"b":2}` {
 		t.Fatalf("a new snapshot got %s", got)
 	}
 	if string(first) != `{"a":1}` {

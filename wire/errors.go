@@ -135,16 +135,16 @@ func unavailableReason(r registrar.UnavailableReason) (string, bool) {
 	return "", false
 }
 
-// errInternal marks a verb answer the wire cannot map (an error of an
+// ErrUnmappable marks a verb answer the wire cannot map (an error of an
 // unknown type, an unmapped reason or outcome). It is answered 500 and
 // logged; it is unreachable while the mapping tests pass.
-var errInternal = errors.New("wire: unmappable verb answer")
+var ErrUnmappable = errors.New("wire: unmappable verb answer")
 
-// refusalFor maps a verb error to its HTTP status and refusal body (without
+// RefusalFor maps a verb error to its HTTP status and refusal body (without
 // registrar_health). A throttle also returns its retry-after seconds for
-// the header. An error it cannot map returns errInternal (wrapped with what
+// the header. An error it cannot map returns ErrUnmappable (wrapped with what
 // was not mappable).
-func refusalFor(err error) (status int, body RefusalResponse, retryAfter uint64, ierr error) {
+func RefusalFor(err error) (status int, body RefusalResponse, retryAfter uint64, ierr error) {
 	var (
 		ref *registrar.RefusedError
 		thr *registrar.ThrottledError
@@ -194,11 +194,11 @@ func refusalFor(err error) (status int, body RefusalResponse, retryAfter uint64,
 }
 
 func internalf(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{errInternal}, args...)...)
+	return fmt.Errorf("%w: "+format, append([]any{ErrUnmappable}, args...)...)
 }
 
 // asVerbError finds a wrapped verb error with errors.As; kept apart from
-// refusalFor so that only this rare path pays for the escaping targets.
+// RefusalFor so that only this rare path pays for the escaping targets.
 func asVerbError(err error) (*registrar.ThrottledError, *registrar.RefusedError, *registrar.UnavailableError) {
 	var (
 		thr *registrar.ThrottledError

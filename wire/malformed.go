@@ -21,11 +21,13 @@ type MalformedError struct {
 func (e *MalformedError) Error() string { return "wire: malformed request: " + e.Detail }
 
 func malformedf(format string, args ...any) *MalformedError {
-	return &MalformedError{Detail: boundDetail(fmt.Sprintf(format, args...))}
+	return &MalformedError{Detail: BoundDetail(fmt.Sprintf(format, args...))}
 }
 
-// boundDetail cuts s to MaxDetailBytes on a UTF-8 boundary.
-func boundDetail(s string) string {
+// BoundDetail cuts s to MaxDetailBytes on a UTF-8 boundary (an empty s
+// becomes "malformed request"): every detail and logged error text a
+// caller can provoke goes through it.
+func BoundDetail(s string) string {
 	if s == "" {
 		return "malformed request"
 	}

@@ -9,6 +9,13 @@ import (
 // it and every response does.
 const ProtocolVersion = 1
 
+// The endpoints.
+const (
+	PathMint       = "/v1/mint"
+	PathDeregister = "/v1/deregister"
+	PathHealth     = "/v1/health"
+)
+
 // MaxBodyBytes bounds a request body (64 KiB). A longer body is answered
 // RequestMalformed (400).
 const MaxBodyBytes = 64 << 10

@@ -16,6 +16,23 @@ const (
 	deregisterBody = `{"protocol_version":1,"service_name":"review","host":"h1","instance":7,"component":"review","idempotency_key":"k1"}`
 )
 
+// goodMint and goodDeregister are the requests mintBody and deregisterBody
+// spell, without their idempotency key.
+func goodMint() wire.MintRequest {
+	return wire.MintRequest{
+		ServiceName: "review",
+		Host:        "h1",
+		Instance:    7,
+		Component:   "review",
+		Spec:        wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"},
+		WrapTTL:     300,
+	}
+}
+
+func goodDeregister() wire.DeregisterRequest {
+	return wire.DeregisterRequest{ServiceName: "review", Host: "h1", Instance: 7, Component: "review"}
+}
+
 // replaceMember returns body with the first occurrence of old replaced.
 func replaceMember(body, old, new string) string {
 	if !strings.Contains(body, old) {

@@ -15,7 +15,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/daemon"
 	"github.com/registrar-otel/registrar-otel/internal/privdir"
-	"github.com/registrar-otel/registrar-otel/wire"
+	"github.com/registrar-otel/registrar-otel/server"
 )
 
 // pathFinding is what serve would do with one path of the configuration.
@@ -51,7 +51,7 @@ func (r *checkResult) path(key, path, state, format string, args ...any) {
 // they open them, worded with their error values.
 func checkPaths(res *checkResult, cfg *config.Config) {
 	r := &cfg.Registrar
-	wireRefuse := func(path, problem string) string { return fmt.Sprintf("%v: %s %s", wire.ErrUnsafeDir, path, problem) }
+	wireRefuse := func(path, problem string) string { return fmt.Sprintf("%v: %s %s", server.ErrUnsafeDir, path, problem) }
 	embeddedRefuse := func(path, problem string) string {
 		return (&embedded.UnsafeStateError{Path: path, Problem: problem}).Error()
 	}
@@ -163,14 +163,14 @@ func checkSocket(res *checkResult, path, group string) {
 		res.path(key, path, pathRefuse, "%v", unwrapPath(err))
 		return
 	case fi.Mode().Type() != fs.ModeSocket:
-		res.path(key, path, pathRefuse, "%v: %s (mode %s); remove it or choose another socket_path", wire.ErrNotSocket, path, fi.Mode())
+		res.path(key, path, pathRefuse, "%v: %s (mode %s); remove it or choose another socket_path", server.ErrNotSocket, path, fi.Mode())
 		return
 	}
 	c, err := net.DialTimeout("unix", path, time.Second)
 	switch {
 	case err == nil:
 		c.Close()
-		res.path(key, path, pathInUse, "a daemon is listening on it now; a second serve with this configuration would refuse it (%v)", wire.ErrSocketInUse)
+		res.path(key, path, pathInUse, "a daemon is listening on it now; a second serve with this configuration would refuse it (%v)", server.ErrSocketInUse)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		res.path(key, path, pathStale, "a socket nobody answers on (left by a stopped daemon); serve replaces it")
 	default:

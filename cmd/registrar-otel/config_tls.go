@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/config"
-	"github.com/registrar-otel/registrar-otel/wire"
+	"github.com/registrar-otel/registrar-otel/server"
 )
 
 // tlsFinding is one TLS file config check read.
@@ -82,7 +82,7 @@ func checkTLS(res *checkResult, cfg *config.Config) {
 	// What serve itself does with the three files, so the two never
 	// disagree.
 	if ok && certPEM != nil && keyPEM != nil && caPEM != nil {
-		if _, err := wire.ServerTLSConfig(r.TLSCertFile, r.TLSKeyFile, r.TLSClientCAFile); err != nil {
+		if _, err := server.ServerTLSConfig(r.TLSCertFile, r.TLSKeyFile, r.TLSClientCAFile); err != nil {
 			res.errorf("registrar.tls_listen", "registrar.tls_listen: serve would refuse the TLS files: %v", err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/backend/embedded"
 	"github.com/registrar-otel/registrar-otel/internal/privdir"
+	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -62,7 +63,7 @@ func troubleshootingMessages(t *testing.T) map[string]string {
 	if err := os.WriteFile(notSock, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := wire.ListenUnix(notSock); err == nil {
+	if _, err := server.ListenUnix(notSock); err == nil {
 		t.Fatal("ListenUnix on a regular file succeeded")
 	} else {
 		msgs["not-a-socket-serve"] = strings.ReplaceAll(err.Error(), notSock, sock)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -284,7 +285,7 @@ func TestServePlaysItsPartUnderSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, uid := range []int{uidA, uidB} {
-		if id := wire.UnixIdentity(uint32(uid)); !bytes.Contains(active, []byte(`"caller_identity":"`+id+`"`)) {
+		if id := server.UnixIdentity(uint32(uid)); !bytes.Contains(active, []byte(`"caller_identity":"`+id+`"`)) {
 			t.Errorf("no record of %s:\n%s", id, active)
 		}
 	}

@@ -1,0 +1,662 @@
+package server
+
+// Tests of the connection budgets over in-memory pipes inside a synctest
+// bubble: the eviction, refusal and timeout rules are checked as what
+// happens to which connection, on fake time, so nothing sleeps and nothing
+// depends on the machine's speed.
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"github.com/registrar-otel/registrar-otel/wire"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/health"
+	"github.com/registrar-otel/registrar-otel/internal/testing/pkitest"
+	"github.com/registrar-otel/registrar-otel/registrar"
+)
+
+// identities maps the server end of a pipe to the identity the test gives
+// it (pipes have no peer credentials).
+type identities struct{ m sync.Map }
+
+func (ids *identities) identify(c net.Conn) connIdentity {
+	if v, ok := ids.m.Load(c); ok {
+		return connIdentity{id: v.(string)}
+	}
+	return connIdentity{id: "test"}
+}
+
+// dialAs queues a connection of identity id.
+func dialAs(l *pipeListener, ids *identities, id string) net.Conn {
+	c, s := net.Pipe()
+	ids.m.Store(s, id)
+	l.queue <- s
+	return c
+}
+
+// budgetServer is pipeServer with per-test identities.
+func budgetServer(t *testing.T, o Options) (*Server, *pipeListener, *identities, chan error) {
+	t.Helper()
+	ids := &identities{}
+	s, l, served := pipeServerWith(t, o, ids.identify)
+	return s, l, ids, served
+}
+
+func pipeServerWith(t *testing.T, o Options, identify func(net.Conn) connIdentity) (*Server, *pipeListener, chan error) {
+	t.Helper()
+	if o.Health == nil {
+		o.Health = newTestHolder(t)
+	}
+	if o.Verbs == nil {
+		o.Verbs = stubVerbs{}
+	}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.identifyOther = identify
+	l := newPipeListener()
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(l) }()
+	return s, l, served
+}
+
+// isClosed reports whether the server has closed c: a read fails with
+// something other than its own (fake-clock) deadline.
+func isClosed(c net.Conn) bool {
+	_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
+	defer c.SetReadDeadline(time.Time{})
+	var b [1]byte
+	_, err := c.Read(b[:])
+	var ne net.Error
+	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+}
+
+func newTestHolder(t *testing.T) *health.Holder {
+	t.Helper()
+	h, err := health.NewHolder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func getHealth(t *testing.T, c net.Conn) int {
+	t.Helper()
+	return roundTrip(t, c, bufio.NewReader(c), healthRequest).StatusCode
+}
+
+func rejected(s *Server, k ListenerKind, r Reason) uint64 { return s.Stats().Rejected[k][r] }
+
+func TestAtTheCapTheOldestIdleConnectionIsClosedForTheNewcomer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, l, _, served := budgetServer(t, Options{UnixMaxConns: 2})
+		a := l.dial()
+		if st := getHealth(t, a); st != 200 {
+			t.Fatalf("a: status %d", st)
+		}
+		time.Sleep(time.Second)
+		b := l.dial()
+		if st := getHealth(t, b); st != 200 {
+			t.Fatalf("b: status %d", st)
+		}
+		synctest.Wait()
+		if got := s.Stats().Connections[ListenerUnix]; got != 2 {
+			t.Fatalf("connections got %d, want 2", got)
+		}
+
+		c := l.dial()
+		if st := getHealth(t, c); st != 200 {
+			t.Fatalf("the newcomer got status %d, want 200", st)
+		}
+		synctest.Wait()
+		if !isClosed(a) {
+			t.Fatal("the oldest idle connection is still open")
+		}
+		if isClosed(b) {
+			t.Fatal("the younger idle connection was closed, want the oldest")
+		}
+		if st := getHealth(t, b); st != 200 {
+			t.Fatalf("b after the eviction: status %d", st)
+		}
+		if got := rejected(s, ListenerUnix, ReasonIdleEvicted); got != 1 {
+			t.Errorf("idle_evicted got %d, want 1", got)
+		}
+		if got := s.Stats().Connections[ListenerUnix]; got != 2 {
+			t.Errorf("connections got %d, want 2", got)
+		}
+		for _, c := range []net.Conn{a, b, c} {
+			c.Close()
+		}
+		shutdown(t, s, served)
+	})
+}
+
+// blockingMint is a verbs stub whose mints wait for release.
+func blockingMint(entered chan<- struct{}, release <-chan struct{}) stubVerbs {
+	return stubVerbs{mint: func(context.Context, registrar.MintRequest) (registrar.MintResult, error) {
+		entered <- struct{}{}
+		<-release
+		return registrar.MintResult{RequestID: "r.1", RegistrationID: "h1-review-007", Outcome: registrar.FirstMint}, nil
+	}}
+}
+
+const mintBodyForPipes = `{"protocol_version":1,"service_name":"review","host":"h1","instance":7,"component":"review","spec":{"component":"review","service_name":"review","reload":"r"},"wrap_ttl":300}`
+
+var mintRequest = "POST /v1/mint HTTP/1.1\r\nHost: registrar\r\nContent-Type: application/json\r\nContent-Length: " +
+	strconv.Itoa(len(mintBodyForPipes)) + "\r\n\r\n" + mintBodyForPipes
+
+// startMint sends a mint on c and returns its status when answered.
+func startMint(t *testing.T, c net.Conn) <-chan int {
+	status := make(chan int, 1)
+	go func() {
+		if _, err := io.WriteString(c, mintRequest); err != nil {
+			status <- -1
+			return
+		}
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			status <- -1
+			return
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		status <- res.StatusCode
+	}()
+	return status
+}
+
+func TestANewcomerIsRefusedOnlyWhenEverySlotHasARequestInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered, release := make(chan struct{}, 4), make(chan struct{})
+		s, l, _, served := budgetServer(t, Options{UnixMaxConns: 1, Verbs: blockingMint(entered, release)})
+		a := l.dial()
+		status := startMint(t, a)
+		<-entered
+
+		b := l.dial()
+		synctest.Wait()
+		if !isClosed(b) {
+			t.Fatal("a newcomer was kept while the only slot had a request in flight")
+		}
+		if got := rejected(s, ListenerUnix, ReasonConnCap); got != 1 {
+			t.Errorf("conn_cap got %d, want 1", got)
+		}
+		if got := rejected(s, ListenerUnix, ReasonIdleEvicted); got != 0 {
+			t.Errorf("idle_evicted got %d, want 0: a busy connection was evicted", got)
+		}
+		close(release)
+		if st := <-status; st != 200 {
+			t.Fatalf("the in-flight mint got %d, want 200", st)
+		}
+		// Now idle, the first connection gives way to the next newcomer.
+		synctest.Wait()
+		c := l.dial()
+		if st := getHealth(t, c); st != 200 {
+			t.Fatalf("newcomer after the request finished: status %d", st)
+		}
+		synctest.Wait()
+		if !isClosed(a) {
+			t.Error("the idle connection was not evicted for the newcomer")
+		}
+		a.Close()
+		b.Close()
+		c.Close()
+		shutdown(t, s, served)
+	})
+}
+
+func TestOneIdentityCannotHoldEverySlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered, release := make(chan struct{}, 4), make(chan struct{})
+		s, l, ids, served := budgetServer(t, Options{UnixMaxConns: 4, MaxConnsPerIdentity: 2, Verbs: blockingMint(entered, release)})
+		x1 := dialAs(l, ids, "x")
+		if st := getHealth(t, x1); st != 200 {
+			t.Fatal(st)
+		}
+		time.Sleep(time.Second)
+		y1 := dialAs(l, ids, "y")
+		if st := getHealth(t, y1); st != 200 {
+			t.Fatal(st)
+		}
+		time.Sleep(time.Second)
+		x2 := dialAs(l, ids, "x")
+		if st := getHealth(t, x2); st != 200 {
+			t.Fatal(st)
+		}
+		// x is at its cap: its own oldest idle connection goes, not y's
+		// (which is older still).
+		x3 := dialAs(l, ids, "x")
+		if st := getHealth(t, x3); st != 200 {
+			t.Fatal(st)
+		}
+		synctest.Wait()
+		if !isClosed(x1) {
+			t.Fatal("x's oldest connection is still open with x at its cap")
+		}
+		if isClosed(y1) {
+			t.Fatal("y's connection was closed for x's newcomer")
+		}
+		if got := rejected(s, ListenerUnix, ReasonIdleEvicted); got != 1 {
+			t.Errorf("idle_evicted got %d, want 1", got)
+		}
+
+		// Both of x's slots busy: x's next newcomer is refused, y's is not.
+		s2, s3 := startMint(t, x2), startMint(t, x3)
+		<-entered
+		<-entered
+		x4 := dialAs(l, ids, "x")
+		synctest.Wait()
+		if !isClosed(x4) {
+			t.Fatal("x got a third connection past its cap of 2 with both busy")
+		}
+		if got := rejected(s, ListenerUnix, ReasonIdentityConnCap); got != 1 {
+			t.Errorf("identity_conn_cap got %d, want 1", got)
+		}
+		y2 := dialAs(l, ids, "y")
+		if st := getHealth(t, y2); st != 200 {
+			t.Fatalf("y's newcomer got %d while x was at its cap", st)
+		}
+		close(release)
+		if a, b := <-s2, <-s3; a != 200 || b != 200 {
+			t.Fatalf("x's mints got %d and %d", a, b)
+		}
+		// The identity map holds only identities with a connection.
+		synctest.Wait()
+		for _, c := range []net.Conn{x1, x2, x3, x4, y1, y2} {
+			c.Close()
+		}
+		synctest.Wait()
+		if st := s.Stats(); st.Connections[ListenerUnix] != 0 {
+			t.Errorf("connections got %d after every client closed, want 0", st.Connections[ListenerUnix])
+		}
+		shutdown(t, s, served)
+	})
+}
+
+func TestAConnectionStillSendingItsHeadersIsEvictable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, l, _, served := budgetServer(t, Options{UnixMaxConns: 1})
+		slow := l.dial()
+		if _, err := io.WriteString(slow, "GET /v1/health HTTP/1.1\r\nHo"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		c := l.dial()
+		if st := getHealth(t, c); st != 200 {
+			t.Fatalf("newcomer got %d while a slowloris held the slot", st)
+		}
+		synctest.Wait()
+		if !isClosed(slow) {
+			t.Fatal("the slow connection still holds the slot")
+		}
+		if got := rejected(s, ListenerUnix, ReasonIdleEvicted); got != 1 {
+			t.Errorf("idle_evicted got %d, want 1", got)
+		}
+		slow.Close()
+		c.Close()
+		shutdown(t, s, served)
+	})
+}
+
+func TestHeaderTimeoutsAreCountedAndIdleTimeoutsAreNot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, l, _, served := budgetServer(t, Options{ReadHeaderTimeout: 2 * time.Second, IdleTimeout: 7 * time.Second})
+		partial := l.dial()
+		silent := l.dial()
+		if _, err := io.WriteString(partial, "GET /v1/health HTTP/1.1\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		idle := l.dial()
+		if st := getHealth(t, idle); st != 200 {
+			t.Fatal(st)
+		}
+		// Past the header timeout: the partial and the silent connection
+		// are closed and counted.
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if !isClosed(partial) || !isClosed(silent) {
+			t.Fatal("a connection without its headers outlived the header timeout")
+		}
+		if got := rejected(s, ListenerUnix, ReasonHeaderTimeout); got != 2 {
+			t.Errorf("header_timeout got %d, want 2", got)
+		}
+		// Past the idle timeout: the idle keep-alive connection is closed,
+		// which is no rejection.
+		time.Sleep(8 * time.Second)
+		synctest.Wait()
+		if !isClosed(idle) {
+			t.Fatal("the idle connection outlived the idle timeout")
+		}
+		if got := rejected(s, ListenerUnix, ReasonHeaderTimeout); got != 2 {
+			t.Errorf("header_timeout got %d after an idle timeout, want still 2", got)
+		}
+		// A kept-alive connection that starts its next request and stalls
+		// is a header timeout again.
+		again := l.dial()
+		if st := getHealth(t, again); st != 200 {
+			t.Fatal(st)
+		}
+		// (net/http may answer the broken request line with a plain 400
+		// before closing: read it, as a socket's buffer would take it.)
+		drained := readUntilClosed(again)
+		if _, err := io.WriteString(again, "GET /v1/he"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		<-drained
+		synctest.Wait()
+
+		if got := rejected(s, ListenerUnix, ReasonHeaderTimeout); got != 3 {
+			t.Errorf("header_timeout got %d, want 3", got)
+		}
+		// A request that closes its connection: net/http aborts its
+		// background read with a past deadline, which is no header timeout.
+		closing := l.dial()
+		drainedClosing := readUntilClosed(closing)
+		if _, err := io.WriteString(closing, "GET /v1/health HTTP/1.1\r\nHost: registrar\r\nConnection: close\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		<-drainedClosing
+		synctest.Wait()
+		if got := rejected(s, ListenerUnix, ReasonHeaderTimeout); got != 3 {
+			t.Errorf("header_timeout got %d after a Connection: close request, want still 3", got)
+		}
+		for _, c := range []net.Conn{partial, silent, idle, again, closing} {
+			c.Close()
+		}
+		shutdown(t, s, served)
+	})
+}
+
+// logRecorder keeps the records logged through it.
+type logRecorder struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (h *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (h *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, r.Clone())
+	return nil
+}
+func (h *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *logRecorder) WithGroup(string) slog.Handler      { return h }
+
+// rejections returns the WARN rejection lines as maps of their attributes.
+func (h *logRecorder) rejections() []map[string]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []map[string]string
+	for _, r := range h.records {
+		if r.Level != slog.LevelWarn || r.Message != "wire: rejected" {
+			continue
+		}
+		m := map[string]string{}
+		r.Attrs(func(a slog.Attr) bool {
+			m[a.Key] = a.Value.String()
+			return true
+		})
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestRejectionWarningsAreRateLimitedAndCountWhatTheySuppressed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &logRecorder{}
+		s, l, _, served := budgetServer(t, Options{Logger: slog.New(rec), RejectionLogInterval: 10 * time.Second, IdleTimeout: time.Minute})
+		c := l.dial()
+		br := bufio.NewReader(c)
+		get := "GET /nowhere HTTP/1.1\r\nHost: registrar\r\n\r\n"
+		for range 5 {
+			if res := roundTrip(t, c, br, get); res.StatusCode != 400 {
+				t.Fatalf("status %d, want 400", res.StatusCode)
+			}
+		}
+		lines := rec.rejections()
+		if len(lines) != 1 {
+			t.Fatalf("%d WARN lines for 5 rejections within the interval, want 1: %v", len(lines), lines)
+		}
+		if lines[0]["reason"] != "malformed" || lines[0]["listener"] != "unix" || lines[0]["suppressed"] != "0" {
+			t.Errorf("first line %v, want reason malformed, listener unix, suppressed 0", lines[0])
+		}
+		time.Sleep(11 * time.Second)
+		if res := roundTrip(t, c, br, get); res.StatusCode != 400 {
+			t.Fatalf("status %d, want 400", res.StatusCode)
+		}
+		lines = rec.rejections()
+		if len(lines) != 2 {
+			t.Fatalf("%d WARN lines after the interval, want 2", len(lines))
+		}
+		if lines[1]["suppressed"] != "4" {
+			t.Errorf("second line says %s suppressed, want 4", lines[1]["suppressed"])
+		}
+		if got := rejected(s, ListenerUnix, ReasonMalformed); got != 6 {
+			t.Errorf("malformed got %d, want 6: every rejection is counted, logged or not", got)
+		}
+		c.Close()
+		shutdown(t, s, served)
+	})
+}
+
+func TestEvictionBetweenHeadersAndHandlerStopsTheRequest(t *testing.T) {
+	cs := &connSet{conns: map[*trackedConn]struct{}{}, byIdentity: map[string]int{}}
+	c := &trackedConn{set: cs, evicted: true}
+	if cs.begin(c) {
+		t.Fatal("begin admitted a request on an evicted connection")
+	}
+	c.evicted = false
+	if !cs.begin(c) || !c.busy {
+		t.Fatal("begin refused a live connection")
+	}
+}
+
+// ---------------------------------------------------------------------------
+// TLS, over pipes: the server's own handshakes.
+
+// pipePKI is a CA and a server certificate for "registrar", made inside
+// the bubble so that their validity matches its clock.
+type pipePKI struct {
+	*pkitest.CA
+	server tls.Certificate
+}
+
+func newPipePKI(t *testing.T) *pipePKI {
+	t.Helper()
+	ca := pkitest.New(t)
+	return &pipePKI{CA: ca, server: ca.Issue(t, pkitest.Options{DNS: []string{"registrar"}, Usage: x509.ExtKeyUsageServerAuth})}
+}
+
+func (p *pipePKI) serverConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{p.server},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: p.Pool(), NextProtos: []string{"http/1.1"},
+	}
+}
+
+// tlsPipeServer serves a TLS listener made of pipes.
+func tlsPipeServer(t *testing.T, o Options, p *pipePKI) (*Server, *pipeListener, chan error) {
+	t.Helper()
+	if o.Health == nil {
+		o.Health = newTestHolder(t)
+	}
+	if o.Verbs == nil {
+		o.Verbs = stubVerbs{}
+	}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newPipeListener()
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(&tlsListener{Listener: l, config: p.serverConfig()}) }()
+	return s, l, served
+}
+
+// tlsDial handshakes over a new pipe with the given client certificate
+// (none when cert is nil).
+func tlsDial(l *pipeListener, p *pipePKI, cert *tls.Certificate) (*tls.Conn, error) {
+	cfg := &tls.Config{RootCAs: p.Pool(), ServerName: "registrar", NextProtos: []string{"http/1.1"}}
+	if cert != nil {
+		cfg.Certificates = []tls.Certificate{*cert}
+	}
+	c := tls.Client(l.dial(), cfg)
+	if err := c.Handshake(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// tlsRefused reports whether the server refuses a handshake with cert. In
+// TLS 1.3 the client's side is done before the server has checked the
+// client's certificate: the refusal arrives as an alert on the first read.
+func tlsRefused(l *pipeListener, p *pipePKI, cert *tls.Certificate) bool {
+	c, err := tlsDial(l, p, cert)
+	if err != nil {
+		return true
+	}
+	defer c.Close()
+	var b [1]byte
+	_, err = c.Read(b[:])
+	return err != nil
+}
+
+func TestTLSHandshakesHaveTheirOwnBudgetAndTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPipePKI(t)
+		rec := &logRecorder{}
+		s, l, served := tlsPipeServer(t, Options{TLSHandshakeMaxConns: 2, TLSHandshakeTimeout: 2 * time.Second, Logger: slog.New(rec)}, p)
+		// Three connections that never start their handshake: the budget
+		// of 2 closes the oldest.
+		var silent []net.Conn
+		for range 3 {
+			silent = append(silent, l.dial())
+			time.Sleep(100 * time.Millisecond)
+			synctest.Wait()
+		}
+		if !isClosed(silent[0]) {
+			t.Fatal("the oldest pre-handshake connection is still open past the budget")
+		}
+		if got := rejected(s, ListenerTLS, ReasonHandshakeCap); got != 1 {
+			t.Errorf("handshake_cap got %d, want 1", got)
+		}
+		if got := s.Stats().Handshaking[ListenerTLS]; got != 2 {
+			t.Errorf("handshaking got %d, want 2", got)
+		}
+		// An authenticated caller still gets through at once, its own
+		// handshake taking the place of the oldest silent one.
+		cert := p.Client(t, "spiffe://registrar.test/ctl")
+		c, err := tlsDial(l, p, &cert)
+		if err != nil {
+			t.Fatalf("an authenticated caller's handshake failed behind the silent ones: %v", err)
+		}
+		if st := getHealth(t, c); st != 200 {
+			t.Fatalf("status %d", st)
+		}
+		if got := s.Stats().Connections[ListenerTLS]; got != 1 {
+			t.Errorf("established TLS connections got %d, want 1", got)
+		}
+		// The rest time out.
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		for i, sc := range silent {
+			if !isClosed(sc) {
+				t.Errorf("silent connection %d outlived the handshake timeout", i)
+			}
+		}
+		if got := rejected(s, ListenerTLS, ReasonHandshakeTimeout) + rejected(s, ListenerTLS, ReasonHandshakeCap); got != 3 {
+			t.Errorf("handshake_timeout + handshake_cap got %d, want 3", got)
+		}
+		if got := s.Stats().Handshaking[ListenerTLS]; got != 0 {
+			t.Errorf("handshaking got %d after the timeouts, want 0", got)
+		}
+		if st := getHealth(t, c); st != 200 {
+			t.Fatalf("the authenticated connection after the timeouts: status %d", st)
+		}
+		// Nothing unauthenticated reached the unix side of the accounting.
+		if got := s.Stats().Connections[ListenerUnix]; got != 0 {
+			t.Errorf("unix connections got %d, want 0", got)
+		}
+		c.Close()
+		for _, sc := range silent {
+			sc.Close()
+		}
+		shutdown(t, s, served)
+	})
+}
+
+func TestRejectedCertificatesAndMissingIdentitiesAreCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPipePKI(t)
+		rec := &logRecorder{}
+		s, l, served := tlsPipeServer(t, Options{Logger: slog.New(rec)}, p)
+
+		if !tlsRefused(l, p, nil) {
+			t.Fatal("a handshake without a client certificate succeeded")
+		}
+		rogue := pkitest.New(t).Client(t, "spiffe://elsewhere/x")
+		if !tlsRefused(l, p, &rogue) {
+			t.Fatal("a handshake with another CA's certificate succeeded")
+		}
+		wrongEKU := p.Issue(t, pkitest.Options{URIs: []string{"spiffe://registrar.test/x"}, Usage: x509.ExtKeyUsageServerAuth})
+		if !tlsRefused(l, p, &wrongEKU) {
+			t.Fatal("a handshake with a server-auth-only certificate succeeded")
+		}
+		synctest.Wait()
+		if got := rejected(s, ListenerTLS, ReasonTLSHandshake); got != 3 {
+			t.Errorf("tls_handshake got %d, want 3", got)
+		}
+		lines := rec.rejections()
+		if len(lines) != 1 || lines[0]["reason"] != "tls_handshake" || lines[0]["error"] == "" || lines[0]["remote"] == "" {
+			t.Errorf("WARN lines %v, want one tls_handshake line with the error and the remote address", lines)
+		}
+
+		noSAN := p.Client(t)
+		c, err := tlsDial(l, p, &noSAN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := roundTrip(t, c, bufio.NewReader(c), mintRequest)
+		if res.StatusCode != 400 {
+			t.Fatalf("a caller without an identity got %d, want 400", res.StatusCode)
+		}
+		if got := rejected(s, ListenerTLS, ReasonNoIdentity); got != 1 {
+			t.Errorf("no_identity got %d, want 1", got)
+		}
+		if got := rejected(s, ListenerTLS, ReasonMalformed); got != 0 {
+			t.Errorf("malformed got %d, want 0 (counted as no_identity)", got)
+		}
+		c.Close()
+		shutdown(t, s, served)
+	})
+}
+
+func TestAnOverLongCertificateIdentityIsNoIdentity(t *testing.T) {
+	long := "spiffe://registrar.test/" + strings.Repeat("a", wire.MaxIdentityBytes)
+	u, err := url.Parse(long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{URIs: []*url.URL{u}}}}}
+	if id, problem := tlsIdentity(cs); id != "" || !strings.Contains(problem, "longer than") {
+		t.Fatalf("got %q, %q; want no identity and a problem naming the bound", id, problem)
+	}
+}

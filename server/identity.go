@@ -1,0 +1,108 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// identityKey is the context key of a connection's caller identity.
+type identityKey struct{}
+
+// connIdentity is a connection's identity, or why it has none.
+type connIdentity struct {
+	id      string
+	problem string
+}
+
+// WithIdentity returns ctx carrying the caller identity the handler passes
+// to the verbs, for a transport the server does not know (and for tests of
+// Handler). The server's own connections set it from the peer credentials;
+// a TLS request's certificate identity takes precedence over it.
+func WithIdentity(ctx context.Context, identity string) context.Context {
+	return context.WithValue(ctx, identityKey{}, connIdentity{id: identity})
+}
+
+// unixIdentityPrefix starts every UnixIdentity; a certificate identity
+// starts with "registrar-client:" (certidentity.go), so the two never meet.
+const unixIdentityPrefix = "unix-peer:uid="
+
+// UnixIdentity is the identity of a unix-socket caller with user id uid.
+func UnixIdentity(uid uint32) string {
+	return unixIdentityPrefix + strconv.FormatUint(uint64(uid), 10)
+}
+
+// IsUnixIdentity reports whether identity is a unix-socket caller's (a
+// UnixIdentity): the daemon's limiter keeps those in its local pool
+// (limiter.Config.Local), apart from the certificate identities.
+func IsUnixIdentity(identity string) bool { return strings.HasPrefix(identity, unixIdentityPrefix) }
+
+// identify derives a unix connection's identity from SO_PEERCRED, read
+// once per connection. Only the uid is used: a pid (or anything else per
+// connection) would let a caller reset its bucket by reconnecting.
+func (s *Server) identify(c net.Conn) connIdentity {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		if s.identifyOther != nil {
+			return s.identifyOther(c)
+		}
+		return connIdentity{problem: "the connection has no caller identity (neither a unix socket nor mutual TLS)"}
+	}
+	uid, err := peerUID(uc)
+	if err != nil {
+		s.logger.LogAttrs(context.Background(), slog.LevelWarn, "unix peer credentials unavailable", slog.Any("error", err))
+		return connIdentity{problem: "the peer credentials of the connection could not be read"}
+	}
+	return connIdentity{id: UnixIdentity(uid)}
+}
+
+// connContext runs in the HTTP server's accept loop: it carries the
+// connection's budget entry and identity into every request's context.
+func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
+	tc := trackedOf(c)
+	if tc == nil {
+		return ctx
+	}
+	ctx = context.WithValue(ctx, connKey{}, tc)
+	return context.WithValue(ctx, identityKey{}, tc.ident)
+}
+
+// listenerOf is the kind of listener a request came in on.
+func listenerOf(r *http.Request) ListenerKind {
+	if tc, ok := r.Context().Value(connKey{}).(*trackedConn); ok {
+		return tc.set.kind
+	}
+	if r.TLS != nil {
+		return ListenerTLS
+	}
+	return ListenerUnix
+}
+
+// identity returns the request's caller identity, or the problem that left
+// it unknown.
+func identity(r *http.Request) (id, problem string) {
+	if r.TLS != nil {
+		// A TLS connection this server accepted had its identity derived
+		// once, after its handshake, from the same verified state r.TLS
+		// holds: a flood over one connection does not derive it again on
+		// every request. The certificate takes precedence over any
+		// identity a context carries (WithIdentity).
+		if tc, ok := r.Context().Value(connKey{}).(*trackedConn); ok && tc.set.kind == ListenerTLS {
+			return tc.ident.id, tc.ident.problem
+		}
+		return tlsIdentity(r.TLS)
+	}
+	ci, ok := r.Context().Value(identityKey{}).(connIdentity)
+	switch {
+	case !ok:
+		return "", "the identity of the connection could not be determined"
+	case ci.problem != "":
+		return "", ci.problem
+	case ci.id == "":
+		return "", "the identity of the connection is empty"
+	}
+	return ci.id, ""
+}

@@ -1,0 +1,153 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/registrar-otel/registrar-otel/wire"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/health"
+)
+
+// Defaults for the zero values of Options.
+const (
+	// DefaultUnixMaxConns caps the unix listener's connections.
+	DefaultUnixMaxConns = 128
+	// DefaultTLSMaxConns caps the TLS listener's established connections.
+	DefaultTLSMaxConns = 128
+	// DefaultTLSHandshakeMaxConns caps the TLS connections still in their
+	// handshake.
+	DefaultTLSHandshakeMaxConns = 32
+	// DefaultTLSHandshakeTimeout bounds a TLS handshake.
+	DefaultTLSHandshakeTimeout = 3 * time.Second
+	// DefaultMaxConnsPerIdentity caps one identity's connections on each
+	// listener.
+	DefaultMaxConnsPerIdentity = 64
+	// DefaultRejectionLogInterval is the least time between two WARN lines
+	// of one (listener, reason).
+	DefaultRejectionLogInterval = 10 * time.Second
+)
+
+// Options configure a Server. Verbs and Health are required; a zero limit
+// or timeout means its default.
+type Options struct {
+	Verbs Verbs
+	// Health is the shared registrar_health snapshot, served on every
+	// response as it is (never computed per request).
+	Health *health.Holder
+	// Backup writes a consistent snapshot of the registry to w (the
+	// embedded backend's Backup) for GET /v1/admin/backup; nil answers
+	// AdminUnsupported.
+	Backup func(ctx context.Context, w io.Writer) (int64, error)
+	// Reload re-reads and applies the daemon's configuration for POST
+	// /v1/admin/reload; nil answers AdminUnsupported.
+	Reload func(ctx context.Context) wire.ReloadResult
+	// AdminAllowed says which unix uids may make administrative requests;
+	// nil means DefaultAdminAllowed (the daemon's own uid and root).
+	AdminAllowed func(uid uint32) bool
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+	// UnixMaxConns caps the connections of each unix listener (default
+	// 128); TLSMaxConns those of each TLS listener once their handshake is
+	// done (default 128). At the cap the oldest connection without a
+	// request in flight is closed to admit a newcomer; the newcomer is
+	// refused (closed) only when every connection has a request in flight.
+	UnixMaxConns, TLSMaxConns int
+	// TLSHandshakeMaxConns caps the connections of each TLS listener still
+	// in their handshake (default 32), apart from TLSMaxConns: at the cap
+	// the oldest is closed. TLSHandshakeTimeout bounds a handshake
+	// (default 3 s).
+	TLSHandshakeMaxConns int
+	TLSHandshakeTimeout  time.Duration
+	// MaxConnsPerIdentity caps one caller identity's connections on each
+	// listener (default 64); at the cap that identity's oldest idle
+	// connection is closed first.
+	MaxConnsPerIdentity int
+	// ReadHeaderTimeout bounds reading a request's headers, default 3 s.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, default 10 s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a request from the end of its headers to the end
+	// of its response, default 30 s.
+	WriteTimeout time.Duration
+	// IdleTimeout bounds a keep-alive connection's wait for its next
+	// request, default 15 s.
+	IdleTimeout time.Duration
+	// RejectionLogInterval is the least time between two WARN lines of
+	// one (listener, reason), default 10 s; each line says how many
+	// rejections were not logged since the previous one.
+	RejectionLogInterval time.Duration
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// check reports every option New refuses, all at once.
+func (o Options) check() error {
+	var errs []error
+	if o.Verbs == nil {
+		errs = append(errs, errors.New("wire: NewServer: nil Verbs"))
+	}
+	if o.Health == nil {
+		errs = append(errs, errors.New("wire: NewServer: nil Health"))
+	}
+	for _, n := range []struct {
+		name string
+		n    int
+	}{{"UnixMaxConns", o.UnixMaxConns}, {"TLSMaxConns", o.TLSMaxConns}, {"TLSHandshakeMaxConns", o.TLSHandshakeMaxConns}, {"MaxConnsPerIdentity", o.MaxConnsPerIdentity}} {
+		if n.n < 0 {
+			errs = append(errs, fmt.Errorf("wire: NewServer: %s %d is negative", n.name, n.n))
+		}
+	}
+	for _, t := range []struct {
+		name string
+		d    time.Duration
+	}{{"ReadHeaderTimeout", o.ReadHeaderTimeout}, {"ReadTimeout", o.ReadTimeout}, {"WriteTimeout", o.WriteTimeout}, {"IdleTimeout", o.IdleTimeout},
+		{"TLSHandshakeTimeout", o.TLSHandshakeTimeout}, {"RejectionLogInterval", o.RejectionLogInterval}} {
+		if t.d < 0 {
+			errs = append(errs, fmt.Errorf("wire: NewServer: %s %v is negative", t.name, t.d))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
+// withDefaults returns o with each zero limit or timeout (and a nil Logger)
+// replaced by its default.
+func (o Options) withDefaults() Options {
+	o.UnixMaxConns = orDefault(o.UnixMaxConns, DefaultUnixMaxConns)
+	o.TLSMaxConns = orDefault(o.TLSMaxConns, DefaultTLSMaxConns)
+	o.TLSHandshakeMaxConns = orDefault(o.TLSHandshakeMaxConns, DefaultTLSHandshakeMaxConns)
+	o.TLSHandshakeTimeout = orDefault(o.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
+	o.MaxConnsPerIdentity = orDefault(o.MaxConnsPerIdentity, DefaultMaxConnsPerIdentity)
+	o.ReadHeaderTimeout = orDefault(o.ReadHeaderTimeout, wire.DefaultReadHeaderTimeout)
+	o.ReadTimeout = orDefault(o.ReadTimeout, wire.DefaultReadTimeout)
+	o.WriteTimeout = orDefault(o.WriteTimeout, wire.DefaultWriteTimeout)
+	o.IdleTimeout = orDefault(o.IdleTimeout, wire.DefaultIdleTimeout)
+	o.RejectionLogInterval = orDefault(o.RejectionLogInterval, DefaultRejectionLogInterval)
+	if o.AdminAllowed == nil {
+		o.AdminAllowed = DefaultAdminAllowed
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// budget returns the caps of a listener of kind (the defaults filled in).
+func (o Options) budget(kind ListenerKind) budgetLimits {
+	l := budgetLimits{maxConns: o.UnixMaxConns, perIdentity: o.MaxConnsPerIdentity, maxHS: o.TLSHandshakeMaxConns}
+	if kind == ListenerTLS {
+		l.maxConns = o.TLSMaxConns
+	}
+	return l
+}
