@@ -16,6 +16,14 @@ import (
 // answer is reflection and, above all, re-validating and compacting the
 // registrar_health JSON: that is done once per health snapshot
 // (preparedHealth), not once per response.
+//
+// The figure, from BenchmarkEncode (encode_test.go), which keeps it true:
+// against json.Marshal on the same responses with the golden fixtures'
+// registrar_health, in one run on two shared cores (the last two of three
+// alternating runs), a mint's answer took 111-162 ns against 2.1-2.8 µs
+// (17-19×), a RegistrarBusy refusal 53-65 ns against 2.0-2.1 µs (31-40×) and
+// a health answer 14 ns against 1.8-1.9 µs (about 130×), with 0 allocations
+// against json.Marshal's 1 (384-640 B) per answer.
 
 // Encoder assembles response bodies as above, keeping the registrar_health
 // member of the last snapshot it saw prepared for embedding. The zero value
