@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/registrar-otel/registrar-otel/wire"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/registrar-otel/registrar-otel/wire"
 )
 
 // readRequest does everything before a verb runs: identity, content type,

@@ -11,7 +11,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"github.com/registrar-otel/registrar-otel/wire"
 	"io"
 	"log/slog"
 	"net"
@@ -27,6 +26,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/health"
 	"github.com/registrar-otel/registrar-otel/internal/testing/pkitest"
 	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/wire"
 )
 
 // identities maps the server end of a pipe to the identity the test gives
@@ -659,4 +659,74 @@ func TestAnOverLongCertificateIdentityIsNoIdentity(t *testing.T) {
 	if id, problem := tlsIdentity(cs); id != "" || !strings.Contains(problem, "longer than") {
 		t.Fatalf("got %q, %q; want no identity and a problem naming the bound", id, problem)
 	}
+}
+
+// TestAConnectionFlushingItsAnswerIsClosedOnlyOnceIdle holds mutant W1
+// (issue 28): an evicted connection flushing its answer is closed once idle,
+// never mid-answer.
+func TestAConnectionFlushingItsAnswerIsClosedOnlyOnceIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, l, _, served := budgetServer(t, Options{UnixMaxConns: 1})
+		a := l.dial()
+		// A pipe has no buffer: the server's flush blocks until a reads, so
+		// a stays "answered, being flushed" while the newcomer arrives.
+		if _, err := io.WriteString(a, healthRequest); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		b := l.dial()
+		synctest.Wait()
+		if got := rejected(s, ListenerUnix, ReasonIdleEvicted); got != 1 {
+			t.Fatalf("idle_evicted got %d, want 1: the flushing connection was not the one to give way", got)
+		}
+		res, err := http.ReadResponse(bufio.NewReader(a), nil)
+		if err != nil {
+			t.Fatalf("the evicted connection's answer was cut off: %v", err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != 200 || !strings.Contains(string(body), "registrar_health") {
+			t.Fatalf("the evicted connection's answer: status %d, body %q, err %v; want it whole", res.StatusCode, body, err)
+		}
+		synctest.Wait()
+		if !isClosed(a) {
+			t.Error("the evicted connection stayed open once idle")
+		}
+		if st := getHealth(t, b); st != 200 {
+			t.Errorf("the newcomer got %d", st)
+		}
+		a.Close()
+		b.Close()
+		shutdown(t, s, served)
+	})
+}
+
+// TestAClosedConnectionGivesItsIdentitySlotBack holds a claim a hand-made
+// mutant showed nothing held: a closed connection gives its identity's slot
+// back.
+func TestAClosedConnectionGivesItsIdentitySlotBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, l, ids, served := budgetServer(t, Options{UnixMaxConns: 16, MaxConnsPerIdentity: 2})
+		for round := range 3 {
+			x1, x2 := dialAs(l, ids, "x"), dialAs(l, ids, "x")
+			for _, c := range []net.Conn{x1, x2} {
+				if st := getHealth(t, c); st != 200 {
+					t.Fatalf("round %d: status %d", round, st)
+				}
+			}
+			x1.Close()
+			x2.Close()
+			synctest.Wait()
+			if got := s.Stats().Connections[ListenerUnix]; got != 0 {
+				t.Fatalf("round %d: connections got %d after both closed, want 0", round, got)
+			}
+		}
+		if got := rejected(s, ListenerUnix, ReasonIdentityConnCap); got != 0 {
+			t.Errorf("identity_conn_cap got %d, want 0: closed connections still counted against x", got)
+		}
+		if got := rejected(s, ListenerUnix, ReasonIdleEvicted); got != 0 {
+			t.Errorf("idle_evicted got %d, want 0: x was at its cap with closed connections", got)
+		}
+		shutdown(t, s, served)
+	})
 }

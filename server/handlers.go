@@ -3,10 +3,10 @@ package server
 import (
 	"context"
 	"fmt"
-	"github.com/registrar-otel/registrar-otel/wire"
 	"net/http"
 
 	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/wire"
 	"go.opentelemetry.io/otel/propagation"
 )
 

@@ -4,10 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"github.com/registrar-otel/registrar-otel/wire"
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/wire"
 )
 
 // handshake runs c's TLS handshake within the handshake timeout, then

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/registrar-otel/registrar-otel/wire"
 	"io"
 	"log/slog"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/health"
+	"github.com/registrar-otel/registrar-otel/wire"
 )
 
 // Defaults for the zero values of Options.

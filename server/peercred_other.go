@@ -4,9 +4,10 @@ package server
 
 import (
 	"errors"
-	"github.com/registrar-otel/registrar-otel/wire"
 	"io/fs"
 	"net"
+
+	"github.com/registrar-otel/registrar-otel/wire"
 )
 
 // peerUID is implemented on Linux only (SO_PEERCRED). Elsewhere a unix

@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"github.com/registrar-otel/registrar-otel/wire"
 	"io"
 	"net"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/health"
 	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/wire"
 )
 
 // pipeListener hands out the server ends of net.Pipe connections; its

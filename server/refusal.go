@@ -3,11 +3,11 @@ package server
 import (
 	"errors"
 	"fmt"
-	"github.com/registrar-otel/registrar-otel/wire"
 	"log/slog"
 	"net/http"
 
 	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/wire"
 )
 
 // refuse answers a verb error.

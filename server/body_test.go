@@ -1,12 +1,18 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
-	"github.com/registrar-otel/registrar-otel/wire"
 	"io"
+	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
+	"testing/synctest"
+
+	"github.com/registrar-otel/registrar-otel/wire"
 )
 
 // recordingBody is a request body of declared length whose reader either
@@ -66,4 +72,52 @@ func TestAFullyReadBodyIsClosedAndOnlyThen(t *testing.T) {
 			}
 		})
 	}
+}
+
+// paddedMint is the pipes' mint body padded with spaces (valid JSON) to n
+// bytes.
+func paddedMint(n int) string {
+	return mintBodyForPipes[:len(mintBodyForPipes)-1] + strings.Repeat(" ", n-len(mintBodyForPipes)) + "}"
+}
+
+// TestABodyOfExactlyMaxBodyBytesIsAccepted holds mutant W8 (issue 28): a
+// body of exactly MaxBodyBytes is accepted, one byte more is RequestMalformed.
+func TestABodyOfExactlyMaxBodyBytesIsAccepted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		minted := make(chan struct{}, 2)
+		release := make(chan struct{})
+		close(release)
+		s, l, _, served := budgetServer(t, Options{Verbs: blockingMint(minted, release)})
+		for _, tc := range []struct {
+			size   int
+			status int
+		}{{wire.MaxBodyBytes, 200}, {wire.MaxBodyBytes + 1, 400}} {
+			body := paddedMint(tc.size)
+			if len(body) != tc.size {
+				t.Fatalf("padded body has %d bytes, want %d", len(body), tc.size)
+			}
+			c := l.dial()
+			req := "POST /v1/mint HTTP/1.1\r\nHost: registrar\r\nContent-Type: application/json\r\nContent-Length: " +
+				strconv.Itoa(len(body)) + "\r\n\r\n" + body
+			// A refused body is not read: write it from its own goroutine.
+			go io.WriteString(c, req)
+			res, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("%d bytes: %v", tc.size, err)
+			}
+			answer, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != tc.status {
+				t.Errorf("a body of %d bytes got %d (%s), want %d", tc.size, res.StatusCode, answer, tc.status)
+			}
+			if tc.status == 400 && !strings.Contains(string(answer), "exceeds 65536 bytes") {
+				t.Errorf("a body of %d bytes: %s, want the bound named", tc.size, answer)
+			}
+			c.Close()
+		}
+		if got := len(minted); got != 1 {
+			t.Errorf("the verb ran %d times, want once (only the body within the bound)", got)
+		}
+		shutdown(t, s, served)
+	})
 }
