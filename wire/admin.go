@@ -3,11 +3,9 @@ package wire
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 )
 
@@ -54,23 +52,14 @@ func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	resp, err := c.hc.Do(hreq)
+	resp, err := c.send(hreq)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return 0, fmt.Errorf("wire: GET %s on %s: %w", PathBackup, c.endpoint, err)
+		return 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		var ae AdminError
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
-		if json.Unmarshal(body, &ae) != nil || ae.ID == "" {
-			return 0, fmt.Errorf("%s answered HTTP %d to a backup, not an administrative answer: %.200q", c.endpoint, resp.StatusCode, body)
-		}
-		ae.StatusCode = resp.StatusCode
-		return 0, &ae
+		return 0, c.adminRefusal(resp.StatusCode, body, "backup")
 	}
 	n, err := io.Copy(w, resp.Body)
 	if err != nil {
@@ -81,4 +70,16 @@ func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
 		return n, fmt.Errorf("backup from %s cut short: %d bytes received, the daemon reported %q", c.endpoint, n, resp.Trailer.Get("X-Backup-Bytes"))
 	}
 	return n, nil
+}
+
+// adminRefusal is the error of an administrative answer with status: the
+// *AdminError body holds, or an error saying the answer to what (a backup,
+// a reload) was not an administrative one.
+func (c *Client) adminRefusal(status int, body []byte, what string) error {
+	var ae AdminError
+	if json.Unmarshal(body, &ae) != nil || ae.ID == "" {
+		return fmt.Errorf("%s answered HTTP %d to a %s, not an administrative answer: %.200q", c.endpoint, status, what, body)
+	}
+	ae.StatusCode = status
+	return &ae
 }

@@ -250,15 +250,9 @@ func (c *Client) do(ctx context.Context, hreq *http.Request) (*Response, error) 
 	if c.propagator != nil {
 		c.propagator.Inject(ctx, propagation.HeaderCarrier(hreq.Header))
 	}
-	hres, err := c.hc.Do(hreq)
+	hres, err := c.send(hreq)
 	if err != nil {
-		// net/http wraps the cause in a *url.Error naming the request URL,
-		// which for the unix socket is a placeholder; name the endpoint.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, &sendError{fmt.Errorf("wire: %s %s on %s: %w", hreq.Method, hreq.URL.Path, c.endpoint, err)}
+		return nil, &sendError{err}
 	}
 	defer hres.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(hres.Body, MaxResponseBytes+1))
@@ -273,6 +267,21 @@ func (c *Client) do(ctx context.Context, hreq *http.Request) (*Response, error) 
 		return resp, fmt.Errorf("wire: %s %s: HTTP %d: %w", hreq.Method, hreq.URL.Path, hres.StatusCode, err)
 	}
 	return resp, nil
+}
+
+// send sends hreq. net/http wraps a failure's cause in a *url.Error naming
+// the request URL, which for the unix socket is a placeholder; send's error
+// names the method, the path and the endpoint instead.
+func (c *Client) send(hreq *http.Request) (*http.Response, error) {
+	hres, err := c.hc.Do(hreq)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("wire: %s %s on %s: %w", hreq.Method, hreq.URL.Path, c.endpoint, err)
+	}
+	return hres, nil
 }
 
 // anyResponse is the union of the response shapes.

@@ -74,13 +74,8 @@ func FuzzDecodeMint(f *testing.F) {
 			checkRejected(t, err)
 			return
 		}
-		m := generic(t, body)
-		agree(t, m, "service_name", req.ServiceName)
-		agree(t, m, "host", req.Host)
-		agree(t, m, "component", req.Component)
-		agree(t, m, "instance", uint64(req.Instance))
+		m := agreeShared(t, body, req.ServiceName, req.Host, req.Component, req.Instance, req.IdempotencyKey)
 		agree(t, m, "wrap_ttl", req.WrapTTL)
-		agree(t, m, "idempotency_key", req.IdempotencyKey)
 		spec, ok := m["spec"].(map[string]any)
 		if !ok {
 			t.Fatalf("accepted spec %v", m["spec"])
@@ -102,11 +97,19 @@ func FuzzDecodeDeregister(f *testing.F) {
 			checkRejected(t, err)
 			return
 		}
-		m := generic(t, body)
-		agree(t, m, "service_name", req.ServiceName)
-		agree(t, m, "host", req.Host)
-		agree(t, m, "component", req.Component)
-		agree(t, m, "instance", uint64(req.Instance))
-		agree(t, m, "idempotency_key", req.IdempotencyKey)
+		agreeShared(t, body, req.ServiceName, req.Host, req.Component, req.Instance, req.IdempotencyKey)
 	})
+}
+
+// agreeShared checks the members a mint and a deregister share against
+// encoding/json's reading of body, and returns that reading.
+func agreeShared(t *testing.T, body []byte, serviceName, host, component string, instance uint32, key string) map[string]any {
+	t.Helper()
+	m := generic(t, body)
+	agree(t, m, "service_name", serviceName)
+	agree(t, m, "host", host)
+	agree(t, m, "component", component)
+	agree(t, m, "instance", uint64(instance))
+	agree(t, m, "idempotency_key", key)
+	return m
 }

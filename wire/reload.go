@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 )
 
 // PathReload is the administrative endpoint of `registrar-otel reload`:
@@ -48,13 +46,9 @@ func (c *Client) Reload(ctx context.Context) (*ReloadResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.hc.Do(hreq)
+	resp, err := c.send(hreq)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("wire: POST %s on %s: %w", PathReload, c.endpoint, err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
@@ -69,10 +63,5 @@ func (c *Client) Reload(ctx context.Context) (*ReloadResult, error) {
 		}
 		return &res, nil
 	}
-	var ae AdminError
-	if json.Unmarshal(body, &ae) != nil || ae.ID == "" {
-		return nil, fmt.Errorf("%s answered HTTP %d to a reload, not an administrative answer: %.200q", c.endpoint, resp.StatusCode, body)
-	}
-	ae.StatusCode = resp.StatusCode
-	return nil, &ae
+	return nil, c.adminRefusal(resp.StatusCode, body, "reload")
 }
