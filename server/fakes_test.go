@@ -34,21 +34,23 @@ type fakeVerbs struct {
 var _ server.Verbs = (*fakeVerbs)(nil)
 
 func (f *fakeVerbs) Mint(ctx context.Context, req registrar.MintRequest) (registrar.MintResult, error) {
-	f.calls.Add(1)
-	if f.mint == nil {
-		f.t.Errorf("verbs reached: Mint(%+v)", req)
-		return registrar.MintResult{}, errors.New("unreachable")
-	}
-	return f.mint(ctx, req)
+	return reach(f, "Mint", f.mint, ctx, req)
 }
 
 func (f *fakeVerbs) Deregister(ctx context.Context, req registrar.DeregisterRequest) (registrar.DeregisterResult, error) {
+	return reach(f, "Deregister", f.deregister, ctx, req)
+}
+
+// reach counts a verb call and answers it with answer, or fails the test
+// when the verb has none (it must not be reached).
+func reach[Req, Res any](f *fakeVerbs, verb string, answer func(context.Context, Req) (Res, error), ctx context.Context, req Req) (Res, error) {
 	f.calls.Add(1)
-	if f.deregister == nil {
-		f.t.Errorf("verbs reached: Deregister(%+v)", req)
-		return registrar.DeregisterResult{}, errors.New("unreachable")
+	if answer == nil {
+		f.t.Errorf("verbs reached: %s(%+v)", verb, req)
+		var zero Res
+		return zero, errors.New("unreachable")
 	}
-	return f.deregister(ctx, req)
+	return answer(ctx, req)
 }
 
 // unreachableVerbs fails the test if either verb is called.

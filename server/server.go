@@ -217,41 +217,40 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 	}
 }
 
-// allowMethod reports whether r uses the endpoint's one method, answering
-// RequestMalformed with the Allow header (methodNotAllowed) when it does not.
-func (s *Server) allowMethod(w http.ResponseWriter, r *http.Request, method string) bool {
-	if r.Method != method {
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	method, serve := route(r.URL.Path)
+	switch {
+	case serve == nil:
+		s.malformed(w, r, http.StatusBadRequest, "unknown path: the endpoints are POST "+wire.PathMint+", POST "+wire.PathDeregister+" and GET "+wire.PathHealth)
+	case r.Method != method:
 		s.methodNotAllowed(w, r, method)
-		return false
+	default:
+		serve(s, w, r)
 	}
-	return true
 }
 
-func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	switch r.URL.Path {
+// route returns path's one method and its handler, or a nil handler for a
+// path the server does not serve. The handlers are method expressions, so
+// routing a request allocates nothing.
+func route(path string) (method string, serve func(*Server, http.ResponseWriter, *http.Request)) {
+	switch path {
 	case wire.PathMint:
-		if s.allowMethod(w, r, http.MethodPost) {
-			s.mint(w, r)
-		}
+		return http.MethodPost, (*Server).mint
 	case wire.PathDeregister:
-		if s.allowMethod(w, r, http.MethodPost) {
-			s.deregister(w, r)
-		}
+		return http.MethodPost, (*Server).deregister
 	case wire.PathHealth:
-		if s.allowMethod(w, r, http.MethodGet) {
-			s.write(w, http.StatusOK, &wire.HealthResponse{ProtocolVersion: wire.ProtocolVersion, RegistrarHealth: s.healthJSON()}, 0)
-		}
+		return http.MethodGet, (*Server).healthAnswer
 	case wire.PathBackup:
-		if s.allowMethod(w, r, http.MethodGet) {
-			s.backup(w, r)
-		}
+		return http.MethodGet, (*Server).backup
 	case wire.PathReload:
-		if s.allowMethod(w, r, http.MethodPost) {
-			s.reload(w, r)
-		}
-	default:
-		s.malformed(w, r, http.StatusBadRequest, "unknown path: the endpoints are POST "+wire.PathMint+", POST "+wire.PathDeregister+" and GET "+wire.PathHealth)
+		return http.MethodPost, (*Server).reload
 	}
+	return "", nil
+}
+
+// healthAnswer answers GET /v1/health: the registrar_health snapshot alone.
+func (s *Server) healthAnswer(w http.ResponseWriter, _ *http.Request) {
+	s.write(w, http.StatusOK, &wire.HealthResponse{ProtocolVersion: wire.ProtocolVersion, RegistrarHealth: s.healthJSON()}, 0)
 }
 
 // methodNotAllowed answers RequestMalformed with its one status, 400 (the
