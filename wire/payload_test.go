@@ -41,23 +41,32 @@ func replaceMember(body, old, new string) string {
 	return strings.Replace(body, old, new, 1)
 }
 
-// mintDecodeCase is one body for DecodeMint: accepted as want, or rejected
-// with a detail containing wantDetail.
-type mintDecodeCase struct {
+// decodeCase is one body for a decoder: accepted as want, or rejected with
+// a detail containing wantDetail.
+type decodeCase[R comparable] struct {
 	name       string
 	body       string
-	want       wire.MintRequest
+	want       R
 	wantDetail string
 }
 
-func wantMint(mut func(*wire.MintRequest)) wire.MintRequest {
-	r := goodMint()
-	r.ProtocolVersion = 1
-	r.IdempotencyKey = "k1"
+type (
+	mintDecodeCase       = decodeCase[wire.MintRequest]
+	deregisterDecodeCase = decodeCase[wire.DeregisterRequest]
+)
+
+// mutated returns r changed by mut (if any).
+func mutated[R any](r R, mut func(*R)) R {
 	if mut != nil {
 		mut(&r)
 	}
 	return r
+}
+
+func wantMint(mut func(*wire.MintRequest)) wire.MintRequest {
+	r := goodMint()
+	r.ProtocolVersion, r.IdempotencyKey = 1, "k1"
+	return mutated(r, mut)
 }
 
 func mintDecodeCases() []mintDecodeCase {
@@ -125,21 +134,10 @@ func mintDecodeCases() []mintDecodeCase {
 	}
 }
 
-type deregisterDecodeCase struct {
-	name       string
-	body       string
-	want       wire.DeregisterRequest
-	wantDetail string
-}
-
 func wantDeregister(mut func(*wire.DeregisterRequest)) wire.DeregisterRequest {
 	r := goodDeregister()
-	r.ProtocolVersion = 1
-	r.IdempotencyKey = "k1"
-	if mut != nil {
-		mut(&r)
-	}
-	return r
+	r.ProtocolVersion, r.IdempotencyKey = 1, "k1"
+	return mutated(r, mut)
 }
 
 func deregisterDecodeCases() []deregisterDecodeCase {
@@ -177,27 +175,18 @@ func checkRejection(t *testing.T, err error, want string) {
 }
 
 func TestDecodeMint(t *testing.T) {
-	for _, tc := range mintDecodeCases() {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := wire.DecodeMint([]byte(tc.body))
-			if tc.wantDetail != "" {
-				checkRejection(t, err, tc.wantDetail)
-				return
-			}
-			if err != nil {
-				t.Fatalf("got error %v, want %+v", err, tc.want)
-			}
-			if got != tc.want {
-				t.Fatalf("got %+v, want %+v", got, tc.want)
-			}
-		})
-	}
+	runDecodeCases(t, mintDecodeCases(), wire.DecodeMint)
 }
 
 func TestDecodeDeregister(t *testing.T) {
-	for _, tc := range deregisterDecodeCases() {
+	runDecodeCases(t, deregisterDecodeCases(), wire.DecodeDeregister)
+}
+
+// runDecodeCases runs each case through decode as a subtest.
+func runDecodeCases[R comparable](t *testing.T, cases []decodeCase[R], decode func([]byte) (R, error)) {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := wire.DecodeDeregister([]byte(tc.body))
+			got, err := decode([]byte(tc.body))
 			if tc.wantDetail != "" {
 				checkRejection(t, err, tc.wantDetail)
 				return
