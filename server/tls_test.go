@@ -29,20 +29,28 @@ func newTestPKI(t *testing.T) *testPKI {
 	return p
 }
 
-func TestMutualTLSIdentityComesFromTheClientCertificate(t *testing.T) {
-	pki := newTestPKI(t)
-	var seen atomic.Value
-	v := &fakeVerbs{t: t, deregister: func(_ context.Context, req registrar.DeregisterRequest) (registrar.DeregisterResult, error) {
+// identityRecordingTLSServer serves on a fresh mutual-TLS listener whose
+// verbs store the caller identity of every deregister in seen, and returns
+// the PKI, seen, the verbs, the server and the listener's address.
+func identityRecordingTLSServer(t *testing.T) (pki *testPKI, seen *atomic.Value, v *fakeVerbs, s *server.Server, addr string) {
+	t.Helper()
+	pki = newTestPKI(t)
+	seen = new(atomic.Value)
+	v = &fakeVerbs{t: t, deregister: func(_ context.Context, req registrar.DeregisterRequest) (registrar.DeregisterResult, error) {
 		seen.Store(req.CallerIdentity)
 		return registrar.DeregisterResult{RequestID: "r.1", RegistrationID: "h1-review-007", Outcome: registrar.Removed}, nil
 	}}
-	s := newServer(t, v, fixedHolder(t, 0, 0))
+	s = newServer(t, v, fixedHolder(t, 0, 0))
 	l, err := server.ListenTLS("127.0.0.1:0", pki.certFile, pki.keyFile, pki.caFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	serveOn(t, s, l)
-	addr := l.Addr().String()
+	return pki, seen, v, s, l.Addr().String()
+}
+
+func TestMutualTLSIdentityComesFromTheClientCertificate(t *testing.T) {
+	pki, seen, v, _, addr := identityRecordingTLSServer(t)
 
 	for _, tc := range []struct {
 		name       string
@@ -164,19 +172,7 @@ func TestServerTLSConfigRequiresTLS13AndClientCertificates(t *testing.T) {
 // that host. Respellings of the real name are the real identity, and a SAN
 // with control characters has none.
 func TestASANSpoofingCertificateNeverGetsTheRealIdentity(t *testing.T) {
-	pki := newTestPKI(t)
-	var seen atomic.Value
-	v := &fakeVerbs{t: t, deregister: func(_ context.Context, req registrar.DeregisterRequest) (registrar.DeregisterResult, error) {
-		seen.Store(req.CallerIdentity)
-		return registrar.DeregisterResult{RequestID: "r.1", RegistrationID: "h1-review-007", Outcome: registrar.Removed}, nil
-	}}
-	s := newServer(t, v, fixedHolder(t, 0, 0))
-	l, err := server.ListenTLS("127.0.0.1:0", pki.certFile, pki.keyFile, pki.caFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveOn(t, s, l)
-	addr := l.Addr().String()
+	pki, seen, _, s, addr := identityRecordingTLSServer(t)
 
 	// identityOf is the identity the verbs saw for a certificate with
 	// these SANs, or "" and the detail of its no_identity refusal.

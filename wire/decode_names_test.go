@@ -147,29 +147,23 @@ func fullBody(t *testing.T, typ reflect.Type, n *int) string {
 // be left zero.
 func TestEveryTaggedMemberIsDecoded(t *testing.T) {
 	var n int
-	mint := fullBody(t, reflect.TypeFor[MintRequest](), &n)
-	got, err := DecodeMint([]byte(mint))
+	decodesAsJSON(t, "DecodeMint", fullBody(t, reflect.TypeFor[MintRequest](), &n), DecodeMint)
+	decodesAsJSON(t, "DecodeDeregister", fullBody(t, reflect.TypeFor[DeregisterRequest](), &n), DecodeDeregister)
+}
+
+// decodesAsJSON checks that decode (named name) reads body as json.Unmarshal
+// reads it into the same type.
+func decodesAsJSON[R comparable](t *testing.T, name, body string, decode func([]byte) (R, error)) {
+	t.Helper()
+	got, err := decode([]byte(body))
 	if err != nil {
-		t.Fatalf("DecodeMint(%s): %v", mint, err)
+		t.Fatalf("%s(%s): %v", name, body, err)
 	}
-	var want MintRequest
-	if err := json.Unmarshal([]byte(mint), &want); err != nil {
+	var want R
+	if err := json.Unmarshal([]byte(body), &want); err != nil {
 		t.Fatal(err)
 	}
 	if got != want {
-		t.Errorf("DecodeMint(%s)\n got %+v\nwant %+v", mint, got, want)
-	}
-
-	dereg := fullBody(t, reflect.TypeFor[DeregisterRequest](), &n)
-	gotD, err := DecodeDeregister([]byte(dereg))
-	if err != nil {
-		t.Fatalf("DecodeDeregister(%s): %v", dereg, err)
-	}
-	var wantD DeregisterRequest
-	if err := json.Unmarshal([]byte(dereg), &wantD); err != nil {
-		t.Fatal(err)
-	}
-	if gotD != wantD {
-		t.Errorf("DecodeDeregister(%s)\n got %+v\nwant %+v", dereg, gotD, wantD)
+		t.Errorf("%s(%s)\n got %+v\nwant %+v", name, body, got, want)
 	}
 }
