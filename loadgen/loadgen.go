@@ -235,6 +235,25 @@ func (r *run) report() Report {
 // watch calls f with the run's progress every d until stop is closed, and
 // once more then with the final counts, so a live display ends at the true
 // final count.
+// watched starts watch on r; the function it returns stops it and gives
+// the run's report, marked interrupted when ctx has ended and tied to
+// span's trace under the root span's name.
+func watched(r *run, f func(Progress), d time.Duration) func(ctx context.Context, span trace.Span, root string) Report {
+	stop := make(chan struct{})
+	var watching sync.WaitGroup
+	watching.Go(func() { watch(r, f, d, stop) })
+	return func(ctx context.Context, span trace.Span, root string) Report {
+		close(stop)
+		watching.Wait()
+		rep := r.report()
+		rep.Interrupted = ctx.Err() != nil
+		if sc := span.SpanContext(); sc.IsValid() {
+			rep.TraceID, rep.RootSpan = sc.TraceID().String(), root
+		}
+		return rep
+	}
+}
+
 func watch(r *run, f func(Progress), d time.Duration, stop <-chan struct{}) {
 	if f == nil {
 		return
@@ -292,9 +311,7 @@ func Wave(ctx context.Context, c Client, o WaveOptions) (Report, error) {
 	defer span.End()
 
 	r := newRun(uint64(o.Hosts) * uint64(o.ModulesPerHost))
-	stop := make(chan struct{})
-	var watching sync.WaitGroup
-	watching.Go(func() { watch(r, o.OnProgress, o.ProgressEvery, stop) })
+	finish := watched(r, o.OnProgress, o.ProgressEvery)
 
 	type job struct {
 		host     string
@@ -343,14 +360,7 @@ feed:
 	}
 	close(jobs)
 	workers.Wait()
-	close(stop)
-	watching.Wait()
-
-	rep := r.report()
-	rep.Interrupted = ctx.Err() != nil
-	if sc := span.SpanContext(); sc.IsValid() {
-		rep.TraceID, rep.RootSpan = sc.TraceID().String(), "bringup.wave"
-	}
+	rep := finish(ctx, span, "bringup.wave")
 	span.SetAttributes(attribute.Int64("bringup.throttled", int64(rep.Throttled)))
 	return rep, ctx.Err()
 }
@@ -399,9 +409,7 @@ func Flood(ctx context.Context, c Client, o FloodOptions) (Report, error) {
 	))
 	defer span.End()
 	r := newRun(uint64(o.Requests))
-	stop := make(chan struct{})
-	var watching sync.WaitGroup
-	watching.Go(func() { watch(r, o.OnProgress, o.ProgressEvery, stop) })
+	finish := watched(r, o.OnProgress, o.ProgressEvery)
 	var next atomic.Int64
 	var workers sync.WaitGroup
 	for range o.Concurrency {
@@ -413,14 +421,7 @@ func Flood(ctx context.Context, c Client, o FloodOptions) (Report, error) {
 		})
 	}
 	workers.Wait()
-	close(stop)
-	watching.Wait()
-	rep := r.report()
-	rep.Interrupted = ctx.Err() != nil
-	if sc := span.SpanContext(); sc.IsValid() {
-		rep.TraceID, rep.RootSpan = sc.TraceID().String(), "load.flood"
-	}
-	return rep, ctx.Err()
+	return finish(ctx, span, "load.flood"), ctx.Err()
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
