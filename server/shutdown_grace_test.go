@@ -105,12 +105,8 @@ func TestShutdownPastItsGraceAnswersTheVerbCallInFlight(t *testing.T) {
 		slowClosed := readUntilClosed(slow)
 		synctest.Wait()
 
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		shut, cancel := shutdownPastGrace(s)
 		defer cancel()
-		shut := make(chan error, 1)
-		go func() { shut <- s.Shutdown(ctx) }()
-		time.Sleep(2 * time.Second) // fake time: the grace period is over
-		synctest.Wait()
 
 		select {
 		case took := <-slowClosed:
@@ -163,12 +159,8 @@ func TestShutdownPastItsGraceBoundsAnAnswerNobodyReads(t *testing.T) {
 		}
 		<-b.entered
 
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		shut, cancel := shutdownPastGrace(s)
 		defer cancel()
-		shut := make(chan error, 1)
-		go func() { shut <- s.Shutdown(ctx) }()
-		time.Sleep(2 * time.Second) // fake time: the grace period is over
-		synctest.Wait()
 
 		b.unblock()
 		start := time.Now()
@@ -181,4 +173,16 @@ func TestShutdownPastItsGraceBoundsAnAnswerNobodyReads(t *testing.T) {
 		<-served
 		c.Close()
 	})
+}
+
+// shutdownPastGrace starts s.Shutdown with a grace period of a second and
+// lets the bubble's fake time run past it; Shutdown's result arrives on
+// the channel. Call within a synctest bubble, and cancel at its end.
+func shutdownPastGrace(s *Server) (<-chan error, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(ctx) }()
+	time.Sleep(2 * time.Second) // fake time: the grace period is over
+	synctest.Wait()
+	return shut, cancel
 }
