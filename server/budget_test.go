@@ -58,6 +58,14 @@ func budgetServer(t *testing.T, o Options) (*Server, *pipeListener, *identities,
 
 func pipeServerWith(t *testing.T, o Options, identify func(net.Conn) connIdentity) (*Server, *pipeListener, chan error) {
 	t.Helper()
+	return servePipes(t, o, identify, nil)
+}
+
+// servePipes serves a pipe listener (as wrap makes it, if wrap is not
+// nil), o's Health and Verbs defaulting to a fresh holder and stubVerbs,
+// with identify for the connections' identities.
+func servePipes(t *testing.T, o Options, identify func(net.Conn) connIdentity, wrap func(*pipeListener) net.Listener) (*Server, *pipeListener, chan error) {
+	t.Helper()
 	if o.Health == nil {
 		o.Health = newTestHolder(t)
 	}
@@ -70,9 +78,13 @@ func pipeServerWith(t *testing.T, o Options, identify func(net.Conn) connIdentit
 	}
 	s.identifyOther = identify
 	l := newPipeListener()
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(l) }()
-	return s, l, served
+	var served net.Listener = l
+	if wrap != nil {
+		served = wrap(l)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(served) }()
+	return s, l, done
 }
 
 // isClosed reports whether the server has closed c: a read fails with
@@ -494,20 +506,9 @@ func (p *pipePKI) serverConfig() *tls.Config {
 // tlsPipeServer serves a TLS listener made of pipes.
 func tlsPipeServer(t *testing.T, o Options, p *pipePKI) (*Server, *pipeListener, chan error) {
 	t.Helper()
-	if o.Health == nil {
-		o.Health = newTestHolder(t)
-	}
-	if o.Verbs == nil {
-		o.Verbs = stubVerbs{}
-	}
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := newPipeListener()
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(&tlsListener{Listener: l, config: p.serverConfig()}) }()
-	return s, l, served
+	return servePipes(t, o, nil, func(l *pipeListener) net.Listener {
+		return &tlsListener{Listener: l, config: p.serverConfig()}
+	})
 }
 
 // tlsDial handshakes over a new pipe with the given client certificate

@@ -81,27 +81,7 @@ func (stubVerbs) Deregister(context.Context, registrar.DeregisterRequest) (regis
 // "test" (pipes have no peer credentials).
 func pipeServer(t *testing.T, o Options) (*Server, *pipeListener, chan error) {
 	t.Helper()
-	if o.Health == nil {
-		h, err := health.NewHolder()
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Health = h
-	}
-	if o.Verbs == nil {
-		o.Verbs = stubVerbs{}
-	}
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := newPipeListener()
-	if s.identifyOther == nil {
-		s.identifyOther = func(net.Conn) connIdentity { return connIdentity{id: "test"} }
-	}
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(l) }()
-	return s, l, served
+	return servePipes(t, o, func(net.Conn) connIdentity { return connIdentity{id: "test"} }, nil)
 }
 
 const healthRequest = "GET /v1/health HTTP/1.1\r\nHost: registrar\r\n\r\n"
