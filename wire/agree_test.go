@@ -152,12 +152,5 @@ func TestDecodeMintAllocatesOnlyTheBodyCopy(t *testing.T) {
 // BenchmarkDecodeMintReference is the decoder before the single-pass
 // rewrite, the peer of BenchmarkDecodeMint.
 func BenchmarkDecodeMintReference(b *testing.B) {
-	body := []byte(mintBody)
-	b.ReportAllocs()
-	b.SetBytes(int64(len(body)))
-	for b.Loop() {
-		if _, err := wire.RefDecodeMint(body); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchDecode(b, mintBody, wire.RefDecodeMint)
 }
