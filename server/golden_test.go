@@ -289,19 +289,17 @@ func TestGoldenRequests(t *testing.T) {
 
 func sameMint(body []byte, want wire.MintRequest) error {
 	want.ProtocolVersion = 1
-	got, err := wire.DecodeMint(body)
-	if err != nil {
-		return err
-	}
-	if got != want {
-		return errors.New("decoded " + jsonString(got) + ", want " + jsonString(want))
-	}
-	return nil
+	return sameAs(body, want, wire.DecodeMint)
 }
 
 func sameDeregister(body []byte, want wire.DeregisterRequest) error {
 	want.ProtocolVersion = 1
-	got, err := wire.DecodeDeregister(body)
+	return sameAs(body, want, wire.DecodeDeregister)
+}
+
+// sameAs reports whether decode reads body as want.
+func sameAs[R comparable](body []byte, want R, decode func([]byte) (R, error)) error {
+	got, err := decode(body)
 	if err != nil {
 		return err
 	}
