@@ -57,8 +57,26 @@ func (s *Server) adminOnly(w http.ResponseWriter, r *http.Request, what string) 
 	return false
 }
 
+// adminOffered is adminOnly, and then answers AdminUnsupported (501) with
+// unsupported as the detail unless the server offers the request.
+func (s *Server) adminOffered(w http.ResponseWriter, r *http.Request, what string, offered bool, unsupported string) bool {
+	if !s.adminOnly(w, r, what) {
+		return false
+	}
+	if !offered {
+		writeAdminError(w, http.StatusNotImplemented, wire.AdminUnsupported, unsupported)
+		return false
+	}
+	return true
+}
+
 func writeAdminError(w http.ResponseWriter, status int, id, detail string) {
 	b, _ := json.Marshal(&wire.AdminError{ID: id, Detail: detail})
+	writeAdminJSON(w, status, b)
+}
+
+// writeAdminJSON answers an administrative request with the JSON b.
+func writeAdminJSON(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
@@ -67,11 +85,8 @@ func writeAdminError(w http.ResponseWriter, status int, id, detail string) {
 
 // backup streams the registry snapshot.
 func (s *Server) backup(w http.ResponseWriter, r *http.Request) {
-	if !s.adminOnly(w, r, "backup") {
-		return
-	}
-	if s.opts.Backup == nil {
-		writeAdminError(w, http.StatusNotImplemented, wire.AdminUnsupported, "the backend keeps no registry in the daemon's state directory (openbao: back up the OpenBao server)")
+	if !s.adminOffered(w, r, "backup", s.opts.Backup != nil,
+		"the backend keeps no registry in the daemon's state directory (openbao: back up the OpenBao server)") {
 		return
 	}
 	rc := http.NewResponseController(w)

@@ -10,11 +10,7 @@ import (
 
 // reload runs the daemon's reload for an administrative caller.
 func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
-	if !s.adminOnly(w, r, "reload") {
-		return
-	}
-	if s.opts.Reload == nil {
-		writeAdminError(w, http.StatusNotImplemented, wire.AdminUnsupported, "this server has no configuration to reload")
+	if !s.adminOffered(w, r, "reload", s.opts.Reload != nil, "this server has no configuration to reload") {
 		return
 	}
 	res := s.opts.Reload(context.WithoutCancel(r.Context()))
@@ -33,8 +29,5 @@ func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 	if !res.Applied {
 		status = http.StatusUnprocessableEntity
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	writeAdminJSON(w, status, b)
 }
