@@ -115,6 +115,23 @@ func getHealth(t *testing.T, c net.Conn) int {
 
 func rejected(s *Server, k ListenerKind, r Reason) uint64 { return s.Stats().Rejected[k][r] }
 
+// wantRejected fails the test unless want rejections of reason were counted
+// on listeners of kind; why, if any, follows the want in the message.
+func wantRejected(t *testing.T, s *Server, kind ListenerKind, reason Reason, want uint64, why string) {
+	t.Helper()
+	if got := rejected(s, kind, reason); got != want {
+		t.Errorf("%v got %d, want %d%s", reason, got, want, why)
+	}
+}
+
+// mustReject is wantRejected, stopping the test.
+func mustReject(t *testing.T, s *Server, kind ListenerKind, reason Reason, want uint64, why string) {
+	t.Helper()
+	if got := rejected(s, kind, reason); got != want {
+		t.Fatalf("%v got %d, want %d%s", reason, got, want, why)
+	}
+}
+
 func TestAtTheCapTheOldestIdleConnectionIsClosedForTheNewcomer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, l, _, served := budgetServer(t, Options{UnixMaxConns: 2})
@@ -146,9 +163,7 @@ func TestAtTheCapTheOldestIdleConnectionIsClosedForTheNewcomer(t *testing.T) {
 		if st := getHealth(t, b); st != 200 {
 			t.Fatalf("b after the eviction: status %d", st)
 		}
-		if got := rejected(s, ListenerUnix, ReasonIdleEvicted); got != 1 {
-			t.Errorf("idle_evicted got %d, want 1", got)
-		}
+		wantRejected(t, s, ListenerUnix, ReasonIdleEvicted, 1, "")
 		if got := s.Stats().Connections[ListenerUnix]; got != 2 {
 			t.Errorf("connections got %d, want 2", got)
 		}
@@ -206,12 +221,8 @@ func TestANewcomerIsRefusedOnlyWhenEverySlotHasARequestInFlight(t *testing.T) {
 		if !isClosed(b) {
 			t.Fatal("a newcomer was kept while the only slot had a request in flight")
 		}
-		if got := rejected(s, ListenerUnix, ReasonConnCap); got != 1 {
-			t.Errorf("conn_cap got %d, want 1", got)
-		}
-		if got := rejected(s, ListenerUnix, ReasonIdleEvicted); got != 0 {
-			t.Errorf("idle_evicted got %d, want 0: a busy connection was evicted", got)
-		}
+		wantRejected(t, s, ListenerUnix, ReasonConnCap, 1, "")
+		wantRejected(t, s, ListenerUnix, ReasonIdleEvicted, 0, ": a busy connection was evicted")
 		close(release)
 		if st := <-status; st != 200 {
 			t.Fatalf("the in-flight mint got %d, want 200", st)
@@ -264,9 +275,7 @@ func TestOneIdentityCannotHoldEverySlot(t *testing.T) {
 		if isClosed(y1) {
 			t.Fatal("y's connection was closed for x's newcomer")
 		}
-		if got := rejected(s, ListenerUnix, ReasonIdleEvicted); got != 1 {
-			t.Errorf("idle_evicted got %d, want 1", got)
-		}
+		wantRejected(t, s, ListenerUnix, ReasonIdleEvicted, 1, "")
 
 		// Both of x's slots busy: x's next newcomer is refused, y's is not.
 		s2, s3 := startMint(t, x2), startMint(t, x3)
@@ -277,9 +286,7 @@ func TestOneIdentityCannotHoldEverySlot(t *testing.T) {
 		if !isClosed(x4) {
 			t.Fatal("x got a third connection past its cap of 2 with both busy")
 		}
-		if got := rejected(s, ListenerUnix, ReasonIdentityConnCap); got != 1 {
-			t.Errorf("identity_conn_cap got %d, want 1", got)
-		}
+		wantRejected(t, s, ListenerUnix, ReasonIdentityConnCap, 1, "")
 		y2 := dialAs(l, ids, "y")
 		if st := getHealth(t, y2); st != 200 {
 			t.Fatalf("y's newcomer got %d while x was at its cap", st)
@@ -317,9 +324,7 @@ func TestAConnectionStillSendingItsHeadersIsEvictable(t *testing.T) {
 		if !isClosed(slow) {
 			t.Fatal("the slow connection still holds the slot")
 		}
-		if got := rejected(s, ListenerUnix, ReasonIdleEvicted); got != 1 {
-			t.Errorf("idle_evicted got %d, want 1", got)
-		}
+		wantRejected(t, s, ListenerUnix, ReasonIdleEvicted, 1, "")
 		slow.Close()
 		c.Close()
 		shutdown(t, s, served)
@@ -345,9 +350,7 @@ func TestHeaderTimeoutsAreCountedAndIdleTimeoutsAreNot(t *testing.T) {
 		if !isClosed(partial) || !isClosed(silent) {
 			t.Fatal("a connection without its headers outlived the header timeout")
 		}
-		if got := rejected(s, ListenerUnix, ReasonHeaderTimeout); got != 2 {
-			t.Errorf("header_timeout got %d, want 2", got)
-		}
+		wantRejected(t, s, ListenerUnix, ReasonHeaderTimeout, 2, "")
 		// Past the idle timeout: the idle keep-alive connection is closed,
 		// which is no rejection.
 		time.Sleep(8 * time.Second)
@@ -374,9 +377,7 @@ func TestHeaderTimeoutsAreCountedAndIdleTimeoutsAreNot(t *testing.T) {
 		<-drained
 		synctest.Wait()
 
-		if got := rejected(s, ListenerUnix, ReasonHeaderTimeout); got != 3 {
-			t.Errorf("header_timeout got %d, want 3", got)
-		}
+		wantRejected(t, s, ListenerUnix, ReasonHeaderTimeout, 3, "")
 		// A request that closes its connection: net/http aborts its
 		// background read with a past deadline, which is no header timeout.
 		closing := l.dial()
@@ -461,9 +462,7 @@ func TestRejectionWarningsAreRateLimitedAndCountWhatTheySuppressed(t *testing.T)
 		if lines[1]["suppressed"] != "4" {
 			t.Errorf("second line says %s suppressed, want 4", lines[1]["suppressed"])
 		}
-		if got := rejected(s, ListenerUnix, ReasonMalformed); got != 6 {
-			t.Errorf("malformed got %d, want 6: every rejection is counted, logged or not", got)
-		}
+		wantRejected(t, s, ListenerUnix, ReasonMalformed, 6, ": every rejection is counted, logged or not")
 		c.Close()
 		shutdown(t, s, served)
 	})
@@ -557,9 +556,7 @@ func TestTLSHandshakesHaveTheirOwnBudgetAndTimeout(t *testing.T) {
 		if !isClosed(silent[0]) {
 			t.Fatal("the oldest pre-handshake connection is still open past the budget")
 		}
-		if got := rejected(s, ListenerTLS, ReasonHandshakeCap); got != 1 {
-			t.Errorf("handshake_cap got %d, want 1", got)
-		}
+		wantRejected(t, s, ListenerTLS, ReasonHandshakeCap, 1, "")
 		if got := s.Stats().Handshaking[ListenerTLS]; got != 2 {
 			t.Errorf("handshaking got %d, want 2", got)
 		}
@@ -623,9 +620,7 @@ func TestRejectedCertificatesAndMissingIdentitiesAreCounted(t *testing.T) {
 			t.Fatal("a handshake with a server-auth-only certificate succeeded")
 		}
 		synctest.Wait()
-		if got := rejected(s, ListenerTLS, ReasonTLSHandshake); got != 3 {
-			t.Errorf("tls_handshake got %d, want 3", got)
-		}
+		wantRejected(t, s, ListenerTLS, ReasonTLSHandshake, 3, "")
 		lines := rec.rejections()
 		if len(lines) != 1 || lines[0]["reason"] != "tls_handshake" || lines[0]["error"] == "" || lines[0]["remote"] == "" {
 			t.Errorf("WARN lines %v, want one tls_handshake line with the error and the remote address", lines)
@@ -640,12 +635,8 @@ func TestRejectedCertificatesAndMissingIdentitiesAreCounted(t *testing.T) {
 		if res.StatusCode != 400 {
 			t.Fatalf("a caller without an identity got %d, want 400", res.StatusCode)
 		}
-		if got := rejected(s, ListenerTLS, ReasonNoIdentity); got != 1 {
-			t.Errorf("no_identity got %d, want 1", got)
-		}
-		if got := rejected(s, ListenerTLS, ReasonMalformed); got != 0 {
-			t.Errorf("malformed got %d, want 0 (counted as no_identity)", got)
-		}
+		wantRejected(t, s, ListenerTLS, ReasonNoIdentity, 1, "")
+		wantRejected(t, s, ListenerTLS, ReasonMalformed, 0, " (counted as no_identity)")
 		c.Close()
 		shutdown(t, s, served)
 	})
@@ -678,9 +669,7 @@ func TestAConnectionFlushingItsAnswerIsClosedOnlyOnceIdle(t *testing.T) {
 		synctest.Wait()
 		b := l.dial()
 		synctest.Wait()
-		if got := rejected(s, ListenerUnix, ReasonIdleEvicted); got != 1 {
-			t.Fatalf("idle_evicted got %d, want 1: the flushing connection was not the one to give way", got)
-		}
+		mustReject(t, s, ListenerUnix, ReasonIdleEvicted, 1, ": the flushing connection was not the one to give way")
 		res, err := http.ReadResponse(bufio.NewReader(a), nil)
 		if err != nil {
 			t.Fatalf("the evicted connection's answer was cut off: %v", err)
@@ -723,12 +712,8 @@ func TestAClosedConnectionGivesItsIdentitySlotBack(t *testing.T) {
 				t.Fatalf("round %d: connections got %d after both closed, want 0", round, got)
 			}
 		}
-		if got := rejected(s, ListenerUnix, ReasonIdentityConnCap); got != 0 {
-			t.Errorf("identity_conn_cap got %d, want 0: closed connections still counted against x", got)
-		}
-		if got := rejected(s, ListenerUnix, ReasonIdleEvicted); got != 0 {
-			t.Errorf("idle_evicted got %d, want 0: x was at its cap with closed connections", got)
-		}
+		wantRejected(t, s, ListenerUnix, ReasonIdentityConnCap, 0, ": closed connections still counted against x")
+		wantRejected(t, s, ListenerUnix, ReasonIdleEvicted, 0, ": x was at its cap with closed connections")
 		shutdown(t, s, served)
 	})
 }

@@ -22,12 +22,8 @@ func TestHandshakeTimeoutsAndTheHandshakeCapAreCountedApart(t *testing.T) {
 		if !isClosed(a) || !isClosed(b) {
 			t.Fatal("a silent connection outlived the handshake timeout")
 		}
-		if got := rejected(s, ListenerTLS, ReasonHandshakeTimeout); got != 2 {
-			t.Errorf("handshake_timeout got %d, want 2", got)
-		}
-		if got := rejected(s, ListenerTLS, ReasonHandshakeCap); got != 0 {
-			t.Errorf("handshake_cap got %d, want 0: nothing exceeded the budget", got)
-		}
+		wantRejected(t, s, ListenerTLS, ReasonHandshakeTimeout, 2, "")
+		wantRejected(t, s, ListenerTLS, ReasonHandshakeCap, 0, ": nothing exceeded the budget")
 		// Three more at once: the budget closes the oldest (handshake_cap),
 		// the other two time out.
 		var more []net.Conn
@@ -38,17 +34,13 @@ func TestHandshakeTimeoutsAndTheHandshakeCapAreCountedApart(t *testing.T) {
 		if !isClosed(more[0]) {
 			t.Fatal("the oldest pre-handshake connection is still open past the budget")
 		}
-		if got := rejected(s, ListenerTLS, ReasonHandshakeCap); got != 1 {
-			t.Errorf("handshake_cap got %d, want 1", got)
-		}
+		wantRejected(t, s, ListenerTLS, ReasonHandshakeCap, 1, "")
 		if got := rejected(s, ListenerTLS, ReasonHandshakeTimeout); got != 2 {
 			t.Errorf("handshake_timeout got %d before the timeout, want still 2", got)
 		}
 		time.Sleep(3 * time.Second)
 		synctest.Wait()
-		if got := rejected(s, ListenerTLS, ReasonHandshakeTimeout); got != 4 {
-			t.Errorf("handshake_timeout got %d, want 4", got)
-		}
+		wantRejected(t, s, ListenerTLS, ReasonHandshakeTimeout, 4, "")
 		if got := rejected(s, ListenerTLS, ReasonHandshakeCap); got != 1 {
 			t.Errorf("handshake_cap got %d after the timeouts, want still 1", got)
 		}
