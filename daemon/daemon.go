@@ -46,7 +46,7 @@ import (
 // ShutdownTimeout is the shutdown's grace period: how long connections
 // without an invocation in flight (idle, or still sending their request)
 // stay open once shutdown starts. An invocation still running at its end
-// keeps its connection until its answer is written (wire.Server.Shutdown):
+// keeps its connection until its answer is written (server.Server.Shutdown):
 // it has written its intent record, and a caller left without the answer
 // would send it again.
 const ShutdownTimeout = 15 * time.Second
