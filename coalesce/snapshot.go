@@ -10,7 +10,7 @@ import (
 // OpenWindow is a window whose counted record is not durable yet, as
 // Snapshot reports it: open or past its deadline in the ring, flushed early
 // and waiting in the hand-off, or being written by Run. It is what the
-// daemon's checkpoint holds (daemon/checkpoint.go): the key, the start and
+// checkpoint holds (checkpoint.go): the key, the start and
 // the count, and nothing of the limiter's buckets.
 type OpenWindow struct {
 	Identity string

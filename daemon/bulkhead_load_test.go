@@ -90,16 +90,11 @@ func TestBulkheadLoadAgainstAHangingServer(t *testing.T) {
 	t.Cleanup(func() { unblock(); srv.Close() })
 
 	cfg := testConfig(t)
-	cfg.Registrar.Backend = config.BackendOpenBao
-	cfg.OpenBao.Address = srv.URL
 	cfg.OpenBao.RequestTimeoutMS = 30_000
 	cfg.Registrar.RateLimitAdmissionBurst = mints
 	cfg.Registrar.UnixMaxConns = 1024
 	cfg.Registrar.MaxConnsPerIdentity = 1024
-	old := processEnviron
-	processEnviron = func() []string { return []string{"BAO_TOKEN=hvs.load-test-token"} }
-	t.Cleanup(func() { processEnviron = old })
-	r := start(t, cfg)
+	r := startOnOpenBao(t, cfg, srv.URL, "hvs.load-test-token")
 	slots := int64(cfg.OpenBao.MaxInFlight)
 	if slots == 0 || slots >= int64(config.Default().Registrar.UnixMaxConns) {
 		t.Fatalf("openbao.max_in_flight default %d is not below the listener cap", slots)

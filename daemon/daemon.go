@@ -65,9 +65,10 @@ type Daemon struct {
 	backend   closingBackend
 	counts    *counting.Sink
 	coalescer *coalesce.Sink
-	ckpt      *checkpointer // the evidence checkpoint (checkpoint.go)
-	guard     *dirGuard     // the private directories' recheck on the tick (dirguard.go)
-	recovery  Recovery      // what start found of the previous stop (recover.go)
+	stateDir  *os.File               // registrar.state_dir, held open for the checkpoint and the guard
+	ckpt      *coalesce.Checkpointer // the evidence checkpoint (evidence.go)
+	guard     *dirGuard              // the private directories' recheck on the tick (dirguard.go)
+	recovery  coalesce.Recovery      // what start found of the previous stop (evidence.go)
 	limiter   *limiter.Limiter
 	health    *health.Holder
 	verbs     *registrar.Verbs
@@ -77,7 +78,6 @@ type Daemon struct {
 	closers []func() error // in reverse order of opening
 
 	activated  bool          // the unix listener came from systemd (LISTEN_FDS)
-	notifier   notifyFunc    // sd_notify; tests replace it
 	watchdog   time.Duration // WATCHDOG_USEC, 0 when off
 	ticks      *tickClock    // the last completed maintenance pass, for /healthz
 	stopping   atomic.Bool   // shutdown has begun: /readyz answers 503
@@ -85,10 +85,7 @@ type Daemon struct {
 
 	reload reloadState // SIGHUP and registrar-otel reload (reload.go)
 
-	onSIGHUP   func(error)      // test hook: told the result of each SIGHUP reopen
-	tickC      <-chan time.Time // test hook: the tick's instants instead of a ticker
-	beforeTick func()           // test hook: runs before each maintenance pass (a stall seam)
-	clock      func() time.Time // what the liveness probe reads the time from; tests replace it
+	seams seams // the clock, environment, notifier and ticker (seams.go)
 }
 
 // New opens every component. On error, whatever was opened is closed again
@@ -100,13 +97,19 @@ func New(cfg config.Config, logger *slog.Logger) (*Daemon, error) {
 
 // NewWithOptions is New with the settings that do not come from the
 // configuration: how the log level is controlled (Options).
-func NewWithOptions(cfg config.Config, logger *slog.Logger, opts Options) (_ *Daemon, err error) {
+func NewWithOptions(cfg config.Config, logger *slog.Logger, opts Options) (*Daemon, error) {
+	return newDaemon(cfg, logger, opts, seams{})
+}
+
+// newDaemon is NewWithOptions with the seams (seams.go): the zero seams
+// are the process's own.
+func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_ *Daemon, err error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger, level := setupLogLevel(&cfg, logger, opts)
-	d := &Daemon{cfg: cfg, logger: logger, logLevel: level, notifier: systemdNotify, clock: time.Now}
-	d.reload.init(cfg)
+	d := &Daemon{cfg: cfg, logger: logger, logLevel: level, seams: s.withDefaults()}
+	d.reload.init(cfg, d.seams.load)
 	defer func() {
 		if err != nil {
 			if d.ckpt != nil {
@@ -172,7 +175,7 @@ func NewWithOptions(cfg config.Config, logger *slog.Logger, opts Options) (_ *Da
 		return nil, setup(err, false)
 	}
 
-	d.backend, err = openBackend(cfg, processEnviron(), logger.With("component", "backend"), tp, mp)
+	d.backend, err = openBackend(cfg, d.seams.environ(), logger.With("component", "backend"), tp, mp)
 	if err != nil {
 		return nil, err
 	}
@@ -195,12 +198,12 @@ func NewWithOptions(cfg config.Config, logger *slog.Logger, opts Options) (_ *Da
 	if err != nil {
 		return nil, fmt.Errorf("daemon: coalescer: %w", err)
 	}
-	d.ckpt.sink = d.coalescer
+	d.ckpt.Track(d.coalescer)
 	d.limiter, err = limiter.New(limiterConfig(r), d.coalescer)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: limiter: %w", err)
 	}
-	d.health, err = health.NewHolder(health.LimiterSource(d.counts), health.AuditCapacitySource(d.capacity), health.RestartSource(d.recovery.member()))
+	d.health, err = health.NewHolder(health.LimiterSource(d.counts), health.AuditCapacitySource(d.capacity), health.RestartSource(restartMember(d.recovery)))
 	if err != nil {
 		return nil, fmt.Errorf("daemon: health: %w", err)
 	}
@@ -286,6 +289,9 @@ func NewWithOptions(cfg config.Config, logger *slog.Logger, opts Options) (_ *Da
 	d.watchdog, err = watchdogInterval()
 	if err != nil {
 		logger.LogAttrs(context.Background(), slog.LevelWarn, "WATCHDOG_USEC unreadable; the watchdog is off", slog.Any("error", err))
+	}
+	if d.seams.watchdog > 0 {
+		d.watchdog = d.seams.watchdog
 	}
 	return d, nil
 }
@@ -412,20 +418,20 @@ func (d *Daemon) Run(ctx context.Context) error {
 					d.logger.LogAttrs(ctx, slog.LevelError, "SIGHUP: reopening the audit active file failed", slog.Any("error", err))
 				}
 				_, _ = d.Reload(ctx) // logged and counted by Reload
-				if d.onSIGHUP != nil {
-					d.onSIGHUP(err)
+				if d.seams.onSIGHUP != nil {
+					d.seams.onSIGHUP(err)
 				}
 			}
 		}
 	}()
 
 	interval := time.Duration(r.MaintenanceIntervalMS) * time.Millisecond
-	d.ticks = newTickClock(interval, d.clock)
+	d.ticks = newTickClock(interval, d.seams.now)
 	if d.watchdog > 0 && d.watchdog < 2*interval {
 		d.logger.LogAttrs(ctx, slog.LevelWarn, "the watchdog interval is shorter than two maintenance intervals: systemd may kill a healthy daemon",
 			slog.Duration("watchdog", d.watchdog), slog.Duration("maintenance_interval", interval))
 	}
-	ticks := d.tickC
+	ticks := d.seams.ticks
 	if ticks == nil {
 		t := time.NewTicker(interval)
 		defer t.Stop()
@@ -434,8 +440,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	tickCtx, stopTick := context.WithCancel(context.WithoutCancel(ctx))
 	var ticking sync.WaitGroup
 	tasks := d.tickTasks()
-	if d.beforeTick != nil {
-		tasks = append([]tickTask{{"test-stall", func(context.Context, time.Time) error { d.beforeTick(); return nil }}}, tasks...)
+	if stall := d.seams.beforeTick; stall != nil {
+		tasks = append([]tickTask{{"test-stall", func(context.Context, time.Time) error { stall(); return nil }}}, tasks...)
 	}
 	d.lastStatus = d.status() // sent after READY=1; the tick owns it from here
 	status := d.lastStatus
@@ -507,7 +513,12 @@ func (d *Daemon) tickTasks() []tickTask {
 			return nil
 		}},
 		// After the tick's batch is durable: the windows still not written.
-		{"evidence-checkpoint", d.ckpt.Tick},
+		{"evidence-checkpoint", func(ctx context.Context, now time.Time) error {
+			if err := d.ckpt.Tick(ctx, now); err != nil {
+				return fmt.Errorf("daemon: evidence checkpoint (registrar.state_dir): %w", err)
+			}
+			return nil
+		}},
 		{"limiter-sweep", func(context.Context, time.Time) error {
 			d.limiter.Sweep()
 			return nil

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,9 +47,17 @@ type running struct {
 	done   chan error
 }
 
+// start runs a daemon of cfg with the process's seams, its log discarded.
 func start(t *testing.T, cfg config.Config) *running {
 	t.Helper()
-	d, err := New(cfg, nil)
+	return launch(t, cfg, nil, seams{})
+}
+
+// launch runs a daemon of cfg with logger and the seams s in the
+// background, until stop or the test's end.
+func launch(t *testing.T, cfg config.Config, logger *slog.Logger, s seams) *running {
+	t.Helper()
+	d, err := newDaemon(cfg, logger, Options{}, s)
 	if err != nil {
 		t.Fatal(err)
 	}

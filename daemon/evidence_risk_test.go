@@ -37,25 +37,12 @@ func riskConfig(t *testing.T) config.Config {
 	return cfg
 }
 
-// startLogged starts a daemon whose log goes to the returned buffer.
-func startLogged(t *testing.T, cfg config.Config, hook func(*Daemon)) (*running, *logBuffer) {
+// startLogged starts a daemon with the seams s whose log goes to the
+// returned buffer.
+func startLogged(t *testing.T, cfg config.Config, s seams) (*running, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
-	d, err := New(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if hook != nil {
-		hook(d)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{d: d, client: wire.NewUnixClient(cfg.Registrar.SocketPath), cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-r.done
-	})
-	return r, logs
+	return launch(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})), s), logs
 }
 
 func (r *running) mustMint(t *testing.T) *wire.Response {
@@ -97,7 +84,7 @@ func scanDir(t *testing.T, dir string) *audit.Report {
 
 func TestDeletingTheAuditDirectoryWhileRunningReopensAFreshActiveFile(t *testing.T) {
 	cfg := riskConfig(t)
-	r, logs := startLogged(t, cfg, nil)
+	r, logs := startLogged(t, cfg, seams{})
 	dir := cfg.Registrar.AuditRecordDir
 	r.mustMint(t)
 	before := r.metric(t, `registrar_audit_file_reopened_total{cause="directory_removed"}`)
@@ -131,7 +118,7 @@ func TestDeletingTheAuditDirectoryWhileRunningReopensAFreshActiveFile(t *testing
 
 func TestRenamingTheActiveFileSendsTheNextRecordsToANewOneAndScanListsIt(t *testing.T) {
 	cfg := riskConfig(t)
-	r, logs := startLogged(t, cfg, nil)
+	r, logs := startLogged(t, cfg, seams{})
 	dir := cfg.Registrar.AuditRecordDir
 	first := r.mustMint(t)
 	renamed := filepath.Join(dir, audit.ActiveFileName+".1") // what a logrotate rule makes
@@ -169,10 +156,10 @@ func TestRenamingTheActiveFileSendsTheNextRecordsToANewOneAndScanListsIt(t *test
 func TestSIGHUPReopensTheActiveFile(t *testing.T) {
 	cfg := riskConfig(t)
 	reopened := make(chan error, 1)
-	r, logs := startLogged(t, cfg, func(d *Daemon) {
-		d.onSIGHUP = func(err error) { reopened <- err }
+	r, logs := startLogged(t, cfg, seams{
+		onSIGHUP: func(err error) { reopened <- err },
 		// Configured in code: the reload SIGHUP also runs re-reads the same.
-		d.reload.load = func(string, []string, *slog.Logger) (config.Config, error) { return cfg, nil }
+		load: func(string, []string, *slog.Logger) (config.Config, error) { return cfg, nil },
 	})
 	dir := cfg.Registrar.AuditRecordDir
 	r.mustMint(t)
@@ -293,7 +280,7 @@ func TestFullDiskWalksTheStatesAndRecoversWithoutARestart(t *testing.T) {
 	r.AuditMaxRetainedFiles = 16                 // budget 17 × 64 KiB = 1088 KiB
 	r.AuditStoreReserveBytes = 512 << 10         // ok needs 1088 KiB − store + 512 KiB
 	filler := filepath.Join(mnt, "other-writer") // the OpenBao audit device, say
-	run, logs := startLogged(t, cfg, nil)
+	run, logs := startLogged(t, cfg, seams{})
 	ctx := context.Background()
 
 	run.tick()
@@ -373,7 +360,7 @@ func TestTheServedCapacityMovesOnlyOnATick(t *testing.T) {
 	mnt := mountTmpfs(t, 8<<20)
 	cfg := riskConfig(t)
 	cfg.Registrar.AuditRecordDir = filepath.Join(mnt, "audit")
-	run, _ := startLogged(t, cfg, nil)
+	run, _ := startLogged(t, cfg, seams{})
 	run.tick()
 	before := capacityOf(t, run.mustMint(t))
 	fillTo(t, filepath.Join(mnt, "filler"), 2<<20) // 6 MiB fewer free bytes
@@ -393,7 +380,7 @@ func TestTheServedCapacityMovesOnlyOnATick(t *testing.T) {
 
 func TestAReadOnlyDirectoryAtRotationRefusesMintsWithOneErrorLine(t *testing.T) {
 	cfg := riskConfig(t)
-	run, logs := startLogged(t, cfg, nil)
+	run, logs := startLogged(t, cfg, seams{})
 	dir := cfg.Registrar.AuditRecordDir
 	active := filepath.Join(dir, audit.ActiveFileName)
 	// Fill the active file to within one mint of its 64 KiB bound.

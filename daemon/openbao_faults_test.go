@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/internal/testing/vaulttest"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
@@ -66,15 +65,10 @@ func TestAServerThatStopsAnsweringIsAnsweredWithinTheTimeoutOverTheSocket(t *tes
 	px := vaulttest.NewProxy(t, srv.Addr)
 	const timeout = 500 * time.Millisecond
 	cfg := testConfig(t)
-	cfg.Registrar.Backend = config.BackendOpenBao
-	cfg.OpenBao.Address = px.URL
 	cfg.OpenBao.RequestTimeoutMS = uint32(timeout / time.Millisecond)
 	cfg.Registrar.RateLimitAdmissionBurst = 16 // testConfig's 3 would throttle the retry
 	cfg.Telemetry.MetricsListen = "127.0.0.1:0"
-	old := processEnviron
-	processEnviron = func() []string { return []string{"BAO_TOKEN=" + srv.RootToken} }
-	t.Cleanup(func() { processEnviron = old })
-	r := start(t, cfg)
+	r := startOnOpenBao(t, cfg, px.URL, srv.RootToken)
 	ctx := context.Background()
 
 	mintN := func(instance uint32) (*wire.Response, time.Duration) {

@@ -12,6 +12,16 @@ import (
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
+// startOnOpenBao runs a daemon of cfg on the openbao backend at address,
+// token in its environment as BAO_TOKEN (the process's is not touched, so
+// such tests may run in parallel).
+func startOnOpenBao(t *testing.T, cfg config.Config, address, token string) *running {
+	t.Helper()
+	cfg.Registrar.Backend = config.BackendOpenBao
+	cfg.OpenBao.Address = address
+	return launch(t, cfg, nil, seams{environ: func() []string { return []string{"BAO_TOKEN=" + token} }})
+}
+
 func scrape(t *testing.T, d *Daemon) string {
 	t.Helper()
 	resp, err := http.Get("http://" + d.MetricsAddr().String() + "/metrics")
@@ -33,15 +43,9 @@ func scrape(t *testing.T, d *Daemon) string {
 func TestTheDaemonMintsOnOpenBaoAndShowsItsFailuresInTheMetrics(t *testing.T) {
 	srv := vaulttest.StartDev(t)
 	cfg := testConfig(t)
-	cfg.Registrar.Backend = config.BackendOpenBao
-	cfg.OpenBao.Address = srv.Addr
 	cfg.OpenBao.RequestTimeoutMS = 2000
 	cfg.Telemetry.MetricsListen = "127.0.0.1:0"
-	old := processEnviron
-	processEnviron = func() []string { return []string{"BAO_TOKEN=" + srv.RootToken} }
-	t.Cleanup(func() { processEnviron = old })
-
-	r := start(t, cfg)
+	r := startOnOpenBao(t, cfg, srv.Addr, srv.RootToken)
 	ctx := context.Background()
 	resp, err := r.client.Mint(ctx, mint("review"))
 	if err != nil || !resp.OK() || resp.Outcome != "first_mint" || resp.Material == nil || resp.Material.RoleID == "" {

@@ -1,4 +1,4 @@
-package daemon
+package coalesce
 
 import (
 	"bytes"
@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/coalesce"
 	"github.com/registrar-otel/registrar-otel/limiter"
 )
 
@@ -93,9 +92,9 @@ type fixture struct {
 	clock  time.Time
 	store  *audit.Store
 	dir    string
-	sink   *coalesce.Sink
+	sink   *Sink
 	fs     *powerFS
-	ckpt   *checkpointer
+	ckpt   *Checkpointer
 	window time.Duration
 }
 
@@ -104,12 +103,12 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{t: t, clock: t0, dir: t.TempDir(), fs: newPowerFS(), window: 10 * time.Second}
 	f.openStore()
 	var err error
-	f.sink, err = coalesce.New(coalesce.Options{Store: f.store, Window: f.window, Now: func() time.Time { return f.clock }})
+	f.sink, err = New(Options{Store: f.store, Window: f.window, Now: func() time.Time { return f.clock }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.ckpt = &checkpointer{fs: f.fs, sink: f.sink, started: t0, now: func() time.Time { return f.clock }}
-	if err := f.ckpt.Start(0, t0); err != nil {
+	f.ckpt = &Checkpointer{fs: f.fs, sink: f.sink, started: t0, now: func() time.Time { return f.clock }}
+	if err := f.ckpt.start(0, t0); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -147,8 +146,8 @@ func (f *fixture) restart() Recovery {
 	if err != nil {
 		f.t.Fatalf("recovery refused: %v", err)
 	}
-	c := &checkpointer{fs: f.fs, started: f.clock}
-	if err := c.Start(rec.seq, f.clock); err != nil {
+	c := &Checkpointer{fs: f.fs, started: f.clock}
+	if err := c.start(rec.seq, f.clock); err != nil {
 		f.t.Fatal(err)
 	}
 	return rec
@@ -168,12 +167,12 @@ func (f *fixture) counted() (sum, records uint64) {
 }
 
 func TestACheckpointRoundTripsAndEveryCutIsDetected(t *testing.T) {
-	c := checkpoint{Seq: 7, Instant: t0.Add(time.Second), Started: t0, Windows: []coalesce.OpenWindow{
+	c := Checkpoint{Seq: 7, Instant: t0.Add(time.Second), Started: t0, Windows: []OpenWindow{
 		{Identity: "uid:1000", Verb: limiter.Mint, Bucket: limiter.Admission, Start: t0, Count: 3},
 		{Identity: strings.Repeat("é", 256), Verb: limiter.Deregister, Bucket: limiter.PredecisionRefusal, Start: t0.Add(time.Millisecond), Count: 1 << 40},
 	}}
-	b := appendCheckpoint(nil, &c)
-	got, err := decodeCheckpoint(b)
+	b := AppendCheckpoint(nil, &c)
+	got, err := DecodeCheckpoint(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,14 +185,14 @@ func TestACheckpointRoundTripsAndEveryCutIsDetected(t *testing.T) {
 		}
 	}
 	for n := range len(b) {
-		if _, err := decodeCheckpoint(b[:n]); !errors.Is(err, errTornCheckpoint) {
+		if _, err := DecodeCheckpoint(b[:n]); !errors.Is(err, errTornCheckpoint) {
 			t.Fatalf("cut at %d of %d bytes: %v, want errTornCheckpoint", n, len(b), err)
 		}
 	}
 	for i := range b {
 		d := bytes.Clone(b)
 		d[i] ^= 0x10
-		if _, err := decodeCheckpoint(d); !errors.Is(err, errTornCheckpoint) {
+		if _, err := DecodeCheckpoint(d); !errors.Is(err, errTornCheckpoint) {
 			t.Fatalf("byte %d flipped: %v, want errTornCheckpoint", i, err)
 		}
 	}
@@ -203,18 +202,18 @@ func TestTheCheckpointBoundIsTheStatedBytes(t *testing.T) {
 	if MaxCheckpointBytes != 6_537_256 {
 		t.Fatalf("MaxCheckpointBytes %d, the docs say 6,537,256", MaxCheckpointBytes)
 	}
-	ws := make([]coalesce.OpenWindow, MaxCheckpointWindows)
+	ws := make([]OpenWindow, MaxCheckpointWindows)
 	for i := range ws {
-		ws[i] = coalesce.OpenWindow{Identity: strings.Repeat("x", MaxCheckpointIdentityBytes+100), Verb: limiter.Mint, Bucket: limiter.Admission, Start: t0, Count: 1}
+		ws[i] = OpenWindow{Identity: strings.Repeat("x", MaxCheckpointIdentityBytes+100), Verb: limiter.Mint, Bucket: limiter.Admission, Start: t0, Count: 1}
 	}
-	if n := len(appendCheckpoint(nil, &checkpoint{Windows: ws})); n != MaxCheckpointBytes {
+	if n := len(AppendCheckpoint(nil, &Checkpoint{Windows: ws})); n != MaxCheckpointBytes {
 		t.Fatalf("a full checkpoint is %d bytes, want %d", n, MaxCheckpointBytes)
 	}
-	fleet := make([]coalesce.OpenWindow, coalesce.MaxOpenWindows)
+	fleet := make([]OpenWindow, MaxOpenWindows)
 	for i := range fleet {
-		fleet[i] = coalesce.OpenWindow{Identity: strings.Repeat("y", 64), Verb: limiter.Mint, Bucket: limiter.Admission, Start: t0, Count: 1}
+		fleet[i] = OpenWindow{Identity: strings.Repeat("y", 64), Verb: limiter.Mint, Bucket: limiter.Admission, Start: t0, Count: 1}
 	}
-	if n := len(appendCheckpoint(nil, &checkpoint{Windows: fleet})); n != 344_104 {
+	if n := len(AppendCheckpoint(nil, &Checkpoint{Windows: fleet})); n != 344_104 {
 		t.Fatalf("a fleet checkpoint is %d bytes, the docs say 344,104", n)
 	}
 }
@@ -304,14 +303,14 @@ func TestAPowerLossDuringACheckpointWriteFallsBackToTheOlderFileNeverRefusesAndN
 
 func TestBothFilesTornIsReportedUnreadableAndStartGoesOn(t *testing.T) {
 	f := newFixture(t)
-	f.fs.files[checkpointFile(0)] = []byte("garbage")
-	f.fs.files[checkpointFile(1)] = []byte{}
+	f.fs.files[CheckpointFile(0)] = []byte("garbage")
+	f.fs.files[CheckpointFile(1)] = []byte{}
 	rec := f.restart()
 	if !rec.Unclean || rec.Checkpoint != checkpointUnreadable || !rec.GapFrom.IsZero() || rec.Records != 0 {
 		t.Fatalf("got %+v, want unclean, unreadable, no gap start, nothing recovered", rec)
 	}
 	for name, b := range f.fs.snapshot() {
-		if _, err := decodeCheckpoint(b); err != nil {
+		if _, err := DecodeCheckpoint(b); err != nil {
 			t.Fatalf("after start %s: %v, want a valid empty checkpoint", name, err)
 		}
 	}
@@ -349,7 +348,7 @@ func TestAStartWithoutACheckpointIsCleanAndLogsNothing(t *testing.T) {
 	}
 	rec := f.restart()
 	var buf bytes.Buffer
-	logRecovery(context.Background(), slog.New(slog.NewTextHandler(&buf, nil)), rec, "s")
+	LogRecovery(context.Background(), slog.New(slog.NewTextHandler(&buf, nil)), rec, "s")
 	if rec.Unclean || rec.Checkpoint != checkpointNone || buf.Len() != 0 {
 		t.Fatalf("got %+v and log %q, want clean and silent", rec, buf.String())
 	}
@@ -388,7 +387,7 @@ func TestDirFSReplacesTheFileAndNeverFollowsASymlink(t *testing.T) {
 
 // fillToTheCap opens MaxOpenWindows windows, window i counting i%7+1.
 func (f *fixture) fillToTheCap() (sum uint64) {
-	for i := range coalesce.MaxOpenWindows {
+	for i := range MaxOpenWindows {
 		f.limited(fmt.Sprintf("uid:%d", i), i%7+1)
 		sum += uint64(i%7 + 1)
 	}
@@ -399,7 +398,7 @@ func TestACrashAroundEarlyFlushesNeverLosesAWindowNorCountsOneTwice(t *testing.T
 	for _, tc := range []struct {
 		name string
 		// after the early flushes: checkpoint, then the tick's writes
-		checkpoint, write bool
+		Checkpoint, write bool
 		wantDurable       uint64
 	}{
 		{"before the checkpoint sees them", false, false, 0},
@@ -425,7 +424,7 @@ func TestACrashAroundEarlyFlushesNeverLosesAWindowNorCountsOneTwice(t *testing.T
 				t.Fatalf("stats %+v, want 10 early flushes pending", st)
 			}
 			want := sum // the new windows' 10 are the last tick's
-			if tc.checkpoint {
+			if tc.Checkpoint {
 				if err := f.ckpt.Tick(context.Background(), f.clock); err != nil {
 					t.Fatal(err)
 				}
@@ -459,26 +458,26 @@ func (b *blockingStore) AppendBatch(_ context.Context, recs []*audit.Record) []e
 
 func TestASnapshotTakenWhileTheWriterWritesStillHoldsItsBatch(t *testing.T) {
 	bs := &blockingStore{entered: make(chan struct{}), release: make(chan struct{})}
-	sink, err := coalesce.New(coalesce.Options{Store: bs, Window: time.Hour})
+	sink, err := New(Options{Store: bs, Window: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { sink.Run(ctx); close(done) }()
-	for i := range coalesce.MaxOpenWindows + 1 { // one early flush
+	for i := range MaxOpenWindows + 1 { // one early flush
 		sink.Limited(ctx, limiter.Event{Identity: fmt.Sprintf("uid:%d", i), Verb: limiter.Mint, Bucket: limiter.Admission})
 	}
 	<-bs.entered // Run took the hand-off and is writing
 	ws, gen := sink.Snapshot(nil)
-	if len(ws) != coalesce.MaxOpenWindows+1 || ws[0].Identity != "uid:0" {
-		t.Fatalf("snapshot during the write: %d windows, first %q; want %d with the one being written (uid:0) first", len(ws), ws[0].Identity, coalesce.MaxOpenWindows+1)
+	if len(ws) != MaxOpenWindows+1 || ws[0].Identity != "uid:0" {
+		t.Fatalf("snapshot during the write: %d windows, first %q; want %d with the one being written (uid:0) first", len(ws), ws[0].Identity, MaxOpenWindows+1)
 	}
 	close(bs.release)
 	cancel()
 	<-done
 	ws, gen2 := sink.Snapshot(nil)
-	if len(ws) != coalesce.MaxOpenWindows || gen2 == gen {
-		t.Fatalf("after the write: %d windows, generation %d → %d; want %d and a new generation", len(ws), gen, gen2, coalesce.MaxOpenWindows)
+	if len(ws) != MaxOpenWindows || gen2 == gen {
+		t.Fatalf("after the write: %d windows, generation %d → %d; want %d and a new generation", len(ws), gen, gen2, MaxOpenWindows)
 	}
 }

@@ -1,4 +1,4 @@
-package daemon
+package coalesce
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/coalesce"
 	"github.com/registrar-otel/registrar-otel/limiter"
 )
 
@@ -26,11 +25,11 @@ func BenchmarkCheckpointTick(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer store.Close()
-			sink, err := coalesce.New(coalesce.Options{Store: store, Window: time.Hour})
+			sink, err := New(Options{Store: store, Window: time.Hour})
 			if err != nil {
 				b.Fatal(err)
 			}
-			ids := make([]string, coalesce.MaxOpenWindows/4)
+			ids := make([]string, MaxOpenWindows/4)
 			for i := range ids {
 				ids[i] = fmt.Sprintf("spiffe://fleet.example/host-%04d/%034d", i, i)[:64]
 			}
@@ -42,8 +41,8 @@ func BenchmarkCheckpointTick(b *testing.B) {
 					}
 				}
 			}
-			if st := sink.Stats(); st.OpenWindows != coalesce.MaxOpenWindows {
-				b.Fatalf("%d open windows, want %d", st.OpenWindows, coalesce.MaxOpenWindows)
+			if st := sink.Stats(); st.OpenWindows != MaxOpenWindows {
+				b.Fatalf("%d open windows, want %d", st.OpenWindows, MaxOpenWindows)
 			}
 			var cfs checkpointFS = newPowerFS()
 			if where == "disk" {
@@ -54,8 +53,8 @@ func BenchmarkCheckpointTick(b *testing.B) {
 				defer d.Close()
 				cfs = dirFS{dir: d}
 			}
-			c := &checkpointer{fs: cfs, sink: sink, started: time.Now()}
-			if err := c.Start(0, time.Now()); err != nil {
+			c := &Checkpointer{fs: cfs, sink: sink, started: time.Now()}
+			if err := c.start(0, time.Now()); err != nil {
 				b.Fatal(err)
 			}
 			base := c.writes.Load()
