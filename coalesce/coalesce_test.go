@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -292,5 +293,53 @@ func TestConcurrentEventsAreAllCounted(t *testing.T) {
 	r.s.Flush(context.Background(), t0)
 	if got := sumCounts(r.store.Records()); got != 8000 {
 		t.Fatalf("records sum to %d, want 8000", got)
+	}
+}
+
+// orderProbe is a coalescer's next sink that reads, at each event it is
+// given, how many events the coalescer has counted so far (its snapshot,
+// over every key).
+type orderProbe struct {
+	t    *testing.T
+	s    *coalesce.Sink
+	seen []uint64
+}
+
+func (p *orderProbe) Limited(context.Context, limiter.Event) {
+	got := make(chan uint64, 1)
+	go func() { // a coalescer forwarding under its lock would hang Snapshot
+		ws, _ := p.s.Snapshot(nil)
+		var n uint64
+		for _, w := range ws {
+			n += w.Count
+		}
+		got <- n
+	}()
+	select {
+	case n := <-got:
+		p.seen = append(p.seen, n)
+	case <-time.After(10 * time.Second):
+		p.t.Error("the next sink was called while the coalescer held its lock")
+	}
+}
+
+// The seed's order: the coalescer delegates every event to the sink it
+// wraps (in production the OTel sink, then the counting sink) before it
+// counts the event, invalid ones included (forwarded, never counted).
+func TestTheNextSinkSeesEveryEventBeforeTheCoalescerCountsIt(t *testing.T) {
+	clk := &clock{t0}
+	p := &orderProbe{t: t}
+	s, err := coalesce.New(coalesce.Options{Next: p, Store: &audittest.AuditLog{}, Window: time.Minute, Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.s = s
+	ctx := context.Background()
+	for i := range 4 {
+		s.Limited(ctx, limiter.Event{Identity: "uid:1000", Verb: limiter.Mint, Bucket: limiter.Bucket(i % 2)})
+	}
+	s.Limited(ctx, limiter.Event{Identity: "uid:1000", Verb: limiter.Verb(99), Bucket: limiter.Admission})
+	if want := []uint64{0, 1, 2, 3, 4}; !slices.Equal(p.seen, want) {
+		t.Fatalf("counted before each forward: %v, want %v (the next sink first, every event)", p.seen, want)
 	}
 }
