@@ -12,6 +12,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/health"
+	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -182,4 +183,28 @@ func TestNewFailsCleanlyAndNamesTheComponent(t *testing.T) {
 		t.Fatalf("reopening after a failed New: %v", err)
 	}
 	d.close()
+}
+
+// The sink chain New builds is coalesce → otelsink → counting: every
+// limited invocation is counted by all three (a counted record, the
+// OpenTelemetry counter, the health member), so none of them can leave the
+// chain without this test failing.
+func TestEveryLimitedInvocationReachesTheCoalescerTheOTelSinkAndTheCountingSink(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	r := start(t, cfg)
+	for range 5 {
+		r.client.Mint(context.Background(), mint("BAD")) // 2 refused and recorded, 3 limited
+	}
+	r.tick()
+	if got := r.d.health.Current().Container.Limiter.LimitedPredecisionRefusal; got != 3 {
+		t.Errorf("counting sink (health member): %d limited refusals, want 3", got)
+	}
+	if got := r.metric(t, `registrar_limited_predecision_refusal_total{verb="mint"}`); got != 3 {
+		t.Errorf("OTel sink: registrar_limited_predecision_refusal_total %v, want 3", got)
+	}
+	r.stop(t)
+	if got := scanDir(t, cfg.Registrar.AuditRecordDir).Limited[limiter.PredecisionRefusal].Count; got != 3 {
+		t.Errorf("coalescer: counted records sum to %d, want 3", got)
+	}
 }
