@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -20,6 +19,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/health"
+	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -421,5 +421,80 @@ func TestAReadOnlyDirectoryAtRotationRefusesMintsWithOneErrorLine(t *testing.T) 
 	run.tick()
 	if h, _ := run.client.Health(ctx); capacityOf(t, h).State != "unwritable" {
 		t.Errorf("state %+v after refused rotations, want unwritable", capacityOf(t, h))
+	}
+}
+
+// makeReadOnly makes dir read-only until the test ends: as root (whom
+// permissions do not stop) a read-only bind mount of dir on itself; as
+// another user, mode 0500.
+func makeReadOnly(t *testing.T, dir string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(dir, 0o500); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(dir, 0o700) })
+		return
+	}
+	if err := syscall.Mount(dir, dir, "", syscall.MS_BIND, ""); err != nil {
+		if errors.Is(err, syscall.EPERM) {
+			t.Skipf("root without CAP_SYS_ADMIN cannot make a read-only bind mount here: %v", err)
+		}
+		t.Fatalf("bind mount: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+			syscall.Unmount(dir, syscall.MNT_DETACH)
+		}
+	})
+	if err := syscall.Mount("", dir, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, ""); err != nil {
+		t.Fatalf("remount read-only: %v", err)
+	}
+}
+
+// TestAFloodLeavesOneStoreFile lists the audit directory after a flood of
+// both kinds (refusals and admissions past their bursts), a tick and the
+// shutdown flush: the evidence is one store — the one active file, a
+// regular file, no second file, no directory, no version or index file —
+// and every line of it decodes as one record of the one encoding, the
+// counted records among them.
+func TestAFloodLeavesOneStoreFile(t *testing.T) {
+	cfg := testConfig(t)
+	r := start(t, cfg)
+	ctx := context.Background()
+	for range 200 {
+		r.client.Mint(ctx, mint("BAD"))
+		r.client.Mint(ctx, mint("review"))
+	}
+	r.tick()
+	r.stop(t)
+
+	dir := cfg.Registrar.AuditRecordDir
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if len(ents) != 1 || ents[0].Name() != audit.ActiveFileName || !ents[0].Type().IsRegular() {
+		t.Fatalf("audit directory after a flood holds %q, want exactly the regular file %q", names, audit.ActiveFileName)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, audit.ActiveFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	phases := map[audit.Phase]int{}
+	for line := range bytes.Lines(b) {
+		rec, err := audit.Unmarshal(bytes.TrimSuffix(line, []byte("\n")))
+		if err != nil {
+			t.Fatalf("a line that is not a record of the store's encoding: %v: %q", err, line)
+		}
+		phases[rec.Phase]++
+	}
+	if phases[audit.PhaseLimited] == 0 || phases[audit.PhaseIntent] == 0 {
+		t.Fatalf("records by phase %v: want the flood's counted records beside the intents", phases)
 	}
 }
