@@ -53,6 +53,7 @@ func scrape(t *testing.T, d *Daemon) string {
 // over the socket, then the server gone and the next mint answered
 // BackendUnavailable, each visible on /metrics.
 func TestTheDaemonMintsOnOpenBaoAndShowsItsFailuresInTheMetrics(t *testing.T) {
+	t.Parallel() // its daemon's seams are its own
 	srv := vaulttest.StartDev(t)
 	cfg := testConfig(t)
 	cfg.OpenBao.RequestTimeoutMS = 2000

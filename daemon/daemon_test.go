@@ -181,6 +181,7 @@ func TestShutdownFlushesOpenWindows(t *testing.T) {
 }
 
 func TestNewFailsCleanlyAndNamesTheComponent(t *testing.T) {
+	t.Parallel() // its daemon's seams are its own
 	cfg := testConfig(t)
 	// A second daemon on the same socket: the first holds it.
 	start(t, cfg)

@@ -29,6 +29,7 @@ func plantCheckpoint(t *testing.T, stateDir string, seq uint64, instant time.Tim
 }
 
 func TestAnUncleanStopIsRecoveredBeforeServingLoggedOnceAndCarriedInHealth(t *testing.T) {
+	t.Parallel() // its daemon's seams are its own
 	cfg := testConfig(t)
 	instant := time.Now().Add(-3 * time.Second)
 	plantCheckpoint(t, cfg.Registrar.StateDir, 41, instant,
@@ -110,6 +111,7 @@ func TestAnUncleanStopIsRecoveredBeforeServingLoggedOnceAndCarriedInHealth(t *te
 }
 
 func TestTheTickCheckpointsWhatIsOpenAndAStartWithoutFlushRecoversIt(t *testing.T) {
+	t.Parallel() // its daemon's seams are its own
 	cfg := testConfig(t)
 	r := start(t, cfg)
 	ctx := context.Background()
@@ -139,6 +141,7 @@ func TestTheTickCheckpointsWhatIsOpenAndAStartWithoutFlushRecoversIt(t *testing.
 }
 
 func TestNoCheckpointIsWrittenOnTheRequestPath(t *testing.T) {
+	t.Parallel() // its daemon's seams are its own
 	cfg := testConfig(t)
 	r := start(t, cfg)
 	ctx := context.Background()

@@ -150,6 +150,7 @@ multiplicity = "many-per-host"
 }
 
 func TestReloadRefusesAnInvalidFileAndKeepsTheOldConfigurationWhole(t *testing.T) {
+	t.Parallel() // its daemon's seams are its own
 	for _, tc := range []struct {
 		name string
 		text func(dir string) string
