@@ -2,14 +2,12 @@ package daemon
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,33 +95,6 @@ func TestTheDaemonMintsOnOpenBaoAndShowsItsFailuresInTheMetrics(t *testing.T) {
 	if strings.Contains(m, srv.RootToken) {
 		t.Error("/metrics contains the token")
 	}
-}
-
-// storeRecords reads every record of the audit store in dir.
-func storeRecords(t *testing.T, dir string) []*audit.Record {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*audit.Record
-	for _, e := range ents {
-		if e.IsDir() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for line := range bytes.Lines(b) {
-			r, err := audit.Unmarshal(bytes.TrimSuffix(line, []byte("\n")))
-			if err != nil {
-				t.Fatalf("%s: %v", e.Name(), err)
-			}
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // faultAnswerMargin is the margin documented in docs/en/openbao.md#failures:

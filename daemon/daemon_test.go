@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,21 +39,31 @@ import (
 // so each test drives the maintenance pass itself.
 func testConfig(t *testing.T) config.Config {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "dmn-") // short: socket paths are limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	cfg := config.Default()
+	cfg := configIn(t, "dmn-", filepath.Join("run", "r.sock"))
 	r := &cfg.Registrar
-	r.SocketPath = filepath.Join(dir, "run", "r.sock")
-	r.StateDir = filepath.Join(dir, "lib")
-	r.AuditRecordDir = filepath.Join(dir, "audit")
 	r.MaintenanceIntervalMS = 3_600_000
 	r.RateLimitPredecisionRefusalBurst = 2
 	r.RateLimitAdmissionBurst = 3
 	r.RateLimitAdmissionRefillIntervalMS = 3_600_000
 	r.RateLimitPredecisionRefusalRefillIntervalMS = 3_600_000
+	return cfg
+}
+
+// configIn is the default configuration with every path under a new
+// temporary directory (named with prefix, short: socket paths are
+// limited), the socket at sock in it, and the metrics listener off.
+func configIn(tb testing.TB, prefix, sock string) config.Config {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	cfg := config.Default()
+	r := &cfg.Registrar
+	r.SocketPath = filepath.Join(dir, sock)
+	r.StateDir = filepath.Join(dir, "lib")
+	r.AuditRecordDir = filepath.Join(dir, "audit")
 	cfg.Telemetry.MetricsListen = ""
 	return cfg
 }
@@ -473,22 +484,13 @@ func mintReq(serviceName string) wire.MintRequest {
 // records, noise in a per-request figure). Telemetry is the default.
 func floodConfig(b *testing.B) config.Config {
 	b.Helper()
-	dir, err := os.MkdirTemp("", "fld-") // short: socket paths are limited
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { os.RemoveAll(dir) })
-	cfg := config.Default()
+	cfg := configIn(b, "fld-", "r.sock")
 	r := &cfg.Registrar
-	r.SocketPath = filepath.Join(dir, "r.sock")
-	r.StateDir = filepath.Join(dir, "lib")
-	r.AuditRecordDir = filepath.Join(dir, "audit")
 	r.RateLimitAdmissionRefillIntervalMS = 3_600_000
 	r.RateLimitPredecisionRefusalRefillIntervalMS = 3_600_000
 	// The flood is one uid over up to 64 connections: above the default
 	// registrar.max_conns_per_identity (16), which would close the rest.
 	r.MaxConnsPerIdentity = 128
-	cfg.Telemetry.MetricsListen = ""
 	return cfg
 }
 
@@ -704,4 +706,43 @@ func BenchmarkProductionChainDefaultConfig(b *testing.B) {
 			})
 		}
 	}
+}
+
+// storeRecords reads every record of the audit store in dir.
+func storeRecords(t *testing.T, dir string) []*audit.Record {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*audit.Record
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range bytes.Lines(b) {
+			r, err := audit.Unmarshal(bytes.TrimSuffix(line, []byte("\n")))
+			if err != nil {
+				t.Fatalf("%s: %v", e.Name(), err)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// limitedRecords reads the counted records of every file of the store.
+func limitedRecords(t *testing.T, dir string) []*audit.Record {
+	t.Helper()
+	var out []*audit.Record
+	for _, r := range storeRecords(t, dir) {
+		if r.Phase == audit.PhaseLimited {
+			out = append(out, r)
+		}
+	}
+	return out
 }

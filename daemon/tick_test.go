@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -103,30 +101,4 @@ func TestTheTickClosesDueWindows(t *testing.T) {
 	if got, want := lim[0].WindowEnd, lim[0].WindowStart.Add(time.Second); !got.Equal(want) {
 		t.Fatalf("window_end %v, want the deadline %v (window_start + 1 s)", got, want)
 	}
-}
-
-// limitedRecords reads the counted records of every file of the store.
-func limitedRecords(t *testing.T, dir string) []*audit.Record {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*audit.Record
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for line := range bytes.Lines(b) {
-			r, err := audit.Unmarshal(bytes.TrimSuffix(line, []byte("\n")))
-			if err != nil {
-				t.Fatalf("%s: %v", e.Name(), err)
-			}
-			if r.Phase == audit.PhaseLimited {
-				out = append(out, r)
-			}
-		}
-	}
-	return out
 }
