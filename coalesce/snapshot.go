@@ -58,7 +58,7 @@ func (s *Sink) Generation() uint64 {
 // Record returns w's counted record closed at end and written at ts, with
 // the same field set as every record the sink writes: window_end is end,
 // clamped to [start, start+window].
-// It is how the daemon turns a recovered window into the record the sink
+// It is how recovery (recover.go) turns a recovered window into the record the sink
 // would have written.
 func (w OpenWindow) Record(length time.Duration, end, ts time.Time) *audit.Record {
 	s := Sink{window: length}
