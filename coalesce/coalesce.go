@@ -32,6 +32,13 @@
 // A record that cannot be written is logged at warn and counted; it
 // refuses no invocation (the callers were answered long ago) and adds no
 // skip mode to the store.
+//
+// The package holds counted evidence whole, crashes included: a
+// Checkpointer writes the windows not yet durable (Snapshot) on each tick
+// to a checkpoint file in the state directory (checkpoint.go, the file
+// format), and RecoverCheckpoint turns an unclean stop's checkpoint into
+// ordinary counted records at the next start (recover.go). The daemon only
+// opens the directory, wires them and ticks.
 package coalesce
 
 import (

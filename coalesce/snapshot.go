@@ -10,7 +10,7 @@ import (
 // OpenWindow is a window whose counted record is not durable yet, as
 // Snapshot reports it: open or past its deadline in the ring, flushed early
 // and waiting in the hand-off, or being written by Run. It is what the
-// daemon's checkpoint holds (daemon/checkpoint.go): the key, the start and
+// checkpoint holds (checkpoint.go): the key, the start and
 // the count, and nothing of the limiter's buckets.
 type OpenWindow struct {
 	Identity string
@@ -58,7 +58,7 @@ func (s *Sink) Generation() uint64 {
 // Record returns w's counted record closed at end and written at ts, with
 // the same field set as every record the sink writes: window_end is end,
 // clamped to [start, start+window].
-// It is how the daemon turns a recovered window into the record the sink
+// It is how recovery (recover.go) turns a recovered window into the record the sink
 // would have written.
 func (w OpenWindow) Record(length time.Duration, end, ts time.Time) *audit.Record {
 	s := Sink{window: length}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -92,10 +91,6 @@ func openBackend(cfg config.Config, environ []string, logger *slog.Logger, tp tr
 		return b, nil
 	}
 }
-
-// processEnviron is where the daemon reads the token's environment
-// variables; tests replace it.
-var processEnviron = os.Environ
 
 // backupOf is the wire server's Backup: the embedded backend's snapshot
 // (registrar-otel backup), or nil for a backend with no local registry.

@@ -17,23 +17,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/registrar-otel/registrar-otel/internal/buildinfo"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
-	"os/signal"
 	"os/user"
 	"strconv"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/coalesce"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/health"
+	"github.com/registrar-otel/registrar-otel/internal/buildinfo"
 	"github.com/registrar-otel/registrar-otel/internal/logthrottle"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
@@ -65,9 +61,10 @@ type Daemon struct {
 	backend   closingBackend
 	counts    *counting.Sink
 	coalescer *coalesce.Sink
-	ckpt      *checkpointer // the evidence checkpoint (checkpoint.go)
-	guard     *dirGuard     // the private directories' recheck on the tick (dirguard.go)
-	recovery  Recovery      // what start found of the previous stop (recover.go)
+	stateDir  *os.File               // registrar.state_dir, held open for the checkpoint and the guard
+	ckpt      *coalesce.Checkpointer // the evidence checkpoint (evidence.go)
+	guard     *dirGuard              // the private directories' recheck on the tick (dirguard.go)
+	recovery  coalesce.Recovery      // what start found of the previous stop (evidence.go)
 	limiter   *limiter.Limiter
 	health    *health.Holder
 	verbs     *registrar.Verbs
@@ -77,7 +74,6 @@ type Daemon struct {
 	closers []func() error // in reverse order of opening
 
 	activated  bool          // the unix listener came from systemd (LISTEN_FDS)
-	notifier   notifyFunc    // sd_notify; tests replace it
 	watchdog   time.Duration // WATCHDOG_USEC, 0 when off
 	ticks      *tickClock    // the last completed maintenance pass, for /healthz
 	stopping   atomic.Bool   // shutdown has begun: /readyz answers 503
@@ -85,10 +81,7 @@ type Daemon struct {
 
 	reload reloadState // SIGHUP and registrar-otel reload (reload.go)
 
-	onSIGHUP   func(error)      // test hook: told the result of each SIGHUP reopen
-	tickC      <-chan time.Time // test hook: the tick's instants instead of a ticker
-	beforeTick func()           // test hook: runs before each maintenance pass (a stall seam)
-	clock      func() time.Time // what the liveness probe reads the time from; tests replace it
+	seams seams // the clock, environment, notifier and ticker (seams.go)
 }
 
 // New opens every component. On error, whatever was opened is closed again
@@ -100,13 +93,19 @@ func New(cfg config.Config, logger *slog.Logger) (*Daemon, error) {
 
 // NewWithOptions is New with the settings that do not come from the
 // configuration: how the log level is controlled (Options).
-func NewWithOptions(cfg config.Config, logger *slog.Logger, opts Options) (_ *Daemon, err error) {
+func NewWithOptions(cfg config.Config, logger *slog.Logger, opts Options) (*Daemon, error) {
+	return newDaemon(cfg, logger, opts, seams{})
+}
+
+// newDaemon is NewWithOptions with the seams (seams.go): the zero seams
+// are the process's own.
+func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_ *Daemon, err error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger, level := setupLogLevel(&cfg, logger, opts)
-	d := &Daemon{cfg: cfg, logger: logger, logLevel: level, notifier: systemdNotify, clock: time.Now}
-	d.reload.init(cfg)
+	d := &Daemon{cfg: cfg, logger: logger, logLevel: level, seams: s.withDefaults()}
+	d.reload.init(cfg, d.seams.load)
 	defer func() {
 		if err != nil {
 			if d.ckpt != nil {
@@ -172,7 +171,7 @@ func NewWithOptions(cfg config.Config, logger *slog.Logger, opts Options) (_ *Da
 		return nil, setup(err, false)
 	}
 
-	d.backend, err = openBackend(cfg, processEnviron(), logger.With("component", "backend"), tp, mp)
+	d.backend, err = openBackend(cfg, d.seams.environ(), logger.With("component", "backend"), tp, mp)
 	if err != nil {
 		return nil, err
 	}
@@ -195,12 +194,12 @@ func NewWithOptions(cfg config.Config, logger *slog.Logger, opts Options) (_ *Da
 	if err != nil {
 		return nil, fmt.Errorf("daemon: coalescer: %w", err)
 	}
-	d.ckpt.sink = d.coalescer
+	d.ckpt.Track(d.coalescer)
 	d.limiter, err = limiter.New(limiterConfig(r), d.coalescer)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: limiter: %w", err)
 	}
-	d.health, err = health.NewHolder(health.LimiterSource(d.counts), health.AuditCapacitySource(d.capacity), health.RestartSource(d.recovery.member()))
+	d.health, err = health.NewHolder(health.LimiterSource(d.counts), health.AuditCapacitySource(d.capacity), health.RestartSource(restartMember(d.recovery)))
 	if err != nil {
 		return nil, fmt.Errorf("daemon: health: %w", err)
 	}
@@ -287,6 +286,9 @@ func NewWithOptions(cfg config.Config, logger *slog.Logger, opts Options) (_ *Da
 	if err != nil {
 		logger.LogAttrs(context.Background(), slog.LevelWarn, "WATCHDOG_USEC unreadable; the watchdog is off", slog.Any("error", err))
 	}
+	if d.seams.watchdog > 0 {
+		d.watchdog = d.seams.watchdog
+	}
 	return d, nil
 }
 
@@ -348,188 +350,6 @@ func (d *Daemon) MetricsAddr() net.Addr {
 	return d.metricsL.Addr()
 }
 
-// Run serves until ctx is done or a listener fails, then shuts down
-// gracefully. It returns nil after a shutdown asked for by ctx.
-func (d *Daemon) Run(ctx context.Context) error {
-	defer d.close()
-	r := d.cfg.Registrar
-	addrs := make([]string, len(d.listeners))
-	for i, l := range d.listeners {
-		addrs[i] = l.Addr().String()
-	}
-	metrics := "disabled"
-	if d.metricsL != nil {
-		metrics = "http://" + d.metricsL.Addr().String() + "/metrics"
-	}
-	// SIGHUP is caught before the "serving" line is written: whoever reads
-	// that line as the daemon's readiness (a script, a test) and sends
-	// SIGHUP at once must reach the reload, not the default action, which
-	// ends the process.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	d.logger.LogAttrs(ctx, slog.LevelInfo, "registrar-otel serving",
-		slog.String("config", d.cfg.Source),
-		slog.Any("listeners", addrs),
-		slog.String("metrics", metrics),
-		slog.String("audit_record_dir", r.AuditRecordDir),
-		slog.String("state_dir", r.StateDir),
-		slog.String("backend", r.Backend),
-		slog.String("log_level", config.LogLevelName(d.logLevel.v.Level())),
-		slog.Int("components", len(r.Components)),
-		slog.Uint64("admission_burst", uint64(r.RateLimitAdmissionBurst)),
-		slog.Uint64("predecision_refusal_burst", uint64(r.RateLimitPredecisionRefusalBurst)))
-
-	serveErr := make(chan error, len(d.listeners)+1)
-	for _, l := range d.listeners {
-		go func() {
-			if err := d.server.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				serveErr <- fmt.Errorf("daemon: serving %s: %w", l.Addr(), err)
-			}
-		}()
-	}
-	if d.metricsL != nil {
-		go func() {
-			if err := d.tel.Serve(d.metricsL); err != nil {
-				serveErr <- fmt.Errorf("daemon: serving metrics on %s: %w", d.metricsL.Addr(), err)
-			}
-		}()
-	}
-
-	// SIGHUP reopens the audit store's active file (logrotate's
-	// convention), in order with the appends queued before it, then
-	// reloads the configuration (reload.go).
-	hupDone := make(chan struct{})
-	defer close(hupDone)
-	go func() {
-		for {
-			select {
-			case <-hupDone:
-				return
-			case <-hup:
-				err := d.store.Reopen()
-				if err != nil {
-					d.logger.LogAttrs(ctx, slog.LevelError, "SIGHUP: reopening the audit active file failed", slog.Any("error", err))
-				}
-				_, _ = d.Reload(ctx) // logged and counted by Reload
-				if d.onSIGHUP != nil {
-					d.onSIGHUP(err)
-				}
-			}
-		}
-	}()
-
-	interval := time.Duration(r.MaintenanceIntervalMS) * time.Millisecond
-	d.ticks = newTickClock(interval, d.clock)
-	if d.watchdog > 0 && d.watchdog < 2*interval {
-		d.logger.LogAttrs(ctx, slog.LevelWarn, "the watchdog interval is shorter than two maintenance intervals: systemd may kill a healthy daemon",
-			slog.Duration("watchdog", d.watchdog), slog.Duration("maintenance_interval", interval))
-	}
-	ticks := d.tickC
-	if ticks == nil {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		ticks = t.C
-	}
-	tickCtx, stopTick := context.WithCancel(context.WithoutCancel(ctx))
-	var ticking sync.WaitGroup
-	tasks := d.tickTasks()
-	if d.beforeTick != nil {
-		tasks = append([]tickTask{{"test-stall", func(context.Context, time.Time) error { d.beforeTick(); return nil }}}, tasks...)
-	}
-	d.lastStatus = d.status() // sent after READY=1; the tick owns it from here
-	status := d.lastStatus
-	ticking.Go(func() {
-		tickLoop(tickCtx, ticks, d.logger, d.afterPass, tasks...)
-	})
-	// The single writer of windows flushed early at the coalescer's cap, so
-	// no limited call waits on an fsync; it stops with the tick loop, and
-	// the shutdown flush writes whatever it left in the hand-off.
-	ticking.Go(func() { d.coalescer.Run(tickCtx) })
-
-	// Every listener is bound (or was handed over) and served, the audit
-	// store is open and the backend built: callers may come.
-	d.tel.SetProbes(telemetry.Probes{Live: d.live, Ready: d.ready})
-	d.notify("READY=1")
-	d.notify("STATUS=" + status)
-
-	var runErr error
-	select {
-	case <-ctx.Done():
-		d.logger.LogAttrs(ctx, slog.LevelInfo, "shutting down")
-	case runErr = <-serveErr:
-		d.logger.LogAttrs(ctx, slog.LevelError, "listener failed, shutting down", slog.Any("error", runErr))
-	}
-	d.stopping.Store(true)
-	d.notify("STOPPING=1")
-	d.notify("STATUS=stopping: finishing in-flight calls")
-
-	// 1. Stop accepting and let in-flight invocations finish: after this
-	//    no limited event can arrive.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
-	defer cancel()
-	if err := d.server.Shutdown(sctx); err != nil {
-		d.logger.LogAttrs(sctx, slog.LevelWarn, "in-flight invocations outlasted the grace period; each was answered before its connection closed", slog.Any("error", err))
-	}
-	// 2. Stop the tick loop and the coalescer's writer.
-	stopTick()
-	ticking.Wait()
-	// 3. Flush every open coalescing window, so no counted record is lost
-	//    to the restart.
-	open := d.coalescer.Stats().OpenWindows + d.coalescer.Stats().Pending
-	d.notify(fmt.Sprintf("STATUS=stopping: flushing %d coalescing windows", open))
-	d.coalescer.Flush(sctx, time.Now())
-	st := d.coalescer.Stats()
-	d.logger.LogAttrs(sctx, slog.LevelInfo, "flushed coalescing windows",
-		slog.Int("windows", open), slog.Uint64("write_failures", st.WriteFailures))
-	// 4. Every window is durable (or its failure logged): remove the
-	//    checkpoint, the marker whose presence at start means an unclean
-	//    stop. A record that failed to write keeps the marker, so the next
-	//    start reports the stop as unclean rather than claim it clean.
-	if st.WriteFailures == 0 {
-		if err := d.ckpt.Clear(); err != nil {
-			d.logger.LogAttrs(sctx, slog.LevelWarn, "removing the evidence checkpoint failed; the next start will report an unclean stop",
-				slog.String("state_dir", r.StateDir), slog.Any("error", err))
-		}
-	}
-	return runErr
-}
-
-// tickTasks are the maintenance pass, in order: close due coalescing
-// windows, sweep limiter entries back at full burst, recheck the private
-// directories (before the capacity probe, so a refusal shows in the same
-// pass), probe the audit store's capacity (after the coalescer's writes),
-// then refresh the health snapshot (last, so it reflects the pass).
-func (d *Daemon) tickTasks() []tickTask {
-	return []tickTask{
-		{"coalesce", func(ctx context.Context, now time.Time) error {
-			d.coalescer.Tick(ctx, now)
-			return nil
-		}},
-		// After the tick's batch is durable: the windows still not written.
-		{"evidence-checkpoint", d.ckpt.Tick},
-		{"limiter-sweep", func(context.Context, time.Time) error {
-			d.limiter.Sweep()
-			return nil
-		}},
-		{"private-directories", d.guard.Tick},
-		{"audit-capacity", d.probeCapacity},
-		{"health", func(context.Context, time.Time) error { return d.health.Refresh() }},
-		{"openbao-token", func(ctx context.Context, now time.Time) error {
-			if t, ok := d.backend.(tokenChecker); ok {
-				return t.CheckToken(ctx, now, false)
-			}
-			return nil
-		}},
-	}
-}
-
-// tokenChecker is the openbao backend's token work on the tick: re-read a
-// changed token file, look the token up, renew it before it lapses.
-type tokenChecker interface {
-	CheckToken(ctx context.Context, now time.Time, force bool) error
-}
-
 // close closes every opened component in reverse order, logging failures.
 func (d *Daemon) close() {
 	for i := len(d.closers) - 1; i >= 0; i-- {
@@ -549,44 +369,4 @@ func ignoreClosed(f func() error) func() error {
 		}
 		return nil
 	}
-}
-
-// Run opens a daemon from cfg and runs it until ctx is done.
-func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
-	return RunWithOptions(ctx, cfg, logger, Options{})
-}
-
-// RunWithOptions is Run with Options (NewWithOptions).
-func RunWithOptions(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Options) error {
-	d, err := NewWithOptions(cfg, logger, opts)
-	if err != nil {
-		return err
-	}
-	return d.Run(ctx)
-}
-
-// probeCapacity is the tick's capacity probe. A change of state is logged
-// (back to ok at INFO, low at WARN, critical and unwritable at ERROR) with
-// the figures an operator needs to act, at most once a minute per target
-// state, so free space hovering at a threshold does not flood the log.
-func (d *Daemon) probeCapacity(ctx context.Context, _ time.Time) error {
-	prev := d.capacity.Last().State
-	c, err := d.capacity.Probe()
-	if c.State != prev {
-		level := slog.LevelError
-		switch c.State {
-		case audit.CapacityOK:
-			level = slog.LevelInfo
-		case audit.CapacityLow:
-			level = slog.LevelWarn
-		}
-		d.capLog.Log(ctx, "capacity "+c.State.String(), level, "audit store capacity state changed",
-			slog.String("from", prev.String()), slog.String("to", c.State.String()),
-			slog.Uint64("free_bytes", c.FreeBytes), slog.Uint64("needed_bytes", c.NeededBytes),
-			slog.Uint64("store_bytes", c.StoreBytes), slog.Uint64("budget_bytes", c.BudgetBytes),
-			slog.Uint64("reserve_bytes", c.ReserveBytes), slog.Uint64("max_file_bytes", c.MaxFileBytes),
-			slog.Uint64("append_failures", c.AppendFailures),
-			slog.String("audit_record_dir", d.cfg.Registrar.AuditRecordDir))
-	}
-	return err
 }

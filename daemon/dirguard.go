@@ -79,11 +79,9 @@ func (d *Daemon) openDirGuard() (*dirGuard, error) {
 		}
 		return nil
 	}}
-	if fsys, ok := d.ckpt.fs.(dirFS); ok { // a test's fault seam holds no directory
-		g.dirs[guardState] = guardedDir{"registrar.state_dir", r.StateDir, "state directory", func() error {
-			return privdir.Recheck(fsys.dir, r.StateDir, stateDirRules)
-		}}
-	}
+	g.dirs[guardState] = guardedDir{"registrar.state_dir", r.StateDir, "state directory", func() error {
+		return privdir.Recheck(d.stateDir, r.StateDir, stateDirRules)
+	}}
 	sockDir := filepath.Dir(r.SocketPath)
 	sd, _, err := privdir.Open(sockDir, socketDirRules)
 	if err != nil {

@@ -41,7 +41,7 @@ func TestALoosenedPrivateDirectoryRefusesAppendsUntilPutRight(t *testing.T) {
 	for i, name := range []string{"audit", "state", "socket"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig(t)
-			r, logs := startLogged(t, cfg, nil)
+			r, logs := startLogged(t, cfg, seams{})
 			dir := guardedPaths(cfg)[i]
 			if id, reason := mintAnswer(t, r, "h1"); id != "" {
 				t.Fatalf("first mint: %s %s", id, reason)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/registrar-otel/registrar-otel/coalesce"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/health"
 	"github.com/registrar-otel/registrar-otel/internal/privdir"
@@ -18,49 +19,37 @@ import (
 // it) with one of their own (issue 27).
 var stateDirRules = privdir.Options{Owner: true, Ancestors: true}
 
-// openCheckpointFS opens the state directory for the checkpoint (created
-// 0700 if missing, checked as private, for every backend kind); tests
-// replace it with a fault seam. The directory stays open for the
-// checkpoint's *at calls and the tick's recheck (dirguard.go).
-var openCheckpointFS = func(stateDir string) (checkpointFS, func() error, error) {
-	dir, _, err := privdir.Open(stateDir, stateDirRules)
-	if err != nil {
-		return nil, nil, err
-	}
-	return dirFS{dir: dir}, dir.Close, nil
-}
-
-// now is the daemon's clock for recovery; tests replace it.
-var clockNow = time.Now
-
-// recoverEvidence opens the checkpoint, recovers an unclean stop's windows
-// into counted records, logs the stop, and starts this run's checkpoint
-// (the files rewritten empty: cleared, and the marker of a running daemon).
-// A torn or unreadable checkpoint never fails it; a store that cannot take
-// the recovered records does, leaving the files for the next start.
+// recoverEvidence opens registrar.state_dir (created 0700 if missing,
+// checked as private, for every backend kind, and held open for the
+// checkpoint and the tick's recheck, dirguard.go), recovers an unclean
+// stop's windows into counted records (coalesce.RecoverCheckpoint), logs
+// the stop, and starts this run's checkpoint (the files rewritten empty:
+// cleared, and the marker of a running daemon). A torn or unreadable
+// checkpoint never fails it; a store that cannot take the recovered
+// records does, leaving the files for the next start.
 func (d *Daemon) recoverEvidence(cfg config.Config, logger *slog.Logger) error {
 	r := cfg.Registrar
-	cfs, closeFS, err := openCheckpointFS(r.StateDir)
+	dir, _, err := privdir.Open(r.StateDir, stateDirRules)
 	if err != nil {
 		return fmt.Errorf("daemon: evidence checkpoint (registrar.state_dir %s): %w", r.StateDir, err)
 	}
-	d.closers = append(d.closers, closeFS)
+	d.stateDir = dir
+	d.closers = append(d.closers, dir.Close)
 	window := time.Duration(r.RateLimitCoalesceWindowSeconds) * time.Second
-	at := clockNow()
-	d.recovery, err = recoverCheckpoint(context.Background(), cfs, d.store, r.AuditRecordDir, window, at)
-	logRecovery(context.Background(), logger, d.recovery, r.StateDir)
+	at := d.seams.now()
+	d.recovery, err = coalesce.RecoverCheckpoint(context.Background(), dir, d.store, r.AuditRecordDir, window, at)
+	coalesce.LogRecovery(context.Background(), logger, d.recovery, r.StateDir)
 	if err != nil {
-		return err
+		return fmt.Errorf("daemon: evidence recovery: %w", err)
 	}
-	d.ckpt = &checkpointer{fs: cfs, started: at}
-	if err := d.ckpt.Start(d.recovery.seq, at); err != nil {
+	if d.ckpt, err = coalesce.StartCheckpoint(dir, d.recovery, at); err != nil {
 		return fmt.Errorf("daemon: evidence checkpoint (registrar.state_dir %s): clearing after recovery: %w", r.StateDir, err)
 	}
 	return nil
 }
 
-// member is the registrar_health restart member.
-func (r Recovery) member() health.RestartMember {
+// restartMember is the registrar_health restart member.
+func restartMember(r coalesce.Recovery) health.RestartMember {
 	m := health.RestartMember{
 		Unclean:          r.Unclean,
 		Checkpoint:       r.Checkpoint,
@@ -80,7 +69,7 @@ const healthTime = "2006-01-02T15:04:05.000Z"
 
 // restartStats is the telemetry view of the recovery and the checkpoint.
 func (d *Daemon) restartStats() telemetry.RestartStats {
-	s := telemetry.RestartStats{CheckpointFailures: d.ckpt.failures.Load()}
+	s := telemetry.RestartStats{CheckpointFailures: d.ckpt.Failures()}
 	if d.recovery.Unclean {
 		s.UncleanRestarts = 1
 		s.LastUncleanRestartUnix = float64(d.recovery.At.UnixNano()) / 1e9

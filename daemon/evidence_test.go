@@ -22,13 +22,14 @@ func plantCheckpoint(t *testing.T, stateDir string, seq uint64, instant time.Tim
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	b := appendCheckpoint(nil, &checkpoint{Seq: seq, Instant: instant, Started: instant.Add(-time.Minute), Windows: ws})
-	if err := os.WriteFile(filepath.Join(stateDir, checkpointFile(seq)), b, 0o600); err != nil {
+	b := coalesce.AppendCheckpoint(nil, &coalesce.Checkpoint{Seq: seq, Instant: instant, Started: instant.Add(-time.Minute), Windows: ws})
+	if err := os.WriteFile(filepath.Join(stateDir, coalesce.CheckpointFile(seq)), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestAnUncleanStopIsRecoveredBeforeServingLoggedOnceAndCarriedInHealth(t *testing.T) {
+	t.Parallel() // its daemon's seams are its own
 	cfg := testConfig(t)
 	instant := time.Now().Add(-3 * time.Second)
 	plantCheckpoint(t, cfg.Registrar.StateDir, 41, instant,
@@ -71,13 +72,13 @@ func TestAnUncleanStopIsRecoveredBeforeServingLoggedOnceAndCarriedInHealth(t *te
 	// The checkpoint was cleared: both files hold an empty checkpoint of a
 	// higher sequence.
 	for i := range uint64(2) {
-		b, err := os.ReadFile(filepath.Join(cfg.Registrar.StateDir, checkpointFile(i)))
+		b, err := os.ReadFile(filepath.Join(cfg.Registrar.StateDir, coalesce.CheckpointFile(i)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := decodeCheckpoint(b)
+		c, err := coalesce.DecodeCheckpoint(b)
 		if err != nil || len(c.Windows) != 0 || c.Seq <= 41 {
-			t.Fatalf("%s after recovery: %+v, %v; want empty above seq 41", checkpointFile(i), c, err)
+			t.Fatalf("%s after recovery: %+v, %v; want empty above seq 41", coalesce.CheckpointFile(i), c, err)
 		}
 	}
 	// A clean stop removes the marker; the next start is clean and writes
@@ -90,8 +91,8 @@ func TestAnUncleanStopIsRecoveredBeforeServingLoggedOnceAndCarriedInHealth(t *te
 		t.Fatal(err)
 	}
 	for i := range uint64(2) {
-		if _, err := os.Stat(filepath.Join(cfg.Registrar.StateDir, checkpointFile(i))); !os.IsNotExist(err) {
-			t.Fatalf("after a clean stop %s: %v, want removed", checkpointFile(i), err)
+		if _, err := os.Stat(filepath.Join(cfg.Registrar.StateDir, coalesce.CheckpointFile(i))); !os.IsNotExist(err) {
+			t.Fatalf("after a clean stop %s: %v, want removed", coalesce.CheckpointFile(i), err)
 		}
 	}
 	logs = logtest.Buffer{}
@@ -110,6 +111,7 @@ func TestAnUncleanStopIsRecoveredBeforeServingLoggedOnceAndCarriedInHealth(t *te
 }
 
 func TestTheTickCheckpointsWhatIsOpenAndAStartWithoutFlushRecoversIt(t *testing.T) {
+	t.Parallel() // its daemon's seams are its own
 	cfg := testConfig(t)
 	r := start(t, cfg)
 	ctx := context.Background()
@@ -122,11 +124,11 @@ func TestTheTickCheckpointsWhatIsOpenAndAStartWithoutFlushRecoversIt(t *testing.
 	cfg2 := testConfig(t)
 	os.MkdirAll(cfg2.Registrar.StateDir, 0o700)
 	for i := range uint64(2) {
-		b, err := os.ReadFile(filepath.Join(cfg.Registrar.StateDir, checkpointFile(i)))
+		b, err := os.ReadFile(filepath.Join(cfg.Registrar.StateDir, coalesce.CheckpointFile(i)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(cfg2.Registrar.StateDir, checkpointFile(i)), b, 0o600)
+		os.WriteFile(filepath.Join(cfg2.Registrar.StateDir, coalesce.CheckpointFile(i)), b, 0o600)
 	}
 	d2, err := New(cfg2, nil)
 	if err != nil {
@@ -139,20 +141,21 @@ func TestTheTickCheckpointsWhatIsOpenAndAStartWithoutFlushRecoversIt(t *testing.
 }
 
 func TestNoCheckpointIsWrittenOnTheRequestPath(t *testing.T) {
+	t.Parallel() // its daemon's seams are its own
 	cfg := testConfig(t)
 	r := start(t, cfg)
 	ctx := context.Background()
-	before := r.d.ckpt.writes.Load()
+	before := r.d.ckpt.Writes()
 	for range 20 {
 		r.client.Mint(ctx, mint("review")) // 3 admitted, 17 throttled
 		r.client.Mint(ctx, mint("BAD"))    // 2 refused, 18 limited
 	}
-	if got := r.d.ckpt.writes.Load() - before; got != 0 {
+	if got := r.d.ckpt.Writes() - before; got != 0 {
 		t.Fatalf("%d checkpoint writes during 35 limited calls and no tick, want 0", got)
 	}
 	r.tick()
 	r.tick()
-	if got := r.d.ckpt.writes.Load() - before; got != 1 {
+	if got := r.d.ckpt.Writes() - before; got != 1 {
 		t.Fatalf("%d checkpoint writes after two ticks with one change between, want 1", got)
 	}
 }

@@ -38,14 +38,14 @@ type reloadState struct {
 	successes       atomic.Uint64
 	failures        atomic.Uint64
 	// now is the wall clock of the success timestamp, load the loader
-	// (config.Load); tests of a daemon configured in code replace them.
+	// (seams.load).
 	now  func() time.Time
 	load func(path string, environ []string, logger *slog.Logger) (config.Config, error)
 }
 
-func (r *reloadState) init(cfg config.Config) {
+func (r *reloadState) init(cfg config.Config, load func(string, []string, *slog.Logger) (config.Config, error)) {
 	r.applied = cfg.Clone()
-	r.now, r.load = time.Now, config.Load
+	r.now, r.load = time.Now, load
 	r.lastOK.Store(true)
 	r.lastSuccessUnix.Store(r.now().UnixNano())
 }
@@ -127,7 +127,7 @@ func (d *Daemon) reloadLocked(ctx context.Context) ([]config.Change, error) {
 	if path == config.SourceDefaults {
 		path = ""
 	}
-	environ := processEnviron()
+	environ := d.seams.environ()
 	unknown := &unknownKeys{next: d.logger.With("component", "config").Handler(), mu: &sync.Mutex{}, errs: new([]error)}
 	next, err := rs.load(path, environ, slog.New(unknown))
 	if err != nil {

@@ -64,7 +64,7 @@ func startFromFile(t *testing.T) *reloadRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rr.running, rr.logs = startLogged(t, cfg, nil)
+	rr.running, rr.logs = startLogged(t, cfg, seams{})
 	return rr
 }
 
@@ -150,6 +150,7 @@ multiplicity = "many-per-host"
 }
 
 func TestReloadRefusesAnInvalidFileAndKeepsTheOldConfigurationWhole(t *testing.T) {
+	t.Parallel() // its daemon's seams are its own
 	for _, tc := range []struct {
 		name string
 		text func(dir string) string
@@ -287,13 +288,14 @@ func (h hupOnServing) WithGroup(g string) slog.Handler { return hupOnServing{h.H
 // binary.
 func TestASIGHUPAsSoonAsTheServingLineReloads(t *testing.T) {
 	cfg := testConfig(t)
-	d, err := New(cfg, slog.New(hupOnServing{slog.NewTextHandler(io.Discard, nil)}))
+	hup := make(chan struct{}, 1)
+	d, err := newDaemon(cfg, slog.New(hupOnServing{slog.NewTextHandler(io.Discard, nil)}), Options{}, seams{
+		onSIGHUP: func(error) { hup <- struct{}{} },
+		load:     func(string, []string, *slog.Logger) (config.Config, error) { return cfg, nil },
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hup := make(chan struct{}, 1)
-	d.onSIGHUP = func(error) { hup <- struct{}{} }
-	d.reload.load = func(string, []string, *slog.Logger) (config.Config, error) { return cfg, nil }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

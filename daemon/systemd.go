@@ -48,7 +48,7 @@ func systemdNotify(state string) error {
 
 // notify sends state, logging a failure once per call at WARN.
 func (d *Daemon) notify(state string) {
-	if err := d.notifier(state); err != nil {
+	if err := d.seams.notify(state); err != nil {
 		d.logger.LogAttrs(context.Background(), slog.LevelWarn, "sd_notify failed", slog.String("state", state), slog.Any("error", err))
 	}
 }
@@ -138,7 +138,7 @@ func activatedUnix(path string) (net.Listener, error) {
 // /healthz, feeds the watchdog, and updates STATUS= when the audit store's
 // state changed. A stalled pass reaches none of these.
 func (d *Daemon) afterPass(time.Time) {
-	d.ticks.passed(d.clock())
+	d.ticks.passed(d.seams.now())
 	if d.watchdog > 0 {
 		d.notify("WATCHDOG=1")
 	}

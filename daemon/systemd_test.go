@@ -65,8 +65,8 @@ func TestReadyIsSentOnlyOnceTheSocketAnswers(t *testing.T) {
 	cfg := testConfig(t)
 	n := newNotes()
 	answered := make(chan error, 1)
-	r, _ := startLogged(t, cfg, func(d *Daemon) {
-		d.notifier = func(s string) error {
+	r, _ := startLogged(t, cfg, seams{
+		notify: func(s string) error {
 			if s == "READY=1" {
 				// Synchronously, before the daemon goes on: the socket
 				// must answer now.
@@ -79,7 +79,7 @@ func TestReadyIsSentOnlyOnceTheSocketAnswers(t *testing.T) {
 			}
 			n.add(s)
 			return nil
-		}
+		},
 	})
 	n.next(t, "READY=1")
 	if err := <-answered; err != nil {
@@ -103,20 +103,20 @@ func TestTheWatchdogIsFedByTheTickAndStopsWhileTheTickStalls(t *testing.T) {
 	var passes atomic.Int64
 	var now atomic.Int64
 	now.Store(time.Now().UnixNano())
-	r, _ := startLogged(t, cfg, func(d *Daemon) {
-		d.notifier = func(s string) error { n.add(s); return nil }
+	r, _ := startLogged(t, cfg, seams{
+		notify: func(s string) error { n.add(s); return nil },
 		// A watchdog far shorter than any test step: a ping from a timer
 		// of its own would show up between the tick's pings.
-		d.watchdog = time.Millisecond
-		d.tickC = ticks
-		d.clock = func() time.Time { return time.Unix(0, now.Load()) }
-		d.beforeTick = func() {
+		watchdog: time.Millisecond,
+		ticks:    ticks,
+		now:      func() time.Time { return time.Unix(0, now.Load()) },
+		beforeTick: func() {
 			if stall.Load() {
 				stalled <- struct{}{}
 				<-release
 			}
 			passes.Add(1)
-		}
+		},
 	})
 	var releaseOnce sync.Once
 	unstall := func() { releaseOnce.Do(func() { stall.Store(false); close(release) }) }
@@ -176,8 +176,9 @@ func TestStoppingIsSentBeforeTheWindowsAreFlushed(t *testing.T) {
 	cfg := testConfig(t)
 	n := newNotes()
 	var atStopping, atFlushing int = -1, -1
-	r, _ := startLogged(t, cfg, func(dd *Daemon) {
-		dd.notifier = func(s string) error {
+	var dd *Daemon // set before Run, the first to notify
+	r, _ := startLogged(t, cfg, seams{
+		notify: func(s string) error {
 			switch {
 			case s == "STOPPING=1":
 				atStopping = int(scanDir(t, cfg.Registrar.AuditRecordDir).Limited[0].Count)
@@ -192,8 +193,9 @@ func TestStoppingIsSentBeforeTheWindowsAreFlushed(t *testing.T) {
 			}
 			n.add(s)
 			return nil
-		}
+		},
 	})
+	dd = r.d
 	n.next(t, "READY=1")
 	for range 5 {
 		r.client.Mint(context.Background(), mint("BAD")) // 2 recorded, 3 limited: one open window

@@ -9,7 +9,7 @@ import (
 )
 
 // Restart and checkpoint instruments: the gap an unclean stop leaves in the
-// counted evidence, and the checkpoint that bounds it (daemon/checkpoint.go).
+// counted evidence, and the checkpoint that bounds it (coalesce/checkpoint.go).
 const (
 	// registrar_unclean_restarts_total
 	UncleanRestarts = "registrar.unclean_restarts"

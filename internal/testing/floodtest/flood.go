@@ -1,5 +1,5 @@
 // Package floodtest is the load client and the floor server of the flood
-// benchmarks (daemon/flood_bench_test.go): what anyone needs to rerun the
+// benchmarks (BenchmarkFlood, daemon/daemon_test.go): what anyone needs to rerun the
 // measurement of the daemon's headline figure, the cost of answering a
 // flood, against the cheapest server that gives the same answers.
 //

@@ -1,4 +1,4 @@
-package daemon
+package coalesce
 
 import (
 	"context"
@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/coalesce"
 	"github.com/registrar-otel/registrar-otel/limiter"
 )
 
@@ -53,13 +53,22 @@ type Recovery struct {
 // write's duration.
 const recoveryLookback = time.Minute
 
+// RecoverCheckpoint recovers the checkpoint in the state directory dir
+// (open, and checked private by the caller) into counted records through
+// store, auditDir being the store's directory (see recoverCheckpoint). Its
+// errors do not name a component: the caller does.
+func RecoverCheckpoint(ctx context.Context, dir *os.File, store Appender, auditDir string, window time.Duration, now time.Time) (Recovery, error) {
+	return recoverCheckpoint(ctx, dirFS{dir: dir}, store, auditDir, window, now)
+}
+
 // recoverCheckpoint runs at start, after the audit store opened and before
 // any listener exists. If a checkpoint file is there (an unclean stop), it
 // writes each checkpointed window that has no record in the store yet as an
 // ordinary counted record (window_end at the checkpoint's instant, clamped
 // to the window) through the store's batch append. It never refuses to
 // start: a torn or unreadable checkpoint is reported, not an error. The
-// caller then clears the files (checkpointer.Start) and logs the result.
+// caller then clears the files (StartCheckpoint) and logs the result
+// (LogRecovery).
 //
 // Never twice: a window's record is identified by (identity, verb, bucket,
 // window_start), since a key has at most one open window and its next one
@@ -67,25 +76,25 @@ const recoveryLookback = time.Minute
 // durable: a checkpointed window whose record the store already holds (the
 // tick closed it, or the writer flushed it early, after the snapshot; or a
 // previous recovery wrote it and crashed before clearing) is skipped.
-func recoverCheckpoint(ctx context.Context, cfs checkpointFS, store coalesce.Appender, auditDir string, window time.Duration, now time.Time) (Recovery, error) {
+func recoverCheckpoint(ctx context.Context, cfs checkpointFS, store Appender, auditDir string, window time.Duration, now time.Time) (Recovery, error) {
 	rec := Recovery{At: now, Checkpoint: checkpointNone}
-	var best *checkpoint
+	var best *Checkpoint
 	present, torn := 0, 0
 	for i := range uint64(2) {
-		b, err := cfs.ReadFile(checkpointFile(i))
+		b, err := cfs.ReadFile(CheckpointFile(i))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		present++
 		if err != nil {
 			torn++
-			rec.Problem = fmt.Sprintf("%s: %v", checkpointFile(i), err)
+			rec.Problem = fmt.Sprintf("%s: %v", CheckpointFile(i), err)
 			continue
 		}
-		c, err := decodeCheckpoint(b)
+		c, err := DecodeCheckpoint(b)
 		if err != nil {
 			torn++
-			rec.Problem = fmt.Sprintf("%s: %v", checkpointFile(i), err)
+			rec.Problem = fmt.Sprintf("%s: %v", CheckpointFile(i), err)
 			continue
 		}
 		rec.seq = max(rec.seq, c.Seq)
@@ -112,7 +121,7 @@ func recoverCheckpoint(ctx context.Context, cfs checkpointFS, store coalesce.App
 	}
 	durable, err := durableWindows(ctx, auditDir, best.Instant.Add(-window-recoveryLookback))
 	if err != nil {
-		return rec, fmt.Errorf("daemon: evidence recovery: reading the audit store: %w", err)
+		return rec, fmt.Errorf("reading the audit store: %w", err)
 	}
 	var recs []*audit.Record
 	for _, w := range best.Windows {
@@ -144,7 +153,7 @@ func recoverCheckpoint(ctx context.Context, cfs checkpointFS, store coalesce.App
 		rec.Count = addSat(rec.Count, r.Count)
 	}
 	if firstErr != nil {
-		return rec, fmt.Errorf("daemon: evidence recovery: %d of %d recovered records not written: %w", rec.Failed, len(recs), firstErr)
+		return rec, fmt.Errorf("%d of %d recovered records not written: %w", rec.Failed, len(recs), firstErr)
 	}
 	return rec, nil
 }
@@ -186,8 +195,8 @@ func durableWindows(ctx context.Context, dir string, since time.Time) (map[recor
 	return out, nil
 }
 
-// logRecovery writes the one ERROR line of an unclean stop.
-func logRecovery(ctx context.Context, logger *slog.Logger, rec Recovery, stateDir string) {
+// LogRecovery writes the one ERROR line of an unclean stop.
+func LogRecovery(ctx context.Context, logger *slog.Logger, rec Recovery, stateDir string) {
 	if !rec.Unclean {
 		return
 	}

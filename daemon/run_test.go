@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -20,6 +19,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/health"
+	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -37,25 +37,12 @@ func riskConfig(t *testing.T) config.Config {
 	return cfg
 }
 
-// startLogged starts a daemon whose log goes to the returned buffer.
-func startLogged(t *testing.T, cfg config.Config, hook func(*Daemon)) (*running, *logBuffer) {
+// startLogged starts a daemon with the seams s whose log goes to the
+// returned buffer.
+func startLogged(t *testing.T, cfg config.Config, s seams) (*running, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
-	d, err := New(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if hook != nil {
-		hook(d)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{d: d, client: wire.NewUnixClient(cfg.Registrar.SocketPath), cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-r.done
-	})
-	return r, logs
+	return launch(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})), s), logs
 }
 
 func (r *running) mustMint(t *testing.T) *wire.Response {
@@ -97,7 +84,7 @@ func scanDir(t *testing.T, dir string) *audit.Report {
 
 func TestDeletingTheAuditDirectoryWhileRunningReopensAFreshActiveFile(t *testing.T) {
 	cfg := riskConfig(t)
-	r, logs := startLogged(t, cfg, nil)
+	r, logs := startLogged(t, cfg, seams{})
 	dir := cfg.Registrar.AuditRecordDir
 	r.mustMint(t)
 	before := r.metric(t, `registrar_audit_file_reopened_total{cause="directory_removed"}`)
@@ -131,7 +118,7 @@ func TestDeletingTheAuditDirectoryWhileRunningReopensAFreshActiveFile(t *testing
 
 func TestRenamingTheActiveFileSendsTheNextRecordsToANewOneAndScanListsIt(t *testing.T) {
 	cfg := riskConfig(t)
-	r, logs := startLogged(t, cfg, nil)
+	r, logs := startLogged(t, cfg, seams{})
 	dir := cfg.Registrar.AuditRecordDir
 	first := r.mustMint(t)
 	renamed := filepath.Join(dir, audit.ActiveFileName+".1") // what a logrotate rule makes
@@ -169,10 +156,10 @@ func TestRenamingTheActiveFileSendsTheNextRecordsToANewOneAndScanListsIt(t *test
 func TestSIGHUPReopensTheActiveFile(t *testing.T) {
 	cfg := riskConfig(t)
 	reopened := make(chan error, 1)
-	r, logs := startLogged(t, cfg, func(d *Daemon) {
-		d.onSIGHUP = func(err error) { reopened <- err }
+	r, logs := startLogged(t, cfg, seams{
+		onSIGHUP: func(err error) { reopened <- err },
 		// Configured in code: the reload SIGHUP also runs re-reads the same.
-		d.reload.load = func(string, []string, *slog.Logger) (config.Config, error) { return cfg, nil }
+		load: func(string, []string, *slog.Logger) (config.Config, error) { return cfg, nil },
 	})
 	dir := cfg.Registrar.AuditRecordDir
 	r.mustMint(t)
@@ -293,7 +280,7 @@ func TestFullDiskWalksTheStatesAndRecoversWithoutARestart(t *testing.T) {
 	r.AuditMaxRetainedFiles = 16                 // budget 17 × 64 KiB = 1088 KiB
 	r.AuditStoreReserveBytes = 512 << 10         // ok needs 1088 KiB − store + 512 KiB
 	filler := filepath.Join(mnt, "other-writer") // the OpenBao audit device, say
-	run, logs := startLogged(t, cfg, nil)
+	run, logs := startLogged(t, cfg, seams{})
 	ctx := context.Background()
 
 	run.tick()
@@ -373,7 +360,7 @@ func TestTheServedCapacityMovesOnlyOnATick(t *testing.T) {
 	mnt := mountTmpfs(t, 8<<20)
 	cfg := riskConfig(t)
 	cfg.Registrar.AuditRecordDir = filepath.Join(mnt, "audit")
-	run, _ := startLogged(t, cfg, nil)
+	run, _ := startLogged(t, cfg, seams{})
 	run.tick()
 	before := capacityOf(t, run.mustMint(t))
 	fillTo(t, filepath.Join(mnt, "filler"), 2<<20) // 6 MiB fewer free bytes
@@ -393,7 +380,7 @@ func TestTheServedCapacityMovesOnlyOnATick(t *testing.T) {
 
 func TestAReadOnlyDirectoryAtRotationRefusesMintsWithOneErrorLine(t *testing.T) {
 	cfg := riskConfig(t)
-	run, logs := startLogged(t, cfg, nil)
+	run, logs := startLogged(t, cfg, seams{})
 	dir := cfg.Registrar.AuditRecordDir
 	active := filepath.Join(dir, audit.ActiveFileName)
 	// Fill the active file to within one mint of its 64 KiB bound.
@@ -434,5 +421,80 @@ func TestAReadOnlyDirectoryAtRotationRefusesMintsWithOneErrorLine(t *testing.T) 
 	run.tick()
 	if h, _ := run.client.Health(ctx); capacityOf(t, h).State != "unwritable" {
 		t.Errorf("state %+v after refused rotations, want unwritable", capacityOf(t, h))
+	}
+}
+
+// makeReadOnly makes dir read-only until the test ends: as root (whom
+// permissions do not stop) a read-only bind mount of dir on itself; as
+// another user, mode 0500.
+func makeReadOnly(t *testing.T, dir string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(dir, 0o500); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(dir, 0o700) })
+		return
+	}
+	if err := syscall.Mount(dir, dir, "", syscall.MS_BIND, ""); err != nil {
+		if errors.Is(err, syscall.EPERM) {
+			t.Skipf("root without CAP_SYS_ADMIN cannot make a read-only bind mount here: %v", err)
+		}
+		t.Fatalf("bind mount: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+			syscall.Unmount(dir, syscall.MNT_DETACH)
+		}
+	})
+	if err := syscall.Mount("", dir, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, ""); err != nil {
+		t.Fatalf("remount read-only: %v", err)
+	}
+}
+
+// TestAFloodLeavesOneStoreFile lists the audit directory after a flood of
+// both kinds (refusals and admissions past their bursts), a tick and the
+// shutdown flush: the evidence is one store — the one active file, a
+// regular file, no second file, no directory, no version or index file —
+// and every line of it decodes as one record of the one encoding, the
+// counted records among them.
+func TestAFloodLeavesOneStoreFile(t *testing.T) {
+	cfg := testConfig(t)
+	r := start(t, cfg)
+	ctx := context.Background()
+	for range 200 {
+		r.client.Mint(ctx, mint("BAD"))
+		r.client.Mint(ctx, mint("review"))
+	}
+	r.tick()
+	r.stop(t)
+
+	dir := cfg.Registrar.AuditRecordDir
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if len(ents) != 1 || ents[0].Name() != audit.ActiveFileName || !ents[0].Type().IsRegular() {
+		t.Fatalf("audit directory after a flood holds %q, want exactly the regular file %q", names, audit.ActiveFileName)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, audit.ActiveFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	phases := map[audit.Phase]int{}
+	for line := range bytes.Lines(b) {
+		rec, err := audit.Unmarshal(bytes.TrimSuffix(line, []byte("\n")))
+		if err != nil {
+			t.Fatalf("a line that is not a record of the store's encoding: %v: %q", err, line)
+		}
+		phases[rec.Phase]++
+	}
+	if phases[audit.PhaseLimited] == 0 || phases[audit.PhaseIntent] == 0 {
+		t.Fatalf("records by phase %v: want the flood's counted records beside the intents", phases)
 	}
 }

@@ -1,4 +1,4 @@
-package daemon
+package coalesce
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/coalesce"
 	"github.com/registrar-otel/registrar-otel/limiter"
 )
 
@@ -84,7 +82,7 @@ func (p *powerFS) snapshot() map[string][]byte {
 	return maps.Clone(p.files)
 }
 
-var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+var ckptT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // fixture is a coalescing sink on a manual clock over a real audit store,
 // with a checkpointer on a powerFS.
@@ -93,23 +91,23 @@ type fixture struct {
 	clock  time.Time
 	store  *audit.Store
 	dir    string
-	sink   *coalesce.Sink
+	sink   *Sink
 	fs     *powerFS
-	ckpt   *checkpointer
+	ckpt   *Checkpointer
 	window time.Duration
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{t: t, clock: t0, dir: t.TempDir(), fs: newPowerFS(), window: 10 * time.Second}
+	f := &fixture{t: t, clock: ckptT0, dir: t.TempDir(), fs: newPowerFS(), window: 10 * time.Second}
 	f.openStore()
 	var err error
-	f.sink, err = coalesce.New(coalesce.Options{Store: f.store, Window: f.window, Now: func() time.Time { return f.clock }})
+	f.sink, err = New(Options{Store: f.store, Window: f.window, Now: func() time.Time { return f.clock }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.ckpt = &checkpointer{fs: f.fs, sink: f.sink, started: t0, now: func() time.Time { return f.clock }}
-	if err := f.ckpt.Start(0, t0); err != nil {
+	f.ckpt = &Checkpointer{fs: f.fs, sink: f.sink, started: ckptT0, now: func() time.Time { return f.clock }}
+	if err := f.ckpt.start(0, ckptT0); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -147,8 +145,8 @@ func (f *fixture) restart() Recovery {
 	if err != nil {
 		f.t.Fatalf("recovery refused: %v", err)
 	}
-	c := &checkpointer{fs: f.fs, started: f.clock}
-	if err := c.Start(rec.seq, f.clock); err != nil {
+	c := &Checkpointer{fs: f.fs, started: f.clock}
+	if err := c.start(rec.seq, f.clock); err != nil {
 		f.t.Fatal(err)
 	}
 	return rec
@@ -157,7 +155,7 @@ func (f *fixture) restart() Recovery {
 // counted is Σ count over the store's limited records, and their number.
 func (f *fixture) counted() (sum, records uint64) {
 	f.t.Helper()
-	recs, err := audit.LimitedSince(context.Background(), filepath.Join(f.dir, "audit"), t0.Add(-time.Hour))
+	recs, err := audit.LimitedSince(context.Background(), filepath.Join(f.dir, "audit"), ckptT0.Add(-time.Hour))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -168,16 +166,16 @@ func (f *fixture) counted() (sum, records uint64) {
 }
 
 func TestACheckpointRoundTripsAndEveryCutIsDetected(t *testing.T) {
-	c := checkpoint{Seq: 7, Instant: t0.Add(time.Second), Started: t0, Windows: []coalesce.OpenWindow{
-		{Identity: "uid:1000", Verb: limiter.Mint, Bucket: limiter.Admission, Start: t0, Count: 3},
-		{Identity: strings.Repeat("é", 256), Verb: limiter.Deregister, Bucket: limiter.PredecisionRefusal, Start: t0.Add(time.Millisecond), Count: 1 << 40},
+	c := Checkpoint{Seq: 7, Instant: ckptT0.Add(time.Second), Started: ckptT0, Windows: []OpenWindow{
+		{Identity: "uid:1000", Verb: limiter.Mint, Bucket: limiter.Admission, Start: ckptT0, Count: 3},
+		{Identity: strings.Repeat("é", 256), Verb: limiter.Deregister, Bucket: limiter.PredecisionRefusal, Start: ckptT0.Add(time.Millisecond), Count: 1 << 40},
 	}}
-	b := appendCheckpoint(nil, &c)
-	got, err := decodeCheckpoint(b)
+	b := AppendCheckpoint(nil, &c)
+	got, err := DecodeCheckpoint(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Seq != 7 || !got.Instant.Equal(c.Instant) || !got.Started.Equal(t0) || len(got.Windows) != 2 {
+	if got.Seq != 7 || !got.Instant.Equal(c.Instant) || !got.Started.Equal(ckptT0) || len(got.Windows) != 2 {
 		t.Fatalf("got %+v, want %+v", got, c)
 	}
 	for i := range c.Windows {
@@ -186,14 +184,14 @@ func TestACheckpointRoundTripsAndEveryCutIsDetected(t *testing.T) {
 		}
 	}
 	for n := range len(b) {
-		if _, err := decodeCheckpoint(b[:n]); !errors.Is(err, errTornCheckpoint) {
+		if _, err := DecodeCheckpoint(b[:n]); !errors.Is(err, errTornCheckpoint) {
 			t.Fatalf("cut at %d of %d bytes: %v, want errTornCheckpoint", n, len(b), err)
 		}
 	}
 	for i := range b {
 		d := bytes.Clone(b)
 		d[i] ^= 0x10
-		if _, err := decodeCheckpoint(d); !errors.Is(err, errTornCheckpoint) {
+		if _, err := DecodeCheckpoint(d); !errors.Is(err, errTornCheckpoint) {
 			t.Fatalf("byte %d flipped: %v, want errTornCheckpoint", i, err)
 		}
 	}
@@ -203,18 +201,18 @@ func TestTheCheckpointBoundIsTheStatedBytes(t *testing.T) {
 	if MaxCheckpointBytes != 6_537_256 {
 		t.Fatalf("MaxCheckpointBytes %d, the docs say 6,537,256", MaxCheckpointBytes)
 	}
-	ws := make([]coalesce.OpenWindow, MaxCheckpointWindows)
+	ws := make([]OpenWindow, MaxCheckpointWindows)
 	for i := range ws {
-		ws[i] = coalesce.OpenWindow{Identity: strings.Repeat("x", MaxCheckpointIdentityBytes+100), Verb: limiter.Mint, Bucket: limiter.Admission, Start: t0, Count: 1}
+		ws[i] = OpenWindow{Identity: strings.Repeat("x", MaxCheckpointIdentityBytes+100), Verb: limiter.Mint, Bucket: limiter.Admission, Start: ckptT0, Count: 1}
 	}
-	if n := len(appendCheckpoint(nil, &checkpoint{Windows: ws})); n != MaxCheckpointBytes {
+	if n := len(AppendCheckpoint(nil, &Checkpoint{Windows: ws})); n != MaxCheckpointBytes {
 		t.Fatalf("a full checkpoint is %d bytes, want %d", n, MaxCheckpointBytes)
 	}
-	fleet := make([]coalesce.OpenWindow, coalesce.MaxOpenWindows)
+	fleet := make([]OpenWindow, MaxOpenWindows)
 	for i := range fleet {
-		fleet[i] = coalesce.OpenWindow{Identity: strings.Repeat("y", 64), Verb: limiter.Mint, Bucket: limiter.Admission, Start: t0, Count: 1}
+		fleet[i] = OpenWindow{Identity: strings.Repeat("y", 64), Verb: limiter.Mint, Bucket: limiter.Admission, Start: ckptT0, Count: 1}
 	}
-	if n := len(appendCheckpoint(nil, &checkpoint{Windows: fleet})); n != 344_104 {
+	if n := len(AppendCheckpoint(nil, &Checkpoint{Windows: fleet})); n != 344_104 {
 		t.Fatalf("a fleet checkpoint is %d bytes, the docs say 344,104", n)
 	}
 }
@@ -246,112 +244,6 @@ func TestTheTickWritesOneFileOnlyWhenWindowsChanged(t *testing.T) {
 	f.tick()
 	if f.fs.writes != before {
 		t.Fatalf("a tick with nothing changed wrote the checkpoint")
-	}
-}
-
-func TestAPowerLossDuringACheckpointWriteFallsBackToTheOlderFileNeverRefusesAndNeverDoubleCounts(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		tornAt  int
-		keepOld bool
-		want    string
-	}{
-		{"truncated empty", 0, false, checkpointStale},
-		{"cut mid-header", 20, false, checkpointStale},
-		{"cut mid-window", 60, false, checkpointStale},
-		{"write never reached the disk", 0, true, checkpointOK},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
-			f.limited("uid:1", 5)
-			f.limited("uid:2", 2)
-			f.clock = f.clock.Add(time.Second)
-			if err := f.tick(); err != nil {
-				t.Fatal(err)
-			}
-			// The last tick before the power loss: 3 more for uid:1, and its
-			// checkpoint write is lost.
-			f.limited("uid:1", 3)
-			f.clock = f.clock.Add(time.Second)
-			f.fs.loseNext, f.fs.tornAt, f.fs.keepOld = true, tc.tornAt, tc.keepOld
-			if err := f.tick(); !errors.Is(err, errPowerLost) {
-				t.Fatalf("the lost write: %v", err)
-			}
-			f.clock = f.clock.Add(500 * time.Millisecond)
-			rec := f.restart()
-			if !rec.Unclean || rec.Checkpoint != tc.want {
-				t.Fatalf("recovery %+v, want unclean with checkpoint %q", rec, tc.want)
-			}
-			if tc.want == checkpointStale && !strings.Contains(rec.Problem, "torn") {
-				t.Errorf("problem %q does not say torn", rec.Problem)
-			}
-			sum, n := f.counted()
-			// 7 counted at the durable checkpoint; the 3 of the lost tick are
-			// the one tick the bound allows to lose.
-			if sum != 7 || n != 2 || rec.Count != 7 || rec.Records != 2 {
-				t.Fatalf("store Σ %d in %d records, recovery %+v; want 7 in 2", sum, n, rec)
-			}
-			// A second unclean start finds the cleared checkpoint: nothing
-			// again.
-			f.clock = f.clock.Add(time.Second)
-			rec = f.restart()
-			if sum2, _ := f.counted(); sum2 != 7 || rec.Records != 0 {
-				t.Fatalf("after a second restart Σ %d, recovered %d; want 7, 0", sum2, rec.Records)
-			}
-		})
-	}
-}
-
-func TestBothFilesTornIsReportedUnreadableAndStartGoesOn(t *testing.T) {
-	f := newFixture(t)
-	f.fs.files[checkpointFile(0)] = []byte("garbage")
-	f.fs.files[checkpointFile(1)] = []byte{}
-	rec := f.restart()
-	if !rec.Unclean || rec.Checkpoint != checkpointUnreadable || !rec.GapFrom.IsZero() || rec.Records != 0 {
-		t.Fatalf("got %+v, want unclean, unreadable, no gap start, nothing recovered", rec)
-	}
-	for name, b := range f.fs.snapshot() {
-		if _, err := decodeCheckpoint(b); err != nil {
-			t.Fatalf("after start %s: %v, want a valid empty checkpoint", name, err)
-		}
-	}
-}
-
-func TestAWindowWhoseRecordIsDurableIsNeverWrittenAgain(t *testing.T) {
-	f := newFixture(t)
-	f.limited("uid:1", 4) // will close on the deadline after the checkpoint
-	f.clock = f.clock.Add(time.Second)
-	f.limited("uid:2", 6) // stays open
-	if err := f.tick(); err != nil {
-		t.Fatal(err)
-	}
-	// uid:1's window closes on its deadline and is written; the crash comes
-	// before the next checkpoint, so the durable checkpoint still holds it.
-	f.clock = t0.Add(f.window)
-	f.sink.Tick(context.Background(), f.clock)
-	f.clock = f.clock.Add(time.Millisecond)
-	rec := f.restart()
-	sum, n := f.counted()
-	if rec.Durable != 1 || rec.Records != 1 || rec.Count != 6 || sum != 10 || n != 2 {
-		t.Fatalf("recovery %+v, store Σ %d in %d records; want uid:1 skipped as durable, uid:2's 6 recovered, Σ 10 in 2", rec, sum, n)
-	}
-	recs, _ := audit.LimitedSince(context.Background(), filepath.Join(f.dir, "audit"), t0.Add(-time.Hour))
-	got := recs[1]
-	if got.CallerIdentity != "uid:2" || !got.WindowEnd.Equal(t0.Add(time.Second)) || !got.WindowStart.Equal(t0.Add(time.Second)) {
-		t.Errorf("recovered record %+v: want uid:2 with window_end at the checkpoint instant", got)
-	}
-}
-
-func TestAStartWithoutACheckpointIsCleanAndLogsNothing(t *testing.T) {
-	f := newFixture(t)
-	if err := f.ckpt.Clear(); err != nil {
-		t.Fatal(err)
-	}
-	rec := f.restart()
-	var buf bytes.Buffer
-	logRecovery(context.Background(), slog.New(slog.NewTextHandler(&buf, nil)), rec, "s")
-	if rec.Unclean || rec.Checkpoint != checkpointNone || buf.Len() != 0 {
-		t.Fatalf("got %+v and log %q, want clean and silent", rec, buf.String())
 	}
 }
 
@@ -388,7 +280,7 @@ func TestDirFSReplacesTheFileAndNeverFollowsASymlink(t *testing.T) {
 
 // fillToTheCap opens MaxOpenWindows windows, window i counting i%7+1.
 func (f *fixture) fillToTheCap() (sum uint64) {
-	for i := range coalesce.MaxOpenWindows {
+	for i := range MaxOpenWindows {
 		f.limited(fmt.Sprintf("uid:%d", i), i%7+1)
 		sum += uint64(i%7 + 1)
 	}
@@ -399,7 +291,7 @@ func TestACrashAroundEarlyFlushesNeverLosesAWindowNorCountsOneTwice(t *testing.T
 	for _, tc := range []struct {
 		name string
 		// after the early flushes: checkpoint, then the tick's writes
-		checkpoint, write bool
+		Checkpoint, write bool
 		wantDurable       uint64
 	}{
 		{"before the checkpoint sees them", false, false, 0},
@@ -425,7 +317,7 @@ func TestACrashAroundEarlyFlushesNeverLosesAWindowNorCountsOneTwice(t *testing.T
 				t.Fatalf("stats %+v, want 10 early flushes pending", st)
 			}
 			want := sum // the new windows' 10 are the last tick's
-			if tc.checkpoint {
+			if tc.Checkpoint {
 				if err := f.ckpt.Tick(context.Background(), f.clock); err != nil {
 					t.Fatal(err)
 				}
@@ -459,26 +351,88 @@ func (b *blockingStore) AppendBatch(_ context.Context, recs []*audit.Record) []e
 
 func TestASnapshotTakenWhileTheWriterWritesStillHoldsItsBatch(t *testing.T) {
 	bs := &blockingStore{entered: make(chan struct{}), release: make(chan struct{})}
-	sink, err := coalesce.New(coalesce.Options{Store: bs, Window: time.Hour})
+	sink, err := New(Options{Store: bs, Window: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { sink.Run(ctx); close(done) }()
-	for i := range coalesce.MaxOpenWindows + 1 { // one early flush
+	for i := range MaxOpenWindows + 1 { // one early flush
 		sink.Limited(ctx, limiter.Event{Identity: fmt.Sprintf("uid:%d", i), Verb: limiter.Mint, Bucket: limiter.Admission})
 	}
 	<-bs.entered // Run took the hand-off and is writing
 	ws, gen := sink.Snapshot(nil)
-	if len(ws) != coalesce.MaxOpenWindows+1 || ws[0].Identity != "uid:0" {
-		t.Fatalf("snapshot during the write: %d windows, first %q; want %d with the one being written (uid:0) first", len(ws), ws[0].Identity, coalesce.MaxOpenWindows+1)
+	if len(ws) != MaxOpenWindows+1 || ws[0].Identity != "uid:0" {
+		t.Fatalf("snapshot during the write: %d windows, first %q; want %d with the one being written (uid:0) first", len(ws), ws[0].Identity, MaxOpenWindows+1)
 	}
 	close(bs.release)
 	cancel()
 	<-done
 	ws, gen2 := sink.Snapshot(nil)
-	if len(ws) != coalesce.MaxOpenWindows || gen2 == gen {
-		t.Fatalf("after the write: %d windows, generation %d → %d; want %d and a new generation", len(ws), gen, gen2, coalesce.MaxOpenWindows)
+	if len(ws) != MaxOpenWindows || gen2 == gen {
+		t.Fatalf("after the write: %d windows, generation %d → %d; want %d and a new generation", len(ws), gen, gen2, MaxOpenWindows)
+	}
+}
+
+// BenchmarkCheckpointTick is the tick's added cost at the window cap: 4,096
+// open windows of 64-byte identities (344,104 bytes a checkpoint), one of
+// them counting between ticks, so each tick rewrites the checkpoint.
+// /disk writes a file of the state directory (the real fdatasync, on
+// whatever file system TMPDIR is); /memory writes to the fault seam, which
+// is the snapshot and encoding alone. Both report fsyncs per tick.
+func BenchmarkCheckpointTick(b *testing.B) {
+	for _, where := range []string{"disk", "memory"} {
+		b.Run(where, func(b *testing.B) {
+			store, err := audit.Open(audit.Options{Dir: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			sink, err := New(Options{Store: store, Window: time.Hour})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids := make([]string, MaxOpenWindows/4)
+			for i := range ids {
+				ids[i] = fmt.Sprintf("spiffe://fleet.example/host-%04d/%034d", i, i)[:64]
+			}
+			ctx := context.Background()
+			for _, id := range ids {
+				for _, v := range []limiter.Verb{limiter.Mint, limiter.Deregister} {
+					for _, bk := range []limiter.Bucket{limiter.PredecisionRefusal, limiter.Admission} {
+						sink.Limited(ctx, limiter.Event{Identity: id, Verb: v, Bucket: bk})
+					}
+				}
+			}
+			if st := sink.Stats(); st.OpenWindows != MaxOpenWindows {
+				b.Fatalf("%d open windows, want %d", st.OpenWindows, MaxOpenWindows)
+			}
+			var cfs checkpointFS = newPowerFS()
+			if where == "disk" {
+				d, err := os.Open(b.TempDir())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer d.Close()
+				cfs = dirFS{dir: d}
+			}
+			c := &Checkpointer{fs: cfs, sink: sink, started: time.Now()}
+			if err := c.start(0, time.Now()); err != nil {
+				b.Fatal(err)
+			}
+			base := c.writes.Load()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				sink.Limited(ctx, limiter.Event{Identity: ids[0], Verb: limiter.Mint, Bucket: limiter.Admission})
+				if err := c.Tick(ctx, time.Now()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(c.writes.Load()-base)/float64(b.N), "fsyncs/tick")
+			b.ReportMetric(float64(c.bytes.Load()), "bytes/checkpoint")
+		})
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package daemon
+package coalesce
 
 // oNoFollow is unix-only; elsewhere the state directory's own checks stand.
 const oNoFollow = 0

@@ -1,4 +1,4 @@
-package daemon
+package coalesce
 
 import (
 	"context"
@@ -12,12 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/coalesce"
 	"github.com/registrar-otel/registrar-otel/limiter"
 )
 
 // The evidence checkpoint: the coalescer's windows whose counted records
-// are not durable yet (coalesce.Sink.Snapshot: key, start, count — nothing
+// are not durable yet (Sink.Snapshot: key, start, count — nothing
 // of the limiter's buckets), written by the tick to two files in
 // registrar.state_dir, so that a SIGKILL, a crash or a power loss loses at
 // most one tick of limited invocations per key instead of every open window.
@@ -56,8 +55,8 @@ const (
 
 	// MaxCheckpointWindows is the most windows Snapshot reports: the ring,
 	// a full hand-off and a batch being written, each at most
-	// coalesce.MaxOpenWindows.
-	MaxCheckpointWindows = 3 * coalesce.MaxOpenWindows
+	// MaxOpenWindows.
+	MaxCheckpointWindows = 3 * MaxOpenWindows
 
 	// MaxCheckpointBytes bounds one checkpoint file: 6,537,256 bytes with
 	// every window's identity at the 512-byte bound (12,288 entries of 532
@@ -75,17 +74,18 @@ var crc32c = crc32.MakeTable(crc32.Castagnoli)
 // write cut short by a crash or a power loss, or a file damaged since.
 var errTornCheckpoint = errors.New("torn or damaged checkpoint")
 
-// checkpoint is one decoded checkpoint file.
-type checkpoint struct {
+// Checkpoint is one checkpoint file, decoded (DecodeCheckpoint) or to be
+// encoded (AppendCheckpoint).
+type Checkpoint struct {
 	Seq     uint64
 	Instant time.Time // when the snapshot was taken
 	Started time.Time // when the run that wrote it started
-	Windows []coalesce.OpenWindow
+	Windows []OpenWindow
 }
 
-// appendCheckpoint encodes c after dst. An identity longer than
+// AppendCheckpoint encodes c after dst. An identity longer than
 // MaxCheckpointIdentityBytes is cut (unreachable through the wire).
-func appendCheckpoint(dst []byte, c *checkpoint) []byte {
+func AppendCheckpoint(dst []byte, c *Checkpoint) []byte {
 	start := len(dst)
 	dst = append(dst, checkpointMagic[:]...)
 	dst = binary.LittleEndian.AppendUint64(dst, c.Seq)
@@ -107,9 +107,9 @@ func appendCheckpoint(dst []byte, c *checkpoint) []byte {
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], crc32c))
 }
 
-// decodeCheckpoint decodes one file; every failure matches
+// DecodeCheckpoint decodes one file; every failure matches
 // errTornCheckpoint and says what is wrong.
-func decodeCheckpoint(b []byte) (*checkpoint, error) {
+func DecodeCheckpoint(b []byte) (*Checkpoint, error) {
 	torn := func(format string, a ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{errTornCheckpoint}, a...)...)
 	}
@@ -126,7 +126,7 @@ func decodeCheckpoint(b []byte) (*checkpoint, error) {
 	if got := crc32.Checksum(body, crc32c); got != sum {
 		return nil, torn("CRC-32C %08x, the file says %08x", got, sum)
 	}
-	c := &checkpoint{
+	c := &Checkpoint{
 		Seq:     binary.LittleEndian.Uint64(body[8:]),
 		Instant: time.Unix(0, int64(binary.LittleEndian.Uint64(body[16:]))),
 		Started: time.Unix(0, int64(binary.LittleEndian.Uint64(body[24:]))),
@@ -136,7 +136,7 @@ func decodeCheckpoint(b []byte) (*checkpoint, error) {
 		return nil, torn("%d windows, over the bound of %d", n, MaxCheckpointWindows)
 	}
 	p := body[checkpointHeaderBytes:]
-	c.Windows = make([]coalesce.OpenWindow, 0, n)
+	c.Windows = make([]OpenWindow, 0, n)
 	for i := range n {
 		if len(p) < checkpointEntryFixed {
 			return nil, torn("window %d cut short", i)
@@ -145,7 +145,7 @@ func decodeCheckpoint(b []byte) (*checkpoint, error) {
 		if idLen > MaxCheckpointIdentityBytes || len(p) < checkpointEntryFixed+idLen {
 			return nil, torn("window %d: identity of %d bytes", i, idLen)
 		}
-		w := coalesce.OpenWindow{
+		w := OpenWindow{
 			Start:    time.Unix(0, int64(binary.LittleEndian.Uint64(p))),
 			Count:    binary.LittleEndian.Uint64(p[8:]),
 			Verb:     limiter.Verb(p[16]),
@@ -220,12 +220,13 @@ func (d dirFS) Remove(name string) error {
 
 func (d dirFS) SyncDir() error { return d.dir.Sync() }
 
-// checkpointer writes the checkpoint on the tick. It is used by the tick
-// goroutine only (Start before the listeners, Tick on the tick, Clear after
-// the shutdown flush); its counters may be read from any goroutine.
-type checkpointer struct {
+// Checkpointer writes the checkpoint on the tick. It is used by the tick
+// goroutine only (StartCheckpoint before the listeners, Tick on the tick,
+// Clear after the shutdown flush); its counters (Writes, Failures) may be
+// read from any goroutine.
+type Checkpointer struct {
 	fs      checkpointFS
-	sink    *coalesce.Sink
+	sink    *Sink
 	started time.Time
 	// now reads the clock at the snapshot; nil means time.Now. The
 	// checkpoint's instant is the snapshot's, not the tick's (which may
@@ -236,7 +237,7 @@ type checkpointer struct {
 	seq     uint64 // the last sequence written
 	gen     uint64 // the sink generation of the last checkpoint written
 	wrote   bool   // a checkpoint of this run is on disk
-	wins    []coalesce.OpenWindow
+	wins    []OpenWindow
 	buf     []byte
 	stopped bool // Clear ran: the marker is gone
 
@@ -245,12 +246,35 @@ type checkpointer struct {
 	bytes    atomic.Uint64 // size of the last checkpoint written
 }
 
-func checkpointFile(seq uint64) string { return fmt.Sprintf("%s.%d", CheckpointName, seq%2) }
+// CheckpointFile is the name, in the state directory, of the file that
+// holds the checkpoint of sequence seq: the two files take turns.
+func CheckpointFile(seq uint64) string { return fmt.Sprintf("%s.%d", CheckpointName, seq%2) }
 
-// Start writes an empty checkpoint to both files with sequences above every
+// StartCheckpoint starts this run's checkpoint in the state directory dir
+// (open, and checked private by the caller, who keeps it open), after
+// rec, the recovery of the previous run's: both files are rewritten empty
+// (start). The checkpointer is returned even when that fails, so the
+// caller can Clear what was written. Until Track names the sink, it has
+// nothing to write.
+func StartCheckpoint(dir *os.File, rec Recovery, now time.Time) (*Checkpointer, error) {
+	c := &Checkpointer{fs: dirFS{dir: dir}, started: now}
+	return c, c.start(rec.seq, now)
+}
+
+// Track makes s the sink whose windows Tick writes.
+func (c *Checkpointer) Track(s *Sink) { c.sink = s }
+
+// Writes returns how many checkpoint files were written (one fdatasync
+// each) and Failures how many writes failed, since start.
+func (c *Checkpointer) Writes() uint64 { return c.writes.Load() }
+
+// Failures: see Writes.
+func (c *Checkpointer) Failures() uint64 { return c.failures.Load() }
+
+// start writes an empty checkpoint to both files with sequences above every
 // one recovery saw (after is the highest), clearing what recovery read and
 // leaving the marker of a running daemon, then fsyncs the directory.
-func (c *checkpointer) Start(after uint64, now time.Time) error {
+func (c *Checkpointer) start(after uint64, now time.Time) error {
 	c.seq = after
 	for range 2 {
 		if err := c.write(nil, now); err != nil {
@@ -263,9 +287,10 @@ func (c *checkpointer) Start(after uint64, now time.Time) error {
 
 // Tick writes the sink's windows if they changed since the last write: one
 // file, one fdatasync, whatever the flood; nothing when nothing changed.
+// It returns the write's error as is: the caller names the directory.
 // The tick's instant is not used: the checkpoint is stamped with the
 // snapshot's (see now).
-func (c *checkpointer) Tick(_ context.Context, _ time.Time) error {
+func (c *Checkpointer) Tick(_ context.Context, _ time.Time) error {
 	var now time.Time
 	if c.stopped {
 		return nil
@@ -282,17 +307,17 @@ func (c *checkpointer) Tick(_ context.Context, _ time.Time) error {
 	c.wins, gen = c.sink.Snapshot(c.wins[:0])
 	if err := c.write(c.wins, now); err != nil {
 		c.failures.Add(1)
-		return fmt.Errorf("daemon: evidence checkpoint (registrar.state_dir): %w", err)
+		return err
 	}
 	c.gen, c.wrote = gen, true
 	return nil
 }
 
-func (c *checkpointer) write(wins []coalesce.OpenWindow, now time.Time) error {
+func (c *Checkpointer) write(wins []OpenWindow, now time.Time) error {
 	c.seq++
-	cp := checkpoint{Seq: c.seq, Instant: now, Started: c.started, Windows: wins}
-	c.buf = appendCheckpoint(c.buf[:0], &cp)
-	if err := c.fs.WriteFile(checkpointFile(c.seq), c.buf); err != nil {
+	cp := Checkpoint{Seq: c.seq, Instant: now, Started: c.started, Windows: wins}
+	c.buf = AppendCheckpoint(c.buf[:0], &cp)
+	if err := c.fs.WriteFile(CheckpointFile(c.seq), c.buf); err != nil {
 		return err
 	}
 	c.writes.Add(1)
@@ -302,7 +327,7 @@ func (c *checkpointer) write(wins []coalesce.OpenWindow, now time.Time) error {
 
 // Clear removes both files after the shutdown flush (the clean-shutdown
 // marker) and fsyncs the directory.
-func (c *checkpointer) Clear() error {
+func (c *Checkpointer) Clear() error {
 	c.stopped = true
-	return errors.Join(c.fs.Remove(checkpointFile(0)), c.fs.Remove(checkpointFile(1)), c.fs.SyncDir())
+	return errors.Join(c.fs.Remove(CheckpointFile(0)), c.fs.Remove(CheckpointFile(1)), c.fs.SyncDir())
 }
