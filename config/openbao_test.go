@@ -78,7 +78,7 @@ func TestATokenInTheEnvironmentOverridesIsRefusedWithoutRepeatingIt(t *testing.T
 
 func TestUnknownOpenBaoKeysAreWarnedNotRejected(t *testing.T) {
 	cfg := mustLoadBytes(t, "[openbao]\nnamespace = \"team-a\"\n")
-	if cfg.OpenBao != defaultOpenBao() {
+	if cfg.OpenBao != Default().OpenBao {
 		t.Errorf("an unknown key changed the table: %+v", cfg.OpenBao)
 	}
 }
