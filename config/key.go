@@ -1,6 +1,7 @@
 package config
 
 import (
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -11,6 +12,14 @@ import (
 // the range checks of Validate (check), the environment variable (EnvVarOf
 // of the dotted name), the error rank, Keys, the reload class and the value
 // a reload diff and config check show (show) all derive from the row.
+//
+// koanf layers the defaults (rawDefaults), the file and the environment,
+// but the merged map is decoded by the rows, not by koanf's Unmarshal:
+// mapstructure's errors name a Go field path in its own words, not a
+// *KeyError with the key, the value and the rule; it checks a range only as
+// far as the Go type goes; it reads "8" as a number only under
+// WeaklyTypedInput, which also turns true into 1; and the unknown keys of
+// [registrar] must be kept in Extra and warned, not dropped or refused.
 type key struct {
 	table, name string
 	// listed is the name Keys gives the key when it is not table.name
@@ -29,6 +38,9 @@ type key struct {
 	check func(c *Config, key string, add func(*KeyError))
 	// field is the address of the struct field the key fills.
 	field func(*Config) any
+	// raw is the key's value in c as the TOML parser would have produced
+	// it (nil: none), for koanf's defaults layer.
+	raw func(c *Config) any
 }
 
 // dotted is the key's name as errors, logs and Keys spell it.
@@ -97,6 +109,7 @@ func typedKey[V any](table, name, typ string, field func(*Config) *V, def V, liv
 		},
 		show:  func(c *Config) string { return show(*field(c)) },
 		field: func(c *Config) any { return field(c) },
+		raw:   func(c *Config) any { return rawValue(*field(c)) },
 	}
 	if check != nil {
 		k.check = func(c *Config, key string, add func(*KeyError)) { check(c, key, *field(c), add) }
@@ -182,4 +195,37 @@ func Keys() []string {
 		keys = append(keys, k.dotted())
 	}
 	return keys
+}
+
+// rawValue is a decoded value as the TOML parser spells it: integers are
+// int64 (every default fits), a log level its name.
+func rawValue(v any) any {
+	switch x := v.(type) {
+	case uint32:
+		return int64(x)
+	case uint64:
+		return int64(min(x, math.MaxInt64))
+	case slog.Level:
+		return LogLevelName(x)
+	}
+	return v
+}
+
+// rawDefaults is the defaults layer of the load: every key's value in def,
+// as the parser would have read it from a file.
+func rawDefaults(def *Config) map[string]any {
+	layer := map[string]any{}
+	for _, k := range allKeys {
+		v := k.raw(def)
+		if v == nil {
+			continue
+		}
+		t, ok := layer[k.table].(map[string]any)
+		if !ok {
+			t = map[string]any{}
+			layer[k.table] = t
+		}
+		t[k.name] = v
+	}
+	return layer
 }

@@ -135,6 +135,16 @@ var componentsKey = key{
 	show:       func(c *Config) string { return showComponents(c.Registrar.Components) },
 	check:      func(c *Config, _ string, add func(*KeyError)) { checkComponents(c.Registrar.Components, add) },
 	field:      func(c *Config) any { return &c.Registrar.Components },
+	raw: func(c *Config) any {
+		if len(c.Registrar.Components) == 0 {
+			return nil
+		}
+		m := make(map[string]any, len(c.Registrar.Components))
+		for name, mult := range c.Registrar.Components {
+			m[name] = map[string]any{"multiplicity": mult.String()}
+		}
+		return m
+	},
 }
 
 var logLevelKey = typedKey("registrar", "log_level", "string", func(c *Config) *slog.Level { return &c.Registrar.LogLevel }, slog.LevelInfo, live,

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	kotoml "github.com/knadh/koanf/parsers/toml/v2"
+	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/providers/env/v2"
 	"github.com/knadh/koanf/v2"
 	gotoml "github.com/pelletier/go-toml/v2"
@@ -84,7 +85,12 @@ func load(source string, fileProvider koanf.Provider, environ []string, logger *
 	}
 
 	envVars, errs := scanEnv(environ)
+	// The layers, in koanf's order: the defaults, the file, the
+	// environment. The decoder below then reads the merged result.
 	ko := koanf.New(".")
+	if err := ko.Load(confmap.Provider(rawDefaults(&cfg), ""), nil); err != nil {
+		return Config{}, fmt.Errorf("config: loading the defaults: %w", err)
+	}
 	if fileProvider != nil {
 		if err := loadFile(ko, source, fileProvider); err != nil {
 			// Nothing of the file can be checked; the environment's own
