@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -332,28 +333,39 @@ type effectiveJSON struct {
 	} `json:"telemetry"`
 }
 
+// effective fills the effective configuration from the key table's
+// values (config.Settings: secrets redacted): each member takes the value
+// of the key its JSON name names, numbers parsed back. A key of [registrar]
+// or [telemetry] without a member fails TestConfigCheckListsEveryKey.
 func effective(cfg *config.Config) effectiveJSON {
 	var e effectiveJSON
-	r, er := &cfg.Registrar, &e.Registrar
-	er.SocketPath, er.SocketGroup, er.TLSListen = r.SocketPath, r.SocketGroup, r.TLSListen
-	er.TLSCertFile, er.TLSKeyFile, er.TLSClientCAFile = r.TLSCertFile, r.TLSKeyFile, r.TLSClientCAFile
-	er.StateDir, er.AuditRecordDir = r.StateDir, r.AuditRecordDir
-	er.AuditMaxFileBytes, er.AuditMaxRetainedFiles = r.AuditMaxFileBytes, r.AuditMaxRetainedFiles
-	er.RateLimitAdmissionBurst, er.RateLimitAdmissionRefillIntervalMS = r.RateLimitAdmissionBurst, r.RateLimitAdmissionRefillIntervalMS
-	er.RateLimitPredecisionRefusalBurst, er.RateLimitPredecisionRefusalRefillIntervalMS = r.RateLimitPredecisionRefusalBurst, r.RateLimitPredecisionRefusalRefillIntervalMS
-	er.RateLimitCoalesceWindowSeconds, er.MaintenanceIntervalMS, er.MaxWrapTTLSeconds = r.RateLimitCoalesceWindowSeconds, r.MaintenanceIntervalMS, r.MaxWrapTTLSeconds
-	er.AuditStoreReserveBytes = r.AuditStoreReserveBytes
-	er.UnixMaxConns, er.TLSMaxConns, er.TLSHandshakeMaxConns = r.UnixMaxConns, r.TLSMaxConns, r.TLSHandshakeMaxConns
-	er.TLSHandshakeTimeoutMS, er.MaxConnsPerIdentity = r.TLSHandshakeTimeoutMS, r.MaxConnsPerIdentity
-	er.ReadHeaderTimeoutMS, er.IdleTimeoutMS = r.ReadHeaderTimeoutMS, r.IdleTimeoutMS
-	er.Backend, er.LogLevel = r.Backend, config.LogLevelName(r.LogLevel)
-	er.Components = map[string]string{}
-	for n, m := range r.Components {
-		er.Components[n] = m.String()
+	values := map[string]string{}
+	for _, s := range cfg.Settings() {
+		values[s.Key] = s.Value
 	}
-	t := &cfg.Telemetry
-	e.Telemetry.MetricsListen, e.Telemetry.OTLPEndpoint, e.Telemetry.ServiceName, e.Telemetry.TraceSamplePerMillion = t.MetricsListen, config.RedactURL(t.OTLPEndpoint), t.ServiceName, t.TraceSamplePerMillion
-	e.Telemetry.OTLPTracesEndpoint, e.Telemetry.OTLPMetricsEndpoint = redactSignal(t.OTLPTracesEndpoint), redactSignal(t.OTLPMetricsEndpoint)
+	for prefix, table := range map[string]reflect.Value{
+		"registrar": reflect.ValueOf(&e.Registrar).Elem(),
+		"telemetry": reflect.ValueOf(&e.Telemetry).Elem(),
+	} {
+		for i := range table.NumField() {
+			f := table.Field(i)
+			v, ok := values[prefix+"."+table.Type().Field(i).Tag.Get("json")]
+			if !ok {
+				continue
+			}
+			switch f.Kind() {
+			case reflect.String:
+				f.SetString(v)
+			case reflect.Uint32, reflect.Uint64:
+				n, _ := strconv.ParseUint(v, 10, 64) // Settings spells integers in decimal
+				f.SetUint(n)
+			}
+		}
+	}
+	e.Registrar.Components = map[string]string{}
+	for n, m := range cfg.Registrar.Components {
+		e.Registrar.Components[n] = m.String()
+	}
 	return e
 }
 
@@ -443,15 +455,6 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	if res.cfg != nil && res.cfg.Registrar.Backend == config.BackendOpenBao {
 		printOpenBaoSummary(w, res.cfg, res.OpenBaoToken)
 	}
-}
-
-// redactSignal is a per-signal endpoint as config check may print it:
-// "none" and "" as they are, a URL without user-info, query or fragment.
-func redactSignal(v string) string {
-	if v == "" || v == config.SignalOff {
-		return v
-	}
-	return config.RedactURL(v)
 }
 
 // signalEndpoint describes where one OTLP signal goes according to the file
