@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -152,4 +153,16 @@ func docType(lang, typ string) string {
 		return ko
 	}
 	return typ
+}
+
+func TestKeysListsEveryKnownKey(t *testing.T) {
+	keys := Keys()
+	if len(keys) != 44 {
+		t.Fatalf("Keys() has %d keys, want the 28 [registrar], 6 [telemetry] and 10 [openbao] keys: %v", len(keys), keys)
+	}
+	for _, want := range []string{"registrar.rate_limit_admission_burst", "registrar.idle_timeout_ms", "registrar.max_conns_per_identity", "registrar.components.<name>.multiplicity", "telemetry.trace_sample_per_million", "registrar.backend", "registrar.log_level", "openbao.secret_id_num_uses"} {
+		if !slices.Contains(keys, want) {
+			t.Errorf("Keys() lacks %s", want)
+		}
+	}
 }
