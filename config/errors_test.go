@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -71,5 +72,16 @@ func TestKeyPathQuotesSegmentsThatAreNotBareKeys(t *testing.T) {
 		if got := keyPath(c.parts...); got != c.want {
 			t.Errorf("keyPath(%q) = %s, want %s", c.parts, got, c.want)
 		}
+	}
+}
+
+func TestErrorsFlattensJoinedErrorsInOrder(t *testing.T) {
+	a, b, c := errors.New("a"), errors.New("b"), errors.New("c")
+	got := Errors(errors.Join(a, errors.Join(b, c)))
+	if len(got) != 3 || got[0] != a || got[1] != b || got[2] != c {
+		t.Errorf("Errors = %v, want [a b c]", got)
+	}
+	if Errors(nil) != nil {
+		t.Error("Errors(nil) is not nil")
 	}
 }

@@ -56,25 +56,7 @@ func TestZeroMultiplicityIsInvalid(t *testing.T) {
 }
 
 func TestComponentNamesMustBeDNSLabels(t *testing.T) {
-	for name, want := range map[string]bool{
-		"review":                  true,
-		"edge-proxy":              true,
-		"a":                       true,
-		"0":                       true,
-		strings.Repeat("a", 63):   true,
-		strings.Repeat("a", 64):   false,
-		"":                        false,
-		"-edge":                   false,
-		"edge-":                   false,
-		"Edge":                    false,
-		"edge_proxy":              false,
-		"edge.proxy":              false,
-		"édge":                    false,
-		"edge proxy":              false,
-		"registrar-otel-internal": true,
-	} {
-		if got := IsDNSLabel(name); got != want {
-			t.Errorf("IsDNSLabel(%q) = %v, want %v", name, got, want)
-		}
-	}
+	acceptsExactly(t, "IsDNSLabel", IsDNSLabel,
+		[]string{"review", "edge-proxy", "a", "0", strings.Repeat("a", 63), "registrar-otel-internal"},
+		[]string{strings.Repeat("a", 64), "", "-edge", "edge-", "Edge", "edge_proxy", "edge.proxy", "édge", "edge proxy"})
 }

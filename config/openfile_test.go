@@ -10,13 +10,20 @@ import (
 
 const minimalDoc = "[registrar.components.review]\nmultiplicity = \"many-per-host\"\n"
 
-func writeWithMode(t *testing.T, dir, name string, mode os.FileMode) string {
+// writeFile writes content to a fresh directory's name with exactly mode.
+func writeFile(t *testing.T, name, content string, mode os.FileMode) string {
 	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, []byte(minimalDoc), 0o600); err != nil {
+	return writeAt(t, filepath.Join(t.TempDir(), name), content, mode)
+}
+
+// writeAt writes content to path with exactly mode (chmod: the umask does
+// not apply) and returns path.
+func writeAt(t *testing.T, path, content string, mode os.FileMode) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(path, mode); err != nil { // chmod: the umask does not apply
+	if err := os.Chmod(path, mode); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -31,7 +38,7 @@ func TestAConfigFileOthersCanWriteIsRefused(t *testing.T) {
 		{0o600, true}, {0o640, true}, {0o644, true}, {0o400, true},
 		{0o666, false}, {0o620, false}, {0o602, false}, {0o660, false},
 	} {
-		path := writeWithMode(t, dir, "m"+tc.mode.String()+".toml", tc.mode)
+		path := writeAt(t, filepath.Join(dir, "m"+tc.mode.String()+".toml"), minimalDoc, tc.mode)
 		_, err := Load(path, nil, nil)
 		if tc.ok {
 			if err != nil {
@@ -62,8 +69,8 @@ func modeString(m os.FileMode) string {
 // another uid's file set burst 4294967295).
 func TestASymlinkConfigFileIsRefusedWhateverItsTarget(t *testing.T) {
 	dir := t.TempDir()
-	unsafe := writeWithMode(t, dir, "unsafe.toml", 0o666)
-	safe := writeWithMode(t, dir, "safe.toml", 0o600)
+	unsafe := writeAt(t, filepath.Join(dir, "unsafe.toml"), minimalDoc, 0o666)
+	safe := writeAt(t, filepath.Join(dir, "safe.toml"), minimalDoc, 0o600)
 	for _, target := range []string{unsafe, safe} {
 		link := filepath.Join(dir, "link-"+filepath.Base(target))
 		if err := os.Symlink(target, link); err != nil {

@@ -114,13 +114,14 @@ func optional(check func(key, v string) *KeyError) rule[string] {
 	}
 }
 
-func checkSocketPath(_ *Config, key, v string, add func(*KeyError)) {
-	switch {
-	case v == "":
-		add(emptyPath(key))
-	case strings.IndexByte(v, 0) >= 0:
-		add(nulInPath(key, v))
-	case len(v) > MaxSocketPathBytes:
+// checkSocketPath is checkDir's rule and the length of a unix socket
+// address.
+func checkSocketPath(c *Config, key, v string, add func(*KeyError)) {
+	if v == "" || strings.IndexByte(v, 0) >= 0 {
+		checkDir(c, key, v, add)
+		return
+	}
+	if len(v) > MaxSocketPathBytes {
 		add(&KeyError{Key: key, Value: v, hideValue: true,
 			Rule: fmt.Sprintf("must be at most %d bytes to fit a unix socket address, got %d bytes", MaxSocketPathBytes, len(v))})
 	}

@@ -103,41 +103,29 @@ telemetry.trace_sample_per_million must be at most 1000000 (every root trace), g
 }
 
 func TestListenAddressRule(t *testing.T) {
-	for addr, ok := range map[string]bool{
-		"127.0.0.1:9464":  true,
-		":9464":           true,
-		"[::1]:9464":      true,
-		"localhost:9464":  true,
-		"0.0.0.0:0":       true,
-		"localhost":       false,
-		"localhost:http":  false,
-		"localhost:65536": false,
-		"localhost:-1":    false,
-		"localhost:":      false,
-		"::1:9464":        false,
-		"a b:9464":        false,
-	} {
-		if got := checkHostPort("telemetry.metrics_listen", addr) == nil; got != ok {
-			t.Errorf("checkHostPort(%q) accepted = %v, want %v", addr, got, ok)
-		}
-	}
+	acceptsExactly(t, "checkHostPort", func(v string) bool { return checkHostPort("telemetry.metrics_listen", v) == nil },
+		[]string{"127.0.0.1:9464", ":9464", "[::1]:9464", "localhost:9464", "0.0.0.0:0"},
+		[]string{"localhost", "localhost:http", "localhost:65536", "localhost:-1", "localhost:", "::1:9464", "a b:9464"})
 }
 
 func TestOTLPEndpointRule(t *testing.T) {
-	for endpoint, ok := range map[string]bool{
-		"http://collector:4318":               true,
-		"https://collector.example.net":       true,
-		"https://collector:4318/v1/traces":    true,
-		"collector:4318":                      false,
-		"grpc://collector:4317":               false,
-		"http://":                             false,
-		"http:///path":                        false,
-		"https://:4318":                       false,
-		"http://collector:4318/%zz":           false,
-		"ftp://collector.example.net/metrics": false,
-	} {
-		if got := checkEndpoint("telemetry.otlp_endpoint", endpoint) == nil; got != ok {
-			t.Errorf("checkEndpoint(%q) accepted = %v, want %v", endpoint, got, ok)
+	acceptsExactly(t, "checkEndpoint", func(v string) bool { return checkEndpoint("telemetry.otlp_endpoint", v) == nil },
+		[]string{"http://collector:4318", "https://collector.example.net", "https://collector:4318/v1/traces"},
+		[]string{"collector:4318", "grpc://collector:4317", "http://", "http:///path", "https://:4318", "http://collector:4318/%zz", "ftp://collector.example.net/metrics"})
+}
+
+// acceptsExactly fails t unless accept takes every value of ok and refuses
+// every value of bad.
+func acceptsExactly(t *testing.T, what string, accept func(string) bool, ok, bad []string) {
+	t.Helper()
+	for _, v := range ok {
+		if !accept(v) {
+			t.Errorf("%s(%q) refused it, want it accepted", what, v)
+		}
+	}
+	for _, v := range bad {
+		if accept(v) {
+			t.Errorf("%s(%q) accepted it, want it refused", what, v)
 		}
 	}
 }

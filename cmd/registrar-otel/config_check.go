@@ -93,6 +93,19 @@ func (r *checkResult) errorf(key, format string, args ...any) {
 	r.Errors = append(r.Errors, finding{key, fmt.Sprintf(format, args...)})
 }
 
+// addErrors adds each error of err (joined: config.Errors), keyed by the
+// key a *config.KeyError names.
+func (r *checkResult) addErrors(err error) {
+	for _, e := range config.Errors(err) {
+		key := ""
+		var ke *config.KeyError
+		if errors.As(e, &ke) {
+			key = ke.Key
+		}
+		r.Errors = append(r.Errors, finding{key, e.Error()})
+	}
+}
+
 func (r *checkResult) warnf(key, format string, args ...any) {
 	r.Warnings = append(r.Warnings, finding{key, fmt.Sprintf(format, args...)})
 }
@@ -184,14 +197,7 @@ func runCheck(path string, environ []string, strict bool) *checkResult {
 		res.warnf(key, "%s: %s", key, rec.msg)
 	}
 	if err != nil {
-		for _, e := range splitJoinedErrors(err) {
-			key := ""
-			var ke *config.KeyError
-			if errors.As(e, &ke) {
-				key = ke.Key
-			}
-			res.Errors = append(res.Errors, finding{key, e.Error()})
-		}
+		res.addErrors(err)
 		// Errors from the load come first, as Load orders them.
 		slices.SortStableFunc(res.Errors, func(a, b finding) int {
 			return boolRank(isUnknownErr(res, a)) - boolRank(isUnknownErr(res, b))
@@ -207,14 +213,7 @@ func runCheck(path string, environ []string, strict bool) *checkResult {
 	// content, and the CA bundle. Nothing to do for the embedded backend.
 	src, ferr := cfg.CheckFiles(environ)
 	if ferr != nil {
-		for _, e := range splitJoinedErrors(ferr) {
-			key := ""
-			var ke *config.KeyError
-			if errors.As(e, &ke) {
-				key = ke.Key
-			}
-			res.Errors = append(res.Errors, finding{key, e.Error()})
-		}
+		res.addErrors(ferr)
 	} else if cfg.Registrar.Backend == config.BackendOpenBao {
 		res.OpenBaoToken = src.String()
 	}
@@ -276,18 +275,6 @@ func (h *collectHandler) records() []logRecord {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.recs)
-}
-
-// splitJoinedErrors flattens errors.Join trees, in order.
-func splitJoinedErrors(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, splitJoinedErrors(e)...)
-		}
-		return out
-	}
-	return []error{err}
 }
 
 // effectiveJSON is the effective configuration in config check --json:
@@ -378,22 +365,11 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	r, t := &e.Registrar, &e.Telemetry
 	fmt.Fprintf(w, "configuration OK: %s\n", res.Source)
 
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
-	orNone := func(s, none string) string {
-		if s == "" {
-			return none
-		}
-		return s
-	}
+	tw, row := summaryRows(w)
 
 	fmt.Fprintln(tw, "registrar:")
 	row("socket_path", r.SocketPath)
-	if r.SocketGroup == "" {
-		row("socket_group", "(none: socket 0600, the daemon's user only)")
-	} else {
-		row("socket_group", r.SocketGroup+" (socket 0660 in this group)")
-	}
+	rowOr(row, "socket_group", r.SocketGroup, " (socket 0660 in this group)", "(none: socket 0600, the daemon's user only)")
 	if r.TLSListen == "" {
 		row("tls_listen", "(none: no TCP listener)")
 	} else {
@@ -431,8 +407,8 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	}
 
 	fmt.Fprintln(tw, "telemetry:")
-	row("metrics_listen", orNone(t.MetricsListen, "(disabled)"))
-	row("otlp_endpoint", orNone(config.RedactURL(t.OTLPEndpoint), "(none)"))
+	rowOr(row, "metrics_listen", t.MetricsListen, "", "(disabled)")
+	rowOr(row, "otlp_endpoint", config.RedactURL(t.OTLPEndpoint), "", "(none)")
 	row("service_name", t.ServiceName)
 	row("trace_sample_per_million", strconv.FormatUint(uint64(t.TraceSamplePerMillion), 10))
 	tw.Flush() // the per-signal rows align among themselves
@@ -471,19 +447,30 @@ func signalEndpoint(own, base, path, what string) string {
 	return "(none: OTEL_EXPORTER_OTLP_* variables, if set)"
 }
 
+// summaryRows is the table the summary is written in, with its row
+// writer: "  key<TAB>value".
+func summaryRows(w io.Writer) (*tabwriter.Writer, func(k, v string)) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	return tw, func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
+}
+
+// rowOr writes the row of key: v followed by suffix, or none when v is "".
+func rowOr(row func(k, v string), key, v, suffix, none string) {
+	if v == "" {
+		row(key, none)
+		return
+	}
+	row(key, v+suffix)
+}
+
 // printOpenBaoSummary adds the openbao backend's settings: where the token
 // comes from (never the token), the mounts and the secret id limits.
 func printOpenBaoSummary(w io.Writer, cfg *config.Config, src string) {
 	o := &cfg.OpenBao
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
+	tw, row := summaryRows(w)
 	fmt.Fprintln(tw, "openbao (registrar.backend = \"openbao\"):")
 	row("address", o.Address)
-	if o.CAFile == "" {
-		row("ca_file", "(none: the system roots)")
-	} else {
-		row("ca_file", o.CAFile+" (PEM OK)")
-	}
+	rowOr(row, "ca_file", o.CAFile, " (PEM OK)", "(none: the system roots)")
 	row("token", "from "+src+" (mode and content OK)")
 	row("bindings", fmt.Sprintf("%s/data/%s/bindings/<registration_id> (KV v2)", o.KVMount, o.KVPrefix))
 	row("roles", fmt.Sprintf("auth/%s/role/bootroot-service-<registration_id>", o.AppRoleMount))
