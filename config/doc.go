@@ -8,7 +8,7 @@
 // Load layers, lowest first:
 //
 //  1. the embedded defaults (Default), which are all the daemon needs: with
-//     no file at all, `make run` works;
+//     no file at all, `make run` works (koanf's confmap provider);
 //  2. the TOML file, when a path is given;
 //  3. environment variables REGISTRAR_OTEL_<TABLE>__<KEY>, where "__"
 //     separates levels and names are lowercased:
@@ -29,34 +29,13 @@
 // components are exactly those of the file (plus the environment), so an
 // operator can remove the examples.
 //
-// # [registrar]
+// # The keys
 //
-//	key                                                type    default                  rule
-//	socket_path                                        path    "var/run/registrar.sock" non-empty, at most 107 bytes (a unix socket address)
-//	socket_group                                       string  "" (socket 0600)         a group name or gid that exists; the socket is then 0660 in that group
-//	tls_listen                                         string  "" (no TCP listener)     host:port; when set, the three tls_*_file keys are required
-//	tls_cert_file, tls_key_file, tls_client_ca_file    path    ""                       PEM files of the mTLS listener
-//	state_dir                                          path    "var/lib"                non-empty; the embedded backend's bbolt file
-//	audit_record_dir                                   path    "var/audit"              non-empty
-//	audit_max_file_bytes                               u64     8388608 (bytes)          at least 65536
-//	audit_max_retained_files                           u32     16 (files)               greater than 0
-//	audit_store_reserve_bytes                          u64     268435456 (bytes)        0 (no reserve) to 1152921504606846976 (1 EiB)
-//	rate_limit_admission_burst                         u32     512 (tokens)             greater than 0
-//	rate_limit_admission_refill_interval_ms            u32     500 (ms per token)       greater than 0
-//	rate_limit_predecision_refusal_burst               u32     32 (tokens)              greater than 0
-//	rate_limit_predecision_refusal_refill_interval_ms  u32     1000 (ms per token)      greater than 0
-//	rate_limit_coalesce_window_seconds                 u32     60 (seconds)             greater than 0
-//	maintenance_interval_ms                            u32     1000 (ms)                greater than 0
-//	max_wrap_ttl_seconds                               u32     1800 (seconds)           greater than 0
-//	unix_max_conns                                     u32     128 (connections)        1 to 65536
-//	tls_max_conns                                      u32     128 (connections)        1 to 65536
-//	tls_handshake_max_conns                            u32     32 (connections)         1 to 65536
-//	tls_handshake_timeout_ms                           u32     3000 (ms)                1 to 600000
-//	max_conns_per_identity                             u32     64 (connections)         1 to 65536
-//	read_header_timeout_ms                             u32     3000 (ms)                1 to 600000
-//	idle_timeout_ms                                    u32     15000 (ms)               1 to 600000
-//	backend                                            string  "embedded"               "embedded" or "openbao"
-//	log_level                                          string  "info"                   "debug", "info", "warn" or "error", any case; live on reload; serve --log-level overrides it
+// Each key is declared once, as a row of the key table in keys.go: its
+// name, type, default, rule, reload class and one-line meaning. Loading,
+// Default, Validate, the environment variable, Keys, ReloadClass, Diff and
+// Table (what the documentation's key tables are checked against) derive
+// from the rows. The operator's reference is docs/en/configuration.md.
 //
 // The configuration file is opened once (O_NOFOLLOW|O_NONBLOCK), checked by
 // fstat on that descriptor and read from it. One that is group- or
@@ -69,16 +48,6 @@
 // multiplicity = "one-per-deployment" | "one-per-host" | "many-per-host". The
 // name must be a DNS label (1 to 63 characters of a-z, 0-9 and '-', not
 // starting or ending with '-') because it is part of derived registration ids.
-//
-// # [telemetry]
-//
-//	key                 type    default            rule
-//	metrics_listen      string  "127.0.0.1:9464"   host:port; "" disables the /metrics listener
-//	otlp_endpoint       string  "" (no export)     an http:// or https:// URL with a host
-//	service_name        string  "registrar-otel"   non-empty
-//	trace_sample_per_million  integer  10000       0 to 1000000 root traces in a million (10000 is 1 in 100)
-//	otlp_traces_endpoint   string  "" (follow otlp_endpoint)  full OTLP/HTTP traces URL, or "none" (no spans sent)
-//	otlp_metrics_endpoint  string  "" (follow otlp_endpoint)  full OTLP/HTTP metrics URL, or "none" (no metrics sent)
 //
 // # Strictness and errors
 //

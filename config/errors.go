@@ -312,3 +312,19 @@ func readConfigFile(path string) ([]byte, error) {
 	}
 	return nil, &FileError{Path: path, Err: errors.New(p.text)}
 }
+
+// Errors flattens what Load, Validate and CheckFiles return (errors.Join
+// trees) into the single errors, in order; nil for nil.
+func Errors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, Errors(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}

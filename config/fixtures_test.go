@@ -11,25 +11,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the testdata/*.err golden files from the current messages")
 
-// leafErrors flattens errors.Join trees into their leaves, in order.
-func leafErrors(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, leafErrors(e)...)
-		}
-		return out
-	}
-	return []error{err}
-}
-
 // errorLines renders err the way `config check` does: one error per line.
 func errorLines(err error) string {
 	var b strings.Builder
-	for _, e := range leafErrors(err) {
+	for _, e := range Errors(err) {
 		b.WriteString(e.Error())
 		b.WriteByte('\n')
 	}
@@ -76,7 +61,7 @@ func TestInvalidFixturesReportExactMessages(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Load(%q) succeeded, want an error", path)
 			}
-			for _, e := range leafErrors(err) {
+			for _, e := range Errors(err) {
 				var ke *KeyError
 				var se *SyntaxError
 				if !errors.As(e, &ke) && !errors.As(e, &se) {

@@ -20,7 +20,7 @@ func checkLoadResult(t *testing.T, cfg Config, err error, keyPrefixes ...string)
 		}
 		return
 	}
-	for _, e := range leafErrors(err) {
+	for _, e := range Errors(err) {
 		msg := e.Error()
 		if strings.ContainsAny(msg, "\r\n") {
 			t.Errorf("error message spans lines: %q", msg)

@@ -89,31 +89,6 @@ type OpenBao struct {
 	SecretIDNumUses uint32
 }
 
-func defaultOpenBao() OpenBao {
-	return OpenBao{
-		KVMount:            "secret",
-		KVPrefix:           "registrar-otel",
-		AppRoleMount:       "approle",
-		RequestTimeoutMS:   5000,
-		MaxInFlight:        16,
-		SecretIDTTLSeconds: 3600,
-		SecretIDNumUses:    1,
-	}
-}
-
-var openbaoFields = []field[OpenBao]{
-	{"address", stringField(func(o *OpenBao) *string { return &o.Address })},
-	{"ca_file", stringField(func(o *OpenBao) *string { return &o.CAFile })},
-	{"token_file", stringField(func(o *OpenBao) *string { return &o.TokenFile })},
-	{"kv_mount", stringField(func(o *OpenBao) *string { return &o.KVMount })},
-	{"kv_prefix", stringField(func(o *OpenBao) *string { return &o.KVPrefix })},
-	{"approle_mount", stringField(func(o *OpenBao) *string { return &o.AppRoleMount })},
-	{"request_timeout_ms", u32Field(func(o *OpenBao) *uint32 { return &o.RequestTimeoutMS })},
-	{"max_in_flight", u32Field(func(o *OpenBao) *uint32 { return &o.MaxInFlight })},
-	{"secret_id_ttl_seconds", u32Field(func(o *OpenBao) *uint32 { return &o.SecretIDTTLSeconds })},
-	{"secret_id_num_uses", u32Field(func(o *OpenBao) *uint32 { return &o.SecretIDNumUses })},
-}
-
 // secretKeys are [openbao] keys that would put a credential in the file.
 // They are refused by name, and their value is never repeated.
 var secretKeys = map[string]bool{"token": true, "secret_id": true, "role_id": true, "unseal_key": true}
@@ -123,8 +98,8 @@ const ruleInlineToken = "must not be set: the token is read only from openbao.to
 
 // openbao decodes the [openbao] table. Unknown keys are warned about like
 // every other table's, except a credential, which is an error.
-func (d *decoder) openbao(v any, o *OpenBao) {
-	m, unknown := decodeTable(d, "openbao", v, openbaoFields, o)
+func (d *decoder) openbao(v any, c *Config) {
+	m, unknown := decodeTable(d, "openbao", v, openbaoKeys, c)
 	for _, k := range unknown {
 		key := keyPath("openbao", k)
 		if secretKeys[strings.ToLower(k)] {
@@ -140,67 +115,43 @@ func (d *decoder) openbao(v any, o *OpenBao) {
 	}
 }
 
-// validateOpenBao is Validate's share for registrar.backend and [openbao].
-// The [openbao] values are checked whatever the backend, so a typo is
-// caught before the switch; what the openbao backend needs (an address, a
-// secret id TTL covering the wrap TTL) only when it is selected.
-func (c *Config) validateOpenBao() []*KeyError {
-	var errs []*KeyError
-	add := func(e *KeyError) { errs = append(errs, e) }
-	o := &c.OpenBao
-	selected := c.Registrar.Backend == BackendOpenBao
-	switch c.Registrar.Backend {
-	case BackendEmbedded, BackendOpenBao:
-	default:
-		add(&KeyError{Key: "registrar.backend", Value: c.Registrar.Backend, Rule: `must be "embedded" or "openbao"`})
-	}
+// checkOpenBaoAddressKey: the [openbao] values are checked whatever the
+// backend, so a typo is caught before the switch; what the openbao backend
+// needs (an address, a secret id TTL covering the wrap TTL) only when it is
+// selected.
+func checkOpenBaoAddressKey(c *Config, _, v string, add func(*KeyError)) {
 	switch {
-	case o.Address == "" && selected:
+	case v == "" && c.Registrar.Backend == BackendOpenBao:
 		add(&KeyError{Key: "openbao.address", Rule: `is required when registrar.backend is "openbao"`})
-	case o.Address != "":
-		if e := checkOpenBaoAddress(o.Address); e != nil {
+	case v != "":
+		if e := checkOpenBaoAddress(v); e != nil {
 			add(e)
-		} else if o.CAFile != "" && !strings.HasPrefix(o.Address, "https://") {
-			add(&KeyError{Key: "openbao.ca_file", Value: o.CAFile, Rule: "is set but openbao.address is not an https:// URL"})
 		}
 	}
-	for _, f := range []struct{ key, val string }{
-		{"openbao.ca_file", o.CAFile},
-		{"openbao.token_file", o.TokenFile},
-	} {
-		if strings.IndexByte(f.val, 0) >= 0 {
-			add(nulInPath(f.key, f.val))
-		}
+}
+
+// checkCAFile: a CA bundle is for an https:// address only.
+func checkCAFile(c *Config, key, v string, add func(*KeyError)) {
+	if a := c.OpenBao.Address; a != "" && v != "" && checkOpenBaoAddress(a) == nil && !strings.HasPrefix(a, "https://") {
+		add(&KeyError{Key: key, Value: v, Rule: "is set but openbao.address is not an https:// URL"})
 	}
-	for _, f := range []struct{ key, val string }{
-		{"openbao.kv_mount", o.KVMount},
-		{"openbao.kv_prefix", o.KVPrefix},
-		{"openbao.approle_mount", o.AppRoleMount},
-	} {
-		if !isAPIPath(f.val) {
-			add(&KeyError{Key: f.key, Value: f.val,
-				Rule: "must be a path of one or more segments of letters, digits, '-', '_' and '.', separated by single '/', without a leading or trailing '/' and without '.' or '..' segments"})
-		}
+	noNUL(c, key, v, add)
+}
+
+func checkAPIPath(_ *Config, key, v string, add func(*KeyError)) {
+	if !isAPIPath(v) {
+		add(&KeyError{Key: key, Value: v,
+			Rule: "must be a path of one or more segments of letters, digits, '-', '_' and '.', separated by single '/', without a leading or trailing '/' and without '.' or '..' segments"})
 	}
-	for _, f := range []struct {
-		key  string
-		val  uint32
-		rule string
-	}{
-		{"openbao.request_timeout_ms", o.RequestTimeoutMS, "must be greater than 0; a zero timeout fails every request"},
-		{"openbao.max_in_flight", o.MaxInFlight, "must be greater than 0; zero slots would fail every request"},
-		{"openbao.secret_id_ttl_seconds", o.SecretIDTTLSeconds, "must be greater than 0; a zero TTL would issue secret ids that never expire"},
-		{"openbao.secret_id_num_uses", o.SecretIDNumUses, "must be greater than 0; zero would issue secret ids with unlimited logins"},
-	} {
-		if f.val == 0 {
-			add(&KeyError{Key: f.key, Value: f.val, Rule: f.rule, hideValue: true})
-		}
-	}
-	if selected && o.SecretIDTTLSeconds != 0 && o.SecretIDTTLSeconds < c.Registrar.MaxWrapTTLSeconds {
-		add(&KeyError{Key: "openbao.secret_id_ttl_seconds", Value: o.SecretIDTTLSeconds,
+}
+
+// checkSecretIDTTL: a secret id must outlive the wrapping that delivers it.
+func checkSecretIDTTL(c *Config, key string, v uint32, add func(*KeyError)) {
+	nonZero("must be greater than 0; a zero TTL would issue secret ids that never expire")(c, key, v, add)
+	if c.Registrar.Backend == BackendOpenBao && v != 0 && v < c.Registrar.MaxWrapTTLSeconds {
+		add(&KeyError{Key: key, Value: v,
 			Rule: fmt.Sprintf("must be at least registrar.max_wrap_ttl_seconds (%d): a secret id that expires before its wrapping is unwrapped cannot log in", c.Registrar.MaxWrapTTLSeconds)})
 	}
-	return errs
 }
 
 // checkOpenBaoAddress accepts an http(s) URL with a host, without

@@ -18,18 +18,6 @@ import (
 
 const testToken = "hvs.test-token-value-that-must-never-be-printed"
 
-func writeFile(t *testing.T, name, content string, mode os.FileMode) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(content), mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, mode); err != nil { // whatever the umask
-		t.Fatal(err)
-	}
-	return path
-}
-
 func keyOf(t *testing.T, err error) string {
 	t.Helper()
 	var ke *KeyError
@@ -78,31 +66,15 @@ func TestATokenInTheEnvironmentOverridesIsRefusedWithoutRepeatingIt(t *testing.T
 
 func TestUnknownOpenBaoKeysAreWarnedNotRejected(t *testing.T) {
 	cfg := mustLoadBytes(t, "[openbao]\nnamespace = \"team-a\"\n")
-	if cfg.OpenBao != defaultOpenBao() {
+	if cfg.OpenBao != Default().OpenBao {
 		t.Errorf("an unknown key changed the table: %+v", cfg.OpenBao)
 	}
 }
 
 func TestCheckOpenBaoAddress(t *testing.T) {
-	for addr, ok := range map[string]bool{
-		"https://openbao.internal:8200": true,
-		"https://openbao.internal":      true,
-		"https://openbao.internal/":     true,
-		"http://127.0.0.1:8200":         true,
-		"http://[::1]:8200":             true,
-		"http://localhost:8200":         true,
-		"http://10.0.0.5:8200":          false,
-		"https://openbao.internal/v1":   false,
-		"https://openbao.internal?x=1":  false,
-		"https://u:p@openbao.internal":  false,
-		"openbao.internal:8200":         false,
-		"unix:///run/openbao.sock":      false,
-		"https://":                      false,
-	} {
-		if got := checkOpenBaoAddress(addr) == nil; got != ok {
-			t.Errorf("checkOpenBaoAddress(%q) accepted = %v, want %v", addr, got, ok)
-		}
-	}
+	acceptsExactly(t, "checkOpenBaoAddress", func(v string) bool { return checkOpenBaoAddress(v) == nil },
+		[]string{"https://openbao.internal:8200", "https://openbao.internal", "https://openbao.internal/", "http://127.0.0.1:8200", "http://[::1]:8200", "http://localhost:8200"},
+		[]string{"http://10.0.0.5:8200", "https://openbao.internal/v1", "https://openbao.internal?x=1", "https://u:p@openbao.internal", "openbao.internal:8200", "unix:///run/openbao.sock", "https://"})
 }
 
 func TestReadTokenFromAnOwnerOnlyFile(t *testing.T) {

@@ -66,7 +66,7 @@ func TestAConfigFileOwnedByAnotherUserIsRefused(t *testing.T) {
 		t.Skip("chown to another uid needs root")
 	}
 	dir := t.TempDir()
-	path := writeWithMode(t, dir, "foreign.toml", 0o644)
+	path := writeAt(t, filepath.Join(dir, "foreign.toml"), minimalDoc, 0o644)
 	if err := os.Chown(path, 4242, 4242); err != nil {
 		t.Fatal(err)
 	}

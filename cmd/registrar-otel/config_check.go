@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,6 +91,19 @@ type checkResult struct {
 
 func (r *checkResult) errorf(key, format string, args ...any) {
 	r.Errors = append(r.Errors, finding{key, fmt.Sprintf(format, args...)})
+}
+
+// addErrors adds each error of err (joined: config.Errors), keyed by the
+// key a *config.KeyError names.
+func (r *checkResult) addErrors(err error) {
+	for _, e := range config.Errors(err) {
+		key := ""
+		var ke *config.KeyError
+		if errors.As(e, &ke) {
+			key = ke.Key
+		}
+		r.Errors = append(r.Errors, finding{key, e.Error()})
+	}
 }
 
 func (r *checkResult) warnf(key, format string, args ...any) {
@@ -183,14 +197,7 @@ func runCheck(path string, environ []string, strict bool) *checkResult {
 		res.warnf(key, "%s: %s", key, rec.msg)
 	}
 	if err != nil {
-		for _, e := range splitJoinedErrors(err) {
-			key := ""
-			var ke *config.KeyError
-			if errors.As(e, &ke) {
-				key = ke.Key
-			}
-			res.Errors = append(res.Errors, finding{key, e.Error()})
-		}
+		res.addErrors(err)
 		// Errors from the load come first, as Load orders them.
 		slices.SortStableFunc(res.Errors, func(a, b finding) int {
 			return boolRank(isUnknownErr(res, a)) - boolRank(isUnknownErr(res, b))
@@ -206,14 +213,7 @@ func runCheck(path string, environ []string, strict bool) *checkResult {
 	// content, and the CA bundle. Nothing to do for the embedded backend.
 	src, ferr := cfg.CheckFiles(environ)
 	if ferr != nil {
-		for _, e := range splitJoinedErrors(ferr) {
-			key := ""
-			var ke *config.KeyError
-			if errors.As(e, &ke) {
-				key = ke.Key
-			}
-			res.Errors = append(res.Errors, finding{key, e.Error()})
-		}
+		res.addErrors(ferr)
 	} else if cfg.Registrar.Backend == config.BackendOpenBao {
 		res.OpenBaoToken = src.String()
 	}
@@ -277,18 +277,6 @@ func (h *collectHandler) records() []logRecord {
 	return slices.Clone(h.recs)
 }
 
-// splitJoinedErrors flattens errors.Join trees, in order.
-func splitJoinedErrors(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, splitJoinedErrors(e)...)
-		}
-		return out
-	}
-	return []error{err}
-}
-
 // effectiveJSON is the effective configuration in config check --json:
 // the TOML key names, numbers as numbers.
 type effectiveJSON struct {
@@ -332,28 +320,39 @@ type effectiveJSON struct {
 	} `json:"telemetry"`
 }
 
+// effective fills the effective configuration from the key table's
+// values (config.Settings: secrets redacted): each member takes the value
+// of the key its JSON name names, numbers parsed back. A key of [registrar]
+// or [telemetry] without a member fails TestConfigCheckListsEveryKey.
 func effective(cfg *config.Config) effectiveJSON {
 	var e effectiveJSON
-	r, er := &cfg.Registrar, &e.Registrar
-	er.SocketPath, er.SocketGroup, er.TLSListen = r.SocketPath, r.SocketGroup, r.TLSListen
-	er.TLSCertFile, er.TLSKeyFile, er.TLSClientCAFile = r.TLSCertFile, r.TLSKeyFile, r.TLSClientCAFile
-	er.StateDir, er.AuditRecordDir = r.StateDir, r.AuditRecordDir
-	er.AuditMaxFileBytes, er.AuditMaxRetainedFiles = r.AuditMaxFileBytes, r.AuditMaxRetainedFiles
-	er.RateLimitAdmissionBurst, er.RateLimitAdmissionRefillIntervalMS = r.RateLimitAdmissionBurst, r.RateLimitAdmissionRefillIntervalMS
-	er.RateLimitPredecisionRefusalBurst, er.RateLimitPredecisionRefusalRefillIntervalMS = r.RateLimitPredecisionRefusalBurst, r.RateLimitPredecisionRefusalRefillIntervalMS
-	er.RateLimitCoalesceWindowSeconds, er.MaintenanceIntervalMS, er.MaxWrapTTLSeconds = r.RateLimitCoalesceWindowSeconds, r.MaintenanceIntervalMS, r.MaxWrapTTLSeconds
-	er.AuditStoreReserveBytes = r.AuditStoreReserveBytes
-	er.UnixMaxConns, er.TLSMaxConns, er.TLSHandshakeMaxConns = r.UnixMaxConns, r.TLSMaxConns, r.TLSHandshakeMaxConns
-	er.TLSHandshakeTimeoutMS, er.MaxConnsPerIdentity = r.TLSHandshakeTimeoutMS, r.MaxConnsPerIdentity
-	er.ReadHeaderTimeoutMS, er.IdleTimeoutMS = r.ReadHeaderTimeoutMS, r.IdleTimeoutMS
-	er.Backend, er.LogLevel = r.Backend, config.LogLevelName(r.LogLevel)
-	er.Components = map[string]string{}
-	for n, m := range r.Components {
-		er.Components[n] = m.String()
+	values := map[string]string{}
+	for _, s := range cfg.Settings() {
+		values[s.Key] = s.Value
 	}
-	t := &cfg.Telemetry
-	e.Telemetry.MetricsListen, e.Telemetry.OTLPEndpoint, e.Telemetry.ServiceName, e.Telemetry.TraceSamplePerMillion = t.MetricsListen, config.RedactURL(t.OTLPEndpoint), t.ServiceName, t.TraceSamplePerMillion
-	e.Telemetry.OTLPTracesEndpoint, e.Telemetry.OTLPMetricsEndpoint = redactSignal(t.OTLPTracesEndpoint), redactSignal(t.OTLPMetricsEndpoint)
+	for prefix, table := range map[string]reflect.Value{
+		"registrar": reflect.ValueOf(&e.Registrar).Elem(),
+		"telemetry": reflect.ValueOf(&e.Telemetry).Elem(),
+	} {
+		for i := range table.NumField() {
+			f := table.Field(i)
+			v, ok := values[prefix+"."+table.Type().Field(i).Tag.Get("json")]
+			if !ok {
+				continue
+			}
+			switch f.Kind() {
+			case reflect.String:
+				f.SetString(v)
+			case reflect.Uint32, reflect.Uint64:
+				n, _ := strconv.ParseUint(v, 10, 64) // Settings spells integers in decimal
+				f.SetUint(n)
+			}
+		}
+	}
+	e.Registrar.Components = map[string]string{}
+	for n, m := range cfg.Registrar.Components {
+		e.Registrar.Components[n] = m.String()
+	}
 	return e
 }
 
@@ -366,22 +365,11 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	r, t := &e.Registrar, &e.Telemetry
 	fmt.Fprintf(w, "configuration OK: %s\n", res.Source)
 
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
-	orNone := func(s, none string) string {
-		if s == "" {
-			return none
-		}
-		return s
-	}
+	tw, row := summaryRows(w)
 
 	fmt.Fprintln(tw, "registrar:")
 	row("socket_path", r.SocketPath)
-	if r.SocketGroup == "" {
-		row("socket_group", "(none: socket 0600, the daemon's user only)")
-	} else {
-		row("socket_group", r.SocketGroup+" (socket 0660 in this group)")
-	}
+	rowOr(row, "socket_group", r.SocketGroup, " (socket 0660 in this group)", "(none: socket 0600, the daemon's user only)")
 	if r.TLSListen == "" {
 		row("tls_listen", "(none: no TCP listener)")
 	} else {
@@ -419,8 +407,8 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	}
 
 	fmt.Fprintln(tw, "telemetry:")
-	row("metrics_listen", orNone(t.MetricsListen, "(disabled)"))
-	row("otlp_endpoint", orNone(config.RedactURL(t.OTLPEndpoint), "(none)"))
+	rowOr(row, "metrics_listen", t.MetricsListen, "", "(disabled)")
+	rowOr(row, "otlp_endpoint", config.RedactURL(t.OTLPEndpoint), "", "(none)")
 	row("service_name", t.ServiceName)
 	row("trace_sample_per_million", strconv.FormatUint(uint64(t.TraceSamplePerMillion), 10))
 	tw.Flush() // the per-signal rows align among themselves
@@ -445,15 +433,6 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	}
 }
 
-// redactSignal is a per-signal endpoint as config check may print it:
-// "none" and "" as they are, a URL without user-info, query or fragment.
-func redactSignal(v string) string {
-	if v == "" || v == config.SignalOff {
-		return v
-	}
-	return config.RedactURL(v)
-}
-
 // signalEndpoint describes where one OTLP signal goes according to the file
 // (the OTEL_EXPORTER_OTLP_* variables apply only where it says nothing).
 func signalEndpoint(own, base, path, what string) string {
@@ -468,19 +447,30 @@ func signalEndpoint(own, base, path, what string) string {
 	return "(none: OTEL_EXPORTER_OTLP_* variables, if set)"
 }
 
+// summaryRows is the table the summary is written in, with its row
+// writer: "  key<TAB>value".
+func summaryRows(w io.Writer) (*tabwriter.Writer, func(k, v string)) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	return tw, func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
+}
+
+// rowOr writes the row of key: v followed by suffix, or none when v is "".
+func rowOr(row func(k, v string), key, v, suffix, none string) {
+	if v == "" {
+		row(key, none)
+		return
+	}
+	row(key, v+suffix)
+}
+
 // printOpenBaoSummary adds the openbao backend's settings: where the token
 // comes from (never the token), the mounts and the secret id limits.
 func printOpenBaoSummary(w io.Writer, cfg *config.Config, src string) {
 	o := &cfg.OpenBao
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "  %s\t%s\n", k, v) }
+	tw, row := summaryRows(w)
 	fmt.Fprintln(tw, "openbao (registrar.backend = \"openbao\"):")
 	row("address", o.Address)
-	if o.CAFile == "" {
-		row("ca_file", "(none: the system roots)")
-	} else {
-		row("ca_file", o.CAFile+" (PEM OK)")
-	}
+	rowOr(row, "ca_file", o.CAFile, " (PEM OK)", "(none: the system roots)")
 	row("token", "from "+src+" (mode and content OK)")
 	row("bindings", fmt.Sprintf("%s/data/%s/bindings/<registration_id> (KV v2)", o.KVMount, o.KVPrefix))
 	row("roles", fmt.Sprintf("auth/%s/role/bootroot-service-<registration_id>", o.AppRoleMount))

@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/registrar-otel/registrar-otel/config"
 )
 
 // writeConfigForCheck writes a TOML document to a fresh temporary file.
@@ -199,5 +203,41 @@ func TestConfigCheckUsage(t *testing.T) {
 				t.Errorf("stdout = %q, want nothing", stdout)
 			}
 		})
+	}
+}
+
+// TestConfigCheckListsEveryKey: the --json listing has a member for every
+// [registrar] and [telemetry] key of the key table, holding the value the
+// table shows (secrets redacted); the full fixture sets every key to a
+// value other than its default.
+func TestConfigCheckListsEveryKey(t *testing.T) {
+	cfg, err := config.Load(filepath.Join("..", "..", "config", "testdata", "valid_full.toml"), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(effective(&cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]map[string]any
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range cfg.Settings() {
+		table, name, _ := strings.Cut(s.Key, ".")
+		if table == "openbao" || strings.HasPrefix(name, "components.") {
+			continue // the text lists [openbao] with its backend; components are a map
+		}
+		v, ok := got[table][name]
+		if !ok {
+			t.Errorf("config check --json lists no %s", s.Key)
+			continue
+		}
+		if f, isNum := v.(float64); isNum {
+			v = strconv.FormatFloat(f, 'f', -1, 64)
+		}
+		if v != s.Value {
+			t.Errorf("config check --json lists %s = %v, want %q", s.Key, v, s.Value)
+		}
 	}
 }

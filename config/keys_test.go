@@ -1,0 +1,168 @@
+package config
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	gotoml "github.com/pelletier/go-toml/v2"
+)
+
+// TestEveryKeyAppearsInEveryPlace lists every place a configuration key
+// must appear besides its row in keys.go, and fails naming the key and the
+// place that lacks it: the struct field, the reload class, the full
+// fixture, both languages' key tables (type, default and reload columns
+// equal to the row) and config check's listing.
+func TestEveryKeyAppearsInEveryPlace(t *testing.T) {
+	def := Default()
+
+	t.Run("struct field", func(t *testing.T) {
+		var c Config
+		fields := map[any]string{}
+		for _, k := range allKeys {
+			fields[k.field(&c)] = k.dotted()
+		}
+		for _, table := range []any{&c.Registrar, &c.Telemetry, &c.OpenBao} {
+			v := reflect.ValueOf(table).Elem()
+			for i := range v.NumField() {
+				name := v.Type().Field(i).Name
+				if name == "Extra" {
+					continue // the unknown keys
+				}
+				if _, ok := fields[v.Field(i).Addr().Interface()]; !ok {
+					t.Errorf("%s.%s has no row in keys.go", v.Type().Name(), name)
+				}
+			}
+		}
+	})
+
+	t.Run("reload class", func(t *testing.T) {
+		for _, k := range Keys() {
+			if c := ReloadClass(k); c != Live && c != RestartOnly {
+				t.Errorf("%s has no reload class", k)
+			}
+		}
+	})
+
+	t.Run("full fixture", func(t *testing.T) {
+		path := filepath.Join("testdata", "valid_full.toml")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var raw map[string]map[string]any
+		if err := gotoml.Unmarshal(data, &raw); err != nil {
+			t.Fatal(err)
+		}
+		full, err := Load(path, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range allKeys {
+			if _, ok := raw[k.table][k.name]; !ok {
+				t.Errorf("%s does not set %s", path, k.dotted())
+			} else if k.show(&full) == k.show(&def) && k.name != "components" { // the fixture's are the examples
+				t.Errorf("%s sets %s to its default; set another value, so a row filling the wrong field shows", path, k.dotted())
+			}
+		}
+	})
+
+	for _, lang := range []string{"en", "ko"} {
+		t.Run("docs "+lang, func(t *testing.T) {
+			page := filepath.Join("..", "docs", lang, "configuration.md")
+			data, err := os.ReadFile(page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := docRows(string(data))
+			for _, r := range Table() {
+				cells, ok := rows[r.Key]
+				switch {
+				case !ok:
+					t.Errorf("%s has no row for `%s`", page, r.Key)
+					continue
+				case cells.typ != docType(lang, r.Type):
+					t.Errorf("%s: `%s` has type %q, keys.go says %q", page, r.Key, cells.typ, docType(lang, r.Type))
+				case cells.reload != r.Reload:
+					t.Errorf("%s: `%s` is %q in the reload column, keys.go says %q", page, r.Key, cells.reload, r.Reload)
+				case r.Key != componentsKey.dotted() && cells.def != r.Default:
+					t.Errorf("%s: `%s` defaults to %q, keys.go says %q", page, r.Key, cells.def, r.Default)
+				}
+			}
+		})
+	}
+
+	t.Run("config check", func(t *testing.T) {
+		// The [openbao] keys are not in the JSON listing: config check
+		// shows them in its text only with the openbao backend.
+		golden := filepath.Join("..", "cmd", "registrar-otel", "testdata", "config_check_ok.json")
+		data, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct {
+			Config map[string]map[string]json.RawMessage `json:"config"`
+		}
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range allKeys {
+			if k.table == "openbao" {
+				continue
+			}
+			if _, ok := out.Config[k.table][k.name]; !ok {
+				t.Errorf("%s: config check's listing has no %s", golden, k.dotted())
+			}
+		}
+	})
+}
+
+// docCells are the checked columns of a key table row.
+type docCells struct{ typ, def, reload string }
+
+var (
+	docRow   = regexp.MustCompile("(?m)^\\| `((?:registrar|telemetry|openbao)\\.[^`]+)` \\| (.*?) \\| (.*?) \\|.*\\| `(live|restart)` \\|$")
+	codeSpan = regexp.MustCompile("`([^`]*)`")
+)
+
+// docRows reads a page's key tables: for each key its type, its default
+// (the first code span of the cell, unquoted) and its reload class.
+func docRows(page string) map[string]docCells {
+	rows := map[string]docCells{}
+	for _, m := range docRow.FindAllStringSubmatch(page, -1) {
+		def := m[3]
+		if s := codeSpan.FindStringSubmatch(def); s != nil {
+			def = strings.Trim(s[1], `"`)
+		}
+		rows[m[1]] = docCells{typ: m[2], def: def, reload: m[4]}
+	}
+	return rows
+}
+
+// docType is a type as a language's page spells it.
+func docType(lang, typ string) string {
+	if lang != "ko" {
+		return typ
+	}
+	if ko, ok := map[string]string{"path": "경로", "string": "문자열", "integer": "정수", "URL or `none`": "URL 또는 `none`"}[typ]; ok {
+		return ko
+	}
+	return typ
+}
+
+func TestKeysListsEveryKnownKey(t *testing.T) {
+	keys := Keys()
+	if len(keys) != 44 {
+		t.Fatalf("Keys() has %d keys, want the 28 [registrar], 6 [telemetry] and 10 [openbao] keys: %v", len(keys), keys)
+	}
+	for _, want := range []string{"registrar.rate_limit_admission_burst", "registrar.idle_timeout_ms", "registrar.max_conns_per_identity", "registrar.components.<name>.multiplicity", "telemetry.trace_sample_per_million", "registrar.backend", "registrar.log_level", "openbao.secret_id_num_uses"} {
+		if !slices.Contains(keys, want) {
+			t.Errorf("Keys() lacks %s", want)
+		}
+	}
+}
