@@ -20,6 +20,7 @@ import (
 func fakeLimiterStats() limiter.Stats {
 	var s limiter.Stats
 	s.Entries = 17
+	s.LocalEntries = 5
 	s.Reclaimed = 5
 	s.OverflowCharges[limiter.Mint][limiter.Admission] = 3
 	s.OverflowCharges[limiter.Deregister][limiter.PredecisionRefusal] = 1
@@ -179,7 +180,7 @@ func TestObservedValuesComeFromTheStats(t *testing.T) {
 	reader, _, _ := registerAll(t)
 	got := collectAll(t, reader)
 	want := map[string]map[string]int64{
-		telemetry.LimiterEntries:          {"": 17},
+		telemetry.LimiterEntries:          {"pool=remote": 12, "pool=local": 5},
 		telemetry.LimiterReclaimedEntries: {"": 5},
 		telemetry.LimiterOverflowCharges: {
 			"bucket=admission,verb=mint":                 3,

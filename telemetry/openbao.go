@@ -103,14 +103,10 @@ const OpenBaoTokenExpiry = "registrar.openbao.token.expiry_timestamp"
 // token lapses unless renewed; 0 for a token that never expires; no point
 // until the backend's first successful lookup.
 func RegisterOpenBaoToken(mp metric.MeterProvider, stats func() openbao.TokenStats) error {
-	m := scopedMeter(mp, openbao.ScopeName)
-	g, err := m.Float64ObservableGauge(OpenBaoTokenExpiry,
-		metric.WithUnit("s"),
-		metric.WithDescription("Unix time at which the openbao backend's token lapses unless renewed (0: it never expires), from its last lookup-self; the backend renews a renewable token with half its TTL left."))
-	if err != nil {
-		return fmt.Errorf("telemetry: RegisterOpenBaoToken: %w", err)
-	}
-	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	r := newObservables(scopedMeter(mp, openbao.ScopeName), "RegisterOpenBaoToken")
+	g := r.floatGauge(OpenBaoTokenExpiry, "s",
+		"Unix time at which the openbao backend's token lapses unless renewed (0: it never expires), from its last lookup-self; the backend renews a renewable token with half its TTL left.")
+	return r.observe(func(_ context.Context, o metric.Observer) error {
 		s := stats()
 		if !s.Known {
 			return nil
@@ -121,9 +117,5 @@ func RegisterOpenBaoToken(mp metric.MeterProvider, stats func() openbao.TokenSta
 		}
 		o.ObserveFloat64(g, v)
 		return nil
-	}, g)
-	if err != nil {
-		return fmt.Errorf("telemetry: RegisterOpenBaoToken: %w", err)
-	}
-	return nil
+	})
 }
