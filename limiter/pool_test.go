@@ -177,3 +177,44 @@ func TestChargeAllocatesNothingInEitherPool(t *testing.T) {
 		}
 	}
 }
+
+// TestOverflowBucketsAreSizedPerBucket gives the two buckets different
+// bursts and intervals: each overflow bucket admits its own bucket's burst,
+// refills at its own interval and reports its own retry-after.
+func TestOverflowBucketsAreSizedPerBucket(t *testing.T) {
+	const prBurst, admBurst = 2, 7
+	prInt, admInt := 3*time.Second, 5*time.Second
+	for _, v := range []Verb{Mint, Deregister} {
+		l := mustNew(t, cfg(prBurst, prInt, admBurst, admInt), nil)
+		saturateDrained(t, l, 0)
+		for _, tc := range []struct {
+			b        Bucket
+			burst    int
+			interval time.Duration
+			retry    uint64
+		}{{PredecisionRefusal, prBurst, prInt, 3}, {Admission, admBurst, admInt, 5}} {
+			n := 0
+			var last Decision
+			for i := range 20 {
+				last = chargeChecked(t, l, "absent-"+tc.b.String()+string(rune('a'+i)), v, tc.b, 0)
+				if !last.Overflow {
+					t.Fatalf("%v/%v: charge %d not on the overflow bucket", v, tc.b, i)
+				}
+				if !last.Allowed {
+					break
+				}
+				n++
+			}
+			if n != tc.burst || last.RetryAfterSeconds != tc.retry {
+				t.Fatalf("%v/%v overflow admitted %d then retry-after %d; want its own burst %d and interval %d s", v, tc.b, n, last.RetryAfterSeconds, tc.burst, tc.retry)
+			}
+			at := Instant(tc.interval)
+			if d := chargeChecked(t, l, "later-"+tc.b.String(), v, tc.b, at); !d.Allowed {
+				t.Fatalf("%v/%v overflow not refilled after its own interval: %+v", v, tc.b, d)
+			}
+			if d := chargeChecked(t, l, "later2-"+tc.b.String(), v, tc.b, at); d.Allowed {
+				t.Fatalf("%v/%v overflow gave two tokens for one interval: %+v", v, tc.b, d)
+			}
+		}
+	}
+}
