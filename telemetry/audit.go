@@ -49,7 +49,7 @@ func RegisterAuditStore(mp metric.MeterProvider, capacity func() audit.Capacity,
 	if capacity == nil || stats == nil {
 		return errors.New("telemetry: RegisterAuditStore: nil capacity or stats func")
 	}
-	r := newObservables(meterOf(mp), "RegisterAuditStore")
+	r := newRegistration(meterOf(mp), "RegisterAuditStore")
 	free := r.gauge(AuditStoreFreeBytes, "By",
 		"Bytes available on the audit store's file system (statfs f_bavail × f_bsize), as of the last capacity probe on the daemon tick.")
 	bytes := r.gauge(AuditStoreBytes, "By",

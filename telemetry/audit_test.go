@@ -6,7 +6,6 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/telemetry"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
@@ -22,8 +21,7 @@ func fakeStoreStats() audit.StoreStats {
 }
 
 func TestAuditStoreInstrumentsReportTheLastProbeAndEveryStateAndCause(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	reader, mp := newReader(t)
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	capacity := fakeAuditCapacity()
 	if err := telemetry.RegisterAuditStore(mp, func() audit.Capacity { return capacity }, fakeStoreStats); err != nil {

@@ -39,7 +39,7 @@ const (
 //
 // stats is called once per collection; nil observes zeros for the last two.
 func RegisterCapacity(mp metric.MeterProvider, stats func() coalesce.Stats) error {
-	r := newObservables(meterOf(mp), "RegisterCapacity")
+	r := newRegistration(meterOf(mp), "RegisterCapacity")
 	lcap := r.gauge(LimiterCapacity, "{entry}", fmt.Sprintf(
 		"Each limiter pool's entry cap (remote %d, local %d): one entry per (identity, verb, bucket). "+
 			"registrar_limiter_entries of a pool at its cap means that pool's new keys are charged on its shared overflow buckets.",

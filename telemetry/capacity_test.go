@@ -8,12 +8,10 @@ import (
 	"github.com/registrar-otel/registrar-otel/coalesce"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/telemetry"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
 func TestCapacityGaugesExportTheCapsOfTheRunningCode(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	reader, mp := newReader(t)
 	t.Cleanup(func() { mp.Shutdown(t.Context()) })
 	if err := telemetry.RegisterCapacity(mp, func() coalesce.Stats { return coalesce.Stats{Pending: 17, HandoffWaits: 3} }); err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ func RegisterDirectories(mp metric.MeterProvider, stats func() DirectoryStats) e
 	if stats == nil {
 		return errors.New("telemetry: RegisterDirectories: nil stats func")
 	}
-	r := newObservables(meterOf(mp), "RegisterDirectories")
+	r := newRegistration(meterOf(mp), "RegisterDirectories")
 	// No unit: "1" would make the exporter append _ratio to the name.
 	g := r.gauge(DirectoryUnsafe, "",
 		"Whether a private directory is unsafe now: 1 while the audit record directory (audit), registrar.state_dir (state) or the socket's directory (socket), "+

@@ -4,12 +4,10 @@ import (
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/telemetry"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
 func TestTheDirectoryGaugeExportsEachDirectoryFromTheStart(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	reader, mp := newReader(t)
 	t.Cleanup(func() { mp.Shutdown(t.Context()) })
 	var st telemetry.DirectoryStats
 	if err := telemetry.RegisterDirectories(mp, func() telemetry.DirectoryStats { return st }); err != nil {

@@ -131,7 +131,7 @@ func RegisterLimiter(mp metric.MeterProvider, stats func() limiter.Stats) error 
 	if stats == nil {
 		return errors.New("telemetry: RegisterLimiter: nil stats func")
 	}
-	r := newObservables(meterOf(mp), "RegisterLimiter")
+	r := newRegistration(meterOf(mp), "RegisterLimiter")
 	entries := r.gauge(LimiterEntries, "{entry}", fmt.Sprintf(
 		"Entries in each pool of the limiter's per-(identity, verb, bucket) map; the caps are %d (remote) and %d (local). "+
 			"At its cap, charges of a pool's new keys fall on that pool's shared overflow buckets.", limiter.MaxEntries, limiter.MaxLocalEntries))
@@ -180,7 +180,7 @@ func RegisterCoalesce(mp metric.MeterProvider, stats func() coalesce.Stats) erro
 	if stats == nil {
 		return errors.New("telemetry: RegisterCoalesce: nil stats func")
 	}
-	r := newObservables(meterOf(mp), "RegisterCoalesce")
+	r := newRegistration(meterOf(mp), "RegisterCoalesce")
 	open := r.gauge(CoalesceOpenWindows, "{window}", fmt.Sprintf(
 		"Open coalescing windows, one per (identity, verb, bucket) limited recently; the cap is %d, "+
 			"at which the oldest window is written early.", coalesce.MaxOpenWindows))
@@ -232,22 +232,18 @@ type auditObserver struct {
 // the start, so an alert on the first failure fires. The observer is safe
 // for concurrent use and does not allocate.
 func NewAuditObserver(mp metric.MeterProvider) (audit.Observer, error) {
-	m := meterOf(mp)
-	o := &auditObserver{}
-	var errs [3]error
-	o.appends, errs[0] = m.Int64Counter(AuditAppends,
-		metric.WithUnit("{record}"),
-		metric.WithDescription("Audit records appended (written and synced) to the audit store, by phase (intent, outcome, limited)."))
-	o.failures, errs[1] = m.Int64Counter(AuditAppendFailures,
-		metric.WithUnit("{record}"),
-		metric.WithDescription("Audit record appends that failed, by phase. A failed intent append refuses the mint; "+
-			"a failed outcome append leaves a registry change unrecorded."))
-	o.duration, errs[2] = m.Float64Histogram(AuditAppendDuration,
-		metric.WithUnit("s"),
-		metric.WithDescription("Duration of one audit append, write and fsync included, successful or not."),
-		metric.WithExplicitBucketBoundaries(auditAppendBuckets...))
-	if err := errors.Join(errs[:]...); err != nil {
-		return nil, fmt.Errorf("telemetry: NewAuditObserver: %w", err)
+	r := newRegistration(meterOf(mp), "NewAuditObserver")
+	o := &auditObserver{
+		appends: r.syncCounter(AuditAppends, "{record}",
+			"Audit records appended (written and synced) to the audit store, by phase (intent, outcome, limited)."),
+		failures: r.syncCounter(AuditAppendFailures, "{record}",
+			"Audit record appends that failed, by phase. A failed intent append refuses the mint; "+
+				"a failed outcome append leaves a registry change unrecorded."),
+		duration: r.histogram(AuditAppendDuration, "s",
+			"Duration of one audit append, write and fsync included, successful or not.", auditAppendBuckets),
+	}
+	if err := r.err(); err != nil {
+		return nil, err
 	}
 	for i := range numPhaseSlots {
 		name := "unknown"

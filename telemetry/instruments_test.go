@@ -59,8 +59,7 @@ func collectAll(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.M
 // fresh MeterProvider with a ManualReader.
 func registerAll(t *testing.T) (*sdkmetric.ManualReader, *otelsink.Sink, audit.Observer) {
 	t.Helper()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	reader, mp := newReader(t)
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	if err := telemetry.RegisterLimiter(mp, fakeLimiterStats); err != nil {
 		t.Fatalf("RegisterLimiter: %v", err)
@@ -207,8 +206,7 @@ func TestObservedValuesComeFromTheStats(t *testing.T) {
 }
 
 func TestStatsAreReadOncePerCollection(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	reader, mp := newReader(t)
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	var lim, co int
 	if err := telemetry.RegisterLimiter(mp, func() limiter.Stats { lim++; return limiter.Stats{} }); err != nil {

@@ -48,7 +48,7 @@ type ReloadStats struct {
 //
 // stats is called once per collection; nil observes a start without reloads.
 func RegisterReload(mp metric.MeterProvider, stats func() ReloadStats) error {
-	r := newObservables(meterOf(mp), "RegisterReload")
+	r := newRegistration(meterOf(mp), "RegisterReload")
 	// No unit: "1" would make the exporter append _ratio to the name
 	// Prometheus's own gauge has.
 	ok := r.gauge(ConfigLastReloadSuccessful, "",

@@ -4,13 +4,11 @@ import (
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/telemetry"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 func TestReloadInstrumentsExportTheReloadStats(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	reader, mp := newReader(t)
 	t.Cleanup(func() { mp.Shutdown(t.Context()) })
 	st := telemetry.ReloadStats{LastSuccessful: false, LastSuccessUnixSeconds: 1764590400.5, Successes: 2, Failures: 3}
 	if err := telemetry.RegisterReload(mp, func() telemetry.ReloadStats { return st }); err != nil {

@@ -47,7 +47,7 @@ func RegisterRestart(mp metric.MeterProvider, stats func() RestartStats) error {
 	if stats == nil {
 		return errors.New("telemetry: RegisterRestart: nil stats func")
 	}
-	r := newObservables(meterOf(mp), "RegisterRestart")
+	r := newRegistration(meterOf(mp), "RegisterRestart")
 	restarts := r.counter(UncleanRestarts, "{restart}",
 		"Starts that found the previous run's evidence checkpoint: it stopped without its shutdown flush (SIGKILL, crash, OOM kill, power loss). "+
 			"Limited invocations between the last checkpoint and the restart may be uncounted; the ERROR line at start names the interval.")

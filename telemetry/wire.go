@@ -42,7 +42,7 @@ func RegisterWire(mp metric.MeterProvider, stats func() wire.Stats) error {
 	if stats == nil {
 		return errors.New("telemetry: RegisterWire: nil stats func")
 	}
-	r := newObservables(meterOf(mp), "RegisterWire")
+	r := newRegistration(meterOf(mp), "RegisterWire")
 	conns := r.gauge(WireConnections, "{connection}",
 		"Established connections of each wire listener (unix, tls); "+
 			"TLS connections still in their handshake are not counted (they have their own, smaller budget).")

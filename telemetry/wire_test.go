@@ -6,13 +6,11 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/telemetry"
 	"github.com/registrar-otel/registrar-otel/wire"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 func TestWireInstrumentsReportEveryListenerAndReason(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	reader, mp := newReader(t)
 	var st wire.Stats
 	st.Connections[wire.ListenerUnix] = 3
 	st.Connections[wire.ListenerTLS] = 1
