@@ -47,6 +47,15 @@ func mustNew(t testing.TB, c Config, s Sink) *Limiter {
 	return l
 }
 
+// pair is one of an identity's four (verb, bucket) keys.
+type pair struct {
+	v Verb
+	b Bucket
+}
+
+// everyPair lists the four.
+var everyPair = []pair{{Mint, Admission}, {Mint, PredecisionRefusal}, {Deregister, Admission}, {Deregister, PredecisionRefusal}}
+
 // admitted charges n times at now and returns how many were allowed.
 func admitted(l *Limiter, id string, v Verb, b Bucket, now Instant, n int) int {
 	got := 0
@@ -100,10 +109,7 @@ type dualClock struct {
 }
 
 func TestBucketsAndVerbsAreIndependent(t *testing.T) {
-	for _, drained := range []struct {
-		v Verb
-		b Bucket
-	}{{Mint, Admission}, {Mint, PredecisionRefusal}, {Deregister, Admission}, {Deregister, PredecisionRefusal}} {
+	for _, drained := range everyPair {
 		t.Run(drained.v.String()+"/"+drained.b.String(), func(t *testing.T) {
 			l := mustNew(t, cfg(4, time.Second, 4, time.Second), nil)
 			admitted(l, "c", drained.v, drained.b, 0, 100)

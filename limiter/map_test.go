@@ -166,10 +166,7 @@ func saturateDrained(t testing.TB, l *Limiter, now Instant) {
 }
 
 func TestDrainedCapChargesOverflowBucketOfThePair(t *testing.T) {
-	for _, pair := range []struct {
-		v Verb
-		b Bucket
-	}{{Deregister, PredecisionRefusal}, {Mint, PredecisionRefusal}, {Deregister, Admission}, {Mint, Admission}} {
+	for _, pair := range everyPair {
 		t.Run(pair.v.String()+"/"+pair.b.String(), func(t *testing.T) {
 			l := mustNew(t, cfg(3, time.Second, 3, time.Second), nil)
 			saturateDrained(t, l, 0)

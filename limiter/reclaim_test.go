@@ -44,14 +44,9 @@ func checkShardIndex(t testing.TB, l *Limiter) {
 // index agrees with the slots.
 func TestReclaimDeletesInPlace(t *testing.T) {
 	var now Instant
-	l, err := New(Config{
-		PredecisionRefusal: BucketConfig{Burst: 2, RefillInterval: time.Second},
-		Admission:          BucketConfig{Burst: 2, RefillInterval: time.Second},
-		Now:                func() Instant { return now },
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := cfg(2, time.Second, 2, time.Second)
+	c.Now = func() Instant { return now }
+	l := mustNew(t, c, nil)
 	ctx := context.Background()
 	for round := range 40 {
 		// Fill to the cap; every third key is charged twice (drained: it
