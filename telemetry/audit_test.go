@@ -1,7 +1,6 @@
 package telemetry_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/audit"
@@ -22,7 +21,6 @@ func fakeStoreStats() audit.StoreStats {
 
 func TestAuditStoreInstrumentsReportTheLastProbeAndEveryStateAndCause(t *testing.T) {
 	reader, mp := newReader(t)
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	capacity := fakeAuditCapacity()
 	if err := telemetry.RegisterAuditStore(mp, func() audit.Capacity { return capacity }, fakeStoreStats); err != nil {
 		t.Fatal(err)

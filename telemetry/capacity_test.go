@@ -12,7 +12,6 @@ import (
 
 func TestCapacityGaugesExportTheCapsOfTheRunningCode(t *testing.T) {
 	reader, mp := newReader(t)
-	t.Cleanup(func() { mp.Shutdown(t.Context()) })
 	if err := telemetry.RegisterCapacity(mp, func() coalesce.Stats { return coalesce.Stats{Pending: 17, HandoffWaits: 3} }); err != nil {
 		t.Fatal(err)
 	}

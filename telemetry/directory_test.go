@@ -8,7 +8,6 @@ import (
 
 func TestTheDirectoryGaugeExportsEachDirectoryFromTheStart(t *testing.T) {
 	reader, mp := newReader(t)
-	t.Cleanup(func() { mp.Shutdown(t.Context()) })
 	var st telemetry.DirectoryStats
 	if err := telemetry.RegisterDirectories(mp, func() telemetry.DirectoryStats { return st }); err != nil {
 		t.Fatal(err)

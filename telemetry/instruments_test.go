@@ -60,7 +60,6 @@ func collectAll(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.M
 func registerAll(t *testing.T) (*sdkmetric.ManualReader, *otelsink.Sink, audit.Observer) {
 	t.Helper()
 	reader, mp := newReader(t)
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	if err := telemetry.RegisterLimiter(mp, fakeLimiterStats); err != nil {
 		t.Fatalf("RegisterLimiter: %v", err)
 	}
@@ -207,7 +206,6 @@ func TestObservedValuesComeFromTheStats(t *testing.T) {
 
 func TestStatsAreReadOncePerCollection(t *testing.T) {
 	reader, mp := newReader(t)
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	var lim, co int
 	if err := telemetry.RegisterLimiter(mp, func() limiter.Stats { lim++; return limiter.Stats{} }); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 
 func TestReloadInstrumentsExportTheReloadStats(t *testing.T) {
 	reader, mp := newReader(t)
-	t.Cleanup(func() { mp.Shutdown(t.Context()) })
 	st := telemetry.ReloadStats{LastSuccessful: false, LastSuccessUnixSeconds: 1764590400.5, Successes: 2, Failures: 3}
 	if err := telemetry.RegisterReload(mp, func() telemetry.ReloadStats { return st }); err != nil {
 		t.Fatal(err)
