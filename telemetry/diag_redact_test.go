@@ -2,11 +2,10 @@ package telemetry_test
 
 import (
 	"context"
+	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
 	"log/slog"
 	"strings"
 	"testing"
-
-	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
 
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/telemetry"
