@@ -506,18 +506,36 @@ func stackingMode(t *testing.T, p *dashboard.Panel) common.StackingMode {
 // Series with a `bucket` label (counted records, overflow charges) are
 // aggregated by bucket: summing them away would add the two buckets.
 func TestBucketLabelledSeriesKeepTheirBucket(t *testing.T) {
+	checkAggregationsKeep(t, "bucket", "registrar_coalesce_records_total", "registrar_limiter_overflow_charges_total")
+}
+
+// The limiter's entries and cap are aggregated by pool: the two pools
+// (remote, local) have a cap each, so a line of their sum against one cap
+// would show a pool at its cap that is not, or hide one that is.
+func TestPoolLabelledSeriesKeepTheirPool(t *testing.T) {
+	checkAggregationsKeep(t, "pool", "registrar_limiter_entries", "registrar_limiter_capacity")
+}
+
+// checkAggregationsKeep fails for every aggregation, in a dashboard query
+// of one of series, that does not keep label.
+func checkAggregationsKeep(t *testing.T, label string, series ...string) {
+	t.Helper()
 	d := loadDashboard(t)
-	withBucket := []string{"registrar_coalesce_records_total", "registrar_limiter_overflow_charges_total"}
 	aggregation := regexp.MustCompile(`\b(sum|avg|max|min|count)\b\s*(by\s*\(([^)]*)\))?\s*\(`)
+	found := false
 	for _, q := range dashboardQueries(t, d) {
-		if !slices.ContainsFunc(metricNames(q.expr), func(n string) bool { return slices.Contains(withBucket, n) }) {
+		if !slices.ContainsFunc(metricNames(q.expr), func(n string) bool { return slices.Contains(series, n) }) {
 			continue
 		}
+		found = true
 		for _, m := range aggregation.FindAllStringSubmatch(q.expr, -1) {
-			if !slices.Contains(strings.Fields(strings.ReplaceAll(m[3], ",", " ")), "bucket") {
-				t.Errorf("%s: aggregation %q drops the bucket label: %s", q.where, strings.TrimSpace(m[0]), q.expr)
+			if !slices.Contains(strings.Fields(strings.ReplaceAll(m[3], ",", " ")), label) {
+				t.Errorf("%s: aggregation %q drops the %s label: %s", q.where, strings.TrimSpace(m[0]), label, q.expr)
 			}
 		}
+	}
+	if !found {
+		t.Errorf("no dashboard query reads %q", series)
 	}
 }
 

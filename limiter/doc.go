@@ -34,20 +34,27 @@
 //
 // # The bounded map
 //
-// The map holds at most MaxEntries entries (256: the reference deployment's
-// 64 identities × 4 buckets). A charge on an absent key below the cap inserts
-// a full entry. At the cap, every entry refilled to its full burst is
-// reclaimed first (a full entry is indistinguishable from an absent one);
-// an entry below full is never removed, anywhere, for any reason, since that
-// would hand a caller a fresh budget for waiting. If nothing was full, the
-// charge falls on the overflow bucket of its (verb, bucket): four buckets
-// created full with the limiter, sized like the map's entries, never
-// reclaimed and not counted against the cap. So the miss path is total.
+// The map has two pools of entries, each capped apart: the remote pool
+// (MaxEntries, 256: the reference deployment's 64 identities × 4 buckets)
+// holds the identities Config.Local does not report (the certificate
+// identities), and the local pool (MaxLocalEntries, 256) those it does
+// (the unix socket's callers). A charge on an absent key below its pool's
+// cap inserts a full entry. At the cap, every entry refilled to its full
+// burst is reclaimed first (a full entry is indistinguishable from an
+// absent one); an entry below full is never removed, anywhere, for any
+// reason, since that would hand a caller a fresh budget for waiting. If
+// nothing was full, the charge falls on the overflow bucket of its
+// (verb, bucket) in its pool: four buckets per pool, eight in all, created
+// full with the limiter, sized like the map's entries, never reclaimed and
+// not counted against a cap. So the miss path is total, and a flood of
+// remote identities never takes a slot or an overflow bucket of a local
+// caller.
 //
-// The residual: while the map is saturated with drained entries, identities
-// without an entry share the overflow buckets, so one caller's flood can
-// throttle another's. Reaching that state needs an identity that is unstable
-// across connections, which is a transport defect, not a sizing question.
+// The residual: while a pool is saturated with drained entries, that
+// pool's identities without an entry share its overflow buckets, so one
+// caller's flood can throttle another's in the same pool. Reaching that
+// state needs an identity that is unstable across connections, which is a
+// transport defect, not a sizing question.
 //
 // # Reconfiguration
 //

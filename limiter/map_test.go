@@ -166,10 +166,7 @@ func saturateDrained(t testing.TB, l *Limiter, now Instant) {
 }
 
 func TestDrainedCapChargesOverflowBucketOfThePair(t *testing.T) {
-	for _, pair := range []struct {
-		v Verb
-		b Bucket
-	}{{Deregister, PredecisionRefusal}, {Mint, PredecisionRefusal}, {Deregister, Admission}, {Mint, Admission}} {
+	for _, pair := range everyPair {
 		t.Run(pair.v.String()+"/"+pair.b.String(), func(t *testing.T) {
 			l := mustNew(t, cfg(3, time.Second, 3, time.Second), nil)
 			saturateDrained(t, l, 0)
@@ -297,34 +294,5 @@ func TestInvalidVerbOrBucketFailsClosed(t *testing.T) {
 	}
 	if rec.len() != 0 || l.count[0].Load() != 0 {
 		t.Fatalf("invalid charges published %d events and created %d entries", rec.len(), l.count[0].Load())
-	}
-}
-
-func TestSweepRemovesOnlyFullEntriesBelowTheCap(t *testing.T) {
-	now := Instant(0)
-	c := cfg(2, time.Second, 2, time.Second)
-	c.Now = func() Instant { return now }
-	l := mustNew(t, c, nil)
-	for i := range 10 {
-		id := "id" + strconv.Itoa(i)
-		l.ChargeAt(context.Background(), id, Mint, Admission, 0)
-		if i < 4 {
-			l.ChargeAt(context.Background(), id, Mint, Admission, 0) // drained
-		}
-	}
-	if got := l.Sweep(); got != 0 {
-		t.Fatalf("swept %d entries before any could be full", got)
-	}
-	now = sec // the 6 entries holding 1 of 2 are full again; the drained 4 hold 1
-	if got := l.Sweep(); got != 6 {
-		t.Fatalf("swept %d, want the 6 full entries", got)
-	}
-	if s := l.Stats(); s.Entries != 4 || s.Reclaimed != 6 {
-		t.Fatalf("stats %+v, want 4 entries left", s)
-	}
-	for i := range 4 {
-		if _, ok := l.lookup("id"+strconv.Itoa(i), Mint, Admission); !ok {
-			t.Fatalf("a drained entry id%d was swept", i)
-		}
 	}
 }

@@ -12,18 +12,14 @@ import (
 // classifier marks the unix socket's.
 const localPrefix = "local:"
 
-func newPooled(t *testing.T, now *Instant) *Limiter {
+// newPooled is a limiter on the clock *now whose identities with
+// localPrefix are local, each bucket of burst tokens refilled hourly.
+func newPooled(t *testing.T, now *Instant, burst uint32) *Limiter {
 	t.Helper()
-	l, err := New(Config{
-		PredecisionRefusal: BucketConfig{Burst: 2, RefillInterval: time.Hour},
-		Admission:          BucketConfig{Burst: 2, RefillInterval: time.Hour},
-		Now:                func() Instant { return *now },
-		Local:              func(id string) bool { return strings.HasPrefix(id, localPrefix) },
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	c := cfg(burst, time.Hour, burst, time.Hour)
+	c.Now = func() Instant { return *now }
+	c.Local = func(id string) bool { return strings.HasPrefix(id, localPrefix) }
+	return mustNew(t, c, nil)
 }
 
 // drain charges identity's admission bucket until it is limited.
@@ -37,7 +33,7 @@ func drain(l *Limiter, identity string) {
 // unix caller's next mint was limited. Each pool is bounded on its own now.
 func TestRemoteIdentitiesNeverDisplaceALocalCaller(t *testing.T) {
 	var now Instant
-	l := newPooled(t, &now)
+	l := newPooled(t, &now, 2)
 	// More drained remote identities than the remote cap: the map's
 	// remote pool is full of drained entries and its overflow bucket
 	// drained too.
@@ -63,7 +59,7 @@ func TestRemoteIdentitiesNeverDisplaceALocalCaller(t *testing.T) {
 // touch; and only full entries are reclaimed.
 func TestTheLocalPoolKeepsTheRulesOfTheMap(t *testing.T) {
 	var now Instant
-	l := newPooled(t, &now)
+	l := newPooled(t, &now, 2)
 	for i := range MaxLocalEntries {
 		drain(l, localPrefix+"uid="+strconv.Itoa(i))
 	}
@@ -99,15 +95,7 @@ func TestTheLocalPoolKeepsTheRulesOfTheMap(t *testing.T) {
 // pool's, full at burst 8, is cut to the new burst 2 like the remote one's.
 func TestReconfigureMovesTheOverflowBucketsOfBothPools(t *testing.T) {
 	var now Instant
-	l, err := New(Config{
-		PredecisionRefusal: BucketConfig{Burst: 8, RefillInterval: time.Hour},
-		Admission:          BucketConfig{Burst: 8, RefillInterval: time.Hour},
-		Now:                func() Instant { return now },
-		Local:              func(id string) bool { return strings.HasPrefix(id, localPrefix) },
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := newPooled(t, &now, 8)
 	for i := range MaxLocalEntries {
 		drain(l, localPrefix+"uid="+strconv.Itoa(i))
 	}
@@ -141,7 +129,7 @@ func TestReconfigureMovesTheOverflowBucketsOfBothPools(t *testing.T) {
 // overflow bucket, with the per-shard sizes a reload writes.
 func TestChargeAllocatesNothingInEitherPool(t *testing.T) {
 	var now Instant
-	l := newPooled(t, &now)
+	l := newPooled(t, &now, 2)
 	if err := l.Reconfigure(Config{
 		PredecisionRefusal: BucketConfig{Burst: 1, RefillInterval: time.Hour},
 		Admission:          BucketConfig{Burst: 1, RefillInterval: time.Hour},
@@ -174,6 +162,47 @@ func TestChargeAllocatesNothingInEitherPool(t *testing.T) {
 		}
 		if d := l.Charge(context.Background(), extra, Mint, Admission); !d.Overflow {
 			t.Fatalf("%s: %+v, want the pool at its cap and the charge on its overflow bucket", pool.prefix, d)
+		}
+	}
+}
+
+// TestOverflowBucketsAreSizedPerBucket gives the two buckets different
+// bursts and intervals: each overflow bucket admits its own bucket's burst,
+// refills at its own interval and reports its own retry-after.
+func TestOverflowBucketsAreSizedPerBucket(t *testing.T) {
+	const prBurst, admBurst = 2, 7
+	prInt, admInt := 3*time.Second, 5*time.Second
+	for _, v := range []Verb{Mint, Deregister} {
+		l := mustNew(t, cfg(prBurst, prInt, admBurst, admInt), nil)
+		saturateDrained(t, l, 0)
+		for _, tc := range []struct {
+			b        Bucket
+			burst    int
+			interval time.Duration
+			retry    uint64
+		}{{PredecisionRefusal, prBurst, prInt, 3}, {Admission, admBurst, admInt, 5}} {
+			n := 0
+			var last Decision
+			for i := range 20 {
+				last = chargeChecked(t, l, "absent-"+tc.b.String()+string(rune('a'+i)), v, tc.b, 0)
+				if !last.Overflow {
+					t.Fatalf("%v/%v: charge %d not on the overflow bucket", v, tc.b, i)
+				}
+				if !last.Allowed {
+					break
+				}
+				n++
+			}
+			if n != tc.burst || last.RetryAfterSeconds != tc.retry {
+				t.Fatalf("%v/%v overflow admitted %d then retry-after %d; want its own burst %d and interval %d s", v, tc.b, n, last.RetryAfterSeconds, tc.burst, tc.retry)
+			}
+			at := Instant(tc.interval)
+			if d := chargeChecked(t, l, "later-"+tc.b.String(), v, tc.b, at); !d.Allowed {
+				t.Fatalf("%v/%v overflow not refilled after its own interval: %+v", v, tc.b, d)
+			}
+			if d := chargeChecked(t, l, "later2-"+tc.b.String(), v, tc.b, at); d.Allowed {
+				t.Fatalf("%v/%v overflow gave two tokens for one interval: %+v", v, tc.b, d)
+			}
 		}
 	}
 }

@@ -44,14 +44,9 @@ func checkShardIndex(t testing.TB, l *Limiter) {
 // index agrees with the slots.
 func TestReclaimDeletesInPlace(t *testing.T) {
 	var now Instant
-	l, err := New(Config{
-		PredecisionRefusal: BucketConfig{Burst: 2, RefillInterval: time.Second},
-		Admission:          BucketConfig{Burst: 2, RefillInterval: time.Second},
-		Now:                func() Instant { return now },
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := cfg(2, time.Second, 2, time.Second)
+	c.Now = func() Instant { return now }
+	l := mustNew(t, c, nil)
 	ctx := context.Background()
 	for round := range 40 {
 		// Fill to the cap; every third key is charged twice (drained: it
@@ -91,5 +86,34 @@ func TestReclaimDeletesInPlace(t *testing.T) {
 			t.Fatalf("round %d: %d entries after everything filled", round, n)
 		}
 		checkShardIndex(t, l)
+	}
+}
+
+func TestSweepRemovesOnlyFullEntriesBelowTheCap(t *testing.T) {
+	now := Instant(0)
+	c := cfg(2, time.Second, 2, time.Second)
+	c.Now = func() Instant { return now }
+	l := mustNew(t, c, nil)
+	for i := range 10 {
+		id := "id" + strconv.Itoa(i)
+		l.ChargeAt(context.Background(), id, Mint, Admission, 0)
+		if i < 4 {
+			l.ChargeAt(context.Background(), id, Mint, Admission, 0) // drained
+		}
+	}
+	if got := l.Sweep(); got != 0 {
+		t.Fatalf("swept %d entries before any could be full", got)
+	}
+	now = sec // the 6 entries holding 1 of 2 are full again; the drained 4 hold 1
+	if got := l.Sweep(); got != 6 {
+		t.Fatalf("swept %d, want the 6 full entries", got)
+	}
+	if s := l.Stats(); s.Entries != 4 || s.Reclaimed != 6 {
+		t.Fatalf("stats %+v, want 4 entries left", s)
+	}
+	for i := range 4 {
+		if _, ok := l.lookup("id"+strconv.Itoa(i), Mint, Admission); !ok {
+			t.Fatalf("a drained entry id%d was swept", i)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package telemetry
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"go.opentelemetry.io/otel/attribute"
@@ -50,61 +49,39 @@ func RegisterAuditStore(mp metric.MeterProvider, capacity func() audit.Capacity,
 	if capacity == nil || stats == nil {
 		return errors.New("telemetry: RegisterAuditStore: nil capacity or stats func")
 	}
-	m := meterOf(mp)
-	var (
-		free, bytes, budget, state, reopened metric.Int64Observable
-		errs                                 [5]error
-	)
-	free, errs[0] = m.Int64ObservableGauge(AuditStoreFreeBytes,
-		metric.WithUnit("By"),
-		metric.WithDescription("Bytes available on the audit store's file system (statfs f_bavail × f_bsize), as of the last capacity probe on the daemon tick."))
-	bytes, errs[1] = m.Int64ObservableGauge(AuditStoreBytes,
-		metric.WithUnit("By"),
-		metric.WithDescription("Bytes of the audit store's own files (the active file and the rotated generations), as of the last capacity probe."))
-	budget, errs[2] = m.Int64ObservableGauge(AuditStoreBudgetBytes,
-		metric.WithUnit("By"),
-		metric.WithDescription("The most the audit store occupies once rotation bounds it: (audit_max_retained_files + 1) × audit_max_file_bytes."))
-	state, errs[3] = m.Int64ObservableGauge(AuditStoreState,
-		metric.WithUnit("{state}"),
-		metric.WithDescription("Audit store capacity state: one series per state (ok, low, critical, unwritable), 1 for the current state and 0 for the others. "+
-			"low: free space does not cover budget - store bytes + reserve; critical: less than audit_max_file_bytes free; unwritable: the last append or reopen failed."))
-	reopened, errs[4] = m.Int64ObservableCounter(AuditFileReopened,
-		metric.WithUnit("{reopen}"),
-		metric.WithDescription("Reopens of the audit store's active file, by cause: the configured path no longer named the open file "+
-			"(directory_removed, directory_replaced, deleted, renamed, replaced) or the operator sent SIGHUP (sighup)."))
-	if err := errors.Join(errs[:]...); err != nil {
-		return fmt.Errorf("telemetry: RegisterAuditStore: %w", err)
-	}
+	r := newRegistration(meterOf(mp), "RegisterAuditStore")
+	free := r.gauge(AuditStoreFreeBytes, "By",
+		"Bytes available on the audit store's file system (statfs f_bavail × f_bsize), as of the last capacity probe on the daemon tick.")
+	bytes := r.gauge(AuditStoreBytes, "By",
+		"Bytes of the audit store's own files (the active file and the rotated generations), as of the last capacity probe.")
+	budget := r.gauge(AuditStoreBudgetBytes, "By",
+		"The most the audit store occupies once rotation bounds it: (audit_max_retained_files + 1) × audit_max_file_bytes.")
+	state := r.gauge(AuditStoreState, "{state}",
+		"Audit store capacity state: one series per state (ok, low, critical, unwritable), 1 for the current state and 0 for the others. "+
+			"low: free space does not cover budget - store bytes + reserve; critical: less than audit_max_file_bytes free; unwritable: the last append or reopen failed.")
+	reopened := r.counter(AuditFileReopened, "{reopen}",
+		"Reopens of the audit store's active file, by cause: the configured path no longer named the open file "+
+			"(directory_removed, directory_replaced, deleted, renamed, replaced) or the operator sent SIGHUP (sighup).")
 	var byState [audit.NumCapacityStates][]metric.ObserveOption
 	for i := range audit.NumCapacityStates {
-		byState[i] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
-			attribute.String(attrState, audit.CapacityState(i).String())))}
+		byState[i] = attrs(attribute.String(attrState, audit.CapacityState(i).String()))
 	}
 	var byCause [audit.NumReopenCauses][]metric.ObserveOption
 	for i := range audit.NumReopenCauses {
-		byCause[i] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
-			attribute.String(attrCause, audit.ReopenCause(i).String())))}
+		byCause[i] = attrs(attribute.String(attrCause, audit.ReopenCause(i).String()))
 	}
-	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	return r.observe(func(_ context.Context, o metric.Observer) error {
 		c := capacity()
 		o.ObserveInt64(free, toInt64(c.FreeBytes))
 		o.ObserveInt64(bytes, toInt64(c.StoreBytes))
 		o.ObserveInt64(budget, toInt64(c.BudgetBytes))
 		for i := range audit.NumCapacityStates {
-			v := int64(0)
-			if int(c.State) == i {
-				v = 1
-			}
-			o.ObserveInt64(state, v, byState[i]...)
+			o.ObserveInt64(state, oneIf(int(c.State) == i), byState[i]...)
 		}
 		st := stats()
 		for i := range audit.NumReopenCauses {
 			o.ObserveInt64(reopened, toInt64(st.Reopens[i]), byCause[i]...)
 		}
 		return nil
-	}, free, bytes, budget, state, reopened)
-	if err != nil {
-		return fmt.Errorf("telemetry: RegisterAuditStore: %w", err)
-	}
-	return nil
+	})
 }

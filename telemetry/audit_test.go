@@ -1,12 +1,10 @@
 package telemetry_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/telemetry"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
@@ -22,9 +20,7 @@ func fakeStoreStats() audit.StoreStats {
 }
 
 func TestAuditStoreInstrumentsReportTheLastProbeAndEveryStateAndCause(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	reader, mp := newReader(t)
 	capacity := fakeAuditCapacity()
 	if err := telemetry.RegisterAuditStore(mp, func() audit.Capacity { return capacity }, fakeStoreStats); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/registrar-otel/registrar-otel/coalesce"
@@ -26,9 +25,10 @@ const (
 
 // RegisterCapacity registers, on mp (nil means a no-op provider):
 //
-//   - registrar.limiter.capacity (gauge, {entry}): limiter.MaxEntries, the
-//     entry cap RegistrarLimiterSaturated compares registrar_limiter_entries
-//     with;
+//   - registrar.limiter.capacity{pool} (gauge, {entry}): each pool's entry
+//     cap, limiter.MaxEntries (remote) and limiter.MaxLocalEntries (local),
+//     which RegistrarLimiterSaturated compares registrar_limiter_entries of
+//     the same pool with;
 //   - registrar.coalesce.window_capacity (gauge, {window}):
 //     coalesce.MaxOpenWindows, the open-window cap past which the oldest
 //     window is flushed early;
@@ -39,31 +39,24 @@ const (
 //
 // stats is called once per collection; nil observes zeros for the last two.
 func RegisterCapacity(mp metric.MeterProvider, stats func() coalesce.Stats) error {
-	m := meterOf(mp)
-	var (
-		lcap, wcap, pending, waits metric.Int64Observable
-		errs                       [4]error
-	)
-	lcap, errs[0] = m.Int64ObservableGauge(LimiterCapacity,
-		metric.WithUnit("{entry}"),
-		metric.WithDescription(fmt.Sprintf("The limiter map's entry cap (%d): one entry per (identity, verb, bucket). "+
-			"registrar_limiter_entries at this value means new keys are charged on the shared overflow buckets.", limiter.MaxEntries)))
-	wcap, errs[1] = m.Int64ObservableGauge(CoalesceWindowCapacity,
-		metric.WithUnit("{window}"),
-		metric.WithDescription(fmt.Sprintf("The coalescer's open-window cap (%d, 1,024 identities x 4 keys). "+
-			"At the cap the oldest window is flushed early into its counted record.", coalesce.MaxOpenWindows)))
-	pending, errs[2] = m.Int64ObservableGauge(CoalesceHandoffPending,
-		metric.WithUnit("{window}"),
-		metric.WithDescription(fmt.Sprintf("Windows flushed early at the cap and waiting for the coalescer's writer (at most %d).", coalesce.MaxPending)))
-	waits, errs[3] = m.Int64ObservableCounter(CoalesceHandoffWaits,
-		metric.WithUnit("{call}"),
-		metric.WithDescription("Limited calls that found the early-flush hand-off full and waited for the writer to take it. "+
-			"Non-zero: identities are churning faster than the audit store writes batches."))
-	if err := errors.Join(errs[:]...); err != nil {
-		return fmt.Errorf("telemetry: RegisterCapacity: %w", err)
-	}
-	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		o.ObserveInt64(lcap, limiter.MaxEntries)
+	r := newRegistration(meterOf(mp), "RegisterCapacity")
+	lcap := r.gauge(LimiterCapacity, "{entry}", fmt.Sprintf(
+		"Each limiter pool's entry cap (remote %d, local %d): one entry per (identity, verb, bucket). "+
+			"registrar_limiter_entries of a pool at its cap means that pool's new keys are charged on its shared overflow buckets.",
+		limiter.MaxEntries, limiter.MaxLocalEntries))
+	wcap := r.gauge(CoalesceWindowCapacity, "{window}", fmt.Sprintf(
+		"The coalescer's open-window cap (%d, 1,024 identities x 4 keys). "+
+			"At the cap the oldest window is flushed early into its counted record.", coalesce.MaxOpenWindows))
+	pending := r.gauge(CoalesceHandoffPending, "{window}", fmt.Sprintf(
+		"Windows flushed early at the cap and waiting for the coalescer's writer (at most %d).", coalesce.MaxPending))
+	waits := r.counter(CoalesceHandoffWaits, "{call}",
+		"Limited calls that found the early-flush hand-off full and waited for the writer to take it. "+
+			"Non-zero: identities are churning faster than the audit store writes batches.")
+	pools := byPool()
+	return r.observe(func(_ context.Context, o metric.Observer) error {
+		for p, pool := range limiterPools {
+			o.ObserveInt64(lcap, pool.cap, pools[p]...)
+		}
 		o.ObserveInt64(wcap, coalesce.MaxOpenWindows)
 		var s coalesce.Stats
 		if stats != nil {
@@ -72,9 +65,5 @@ func RegisterCapacity(mp metric.MeterProvider, stats func() coalesce.Stats) erro
 		o.ObserveInt64(pending, int64(s.Pending))
 		o.ObserveInt64(waits, toInt64(s.HandoffWaits))
 		return nil
-	}, lcap, wcap, pending, waits)
-	if err != nil {
-		return fmt.Errorf("telemetry: RegisterCapacity: %w", err)
-	}
-	return nil
+	})
 }

@@ -3,7 +3,6 @@ package telemetry
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -44,32 +43,20 @@ func RegisterDirectories(mp metric.MeterProvider, stats func() DirectoryStats) e
 	if stats == nil {
 		return errors.New("telemetry: RegisterDirectories: nil stats func")
 	}
-	m := meterOf(mp)
+	r := newRegistration(meterOf(mp), "RegisterDirectories")
 	// No unit: "1" would make the exporter append _ratio to the name.
-	g, err := m.Int64ObservableGauge(DirectoryUnsafe,
-		metric.WithDescription("Whether a private directory is unsafe now: 1 while the audit record directory (audit), registrar.state_dir (state) or the socket's directory (socket), "+
+	g := r.gauge(DirectoryUnsafe, "",
+		"Whether a private directory is unsafe now: 1 while the audit record directory (audit), registrar.state_dir (state) or the socket's directory (socket), "+
 			"rechecked on every tick through the descriptor the daemon holds, is owned by neither root nor the daemon's uid or is group- or world-writable; "+
-			"every append is refused meanwhile. 0 when it is private."))
-	if err != nil {
-		return fmt.Errorf("telemetry: RegisterDirectories: %w", err)
-	}
-	var sets [len(Directories)]metric.ObserveOption
+			"every append is refused meanwhile. 0 when it is private.")
+	var sets [len(Directories)][]metric.ObserveOption
 	for i, d := range Directories {
-		sets[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("directory", d)))
+		sets[i] = attrs(attribute.String("directory", d))
 	}
-	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		s := stats()
-		for i, unsafe := range s.Unsafe {
-			v := int64(0)
-			if unsafe {
-				v = 1
-			}
-			o.ObserveInt64(g, v, sets[i])
+	return r.observe(func(_ context.Context, o metric.Observer) error {
+		for i, unsafe := range stats().Unsafe {
+			o.ObserveInt64(g, oneIf(unsafe), sets[i]...)
 		}
 		return nil
-	}, g)
-	if err != nil {
-		return fmt.Errorf("telemetry: RegisterDirectories: %w", err)
-	}
-	return nil
+	})
 }

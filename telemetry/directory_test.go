@@ -4,13 +4,10 @@ import (
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/telemetry"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
 func TestTheDirectoryGaugeExportsEachDirectoryFromTheStart(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { mp.Shutdown(t.Context()) })
+	reader, mp := newReader(t)
 	var st telemetry.DirectoryStats
 	if err := telemetry.RegisterDirectories(mp, func() telemetry.DirectoryStats { return st }); err != nil {
 		t.Fatal(err)

@@ -134,9 +134,12 @@
 //
 // Limiter (RegisterLimiter):
 //
-//	registrar_limiter_entries
-//	    Gauge: entries in the limiter map, capped at 256 (limiter.MaxEntries).
-//	    Near the cap, new keys are about to share the overflow buckets.
+//	registrar_limiter_entries{pool}
+//	    Gauge: entries in each pool of the limiter map: pool="remote" (the
+//	    certificate identities, capped at 256, limiter.MaxEntries) and
+//	    pool="local" (the unix socket's callers, capped at 256,
+//	    limiter.MaxLocalEntries). Near its cap, a pool's new keys are about
+//	    to share that pool's overflow buckets.
 //	registrar_limiter_overflow_charges_total{verb,bucket}
 //	    Charges that fell on the shared overflow bucket of (verb, bucket)
 //	    because the map was full of refilling entries. Should stay 0; any
@@ -158,9 +161,10 @@
 //
 // Capacities and the early-flush hand-off (RegisterCapacity):
 //
-//	registrar_limiter_capacity
-//	    Gauge: the limiter's entry cap (limiter.MaxEntries, 256);
-//	    RegistrarLimiterSaturated compares registrar_limiter_entries with it.
+//	registrar_limiter_capacity{pool}
+//	    Gauge: each pool's entry cap (remote: limiter.MaxEntries, 256;
+//	    local: limiter.MaxLocalEntries, 256); RegistrarLimiterSaturated
+//	    compares registrar_limiter_entries of each pool with its own cap.
 //	registrar_coalesce_window_capacity
 //	    Gauge: the open-window cap (coalesce.MaxOpenWindows, 4096).
 //	registrar_coalesce_handoff_pending

@@ -63,6 +63,7 @@ const (
 	attrVerb   = "verb"
 	attrBucket = "bucket"
 	attrPhase  = "phase"
+	attrPool   = "pool"
 )
 
 func meterOf(mp metric.MeterProvider) metric.Meter { return scopedMeter(mp, ScopeName) }
@@ -87,14 +88,40 @@ func toInt64(n uint64) int64 {
 	return int64(n)
 }
 
+// limiterPools are the values of the pool label of registrar_limiter_entries
+// and registrar_limiter_capacity, each with its pool's cap: the remote pool
+// (the certificate identities, limiter.MaxEntries) and the local pool (the
+// unix socket's callers, limiter.MaxLocalEntries). Each pool has its own
+// overflow buckets, so each is compared with its own cap.
+var limiterPools = [2]struct {
+	name string
+	cap  int64
+}{{"remote", limiter.MaxEntries}, {"local", limiter.MaxLocalEntries}}
+
+// poolEntries is s's entry count of each pool, in limiterPools' order.
+func poolEntries(s limiter.Stats) [len(limiterPools)]int64 {
+	return [...]int64{int64(s.Entries - s.LocalEntries), int64(s.LocalEntries)}
+}
+
+// byPool is the observe option of each pool's series, in limiterPools'
+// order.
+func byPool() (o [len(limiterPools)][]metric.ObserveOption) {
+	for p, pool := range limiterPools {
+		o[p] = attrs(attribute.String(attrPool, pool.name))
+	}
+	return o
+}
+
 // RegisterLimiter registers the limiter's map instruments on mp (nil means
 // a no-op provider), observed by one callback that calls stats once per
 // collection:
 //
-//   - registrar.limiter.entries (gauge, {entry}): entries in the map; the
-//     cap is limiter.MaxEntries (256);
+//   - registrar.limiter.entries{pool} (gauge, {entry}): entries in each
+//     pool of the map, "remote" (capped at limiter.MaxEntries, 256) and
+//     "local" (limiter.MaxLocalEntries, 256);
 //   - registrar.limiter.overflow_charges{verb,bucket} (counter, {charge}):
-//     charges that fell on the shared overflow bucket of (verb, bucket);
+//     charges that fell on the shared overflow bucket of (verb, bucket),
+//     both pools';
 //   - registrar.limiter.reclaimed_entries (counter, {entry}): full entries
 //     reclaimed to make room.
 //
@@ -104,38 +131,29 @@ func RegisterLimiter(mp metric.MeterProvider, stats func() limiter.Stats) error 
 	if stats == nil {
 		return errors.New("telemetry: RegisterLimiter: nil stats func")
 	}
-	m := meterOf(mp)
-	var (
-		entries, overflow, reclaimed metric.Int64Observable
-		errs                         [3]error
-	)
-	entries, errs[0] = m.Int64ObservableGauge(LimiterEntries,
-		metric.WithUnit("{entry}"),
-		metric.WithDescription(fmt.Sprintf(
-			"Entries in the limiter's per-(identity, verb, bucket) map; the cap is %d. "+
-				"At the cap, charges of new keys fall on the shared overflow buckets.", limiter.MaxEntries)))
-	overflow, errs[1] = m.Int64ObservableCounter(LimiterOverflowCharges,
-		metric.WithUnit("{charge}"),
-		metric.WithDescription("Charges that fell on the shared overflow bucket of (verb, bucket) because the limiter map was full "+
-			"of entries still refilling. Any increase is a sign of an identity unstable across connections."))
-	reclaimed, errs[2] = m.Int64ObservableCounter(LimiterReclaimedEntries,
-		metric.WithUnit("{entry}"),
-		metric.WithDescription("Limiter map entries removed, always at full burst, since start."))
-	if err := errors.Join(errs[:]...); err != nil {
-		return fmt.Errorf("telemetry: RegisterLimiter: %w", err)
-	}
+	r := newRegistration(meterOf(mp), "RegisterLimiter")
+	entries := r.gauge(LimiterEntries, "{entry}", fmt.Sprintf(
+		"Entries in each pool of the limiter's per-(identity, verb, bucket) map; the caps are %d (remote) and %d (local). "+
+			"At its cap, charges of a pool's new keys fall on that pool's shared overflow buckets.", limiter.MaxEntries, limiter.MaxLocalEntries))
+	overflow := r.counter(LimiterOverflowCharges, "{charge}",
+		"Charges that fell on the shared overflow bucket of (verb, bucket) because the limiter map was full "+
+			"of entries still refilling. Any increase is a sign of an identity unstable across connections.")
+	reclaimed := r.counter(LimiterReclaimedEntries, "{entry}",
+		"Limiter map entries removed, always at full burst, since start.")
+	pools := byPool()
 	var byKey [limiter.NumVerbs][limiter.NumBuckets][]metric.ObserveOption
 	for v := range limiter.NumVerbs {
 		for b := range limiter.NumBuckets {
-			byKey[v][b] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
+			byKey[v][b] = attrs(
 				attribute.String(attrVerb, limiter.Verb(v).String()),
-				attribute.String(attrBucket, limiter.Bucket(b).String()),
-			))}
+				attribute.String(attrBucket, limiter.Bucket(b).String()))
 		}
 	}
-	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	return r.observe(func(_ context.Context, o metric.Observer) error {
 		s := stats()
-		o.ObserveInt64(entries, int64(s.Entries))
+		for p, n := range poolEntries(s) {
+			o.ObserveInt64(entries, n, pools[p]...)
+		}
 		o.ObserveInt64(reclaimed, toInt64(s.Reclaimed))
 		for v := range limiter.NumVerbs {
 			for b := range limiter.NumBuckets {
@@ -143,11 +161,7 @@ func RegisterLimiter(mp metric.MeterProvider, stats func() limiter.Stats) error 
 			}
 		}
 		return nil
-	}, entries, overflow, reclaimed)
-	if err != nil {
-		return fmt.Errorf("telemetry: RegisterLimiter: %w", err)
-	}
-	return nil
+	})
 }
 
 // RegisterCoalesce registers the coalescer's instruments on mp (nil means a
@@ -166,34 +180,21 @@ func RegisterCoalesce(mp metric.MeterProvider, stats func() coalesce.Stats) erro
 	if stats == nil {
 		return errors.New("telemetry: RegisterCoalesce: nil stats func")
 	}
-	m := meterOf(mp)
-	var (
-		open, records, early, failures metric.Int64Observable
-		errs                           [4]error
-	)
-	open, errs[0] = m.Int64ObservableGauge(CoalesceOpenWindows,
-		metric.WithUnit("{window}"),
-		metric.WithDescription(fmt.Sprintf(
-			"Open coalescing windows, one per (identity, verb, bucket) limited recently; the cap is %d, "+
-				"at which the oldest window is written early.", coalesce.MaxOpenWindows)))
-	records, errs[1] = m.Int64ObservableCounter(CoalesceRecords,
-		metric.WithUnit("{record}"),
-		metric.WithDescription("Counted limited records written to the audit store, one per closed coalescing window, by limited bucket."))
-	early, errs[2] = m.Int64ObservableCounter(CoalesceEarlyFlushes,
-		metric.WithUnit("{window}"),
-		metric.WithDescription("Coalescing windows written before their deadline because the open-window map was at its cap."))
-	failures, errs[3] = m.Int64ObservableCounter(CoalesceRecordWriteFailures,
-		metric.WithUnit("{record}"),
-		metric.WithDescription("Counted limited records that could not be written to the audit store: evidence of a flood was lost."))
-	if err := errors.Join(errs[:]...); err != nil {
-		return fmt.Errorf("telemetry: RegisterCoalesce: %w", err)
-	}
+	r := newRegistration(meterOf(mp), "RegisterCoalesce")
+	open := r.gauge(CoalesceOpenWindows, "{window}", fmt.Sprintf(
+		"Open coalescing windows, one per (identity, verb, bucket) limited recently; the cap is %d, "+
+			"at which the oldest window is written early.", coalesce.MaxOpenWindows))
+	records := r.counter(CoalesceRecords, "{record}",
+		"Counted limited records written to the audit store, one per closed coalescing window, by limited bucket.")
+	early := r.counter(CoalesceEarlyFlushes, "{window}",
+		"Coalescing windows written before their deadline because the open-window map was at its cap.")
+	failures := r.counter(CoalesceRecordWriteFailures, "{record}",
+		"Counted limited records that could not be written to the audit store: evidence of a flood was lost.")
 	var byBucket [limiter.NumBuckets][]metric.ObserveOption
 	for b := range limiter.NumBuckets {
-		byBucket[b] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
-			attribute.String(attrBucket, limiter.Bucket(b).String())))}
+		byBucket[b] = attrs(attribute.String(attrBucket, limiter.Bucket(b).String()))
 	}
-	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	return r.observe(func(_ context.Context, o metric.Observer) error {
 		s := stats()
 		o.ObserveInt64(open, int64(s.OpenWindows))
 		for b := range limiter.NumBuckets {
@@ -202,11 +203,7 @@ func RegisterCoalesce(mp metric.MeterProvider, stats func() coalesce.Stats) erro
 		o.ObserveInt64(early, toInt64(s.EarlyFlushes))
 		o.ObserveInt64(failures, toInt64(s.WriteFailures))
 		return nil
-	}, open, records, early, failures)
-	if err != nil {
-		return fmt.Errorf("telemetry: RegisterCoalesce: %w", err)
-	}
-	return nil
+	})
 }
 
 // numPhaseSlots indexes per-phase options: 0 for an unknown phase, then
@@ -235,22 +232,18 @@ type auditObserver struct {
 // the start, so an alert on the first failure fires. The observer is safe
 // for concurrent use and does not allocate.
 func NewAuditObserver(mp metric.MeterProvider) (audit.Observer, error) {
-	m := meterOf(mp)
-	o := &auditObserver{}
-	var errs [3]error
-	o.appends, errs[0] = m.Int64Counter(AuditAppends,
-		metric.WithUnit("{record}"),
-		metric.WithDescription("Audit records appended (written and synced) to the audit store, by phase (intent, outcome, limited)."))
-	o.failures, errs[1] = m.Int64Counter(AuditAppendFailures,
-		metric.WithUnit("{record}"),
-		metric.WithDescription("Audit record appends that failed, by phase. A failed intent append refuses the mint; "+
-			"a failed outcome append leaves a registry change unrecorded."))
-	o.duration, errs[2] = m.Float64Histogram(AuditAppendDuration,
-		metric.WithUnit("s"),
-		metric.WithDescription("Duration of one audit append, write and fsync included, successful or not."),
-		metric.WithExplicitBucketBoundaries(auditAppendBuckets...))
-	if err := errors.Join(errs[:]...); err != nil {
-		return nil, fmt.Errorf("telemetry: NewAuditObserver: %w", err)
+	r := newRegistration(meterOf(mp), "NewAuditObserver")
+	o := &auditObserver{
+		appends: r.syncCounter(AuditAppends, "{record}",
+			"Audit records appended (written and synced) to the audit store, by phase (intent, outcome, limited)."),
+		failures: r.syncCounter(AuditAppendFailures, "{record}",
+			"Audit record appends that failed, by phase. A failed intent append refuses the mint; "+
+				"a failed outcome append leaves a registry change unrecorded."),
+		duration: r.histogram(AuditAppendDuration, "s",
+			"Duration of one audit append, write and fsync included, successful or not.", auditAppendBuckets),
+	}
+	if err := r.err(); err != nil {
+		return nil, err
 	}
 	for i := range numPhaseSlots {
 		name := "unknown"

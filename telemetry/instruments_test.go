@@ -20,6 +20,7 @@ import (
 func fakeLimiterStats() limiter.Stats {
 	var s limiter.Stats
 	s.Entries = 17
+	s.LocalEntries = 5
 	s.Reclaimed = 5
 	s.OverflowCharges[limiter.Mint][limiter.Admission] = 3
 	s.OverflowCharges[limiter.Deregister][limiter.PredecisionRefusal] = 1
@@ -58,9 +59,7 @@ func collectAll(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.M
 // fresh MeterProvider with a ManualReader.
 func registerAll(t *testing.T) (*sdkmetric.ManualReader, *otelsink.Sink, audit.Observer) {
 	t.Helper()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	reader, mp := newReader(t)
 	if err := telemetry.RegisterLimiter(mp, fakeLimiterStats); err != nil {
 		t.Fatalf("RegisterLimiter: %v", err)
 	}
@@ -179,7 +178,7 @@ func TestObservedValuesComeFromTheStats(t *testing.T) {
 	reader, _, _ := registerAll(t)
 	got := collectAll(t, reader)
 	want := map[string]map[string]int64{
-		telemetry.LimiterEntries:          {"": 17},
+		telemetry.LimiterEntries:          {"pool=remote": 12, "pool=local": 5},
 		telemetry.LimiterReclaimedEntries: {"": 5},
 		telemetry.LimiterOverflowCharges: {
 			"bucket=admission,verb=mint":                 3,
@@ -206,9 +205,7 @@ func TestObservedValuesComeFromTheStats(t *testing.T) {
 }
 
 func TestStatsAreReadOncePerCollection(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	reader, mp := newReader(t)
 	var lim, co int
 	if err := telemetry.RegisterLimiter(mp, func() limiter.Stats { lim++; return limiter.Stats{} }); err != nil {
 		t.Fatal(err)

@@ -2,8 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/backend/openbao"
@@ -52,18 +50,16 @@ var _ openbao.Observer = (*openBaoObserver)(nil)
 // scrape, at zero, so that rate() sees the first failure. The observer is
 // safe for concurrent use.
 func NewOpenBaoObserver(mp metric.MeterProvider) (openbao.Observer, error) {
-	m := scopedMeter(mp, openbao.ScopeName)
-	o := &openBaoObserver{}
-	var errs [2]error
-	o.duration, errs[0] = m.Float64Histogram(BackendRequestDuration,
-		metric.WithUnit("s"),
-		metric.WithDescription("Time of each request the openbao backend makes to its server, by operation (binding_read, binding_claim, role_write, role_id_read, secret_id_wrap, binding_activate, secret_id_destroy, role_delete, binding_delete, token_lookup, token_renew), failed or not."),
-		metric.WithExplicitBucketBoundaries(backendRequestBuckets...))
-	o.errors, errs[1] = m.Int64Counter(BackendRequestErrors,
-		metric.WithUnit("{request}"),
-		metric.WithDescription("Failed requests of the openbao backend, by operation and kind (timeout, server_error, client_error, transport, bad_response, saturated); each fails its invocation with BackendUnavailable."))
-	if err := errors.Join(errs[:]...); err != nil {
-		return nil, fmt.Errorf("telemetry: NewOpenBaoObserver: %w", err)
+	r := newRegistration(scopedMeter(mp, openbao.ScopeName), "NewOpenBaoObserver")
+	o := &openBaoObserver{
+		duration: r.histogram(BackendRequestDuration, "s",
+			"Time of each request the openbao backend makes to its server, by operation (binding_read, binding_claim, role_write, role_id_read, secret_id_wrap, binding_activate, secret_id_destroy, role_delete, binding_delete, token_lookup, token_renew), failed or not.",
+			backendRequestBuckets),
+		errors: r.syncCounter(BackendRequestErrors, "{request}",
+			"Failed requests of the openbao backend, by operation and kind (timeout, server_error, client_error, transport, bad_response, saturated); each fails its invocation with BackendUnavailable."),
+	}
+	if err := r.err(); err != nil {
+		return nil, err
 	}
 	backend := attribute.String(attrBackend, "openbao")
 	ctx := context.Background()
@@ -103,14 +99,10 @@ const OpenBaoTokenExpiry = "registrar.openbao.token.expiry_timestamp"
 // token lapses unless renewed; 0 for a token that never expires; no point
 // until the backend's first successful lookup.
 func RegisterOpenBaoToken(mp metric.MeterProvider, stats func() openbao.TokenStats) error {
-	m := scopedMeter(mp, openbao.ScopeName)
-	g, err := m.Float64ObservableGauge(OpenBaoTokenExpiry,
-		metric.WithUnit("s"),
-		metric.WithDescription("Unix time at which the openbao backend's token lapses unless renewed (0: it never expires), from its last lookup-self; the backend renews a renewable token with half its TTL left."))
-	if err != nil {
-		return fmt.Errorf("telemetry: RegisterOpenBaoToken: %w", err)
-	}
-	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	r := newRegistration(scopedMeter(mp, openbao.ScopeName), "RegisterOpenBaoToken")
+	g := r.floatGauge(OpenBaoTokenExpiry, "s",
+		"Unix time at which the openbao backend's token lapses unless renewed (0: it never expires), from its last lookup-self; the backend renews a renewable token with half its TTL left.")
+	return r.observe(func(_ context.Context, o metric.Observer) error {
 		s := stats()
 		if !s.Known {
 			return nil
@@ -121,9 +113,5 @@ func RegisterOpenBaoToken(mp metric.MeterProvider, stats func() openbao.TokenSta
 		}
 		o.ObserveFloat64(g, v)
 		return nil
-	}, g)
-	if err != nil {
-		return fmt.Errorf("telemetry: RegisterOpenBaoToken: %w", err)
-	}
-	return nil
+	})
 }

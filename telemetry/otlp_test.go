@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/internal/testing/otlptest"
-	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 	"github.com/registrar-otel/registrar-otel/telemetry"
 )
@@ -31,15 +30,7 @@ func TestOTLPExportReachesTheCollector(t *testing.T) {
 	cfg.OTLPEndpoint = rcv.URL
 	tel := newTelemetry(t, cfg, telemetry.Options{ServiceVersion: "v1.2.3"})
 
-	sink, err := otelsink.New(nil, tel.MeterProvider())
-	if err != nil {
-		t.Fatalf("otelsink.New: %v", err)
-	}
-	ctx, span := tel.TracerProvider().Tracer("test").Start(context.Background(), "registrar.mint")
-	sink.Limited(ctx, limiter.Event{Verb: limiter.Mint, Bucket: limiter.Admission, RetryAfterSeconds: 2})
-	span.End()
-
-	if err := tel.ForceFlush(context.Background()); err != nil {
+	if err := emit(t, tel); err != nil {
 		t.Fatalf("ForceFlush: %v", err)
 	}
 
@@ -131,14 +122,7 @@ func TestNoOTLPEndpointAttemptsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	sink, err := otelsink.New(nil, tel.MeterProvider())
-	if err != nil {
-		t.Fatalf("otelsink.New: %v", err)
-	}
-	ctx, span := tel.TracerProvider().Tracer("test").Start(context.Background(), "registrar.mint")
-	sink.Limited(ctx, limiter.Event{Verb: limiter.Mint, Bucket: limiter.Admission, RetryAfterSeconds: 2})
-	span.End()
-	if err := tel.ForceFlush(context.Background()); err != nil {
+	if err := emit(t, tel); err != nil {
 		t.Errorf("ForceFlush: %v", err)
 	}
 	if err := tel.Shutdown(context.Background()); err != nil {

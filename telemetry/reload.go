@@ -2,8 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -50,45 +48,27 @@ type ReloadStats struct {
 //
 // stats is called once per collection; nil observes a start without reloads.
 func RegisterReload(mp metric.MeterProvider, stats func() ReloadStats) error {
-	m := meterOf(mp)
-	var (
-		ok, n metric.Int64Observable
-		ts    metric.Float64Observable
-		errs  [3]error
-	)
+	r := newRegistration(meterOf(mp), "RegisterReload")
 	// No unit: "1" would make the exporter append _ratio to the name
 	// Prometheus's own gauge has.
-	ok, errs[0] = m.Int64ObservableGauge(ConfigLastReloadSuccessful,
-		metric.WithDescription("Whether the last configuration reload (SIGHUP or registrar-otel reload) applied: 1 yes (or no reload since start), "+
-			"0 refused, the previous configuration still in force."))
-	ts, errs[1] = m.Float64ObservableGauge(ConfigLastReloadSuccessTimestamp,
-		metric.WithUnit("s"),
-		metric.WithDescription("Unix time the configuration in force was applied: the start, or the last reload that applied."))
-	n, errs[2] = m.Int64ObservableCounter(ConfigReloads,
-		metric.WithUnit("{reload}"),
-		metric.WithDescription("Configuration reloads by result: success (applied whole) or failure (invalid, or a restart-only key changed: nothing applied)."))
-	if err := errors.Join(errs[:]...); err != nil {
-		return fmt.Errorf("telemetry: RegisterReload: %w", err)
-	}
-	success := metric.WithAttributeSet(attribute.NewSet(attribute.String("result", ReloadResults[0])))
-	failure := metric.WithAttributeSet(attribute.NewSet(attribute.String("result", ReloadResults[1])))
-	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	ok := r.gauge(ConfigLastReloadSuccessful, "",
+		"Whether the last configuration reload (SIGHUP or registrar-otel reload) applied: 1 yes (or no reload since start), "+
+			"0 refused, the previous configuration still in force.")
+	ts := r.floatGauge(ConfigLastReloadSuccessTimestamp, "s",
+		"Unix time the configuration in force was applied: the start, or the last reload that applied.")
+	n := r.counter(ConfigReloads, "{reload}",
+		"Configuration reloads by result: success (applied whole) or failure (invalid, or a restart-only key changed: nothing applied).")
+	success := attrs(attribute.String("result", ReloadResults[0]))
+	failure := attrs(attribute.String("result", ReloadResults[1]))
+	return r.observe(func(_ context.Context, o metric.Observer) error {
 		s := ReloadStats{LastSuccessful: true}
 		if stats != nil {
 			s = stats()
 		}
-		v := int64(0)
-		if s.LastSuccessful {
-			v = 1
-		}
-		o.ObserveInt64(ok, v)
+		o.ObserveInt64(ok, oneIf(s.LastSuccessful))
 		o.ObserveFloat64(ts, s.LastSuccessUnixSeconds)
-		o.ObserveInt64(n, toInt64(s.Successes), success)
-		o.ObserveInt64(n, toInt64(s.Failures), failure)
+		o.ObserveInt64(n, toInt64(s.Successes), success...)
+		o.ObserveInt64(n, toInt64(s.Failures), failure...)
 		return nil
-	}, ok, ts, n)
-	if err != nil {
-		return fmt.Errorf("telemetry: RegisterReload: %w", err)
-	}
-	return nil
+	})
 }

@@ -4,14 +4,11 @@ import (
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/telemetry"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 func TestReloadInstrumentsExportTheReloadStats(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { mp.Shutdown(t.Context()) })
+	reader, mp := newReader(t)
 	st := telemetry.ReloadStats{LastSuccessful: false, LastSuccessUnixSeconds: 1764590400.5, Successes: 2, Failures: 3}
 	if err := telemetry.RegisterReload(mp, func() telemetry.ReloadStats { return st }); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package telemetry
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"go.opentelemetry.io/otel/metric"
 )
@@ -48,34 +47,19 @@ func RegisterRestart(mp metric.MeterProvider, stats func() RestartStats) error {
 	if stats == nil {
 		return errors.New("telemetry: RegisterRestart: nil stats func")
 	}
-	m := meterOf(mp)
-	var (
-		restarts, failures metric.Int64Observable
-		last               metric.Float64Observable
-		errs               [3]error
-	)
-	restarts, errs[0] = m.Int64ObservableCounter(UncleanRestarts,
-		metric.WithUnit("{restart}"),
-		metric.WithDescription("Starts that found the previous run's evidence checkpoint: it stopped without its shutdown flush (SIGKILL, crash, OOM kill, power loss). "+
-			"Limited invocations between the last checkpoint and the restart may be uncounted; the ERROR line at start names the interval."))
-	last, errs[1] = m.Float64ObservableGauge(LastUncleanRestart,
-		metric.WithUnit("s"),
-		metric.WithDescription("Unix time of this process's start if it found an unclean stop, 0 if its start was clean."))
-	failures, errs[2] = m.Int64ObservableCounter(CoalesceCheckpointFailures,
-		metric.WithUnit("{write}"),
-		metric.WithDescription("Evidence checkpoint writes (registrar.state_dir) that failed. While they fail, a crash loses whole coalescing windows instead of one tick."))
-	if err := errors.Join(errs[:]...); err != nil {
-		return fmt.Errorf("telemetry: RegisterRestart: %w", err)
-	}
-	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	r := newRegistration(meterOf(mp), "RegisterRestart")
+	restarts := r.counter(UncleanRestarts, "{restart}",
+		"Starts that found the previous run's evidence checkpoint: it stopped without its shutdown flush (SIGKILL, crash, OOM kill, power loss). "+
+			"Limited invocations between the last checkpoint and the restart may be uncounted; the ERROR line at start names the interval.")
+	last := r.floatGauge(LastUncleanRestart, "s",
+		"Unix time of this process's start if it found an unclean stop, 0 if its start was clean.")
+	failures := r.counter(CoalesceCheckpointFailures, "{write}",
+		"Evidence checkpoint writes (registrar.state_dir) that failed. While they fail, a crash loses whole coalescing windows instead of one tick.")
+	return r.observe(func(_ context.Context, o metric.Observer) error {
 		s := stats()
 		o.ObserveInt64(restarts, toInt64(s.UncleanRestarts))
 		o.ObserveFloat64(last, s.LastUncleanRestartUnix)
 		o.ObserveInt64(failures, toInt64(s.CheckpointFailures))
 		return nil
-	}, restarts, last, failures)
-	if err != nil {
-		return fmt.Errorf("telemetry: RegisterRestart: %w", err)
-	}
-	return nil
+	})
 }

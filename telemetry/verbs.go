@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -75,23 +74,19 @@ var _ registrar.Observer = (*verbObserver)(nil)
 // zero. The observer is safe for concurrent use and does not allocate.
 func NewVerbObserver(mp metric.MeterProvider) (registrar.Observer, error) {
 	m := scopedMeter(mp, registrar.ScopeName)
-	o := &verbObserver{}
-	var errs [4]error
-	o.invocations, errs[0] = m.Int64Counter(RegistrarInvocations,
-		metric.WithUnit("{invocation}"),
-		metric.WithDescription("Verb invocations by verb and result (first_mint, idempotent_remint, identity_removed, idempotent_already_absent, refused, throttled, unavailable)."))
-	o.duration, errs[1] = m.Float64Histogram(RegistrarInvocationDuration,
-		metric.WithUnit("s"),
-		metric.WithDescription("Time from an invocation's arrival at the verb layer to its answer, by verb and result."),
-		metric.WithExplicitBucketBoundaries(registrarDurationBuckets...))
-	o.unrecordable, errs[2] = m.Int64Counter(RegistrarOutcomeUnrecordable,
-		metric.WithUnit("{invocation}"),
-		metric.WithDescription("Invocations that changed the registry but whose outcome record could not be written (answered PostMintUnrecordable)."))
-	o.partial, errs[3] = m.Int64Counter(RegistrarBackendPartial,
-		metric.WithUnit("{invocation}"),
-		metric.WithDescription("Invocations whose backend failed after changing, or possibly changing, the registry (answered BackendUnavailable; a retry of the same request converges)."))
-	if err := errors.Join(errs[:]...); err != nil {
-		return nil, fmt.Errorf("telemetry: NewVerbObserver: %w", err)
+	r := newRegistration(m, "NewVerbObserver")
+	o := &verbObserver{
+		invocations: r.syncCounter(RegistrarInvocations, "{invocation}",
+			"Verb invocations by verb and result (first_mint, idempotent_remint, identity_removed, idempotent_already_absent, refused, throttled, unavailable)."),
+		duration: r.histogram(RegistrarInvocationDuration, "s",
+			"Time from an invocation's arrival at the verb layer to its answer, by verb and result.", registrarDurationBuckets),
+		unrecordable: r.syncCounter(RegistrarOutcomeUnrecordable, "{invocation}",
+			"Invocations that changed the registry but whose outcome record could not be written (answered PostMintUnrecordable)."),
+		partial: r.syncCounter(RegistrarBackendPartial, "{invocation}",
+			"Invocations whose backend failed after changing, or possibly changing, the registry (answered BackendUnavailable; a retry of the same request converges)."),
+	}
+	if err := r.err(); err != nil {
+		return nil, err
 	}
 	series := make([][]metric.AddOption, 0, limiter.NumVerbs*registrar.NumResults)
 	for v := range limiter.NumVerbs {

@@ -3,7 +3,6 @@ package telemetry
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/registrar-otel/registrar-otel/server"
 	"go.opentelemetry.io/otel/attribute"
@@ -43,33 +42,24 @@ func RegisterWire(mp metric.MeterProvider, stats func() server.Stats) error {
 	if stats == nil {
 		return errors.New("telemetry: RegisterWire: nil stats func")
 	}
-	m := meterOf(mp)
-	var (
-		conns, rejected metric.Int64Observable
-		errs            [2]error
-	)
-	conns, errs[0] = m.Int64ObservableGauge(WireConnections,
-		metric.WithUnit("{connection}"),
-		metric.WithDescription("Established connections of each wire listener (unix, tls); "+
-			"TLS connections still in their handshake are not counted (they have their own, smaller budget)."))
-	rejected, errs[1] = m.Int64ObservableCounter(WireRejected,
-		metric.WithUnit("{rejection}"),
-		metric.WithDescription("Connections and requests the wire turned away before any verb, by listener and reason: "+
+	r := newRegistration(meterOf(mp), "RegisterWire")
+	conns := r.gauge(WireConnections, "{connection}",
+		"Established connections of each wire listener (unix, tls); "+
+			"TLS connections still in their handshake are not counted (they have their own, smaller budget).")
+	rejected := r.counter(WireRejected, "{rejection}",
+		"Connections and requests the wire turned away before any verb, by listener and reason: "+
 			"failed or timed-out TLS handshakes, the pre-handshake budget, requests without an identity or malformed, "+
-			"newcomers refused at a cap, idle connections closed for a newcomer, header timeouts."))
-	if err := errors.Join(errs[:]...); err != nil {
-		return fmt.Errorf("telemetry: RegisterWire: %w", err)
-	}
+			"newcomers refused at a cap, idle connections closed for a newcomer, header timeouts.")
 	var byListener [server.NumListenerKinds][]metric.ObserveOption
 	var byReason [server.NumListenerKinds][server.NumReasons][]metric.ObserveOption
 	for k := range server.NumListenerKinds {
 		l := attribute.String(attrListener, k.String())
-		byListener[k] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(l))}
+		byListener[k] = attrs(l)
 		for r := range server.NumReasons {
-			byReason[k][r] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(l, attribute.String(attrReason, r.String())))}
+			byReason[k][r] = attrs(l, attribute.String(attrReason, r.String()))
 		}
 	}
-	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	return r.observe(func(_ context.Context, o metric.Observer) error {
 		s := stats()
 		for k := range server.NumListenerKinds {
 			o.ObserveInt64(conns, s.Connections[k], byListener[k]...)
@@ -78,9 +68,5 @@ func RegisterWire(mp metric.MeterProvider, stats func() server.Stats) error {
 			}
 		}
 		return nil
-	}, conns, rejected)
-	if err != nil {
-		return fmt.Errorf("telemetry: RegisterWire: %w", err)
-	}
-	return nil
+	})
 }

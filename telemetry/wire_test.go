@@ -1,18 +1,15 @@
 package telemetry_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/telemetry"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 func TestWireInstrumentsReportEveryListenerAndReason(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	reader, mp := newReader(t)
 	var st server.Stats
 	st.Connections[server.ListenerUnix] = 3
 	st.Connections[server.ListenerTLS] = 1
@@ -21,40 +18,22 @@ func TestWireInstrumentsReportEveryListenerAndReason(t *testing.T) {
 	if err := telemetry.RegisterWire(mp, func() server.Stats { return st }); err != nil {
 		t.Fatal(err)
 	}
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
+	got := collectAll(t, reader)
+	if _, ok := got[telemetry.WireConnections].Data.(metricdata.Gauge[int64]); !ok {
+		t.Errorf("%s is not an int64 gauge", telemetry.WireConnections)
 	}
-	conns := map[string]int64{}
-	rejected := map[[2]string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			switch m.Name {
-			case telemetry.WireConnections:
-				for _, dp := range m.Data.(metricdata.Gauge[int64]).DataPoints {
-					l, _ := dp.Attributes.Value("listener")
-					conns[l.AsString()] = dp.Value
-				}
-			case telemetry.WireRejected:
-				sum := m.Data.(metricdata.Sum[int64])
-				if !sum.IsMonotonic {
-					t.Errorf("%s is not monotonic", m.Name)
-				}
-				for _, dp := range sum.DataPoints {
-					l, _ := dp.Attributes.Value("listener")
-					r, _ := dp.Attributes.Value("reason")
-					rejected[[2]string{l.AsString(), r.AsString()}] = dp.Value
-				}
-			}
-		}
+	if sum, ok := got[telemetry.WireRejected].Data.(metricdata.Sum[int64]); !ok || !sum.IsMonotonic {
+		t.Errorf("%s is not monotonic", telemetry.WireRejected)
 	}
-	if conns["unix"] != 3 || conns["tls"] != 1 {
+	conns := points(t, got[telemetry.WireConnections])
+	rejected := points(t, got[telemetry.WireRejected])
+	if conns["listener=unix"] != 3 || conns["listener=tls"] != 1 {
 		t.Errorf("connections got %v, want unix 3 and tls 1", conns)
 	}
 	if got, want := len(rejected), int(server.NumListenerKinds)*int(server.NumReasons); got != want {
 		t.Errorf("%d rejected series, want %d (every listener and reason from the start)", got, want)
 	}
-	if rejected[[2]string{"tls", "tls_handshake"}] != 7 || rejected[[2]string{"unix", "idle_evicted"}] != 2 || rejected[[2]string{"unix", "conn_cap"}] != 0 {
+	if rejected["listener=tls,reason=tls_handshake"] != 7 || rejected["listener=unix,reason=idle_evicted"] != 2 || rejected["listener=unix,reason=conn_cap"] != 0 {
 		t.Errorf("rejected got %v", rejected)
 	}
 }

@@ -40,19 +40,13 @@ var benchEvent = limiter.Event{Identity: "spiffe://bench", Verb: limiter.Mint, B
 func BenchmarkCountingPeer(b *testing.B) {
 	s := counting.New()
 	ctx := spanContext(b, sdktrace.NeverSample())
-	b.ReportAllocs()
-	for b.Loop() {
-		s.Limited(ctx, benchEvent)
-	}
+	limitedLoop(b, s, ctx, benchEvent)
 }
 
 func BenchmarkLimitedNonRecordingSpan(b *testing.B) {
 	s := benchSink(b, nil)
 	ctx := spanContext(b, sdktrace.NeverSample())
-	b.ReportAllocs()
-	for b.Loop() {
-		s.Limited(ctx, benchEvent)
-	}
+	limitedLoop(b, s, ctx, benchEvent)
 }
 
 func BenchmarkLimitedNonRecordingSpanParallel(b *testing.B) {
@@ -73,10 +67,7 @@ func BenchmarkLimitedNonRecordingSpanParallel(b *testing.B) {
 func BenchmarkLimitedRecordingSpan(b *testing.B) {
 	s := benchSink(b, nil)
 	ctx := spanContext(b, sdktrace.AlwaysSample())
-	b.ReportAllocs()
-	for b.Loop() {
-		s.Limited(ctx, benchEvent)
-	}
+	limitedLoop(b, s, ctx, benchEvent)
 }
 
 // BenchmarkLimitedRecordingSpanRefusal is a predecision_refusal event on a
@@ -87,19 +78,13 @@ func BenchmarkLimitedRecordingSpanRefusal(b *testing.B) {
 	ctx := spanContext(b, sdktrace.AlwaysSample())
 	ev := benchEvent
 	ev.Bucket, ev.RetryAfterSeconds = limiter.PredecisionRefusal, 0
-	b.ReportAllocs()
-	for b.Loop() {
-		s.Limited(ctx, ev)
-	}
+	limitedLoop(b, s, ctx, ev)
 }
 
 func BenchmarkChainOtelsinkCounting(b *testing.B) {
 	s := benchSink(b, counting.New())
 	ctx := spanContext(b, sdktrace.NeverSample())
-	b.ReportAllocs()
-	for b.Loop() {
-		s.Limited(ctx, benchEvent)
-	}
+	limitedLoop(b, s, ctx, benchEvent)
 }
 
 func TestLimitedDoesNotAllocateWithANonRecordingSpan(t *testing.T) {
@@ -122,5 +107,13 @@ func TestLimitedDoesNotAllocateWithANonRecordingSpan(t *testing.T) {
 		if n := testing.AllocsPerRun(1000, func() { s.Limited(ctx, ev) }); n != 0 {
 			t.Errorf("Limited(%s, %s) allocates %v times per call, want 0", ev.Verb, ev.Bucket, n)
 		}
+	}
+}
+
+// limitedLoop times s.Limited(ctx, ev), allocations reported.
+func limitedLoop(b *testing.B, s limiter.Sink, ctx context.Context, ev limiter.Event) {
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Limited(ctx, ev)
 	}
 }

@@ -1,0 +1,61 @@
+package limiter
+
+// The map's two pools, remote and local, each with its cap and its own
+// overflow buckets.
+
+// MaxEntries caps the remote pool of the entry map (the identities
+// Config.Local does not report: the certificate identities), counted in
+// entries (one per (identity, verb, bucket) key), not in identities: the reference deployment
+// is 64 identities × 4 buckets. Entries are what consume memory, and counting
+// them keeps the cap in the same unit as the reclaim rule (only a full entry is
+// ever removed). In normal operation the cap is never reached; it exists so an
+// identity that is unstable across connections cannot become memory
+// exhaustion.
+const MaxEntries = 256
+
+// MaxLocalEntries caps the local pool: the entries of the identities
+// Config.Local reports (the daemon's: the unix socket's callers, one per
+// uid), counted like MaxEntries and apart from them. A flood of remote
+// identities (one per client certificate) fills MaxEntries and then the
+// remote overflow buckets, never a slot or an overflow bucket of a local
+// caller (issue 27: 128 mTLS identities held the one shared map full and
+// the unix control plane's next mint was answered RegistrarBusy).
+const MaxLocalEntries = 256
+
+// numPools is the remote pool (0, capped at MaxEntries) and the local pool
+// (1, capped at MaxLocalEntries); each has its own overflow buckets.
+const numPools = 2
+
+// poolCap is each pool's cap, by pool.
+var poolCap = [numPools]int64{MaxEntries, MaxLocalEntries}
+
+// poolOf is the pool of identity's entries: 1 (local) when Config.Local
+// says so, else 0 (remote).
+func (l *Limiter) poolOf(identity string) uint8 {
+	if l.local != nil && l.local(identity) {
+		return 1
+	}
+	return 0
+}
+
+// reserve takes one of the pool's slots, if one is free.
+func (l *Limiter) reserve(pool uint8) bool {
+	for {
+		c := l.count[pool].Load()
+		if c >= poolCap[pool] {
+			return false
+		}
+		if l.count[pool].CompareAndSwap(c, c+1) {
+			return true
+		}
+	}
+}
+
+func (l *Limiter) chargeOverflow(verb Verb, bucket Bucket, pool uint8, now Instant) Decision {
+	l.overflowed[pool][verb][bucket].Add(1)
+	l.overflowMu.Lock()
+	d := l.overflow[pool][verb][bucket].take(&l.overflowParams[bucket], now)
+	l.overflowMu.Unlock()
+	d.Overflow = true
+	return d
+}
