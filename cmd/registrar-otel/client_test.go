@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,12 +13,7 @@ import (
 // body, and returns the socket's path.
 func serveFixed(t *testing.T, status int, body string) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "cl-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "s")
+	path := filepath.Join(shortTempDir(t), "s")
 	l, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)
