@@ -223,12 +223,10 @@ func TestJSONLogStaysJSONWithTheCollectorDown(t *testing.T) {
 		}
 	}
 	// Wait (on the daemon's own log) for both signals' failures.
-	deadline := time.Now().Add(60 * time.Second)
-	for !(strings.Contains(s.logs.String(), "/v1/metrics") && strings.Contains(s.logs.String(), "traces export")) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no OTLP export failure logged within 60 s:\n%s", s.logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !poll(60*time.Second, func() bool {
+		return strings.Contains(s.logs.String(), "/v1/metrics") && strings.Contains(s.logs.String(), "traces export")
+	}) {
+		t.Fatalf("no OTLP export failure logged within 60 s:\n%s", s.logs.String())
 	}
 	s.stop(t)
 	sdkLines := 0

@@ -92,19 +92,9 @@ func unsafeGauge(exposition, dir string) float64 {
 // 100 ms) until registrar_directory_unsafe{directory=dir} is want.
 func (d *daemonProc) waitGauge(dir string, want float64) {
 	d.t.Helper()
-	deadline := time.After(30 * time.Second)
-	poll := time.NewTicker(20 * time.Millisecond)
-	defer poll.Stop()
-	for {
-		got := unsafeGauge(d.scrape(), dir)
-		if got == want {
-			return
-		}
-		select {
-		case <-deadline:
-			d.t.Fatalf("registrar_directory_unsafe{directory=%q} still %v 30 s on, want %v\nlog:\n%s", dir, got, want, d.logs.String())
-		case <-poll.C:
-		}
+	var got float64
+	if !poll(30*time.Second, func() bool { got = unsafeGauge(d.scrape(), dir); return got == want }) {
+		d.t.Fatalf("registrar_directory_unsafe{directory=%q} still %v 30 s on, want %v\nlog:\n%s", dir, got, want, d.logs.String())
 	}
 }
 
@@ -139,8 +129,7 @@ func TestALoosenedPrivateDirectoryIsFoundOnTheTickAndRecovers(t *testing.T) {
 		if len(lines) != 1 {
 			t.Errorf("%s at 0777: ERROR lines %q, want one naming %s=%s", c.label, lines, c.key, c.path)
 		}
-		req := wire.MintRequest{ServiceName: "review", Host: fmt.Sprintf("loose-%d", i), Instance: 1, Component: "review",
-			Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60}
+		req := reviewMint(fmt.Sprintf("loose-%d", i), 1)
 		res, err := caller.Mint(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)
@@ -212,8 +201,7 @@ func TestAuditScanReportsAForgedGenerationWrittenByAnotherUID(t *testing.T) {
 		if i == 2000 {
 			t.Fatalf("no two rotated generations after %d mints", i)
 		}
-		req := wire.MintRequest{ServiceName: "review", Host: fmt.Sprintf("h%d", i), Instance: 1, Component: "review",
-			Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60}
+		req := reviewMint(fmt.Sprintf("h%d", i), 1)
 		if res, err := caller.Mint(context.Background(), req); err != nil || !res.OK() {
 			t.Fatalf("mint %d: %+v, %v", i, res, err)
 		}

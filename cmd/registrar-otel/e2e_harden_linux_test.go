@@ -219,8 +219,7 @@ func TestAnAuditDirectoryLoosenedWhileServingFailsAppendsClosed(t *testing.T) {
 	if err := os.Chmod(d.auditDir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	req := wire.MintRequest{ServiceName: "review", Host: "h2", Instance: 1, Component: "review",
-		Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60}
+	req := reviewMint("h2", 1)
 	res, err := unixCaller.Mint(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -231,15 +230,8 @@ func TestAnAuditDirectoryLoosenedWhileServingFailsAppendsClosed(t *testing.T) {
 	// The tick's ERROR line, read from the daemon's own log (bounded: the
 	// tick runs every 100 ms).
 	const line = "audit record directory is no longer private"
-	deadline := time.After(30 * time.Second)
-	poll := time.NewTicker(20 * time.Millisecond)
-	defer poll.Stop()
-	for !strings.Contains(d.logs.String(), line) {
-		select {
-		case <-deadline:
-			t.Fatalf("no %q line within 30 s of the chmod", line)
-		case <-poll.C:
-		}
+	if !poll(30*time.Second, func() bool { return strings.Contains(d.logs.String(), line) }) {
+		t.Fatalf("no %q line within 30 s of the chmod", line)
 	}
 	if !strings.Contains(d.logs.String(), "level=ERROR") {
 		t.Errorf("the line is not at ERROR")

@@ -36,8 +36,7 @@ func TestEndToEndASANSpoofingCertificateIsNotTheRealOne(t *testing.T) {
 		cert := p.Issue(t, pkitest.Options{URIs: uris, DNS: dns, Usage: x509.ExtKeyUsageClientAuth})
 		c := wire.NewTLSClient(addr, p.clientConfig(&cert), wire.WithoutKeepAlive(), wire.WithTimeout(e2eIODeadline))
 		defer c.CloseIdleConnections()
-		res, err := c.Mint(context.Background(), wire.MintRequest{ServiceName: "review", Host: "h1", Instance: instance, Component: "review",
-			Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60})
+		res, err := c.Mint(context.Background(), reviewMint("h1", instance))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,8 +93,7 @@ func TestEndToEndDrainedCertificateIdentitiesLeaveTheUnixCallerAdmitted(t *testi
 	// One token an hour: one admitted mint drains an identity.
 	d, addr := startTLSDaemon(t, p, oneMintAnHour)
 	const identities = 300
-	req := wire.MintRequest{ServiceName: "review", Host: "h1", Instance: 1, Component: "review",
-		Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60}
+	req := reviewMint("h1", 1)
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex

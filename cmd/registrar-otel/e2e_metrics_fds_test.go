@@ -52,8 +52,7 @@ func TestEndToEndIdleMetricsConnectionsLeaveMintsAnswered(t *testing.T) {
 		conns = append(conns, c)
 	}
 	for i := range 3 {
-		req := wire.MintRequest{ServiceName: "review", Host: fmt.Sprintf("h%d", i+2), Instance: 1, Component: "review",
-			Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60}
+		req := reviewMint(fmt.Sprintf("h%d", i+2), 1)
 		res, err := client().Mint(context.Background(), req)
 		if err != nil || !res.OK() {
 			t.Fatalf("mint %d with 500 idle metrics connections open: %+v, %v; want it answered", i, res, err)

@@ -287,6 +287,22 @@ func runCmd(t *testing.T, cmd *exec.Cmd) (code int, stdout, stderr string) {
 	return code, out.String(), errOut.String()
 }
 
+// poll calls cond every 20 ms until it holds, and reports whether it did
+// within the given time.
+func poll(within time.Duration, cond func() bool) bool {
+	deadline := time.After(within)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline:
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
 // getBody is the body of a GET of u, failing the test on any error.
 func getBody(t *testing.T, c *http.Client, u string) string {
 	t.Helper()

@@ -141,10 +141,15 @@ func (a *attack) idle(t *testing.T, n int, dial func() (net.Conn, error)) {
 	}
 }
 
+// reviewMint is a well-formed mint of the review component on host.
+func reviewMint(host string, instance uint32) wire.MintRequest {
+	return wire.MintRequest{ServiceName: "review", Host: host, Instance: instance, Component: "review",
+		Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60}
+}
+
 func mintOK(t *testing.T, c *wire.Client) time.Duration {
 	t.Helper()
-	req := wire.MintRequest{ServiceName: "review", Host: "h1", Instance: 1, Component: "review",
-		Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60}
+	req := reviewMint("h1", 1)
 	start := time.Now()
 	res, err := c.Mint(context.Background(), req)
 	took := time.Since(start)
