@@ -233,7 +233,7 @@ func shortTempDir(t *testing.T) string {
 // daemonPaths are the socket, state directory and audit record directory
 // of a test daemon whose files all lie under dir.
 func daemonPaths(dir string) (socket, stateDir, auditDir string) {
-	return filepath.Join(dir, "run", "registrar.sock"), filepath.Join(dir, "lib"), filepath.Join(dir, "audit")
+	return filepath.Join(dir, "run", "r.sock"), filepath.Join(dir, "lib"), filepath.Join(dir, "audit")
 }
 
 // serveDoc is a configuration with every path under dir (daemonPaths),

@@ -31,7 +31,7 @@ func TestServeExitsTwoForEveryErrorARestartCannotFix(t *testing.T) {
 		}, "registrar.audit_record_dir"},
 		{"a regular file at the socket path", func(t *testing.T, dir string) (string, string) {
 			mkdirMode(t, filepath.Join(dir, "run"), 0o700)
-			if err := os.WriteFile(filepath.Join(dir, "run", "registrar.sock"), nil, 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, "run", "r.sock"), nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			return "", ""
