@@ -7,10 +7,8 @@ package main
 // down still writes only JSON lines.
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -37,28 +35,11 @@ var jsonMetricsRE = regexp.MustCompile(`"metrics":"(http://[^"]+/metrics)"`)
 // and returns once it logs that it serves.
 func launchServe(t *testing.T, bin, telemetryExtra string, env []string, args ...string) *servedDaemon {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "reg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	s := &servedDaemon{socket: filepath.Join(dir, "run", "registrar.sock")}
-	cfg := fmt.Sprintf(`[registrar]
-socket_path = %q
-state_dir = %q
-audit_record_dir = %q
-
-[registrar.components.review]
-multiplicity = "many-per-host"
-
-[telemetry]
-metrics_listen = "127.0.0.1:0"
-%s
-`, s.socket, filepath.Join(dir, "lib"), filepath.Join(dir, "audit"), telemetryExtra)
-	cfgPath := filepath.Join(dir, "registrar.toml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir := shortTempDir(t)
+	s := &servedDaemon{}
+	s.socket, _, _ = daemonPaths(dir)
+	cfgPath := writeConfig(t, dir, serveDoc(dir, "", `metrics_listen = "127.0.0.1:0"
+`+telemetryExtra+"\n"), 0o600)
 	cmd := exec.Command(bin, append([]string{"serve", "--config", cfgPath}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	var line string
@@ -125,35 +106,27 @@ func TestBuildInfoAgreesWithTheVersionFileOfAStampedBuild(t *testing.T) {
 
 	t.Run("registrar_build_info and service.version", func(t *testing.T) {
 		s := launchServe(t, bin, "", nil)
-		resp, err := http.Get(s.metricsURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		body := getBody(t, http.DefaultClient, s.metricsURL)
 		want := fmt.Sprintf(`registrar_build_info{goversion=%q,revision=%q,version=%q} 1`, runtime.Version(), revision, describe)
-		if !strings.Contains(string(body), want) {
-			t.Errorf("/metrics does not carry\n  %s\n%s", want, grep(string(body), "registrar_build_info"))
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics does not carry\n  %s\n%s", want, grep(body, "registrar_build_info"))
 		}
-		if want := fmt.Sprintf(`service_version=%q`, describe); !strings.Contains(grep(string(body), "target_info"), want) {
-			t.Errorf("target_info does not carry %s:\n%s", want, grep(string(body), "target_info"))
+		if want := fmt.Sprintf(`service_version=%q`, describe); !strings.Contains(grep(body, "target_info"), want) {
+			t.Errorf("target_info does not carry %s:\n%s", want, grep(body, "target_info"))
 		}
-		if !strings.Contains(string(body), "\nprocess_cpu_seconds_total ") || !strings.Contains(string(body), "\ngo_goroutines ") {
+		if !strings.Contains(body, "\nprocess_cpu_seconds_total ") || !strings.Contains(body, "\ngo_goroutines ") {
 			t.Errorf("/metrics lacks the process_* and go_* series")
 		}
 		s.stop(t)
 	})
 
 	t.Run("version command", func(t *testing.T) {
-		cmd := exec.Command(bin, "version")
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		if strings.Contains(errOut.String(), "unknown command") {
+		code, out, errOut := runCmd(t, exec.Command(bin, "version"))
+		if strings.Contains(errOut, "unknown command") {
 			t.Skip("this build has no version command yet (issue 15 adds it)")
 		}
-		if err != nil || !strings.Contains(out.String(), describe) {
-			t.Errorf("registrar-otel version: %v\nstdout: %s\nstderr: %s\nwant it to print %q", err, out.String(), errOut.String(), describe)
+		if code != exitOK || !strings.Contains(out, describe) {
+			t.Errorf("registrar-otel version: exit %d\nstdout: %s\nstderr: %s\nwant it to print %q", code, out, errOut, describe)
 		}
 	})
 }
@@ -250,12 +223,10 @@ func TestJSONLogStaysJSONWithTheCollectorDown(t *testing.T) {
 		}
 	}
 	// Wait (on the daemon's own log) for both signals' failures.
-	deadline := time.Now().Add(60 * time.Second)
-	for !(strings.Contains(s.logs.String(), "/v1/metrics") && strings.Contains(s.logs.String(), "traces export")) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no OTLP export failure logged within 60 s:\n%s", s.logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !poll(60*time.Second, func() bool {
+		return strings.Contains(s.logs.String(), "/v1/metrics") && strings.Contains(s.logs.String(), "traces export")
+	}) {
+		t.Fatalf("no OTLP export failure logged within 60 s:\n%s", s.logs.String())
 	}
 	s.stop(t)
 	sdkLines := 0

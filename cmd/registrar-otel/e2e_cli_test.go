@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -23,11 +22,7 @@ import (
 // to start one or point elsewhere, exits 3, and shows no placeholder URL.
 func TestNoDaemonErrorNamesTheSocketAndTheFix(t *testing.T) {
 	bin := buildBinary(t)
-	dir, err := os.MkdirTemp("", "nod-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := shortTempDir(t)
 	missing := filepath.Join(dir, "none.sock")
 	stale := filepath.Join(dir, "stale.sock")
 	l, err := net.Listen("unix", stale)
@@ -49,20 +44,17 @@ func TestNoDaemonErrorNamesTheSocketAndTheFix(t *testing.T) {
 	} {
 		cmd := exec.Command(bin, tc.args...)
 		cmd.Dir = dir
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if !errorsAs(err, &ee) || ee.ExitCode() != exitTransport {
-			t.Errorf("%v: %v, want exit %d", tc.args, err, exitTransport)
+		code, out, errOut := runCmd(t, cmd)
+		if code != exitTransport {
+			t.Errorf("%v: exit %d, want exit %d", tc.args, code, exitTransport)
 		}
 		for _, w := range tc.want {
-			if !strings.Contains(errOut.String(), w) {
-				t.Errorf("%v: stderr lacks %q:\n%s", tc.args, w, errOut.String())
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%v: stderr lacks %q:\n%s", tc.args, w, errOut)
 			}
 		}
-		if strings.Contains(errOut.String(), "http://") || out.Len() != 0 {
-			t.Errorf("%v: stdout %q, stderr %q; want no placeholder URL and nothing on stdout", tc.args, out.String(), errOut.String())
+		if strings.Contains(errOut, "http://") || out != "" {
+			t.Errorf("%v: stdout %q, stderr %q; want no placeholder URL and nothing on stdout", tc.args, out, errOut)
 		}
 	}
 	// Without --socket the default (make run's) path is tried, relative to
@@ -74,14 +66,6 @@ func TestNoDaemonErrorNamesTheSocketAndTheFix(t *testing.T) {
 	if cmd.ProcessState.ExitCode() != exitTransport || !strings.Contains(string(msg), want) {
 		t.Errorf("default socket: exit %d, %s", cmd.ProcessState.ExitCode(), msg)
 	}
-}
-
-func errorsAs(err error, ee **exec.ExitError) bool {
-	e, ok := err.(*exec.ExitError)
-	if ok {
-		*ee = e
-	}
-	return ok
 }
 
 var progressRE = regexp.MustCompile(`^progress: +[0-9.]+s  (\d+)/(\d+) done  admitted (\d+)  throttled (\d+)`)
@@ -146,9 +130,17 @@ func (p *loadProc) waitProgress(t *testing.T, admitted, throttled string) []stri
 	}
 }
 
+// interrupt sends SIGINT and returns the exit status.
 func (p *loadProc) interrupt(t *testing.T) int {
 	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+	return p.signal(t, syscall.SIGINT)
+}
+
+// signal sends sig, waits up to 60 s for the run to exit, and returns its
+// exit status.
+func (p *loadProc) signal(t *testing.T, sig syscall.Signal) int {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	for range p.lines {
@@ -156,7 +148,7 @@ func (p *loadProc) interrupt(t *testing.T) int {
 	select {
 	case <-p.exited:
 	case <-time.After(60 * time.Second):
-		t.Fatal("load did not exit within 60 s of SIGINT")
+		t.Fatalf("load did not exit within 60 s of %s", sigName(sig))
 	}
 	return p.cmd.ProcessState.ExitCode()
 }

@@ -54,15 +54,11 @@ func TestKill9DuringAFloodLosesAtMostTheLastTickOfLimitedInvocations(t *testing.
 	// A 1 s window and a 50 ms tick: kills between 250 ms and 2.5 s into a
 	// flood land before, on and after window boundaries. Burst 1 with a
 	// refill of an hour: every mint after a key's first is throttled.
-	d := startDaemon(t, fmt.Sprintf(`tls_listen = %q
-tls_cert_file = %q
-tls_key_file = %q
-tls_client_ca_file = %q
-tls_max_conns = 512
+	d := startDaemon(t, pki.tlsLines(addr)+fmt.Sprintf(`tls_max_conns = 512
 maintenance_interval_ms = %d
 rate_limit_admission_burst = 1
 rate_limit_admission_refill_interval_ms = 3600000
-rate_limit_coalesce_window_seconds = 1`, addr, pki.certFile, pki.keyFile, pki.caFile, tickMS), "")
+rate_limit_coalesce_window_seconds = 1`, tickMS), "")
 	roots := pki.Pool()
 	clients := make([]*wire.Client, identities+1)
 	for i := range identities {

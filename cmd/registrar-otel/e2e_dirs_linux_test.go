@@ -43,11 +43,7 @@ func TestServeAndConfigCheckRefuseAForeignOwnedPrivateDirectory(t *testing.T) {
 		{"registrar.socket_path", "run"},
 	} {
 		t.Run(c.key, func(t *testing.T) {
-			dir, err := os.MkdirTemp("", "reg-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(dir) })
+			dir := shortTempDir(t)
 			theirs := filepath.Join(dir, c.dir)
 			if err := os.Mkdir(theirs, 0o755); err != nil {
 				t.Fatal(err)
@@ -55,12 +51,7 @@ func TestServeAndConfigCheckRefuseAForeignOwnedPrivateDirectory(t *testing.T) {
 			if err := os.Chown(theirs, attackerUID, attackerUID); err != nil {
 				t.Fatal(err)
 			}
-			cfg := filepath.Join(dir, "registrar.toml")
-			doc := fmt.Sprintf("[registrar]\nsocket_path = %q\nstate_dir = %q\naudit_record_dir = %q\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n[telemetry]\nmetrics_listen = \"\"\n",
-				filepath.Join(dir, "run", "registrar.sock"), filepath.Join(dir, "lib"), filepath.Join(dir, "audit"))
-			if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			cfg := writeConfig(t, dir, serveDoc(dir, "", ""), 0o600)
 			want := fmt.Sprintf("is owned by uid %d, not by this user (0) or root", attackerUID)
 			for _, args := range [][]string{{"serve", "--config", cfg}, {"config", "check", "--config", cfg}} {
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -101,19 +92,9 @@ func unsafeGauge(exposition, dir string) float64 {
 // 100 ms) until registrar_directory_unsafe{directory=dir} is want.
 func (d *daemonProc) waitGauge(dir string, want float64) {
 	d.t.Helper()
-	deadline := time.After(30 * time.Second)
-	poll := time.NewTicker(20 * time.Millisecond)
-	defer poll.Stop()
-	for {
-		got := unsafeGauge(d.scrape(), dir)
-		if got == want {
-			return
-		}
-		select {
-		case <-deadline:
-			d.t.Fatalf("registrar_directory_unsafe{directory=%q} still %v 30 s on, want %v\nlog:\n%s", dir, got, want, d.logs.String())
-		case <-poll.C:
-		}
+	var got float64
+	if !poll(30*time.Second, func() bool { got = unsafeGauge(d.scrape(), dir); return got == want }) {
+		d.t.Fatalf("registrar_directory_unsafe{directory=%q} still %v 30 s on, want %v\nlog:\n%s", dir, got, want, d.logs.String())
 	}
 }
 
@@ -148,8 +129,7 @@ func TestALoosenedPrivateDirectoryIsFoundOnTheTickAndRecovers(t *testing.T) {
 		if len(lines) != 1 {
 			t.Errorf("%s at 0777: ERROR lines %q, want one naming %s=%s", c.label, lines, c.key, c.path)
 		}
-		req := wire.MintRequest{ServiceName: "review", Host: fmt.Sprintf("loose-%d", i), Instance: 1, Component: "review",
-			Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60}
+		req := reviewMint(fmt.Sprintf("loose-%d", i), 1)
 		res, err := caller.Mint(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)
@@ -175,67 +155,33 @@ func TestALoosenedPrivateDirectoryIsFoundOnTheTickAndRecovers(t *testing.T) {
 func startRotatingDaemonAs(t *testing.T) (p *loggedProc, dir, socket, auditDir string) {
 	t.Helper()
 	needRoot(t)
-	bin := buildBinary(t)
-	dir, err := os.MkdirTemp("", "reg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chown(dir, daemonUID, daemonUID); err != nil {
-		t.Fatal(err)
-	}
-	own := filepath.Join(dir, "registrar-otel")
-	copyFile(t, bin, own, 0o755)
-	socket, auditDir = filepath.Join(dir, "run", "registrar.sock"), filepath.Join(dir, "audit")
-	doc := fmt.Sprintf(`[registrar]
-socket_path = %q
-state_dir = %q
-audit_record_dir = %q
-audit_max_file_bytes = 65536
-rate_limit_admission_burst = 100000
-[registrar.components.review]
-multiplicity = "many-per-host"
-[telemetry]
-metrics_listen = ""
-`, socket, filepath.Join(dir, "lib"), auditDir)
-	cfg := filepath.Join(dir, "registrar.toml")
-	if err := os.WriteFile(cfg, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, own := daemonUIDDir(t)
+	socket, _, auditDir = daemonPaths(dir)
+	cfg := writeConfig(t, dir, serveDoc(dir, "audit_max_file_bytes = 65536\nrate_limit_admission_burst = 100000", ""), 0o644)
 	p, _ = startLogged(t, "daemon", asDaemonUID(exec.Command(own, "serve", "--config", cfg)), "registrar-otel serving")
 	return p, dir, socket, auditDir
 }
 
-// scanStoreJSON runs `audit scan --json` on dir, as root or (asDaemon) as the
-// daemon's uid, and returns the exit status and the decoded report.
-func scanStoreJSON(t *testing.T, bin, dir string, asDaemon bool) (int, struct {
+// storeScan is the part of `audit scan --json` scanStoreJSON reads.
+type storeScan struct {
 	Anomalies      bool `json:"anomalies"`
 	StoreAnomalies []struct {
 		Kind, File, Detail string
 	} `json:"store_anomalies"`
-}) {
+}
+
+// scanStoreJSON runs `audit scan --json` on dir, as root or (asDaemon) as the
+// daemon's uid, and returns the exit status and the decoded report.
+func scanStoreJSON(t *testing.T, bin, dir string, asDaemon bool) (int, storeScan) {
 	t.Helper()
 	cmd := exec.Command(bin, "audit", "scan", "--dir", dir, "--json")
 	if asDaemon {
 		asDaemonUID(cmd)
 	}
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	var rep struct {
-		Anomalies      bool `json:"anomalies"`
-		StoreAnomalies []struct {
-			Kind, File, Detail string
-		} `json:"store_anomalies"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("audit scan --json: %v\nstdout %s\nstderr %s", err, out.String(), errOut.String())
+	code, out, errOut := runCmd(t, cmd)
+	var rep storeScan
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("audit scan --json: %v\nstdout %s\nstderr %s", err, out, errOut)
 	}
 	return code, rep
 }
@@ -255,8 +201,7 @@ func TestAuditScanReportsAForgedGenerationWrittenByAnotherUID(t *testing.T) {
 		if i == 2000 {
 			t.Fatalf("no two rotated generations after %d mints", i)
 		}
-		req := wire.MintRequest{ServiceName: "review", Host: fmt.Sprintf("h%d", i), Instance: 1, Component: "review",
-			Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60}
+		req := reviewMint(fmt.Sprintf("h%d", i), 1)
 		if res, err := caller.Mint(context.Background(), req); err != nil || !res.OK() {
 			t.Fatalf("mint %d: %+v, %v", i, res, err)
 		}

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // The real binary against a real daemon: a mint the admission bucket
@@ -34,17 +33,7 @@ rate_limit_coalesce_window_seconds = 3600`, "")
 	p := startLoad(t, d, "load", "wave", "--config", d.config, "--hosts", "2", "--modules-per-host", "4",
 		"--concurrency", "2", "--progress-interval", "20ms", "--settle", "0", "--json")
 	p.waitProgress(t, "5", "2") // both workers now wait out retry_after
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	for range p.lines {
-	}
-	select {
-	case <-p.exited:
-	case <-time.After(60 * time.Second):
-		t.Fatal("load did not exit within 60 s of SIGTERM")
-	}
-	if code := p.cmd.ProcessState.ExitCode(); code != 143 {
+	if code := p.signal(t, syscall.SIGTERM); code != 143 {
 		t.Fatalf("exit %d after SIGTERM, want 143; stdout:\n%s", code, p.stdout.String())
 	}
 	var sum loadSummary

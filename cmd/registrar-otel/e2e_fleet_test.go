@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -94,16 +93,7 @@ func promCounter(t *testing.T, exposition, name string) uint64 {
 
 func getMetrics(t *testing.T, u string) string {
 	t.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return getBody(t, http.DefaultClient, u)
 }
 
 // TestAThousandMTLSIdentitiesFloodingEveryBucketAreCountedExactly: 1,000
@@ -118,16 +108,12 @@ func TestAThousandMTLSIdentitiesFloodingEveryBucketAreCountedExactly(t *testing.
 	const identities, perBucket, burst = 1000, 1, 2
 	pki := newE2EPKI(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	d := startDaemon(t, fmt.Sprintf(`tls_listen = %q
-tls_cert_file = %q
-tls_key_file = %q
-tls_client_ca_file = %q
-maintenance_interval_ms = 50
+	d := startDaemon(t, pki.tlsLines(addr)+fmt.Sprintf(`maintenance_interval_ms = 50
 rate_limit_admission_burst = %d
 rate_limit_admission_refill_interval_ms = 3600000
 rate_limit_predecision_refusal_burst = %d
 rate_limit_predecision_refusal_refill_interval_ms = 3600000
-rate_limit_coalesce_window_seconds = 3600`, addr, pki.certFile, pki.keyFile, pki.caFile, burst, burst), "")
+rate_limit_coalesce_window_seconds = 3600`, burst, burst), "")
 	if d.metricsURL == "" {
 		t.Fatal("no metrics URL in the serving line")
 	}

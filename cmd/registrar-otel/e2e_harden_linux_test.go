@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -34,34 +33,26 @@ func startDaemonAs(t *testing.T, environ ...string) (*loggedProc, string) {
 	if os.Geteuid() != 0 {
 		t.Skip("running the daemon as another uid needs root")
 	}
-	bin := buildBinary(t)
-	dir, err := os.MkdirTemp("", "reg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chown(dir, daemonUID, daemonUID); err != nil {
-		t.Fatal(err)
-	}
-	own := filepath.Join(dir, "registrar-otel")
-	copyFile(t, bin, own, 0o755)
-	cfg := filepath.Join(dir, "registrar.toml")
-	doc := fmt.Sprintf(`[registrar]
-socket_path = %q
-state_dir = %q
-audit_record_dir = %q
-[registrar.components.review]
-multiplicity = "many-per-host"
-[telemetry]
-metrics_listen = "127.0.0.1:0"
-`, filepath.Join(dir, "run", "registrar.sock"), filepath.Join(dir, "lib"), filepath.Join(dir, "audit"))
-	if err := os.WriteFile(cfg, []byte(doc), 0o644); err != nil { // root's, readable: accepted
-		t.Fatal(err)
-	}
+	dir, own := daemonUIDDir(t)
+	cfg := writeConfig(t, dir, serveDoc(dir, "", `metrics_listen = "127.0.0.1:0"`+"\n"), 0o644) // root's, readable: accepted
 	cmd := asDaemonUID(exec.Command(own, "serve", "--config", cfg))
 	cmd.Env = append(os.Environ(), environ...)
 	p, _ := startLogged(t, "daemon", cmd, "registrar-otel serving")
 	return p, dir
+}
+
+// daemonUIDDir is a short temporary directory owned by the daemon uid,
+// with the e2e binary copied in as own.
+func daemonUIDDir(t *testing.T) (dir, own string) {
+	t.Helper()
+	bin := buildBinary(t)
+	dir = shortTempDir(t)
+	if err := os.Chown(dir, daemonUID, daemonUID); err != nil {
+		t.Fatal(err)
+	}
+	own = filepath.Join(dir, "registrar-otel")
+	copyFile(t, bin, own, 0o755)
+	return dir, own
 }
 
 func copyFile(t *testing.T, from, to string, mode os.FileMode) {
@@ -196,24 +187,16 @@ func TestServeRefusesAForeignOwnedAuditDirectoryAtStart(t *testing.T) {
 		}, ", which is owned by uid 4242, not by this user (0) or root"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir, err := os.MkdirTemp("", "reg-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(dir) })
+			dir := shortTempDir(t)
 			auditDir := c.setup(dir)
-			cfg := filepath.Join(dir, "registrar.toml")
-			doc := fmt.Sprintf("[registrar]\nsocket_path = %q\nstate_dir = %q\naudit_record_dir = %q\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n[telemetry]\nmetrics_listen = \"\"\n",
-				filepath.Join(dir, "run", "registrar.sock"), filepath.Join(dir, "lib"), auditDir)
-			if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			socket, stateDir, _ := daemonPaths(dir)
+			cfg := writeConfig(t, dir, serveDocAt(socket, stateDir, auditDir, "", ""), 0o600)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			var errOut bytes.Buffer
 			cmd := exec.CommandContext(ctx, bin, "serve", "--config", cfg)
 			cmd.Stderr = &errOut
-			err = cmd.Run()
+			err := cmd.Run()
 			if _, ok := err.(*exec.ExitError); !ok || ctx.Err() != nil {
 				t.Fatalf("serve with %s: %v, want it to refuse to start\n%s", auditDir, err, errOut.String())
 			}
@@ -236,8 +219,7 @@ func TestAnAuditDirectoryLoosenedWhileServingFailsAppendsClosed(t *testing.T) {
 	if err := os.Chmod(d.auditDir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	req := wire.MintRequest{ServiceName: "review", Host: "h2", Instance: 1, Component: "review",
-		Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60}
+	req := reviewMint("h2", 1)
 	res, err := unixCaller.Mint(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -248,15 +230,8 @@ func TestAnAuditDirectoryLoosenedWhileServingFailsAppendsClosed(t *testing.T) {
 	// The tick's ERROR line, read from the daemon's own log (bounded: the
 	// tick runs every 100 ms).
 	const line = "audit record directory is no longer private"
-	deadline := time.After(30 * time.Second)
-	poll := time.NewTicker(20 * time.Millisecond)
-	defer poll.Stop()
-	for !strings.Contains(d.logs.String(), line) {
-		select {
-		case <-deadline:
-			t.Fatalf("no %q line within 30 s of the chmod", line)
-		case <-poll.C:
-		}
+	if !poll(30*time.Second, func() bool { return strings.Contains(d.logs.String(), line) }) {
+		t.Fatalf("no %q line within 30 s of the chmod", line)
 	}
 	if !strings.Contains(d.logs.String(), "level=ERROR") {
 		t.Errorf("the line is not at ERROR")

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,25 +19,9 @@ import (
 // at most telemetry.MetricsMaxConns now, closing the rest at once.
 func TestEndToEndIdleMetricsConnectionsLeaveMintsAnswered(t *testing.T) {
 	bin := buildBinary(t)
-	dir, err := os.MkdirTemp("", "reg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	socket := filepath.Join(dir, "run", "registrar.sock")
-	cfg := filepath.Join(dir, "registrar.toml")
-	doc := fmt.Sprintf(`[registrar]
-socket_path = %q
-state_dir = %q
-audit_record_dir = %q
-[registrar.components.review]
-multiplicity = "many-per-host"
-[telemetry]
-metrics_listen = "127.0.0.1:0"
-`, socket, filepath.Join(dir, "lib"), filepath.Join(dir, "audit"))
-	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir := shortTempDir(t)
+	socket, _, _ := daemonPaths(dir)
+	cfg := writeConfig(t, dir, serveDoc(dir, "", `metrics_listen = "127.0.0.1:0"`+"\n"), 0o600)
 	// The shell sets the soft and hard limit, then becomes the daemon.
 	cmd := exec.Command("/bin/sh", "-c", `ulimit -n 512 && exec "$0" serve --config "$1"`, bin, cfg)
 	p, line := startLogged(t, "daemon", cmd, "registrar-otel serving")
@@ -69,8 +52,7 @@ metrics_listen = "127.0.0.1:0"
 		conns = append(conns, c)
 	}
 	for i := range 3 {
-		req := wire.MintRequest{ServiceName: "review", Host: fmt.Sprintf("h%d", i+2), Instance: 1, Component: "review",
-			Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60}
+		req := reviewMint(fmt.Sprintf("h%d", i+2), 1)
 		res, err := client().Mint(context.Background(), req)
 		if err != nil || !res.OK() {
 			t.Fatalf("mint %d with 500 idle metrics connections open: %+v, %v; want it answered", i, res, err)

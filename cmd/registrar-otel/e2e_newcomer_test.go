@@ -4,7 +4,6 @@ package main
 // each runs the real binary and pins its output or its exit status.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,15 +25,7 @@ func runBin(t *testing.T, dir string, env []string, args ...string) (code int, s
 	cmd := exec.Command(buildBinary(t), args...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "PWD="+dir), env...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), out.String(), errOut.String()
-	} else if err != nil {
-		t.Fatalf("%v: %v", args, err)
-	}
-	return 0, out.String(), errOut.String()
+	return runCmd(t, cmd)
 }
 
 func wantRun(t *testing.T, dir string, env []string, args []string, code int, wantErr ...string) string {

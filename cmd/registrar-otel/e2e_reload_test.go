@@ -32,8 +32,7 @@ func sampleIn(t *testing.T, exposition, sample string) float64 {
 
 func mintInstance(t *testing.T, c *wire.Client, instance uint32) *wire.Response {
 	t.Helper()
-	res, err := c.Mint(context.Background(), wire.MintRequest{ServiceName: "review", Host: "h1", Instance: instance, Component: "review",
-		Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60})
+	res, err := c.Mint(context.Background(), reviewMint("h1", instance))
 	if err != nil {
 		t.Fatalf("mint %d: %v", instance, err)
 	}

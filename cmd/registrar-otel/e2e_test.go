@@ -11,7 +11,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -56,10 +58,17 @@ var binary = sync.OnceValues(func() (string, error) {
 
 func buildBinary(t *testing.T) string {
 	t.Helper()
+	return needBinary(t, binary)
+}
+
+// needBinary skips the test in -short mode, else returns the binary build
+// makes (once), failing the test when it cannot be built.
+func needBinary(t *testing.T, build func() (string, error)) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode")
 	}
-	bin, err := binary()
+	bin, err := build()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,36 +188,15 @@ func startDaemonWithState(t *testing.T, registrarExtra, telemetryExtra, stateDB 
 func startDaemonWithFlags(t *testing.T, registrarExtra, telemetryExtra, stateDB string, serveFlags ...string) *daemonProc {
 	t.Helper()
 	bin := buildBinary(t)
-	// A short base: unix socket paths are limited to 107 bytes.
-	dir, err := os.MkdirTemp("", "reg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	d := &daemonProc{
-		t: t, bin: bin, dir: dir,
-		config:   filepath.Join(dir, "registrar.toml"),
-		socket:   filepath.Join(dir, "run", "registrar.sock"),
-		auditDir: filepath.Join(dir, "audit"),
-	}
-	cfg := fmt.Sprintf(`[registrar]
-socket_path = %q
-state_dir = %q
-audit_record_dir = %q
-%s
-[registrar.components.review]
-multiplicity = "many-per-host"
+	dir := shortTempDir(t)
+	d := &daemonProc{t: t, bin: bin, dir: dir}
+	d.socket, _, d.auditDir = daemonPaths(dir)
+	d.config = writeConfig(t, dir, serveDoc(dir, registrarExtra, `metrics_listen = "127.0.0.1:0"
+`+telemetryExtra+`
 
 [registrar.components.edge-proxy]
 multiplicity = "one-per-host"
-
-[telemetry]
-metrics_listen = "127.0.0.1:0"
-%s
-`, d.socket, filepath.Join(dir, "lib"), d.auditDir, registrarExtra, telemetryExtra)
-	if err := os.WriteFile(d.config, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`), 0o600)
 	if stateDB != "" {
 		raw, err := os.ReadFile(stateDB)
 		if err != nil {
@@ -230,6 +218,106 @@ metrics_listen = "127.0.0.1:0"
 	return d
 }
 
+// shortTempDir is a temporary directory with a short path (unix socket
+// paths are limited to 107 bytes).
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "reg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// daemonPaths are the socket, state directory and audit record directory
+// of a test daemon whose files all lie under dir.
+func daemonPaths(dir string) (socket, stateDir, auditDir string) {
+	return filepath.Join(dir, "run", "r.sock"), filepath.Join(dir, "lib"), filepath.Join(dir, "audit")
+}
+
+// serveDoc is a configuration with every path under dir (daemonPaths),
+// extra lines in [registrar], the review component, and rest in
+// [telemetry] (then any further tables); the metrics listener is off
+// unless rest sets it.
+func serveDoc(dir, registrarExtra, rest string) string {
+	socket, stateDir, auditDir := daemonPaths(dir)
+	return serveDocAt(socket, stateDir, auditDir, registrarExtra, rest)
+}
+
+// serveDocAt is serveDoc with the three paths given.
+func serveDocAt(socket, stateDir, auditDir, registrarExtra, rest string) string {
+	if !strings.Contains(rest, "metrics_listen") {
+		rest = "metrics_listen = \"\"\n" + rest
+	}
+	return fmt.Sprintf(`[registrar]
+socket_path = %q
+state_dir = %q
+audit_record_dir = %q
+%s
+[registrar.components.review]
+multiplicity = "many-per-host"
+
+[telemetry]
+%s`, socket, stateDir, auditDir, registrarExtra, rest)
+}
+
+// writeConfig writes doc to dir/registrar.toml at mode and returns its path.
+func writeConfig(t *testing.T, dir, doc string, mode os.FileMode) string {
+	t.Helper()
+	path := filepath.Join(dir, "registrar.toml")
+	if err := os.WriteFile(path, []byte(doc), mode); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runCmd runs cmd and returns its exit status and output, failing the
+// test when it could not be run at all.
+func runCmd(t *testing.T, cmd *exec.Cmd) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running %v: %v", cmd.Args, err)
+	}
+	return code, out.String(), errOut.String()
+}
+
+// poll calls cond every 20 ms until it holds, and reports whether it did
+// within the given time.
+func poll(within time.Duration, cond func() bool) bool {
+	deadline := time.After(within)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline:
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
+// getBody is the body of a GET of u, failing the test on any error.
+func getBody(t *testing.T, c *http.Client, u string) string {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // stop sends SIGTERM and waits for a clean exit.
 func (d *daemonProc) stop() {
 	d.t.Helper()
@@ -239,17 +327,7 @@ func (d *daemonProc) stop() {
 // run runs the binary and returns its exit status and output.
 func (d *daemonProc) run(args ...string) (int, string, string) {
 	d.t.Helper()
-	cmd := exec.Command(d.bin, args...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		d.t.Fatalf("running %v: %v", args, err)
-	}
-	return code, out.String(), errOut.String()
+	return runCmd(d.t, exec.Command(d.bin, args...))
 }
 
 // scanReport is the part of `audit scan --json` the tests read.

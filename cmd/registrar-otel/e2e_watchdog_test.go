@@ -30,14 +30,7 @@ var faultsBinary = sync.OnceValues(func() (string, error) {
 
 func buildFaultsBinary(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
-	bin, err := faultsBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
+	return needBinary(t, faultsBinary)
 }
 
 // stalledFor parses the fault build's "STATUS=fault: tick stalled for Nms".

@@ -38,6 +38,12 @@ type e2ePKI struct {
 	caFile, certFile, keyFile string
 }
 
+// tlsLines are the [registrar] lines of a TLS listener on addr with this
+// PKI's server certificate, key and client CA.
+func (p *e2ePKI) tlsLines(addr string) string {
+	return fmt.Sprintf("tls_listen = %q\ntls_cert_file = %q\ntls_key_file = %q\ntls_client_ca_file = %q\n", addr, p.certFile, p.keyFile, p.caFile)
+}
+
 func newE2EPKI(t *testing.T) *e2ePKI {
 	t.Helper()
 	p := &e2ePKI{CA: pkitest.New(t)}
@@ -59,8 +65,7 @@ var tlsAddrRE = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
 // port of 127.0.0.1 and returns it with the listener's address.
 func startTLSDaemon(t *testing.T, p *e2ePKI, extra string) (*daemonProc, string) {
 	t.Helper()
-	d := startDaemon(t, fmt.Sprintf("tls_listen = \"127.0.0.1:0\"\ntls_cert_file = %q\ntls_key_file = %q\ntls_client_ca_file = %q\n%s",
-		p.certFile, p.keyFile, p.caFile, extra), "")
+	d := startDaemon(t, p.tlsLines("127.0.0.1:0")+extra, "")
 	addr := tlsAddrRE.FindString(strings.ReplaceAll(d.ready, d.metricsURL, ""))
 	if addr == "" {
 		t.Fatalf("no TLS listener address in %q", d.ready)
@@ -91,17 +96,7 @@ func (d *daemonProc) rss() int64 {
 // scrape returns the daemon's /metrics exposition.
 func (d *daemonProc) scrape() string {
 	d.t.Helper()
-	c := &http.Client{Timeout: e2eIODeadline}
-	res, err := c.Get(d.metricsURL)
-	if err != nil {
-		d.t.Fatalf("scrape: %v", err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	return string(b)
+	return getBody(d.t, &http.Client{Timeout: e2eIODeadline}, d.metricsURL)
 }
 
 // rejected reads registrar_wire_rejected_total{listener,reason}.
@@ -146,10 +141,15 @@ func (a *attack) idle(t *testing.T, n int, dial func() (net.Conn, error)) {
 	}
 }
 
+// reviewMint is a well-formed mint of the review component on host.
+func reviewMint(host string, instance uint32) wire.MintRequest {
+	return wire.MintRequest{ServiceName: "review", Host: host, Instance: instance, Component: "review",
+		Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60}
+}
+
 func mintOK(t *testing.T, c *wire.Client) time.Duration {
 	t.Helper()
-	req := wire.MintRequest{ServiceName: "review", Host: "h1", Instance: 1, Component: "review",
-		Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60}
+	req := reviewMint("h1", 1)
 	start := time.Now()
 	res, err := c.Mint(context.Background(), req)
 	took := time.Since(start)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -83,4 +84,26 @@ func (pp *progressPrinter) note(line string) {
 		fmt.Fprint(pp.w, "\r\033[K")
 	}
 	fmt.Fprintln(pp.w, line)
+}
+
+// liveEvery is how often the live terminal line is redrawn.
+const liveEvery = 200 * time.Millisecond
+
+// progressMode is how progress is shown, decided once per run.
+type progressMode int
+
+const (
+	progressOff progressMode = iota
+	progressPlain
+	progressLive
+)
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -15,25 +15,6 @@ import (
 	"github.com/registrar-otel/registrar-otel/internal/testing/pkitest"
 )
 
-// serveDoc is a configuration with every path under dir, extra lines in
-// [registrar], and rest in [telemetry] (then any further tables); the
-// metrics listener is off unless rest sets it.
-func serveDoc(dir, registrarExtra, rest string) string {
-	if !strings.Contains(rest, "metrics_listen") {
-		rest = "metrics_listen = \"\"\n" + rest
-	}
-	return fmt.Sprintf(`[registrar]
-socket_path = %q
-state_dir = %q
-audit_record_dir = %q
-%s
-[registrar.components.review]
-multiplicity = "many-per-host"
-
-[telemetry]
-%s`, filepath.Join(dir, "run", "r.sock"), filepath.Join(dir, "lib"), filepath.Join(dir, "audit"), registrarExtra, rest)
-}
-
 func TestServeExitsTwoForEveryErrorARestartCannotFix(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -97,10 +78,7 @@ func TestServeExitsTwoForEveryErrorARestartCannotFix(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := shortTempDir(t)
 			extra, rest := tc.prepare(t, dir)
-			path := filepath.Join(dir, "registrar.toml")
-			if err := os.WriteFile(path, []byte(serveDoc(dir, extra, rest)), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			path := writeConfig(t, dir, serveDoc(dir, extra, rest), 0o600)
 			var out, errb bytes.Buffer
 			if code := runServe([]string{"--config", path}, &out, &errb); code != exitUsage {
 				t.Fatalf("serve exited %d, want %d:\n%s", code, exitUsage, errb.String())
@@ -132,18 +110,6 @@ func mkdirMode(t *testing.T, dir string, mode os.FileMode) {
 	if err := os.Chmod(dir, mode); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// shortTempDir is a temporary directory with a short path (unix socket
-// paths are limited to 107 bytes).
-func shortTempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "reg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
 }
 
 func tlsLines(dir, addr string) string {

@@ -70,3 +70,20 @@ func TestSizingUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestGoldenSizingJSON(t *testing.T) {
+	for _, tc := range []struct {
+		hosts, modules string
+		file           string
+	}{
+		{"64", "8", "sizing_covered.json"},
+		{"200", "8", "sizing_uncovered.json"},
+		{"1", "513", "sizing_fraction.json"},
+	} {
+		code, out, errOut := runDispatch("sizing", "--wave-hosts", tc.hosts, "--modules-per-host", tc.modules, "--json")
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		golden(t, tc.file, []byte(out))
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,12 +13,7 @@ import (
 // body, and returns the socket's path.
 func serveFixed(t *testing.T, status int, body string) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "cl-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "s")
+	path := filepath.Join(shortTempDir(t), "s")
 	l, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)
@@ -79,5 +73,33 @@ func TestAnAnswerAfterAnUncleanStopShowsTheRestartLine(t *testing.T) {
 	runMint(append([]string{"--socket", serveFixed(t, 200, strings.Replace(body, `"unclean":true`, `"unclean":false`, 1))}, args...), &out, &errb)
 	if strings.Contains(out.String(), "restart:") {
 		t.Fatalf("a clean start printed a restart line: %q", out.String())
+	}
+}
+
+const busyBody = `{"protocol_version":1,"request_id":"r.1","class":"retryable","error":{"id":"RegistrarBusy","retry_after":7},` + clientHealth + "}\n"
+
+// TestRegistrarBusyExits75 holds the documented exit status of a
+// retryable answer (EX_TEMPFAIL, 75) for both verbs, with and without
+// --json: the literal, not only the constant the docs test compares.
+func TestRegistrarBusyExits75(t *testing.T) {
+	sock := serveFixed(t, 429, busyBody)
+	args := []string{"--socket", sock, "--service-name", "review", "--host", "h1", "--component", "review", "--instance", "1"}
+	for _, tc := range []struct {
+		name string
+		run  func([]string, *bytes.Buffer, *bytes.Buffer) int
+	}{
+		{"mint", func(a []string, o, e *bytes.Buffer) int { return runMint(a, o, e) }},
+		{"deregister", func(a []string, o, e *bytes.Buffer) int { return runDeregister(a, o, e) }},
+	} {
+		for _, extra := range [][]string{nil, {"--json"}} {
+			var out, errb bytes.Buffer
+			code := tc.run(append(append([]string(nil), args...), extra...), &out, &errb)
+			if code != 75 {
+				t.Errorf("%s %v on RegistrarBusy: exit %d, want 75; stderr %q", tc.name, extra, code, errb.String())
+			}
+			if extra == nil && !strings.Contains(errb.String(), "retry after 7 s") {
+				t.Errorf("%s: stderr %q, want the retry_after", tc.name, errb.String())
+			}
+		}
 	}
 }

@@ -1,14 +1,24 @@
 package main
 
+// End-to-end attacks on the identities of mTLS callers (issue 27, items 5
+// and 7): a spoofed certificate is not the real one, and drained
+// certificate identities leave the unix caller its own pool.
+
 import (
 	"context"
 	"crypto/x509"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/internal/testing/pkitest"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
+
+// oneMintAnHour is a daemon's [registrar] lines for one admitted mint an
+// hour per identity: a second mint on the same identity is limited.
+const oneMintAnHour = "rate_limit_admission_burst = 1\nrate_limit_admission_refill_interval_ms = 3600000\n"
 
 // The attack of issue 27, item 7, against the real daemon: a certificate
 // with DNS SAN attacker.example.net and a scheme-less URI SAN
@@ -20,14 +30,13 @@ func TestEndToEndASANSpoofingCertificateIsNotTheRealOne(t *testing.T) {
 	p := newE2EPKI(t)
 	// One admitted mint an hour per identity: a second mint on the same
 	// identity is limited, one on a fresh identity admitted.
-	d, addr := startTLSDaemon(t, p, "rate_limit_admission_burst = 1\nrate_limit_admission_refill_interval_ms = 3600000\n")
+	d, addr := startTLSDaemon(t, p, oneMintAnHour)
 	mint := func(t *testing.T, uris, dns []string, instance uint32) *wire.Response {
 		t.Helper()
 		cert := p.Issue(t, pkitest.Options{URIs: uris, DNS: dns, Usage: x509.ExtKeyUsageClientAuth})
 		c := wire.NewTLSClient(addr, p.clientConfig(&cert), wire.WithoutKeepAlive(), wire.WithTimeout(e2eIODeadline))
 		defer c.CloseIdleConnections()
-		res, err := c.Mint(context.Background(), wire.MintRequest{ServiceName: "review", Host: "h1", Instance: instance, Component: "review",
-			Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"}, WrapTTL: 60})
+		res, err := c.Mint(context.Background(), reviewMint("h1", instance))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,5 +80,63 @@ func TestEndToEndASANSpoofingCertificateIsNotTheRealOne(t *testing.T) {
 		if id == "registrar-client:control-plane.example.net" || strings.Contains(id, "attacker") || strings.ContainsAny(id, "\n\x1b") {
 			t.Errorf("an audit record of identity %q", id)
 		}
+	}
+}
+
+// The attack of issue 27, item 5: client certificates held the limiter's
+// one shared map full of drained entries, drained the overflow bucket,
+// and the unix control plane's next mint was answered RegistrarBusy. The
+// unix socket's callers have a pool of their own now: 300 drained mTLS
+// identities (more than the map's 256 entries) leave it admitted.
+func TestEndToEndDrainedCertificateIdentitiesLeaveTheUnixCallerAdmitted(t *testing.T) {
+	p := newE2EPKI(t)
+	// One token an hour: one admitted mint drains an identity.
+	d, addr := startTLSDaemon(t, p, oneMintAnHour)
+	const identities = 300
+	req := reviewMint("h1", 1)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		busy int
+		next = make(chan int)
+	)
+	for range 4 {
+		wg.Go(func() {
+			for i := range next {
+				cert := p.Client(t, "spiffe://registrar.test/attacker-"+strconv.Itoa(i))
+				c := wire.NewTLSClient(addr, p.clientConfig(&cert), wire.WithoutKeepAlive(), wire.WithTimeout(e2eIODeadline))
+				for range 2 { // the second is limited: the entry is drained
+					res, err := c.Mint(context.Background(), req)
+					if err != nil {
+						t.Errorf("identity %d: %v", i, err)
+						return
+					}
+					if res.ErrorID == wire.RegistrarBusy {
+						mu.Lock()
+						busy++
+						mu.Unlock()
+					}
+				}
+				c.CloseIdleConnections()
+			}
+		})
+	}
+	for i := range identities {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	// Every identity's second mint was limited, and the identities beyond
+	// the map's cap were limited on the drained overflow bucket at once.
+	if busy < identities {
+		t.Fatalf("%d RegistrarBusy answers to the attackers, want at least %d: the map was not drained", busy, identities)
+	}
+	unixCaller := wire.NewUnixClient(d.socket, wire.WithoutKeepAlive(), wire.WithTimeout(e2eIODeadline))
+	res, err := unixCaller.Mint(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ErrorID == wire.RegistrarBusy || !res.OK() {
+		t.Fatalf("the unix caller's mint after %d drained certificate identities: %d %s %s, want admitted", identities, res.StatusCode, res.ErrorID, res.Detail)
 	}
 }
