@@ -36,10 +36,33 @@ var topKeys = [numKeys]string{
 	"registration_id", "outcome", "limited_bucket", "count", "window_start", "window_end", "truncated",
 }
 
+// The nested objects' keys, likewise in serialization order: each
+// decoder's seen-set and case labels are sized and named from these, not
+// counted by hand.
+const (
+	reqServiceName = iota
+	reqHost
+	reqInstance
+	numRequestedKeys
+)
+
+const (
+	outClass = iota
+	outReason
+	outDetail
+	numOutcomeKeys
+)
+
+const (
+	truncFullSHA256 = iota
+	truncFullBytes
+	numTruncationKeys
+)
+
 var (
-	requestedKeys  = []string{"service_name", "host", "instance"}
-	outcomeKeys    = []string{"class", "reason", "detail"}
-	truncationKeys = []string{"full_sha256", "full_bytes"}
+	requestedKeys  = [numRequestedKeys]string{reqServiceName: "service_name", reqHost: "host", reqInstance: "instance"}
+	outcomeKeys    = [numOutcomeKeys]string{outClass: "class", outReason: "reason", outDetail: "detail"}
+	truncationKeys = [numTruncationKeys]string{truncFullSHA256: "full_sha256", truncFullBytes: "full_bytes"}
 )
 
 // Unmarshal decodes one line strictly, as the reader does. The line may end
@@ -402,10 +425,10 @@ func (d *decoder) requested() (*Requested, error) {
 		return nil, err
 	}
 	q := &Requested{}
-	seen := make([]bool, len(requestedKeys))
+	var seen [numRequestedKeys]bool
 	last := -1
 	for {
-		k, err := d.nextKey(parent, requestedKeys, seen, &last)
+		k, err := d.nextKey(parent, requestedKeys[:], seen[:], &last)
 		if err != nil {
 			return nil, err
 		}
@@ -413,11 +436,11 @@ func (d *decoder) requested() (*Requested, error) {
 			break
 		}
 		switch k {
-		case 0:
+		case reqServiceName:
 			q.ServiceName, err = d.str("requested.service_name")
-		case 1:
+		case reqHost:
 			q.Host, err = d.str("requested.host")
-		case 2:
+		case reqInstance:
 			var v uint64
 			if v, err = d.uint("requested.instance"); err == nil {
 				if v < 1 || v > MaxInstance {
@@ -430,7 +453,7 @@ func (d *decoder) requested() (*Requested, error) {
 			return nil, err
 		}
 	}
-	for i, k := range requestedKeys[:2] {
+	for i, k := range requestedKeys[:reqInstance] { // instance is optional
 		if !seen[i] {
 			return nil, &DecodeError{Rule: RuleMissingField, Field: parent + "." + k, Err: errors.New("is required")}
 		}
@@ -445,10 +468,10 @@ func (d *decoder) outcome() (*Outcome, error) {
 		return nil, err
 	}
 	o := &Outcome{}
-	seen := make([]bool, len(outcomeKeys))
+	var seen [numOutcomeKeys]bool
 	last := -1
 	for {
-		k, err := d.nextKey(parent, outcomeKeys, seen, &last)
+		k, err := d.nextKey(parent, outcomeKeys[:], seen[:], &last)
 		if err != nil {
 			return nil, err
 		}
@@ -457,26 +480,26 @@ func (d *decoder) outcome() (*Outcome, error) {
 		}
 		var s string
 		switch k {
-		case 0:
+		case outClass:
 			if s, err = d.str("outcome.class"); err == nil {
 				if o.Class, err = ParseOutcomeClass(s); err != nil {
 					err = &DecodeError{Rule: RuleInvalidValue, Field: "outcome.class", Err: err}
 				}
 			}
-		case 1:
+		case outReason:
 			if s, err = d.str("outcome.reason"); err == nil {
 				if o.Reason, err = ParseReason(s); err != nil {
 					err = &DecodeError{Rule: RuleInvalidValue, Field: "outcome.reason", Err: err}
 				}
 			}
-		case 2:
+		case outDetail:
 			o.Detail, err = d.nonEmpty("outcome.detail")
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
-	if !seen[0] {
+	if !seen[outClass] {
 		return nil, &DecodeError{Rule: RuleMissingField, Field: "outcome.class", Err: errors.New("is required")}
 	}
 	return o, nil
@@ -518,10 +541,10 @@ func (d *decoder) truncation(parent string) (Truncation, error) {
 	if err := d.beginObject(parent); err != nil {
 		return t, err
 	}
-	seen := make([]bool, len(truncationKeys))
+	var seen [numTruncationKeys]bool
 	last := -1
 	for {
-		k, err := d.nextKey(parent, truncationKeys, seen, &last)
+		k, err := d.nextKey(parent, truncationKeys[:], seen[:], &last)
 		if err != nil {
 			return t, err
 		}
@@ -529,9 +552,9 @@ func (d *decoder) truncation(parent string) (Truncation, error) {
 			break
 		}
 		switch k {
-		case 0:
+		case truncFullSHA256:
 			t.FullSHA256, err = d.str(parent + ".full_sha256")
-		case 1:
+		case truncFullBytes:
 			t.FullBytes, err = d.uint(parent + ".full_bytes")
 		}
 		if err != nil {

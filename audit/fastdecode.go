@@ -226,23 +226,23 @@ func (p *canonicalParser) requested(q *Requested) bool {
 		return false
 	}
 	next := 0
-	seen := [3]bool{}
+	var seen [numRequestedKeys]bool
 	for first := true; ; first = false {
 		if p.lit("}") {
-			return seen[0] && seen[1]
+			return seen[reqServiceName] && seen[reqHost]
 		}
-		k := p.key(requestedKeys, next, first)
+		k := p.key(requestedKeys[:], next, first)
 		if k < 0 {
 			return false
 		}
 		seen[k], next = true, k+1
 		var ok bool
 		switch k {
-		case 0:
+		case reqServiceName:
 			q.ServiceName, ok = p.str()
-		case 1:
+		case reqHost:
 			q.Host, ok = p.str()
-		case 2:
+		case reqInstance:
 			var v uint64
 			v, ok = p.uint()
 			ok = ok && v >= 1 && v <= MaxInstance
@@ -264,7 +264,7 @@ func (p *canonicalParser) outcome(o *Outcome) bool {
 		if p.lit("}") {
 			return seenClass
 		}
-		k := p.key(outcomeKeys, next, first)
+		k := p.key(outcomeKeys[:], next, first)
 		if k < 0 {
 			return false
 		}
@@ -275,12 +275,12 @@ func (p *canonicalParser) outcome(o *Outcome) bool {
 		}
 		var err error
 		switch k {
-		case 0:
+		case outClass:
 			seenClass = true
 			o.Class, err = ParseOutcomeClass(s)
-		case 1:
+		case outReason:
 			o.Reason, err = ParseReason(s)
-		case 2:
+		case outDetail:
 			o.Detail, ok = s, s != ""
 		}
 		if !ok || err != nil {
