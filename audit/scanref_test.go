@@ -25,6 +25,12 @@ type refScanState struct {
 	reqs map[string]*refReqState
 }
 
+// ScanTokens is Scan with the token decoder on every line and the scan's
+// own per-request state: the scan as it would be without the single pass.
+func ScanTokens(ctx context.Context, opts ScanOptions) (*Report, error) {
+	return scan(ctx, opts, func(sc *scanner) { sc.decode = unmarshalTokens })
+}
+
 // ScanReference is Scan with the reference per-line decoding and state.
 func ScanReference(ctx context.Context, opts ScanOptions) (*Report, error) {
 	return scan(ctx, opts, func(sc *scanner) {
