@@ -21,12 +21,9 @@ func OpenWithHooks(opts Options, th TestHooks) (*Store, error) {
 
 // Size returns the store's notion of the active file's size.
 func (s *Store) Size() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for s.flushing {
-		s.idle.Wait()
-	}
-	return s.size
+	var size uint64
+	s.group.Idle(func() { size = s.size })
+	return size
 }
 
 // Encode serializes an already bounded, valid record without re-applying

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/registrar-otel/registrar-otel/internal/groupcommit"
 	"github.com/registrar-otel/registrar-otel/internal/logthrottle"
 	"github.com/registrar-otel/registrar-otel/internal/privdir"
 )
@@ -131,15 +132,10 @@ type Store struct {
 	refused        atomic.Pointer[refusal] // Refuse's cause: every append fails closed while set
 	reopens        [numReopenCauses]atomic.Uint64
 
-	mu       sync.Mutex
-	idle     *sync.Cond // broadcast when flushing turns false
-	queue    []*pending // appenders waiting for the next commit
-	spare    []*pending
-	flushing bool // a leader is committing; it owns the fields below
-	closed   bool
+	// group is the commit queue: its leader (one appender at a time) runs
+	// commit and owns the fields below, as Close does once it is closed.
+	group *groupcommit.Queue[entry]
 
-	// Owned by the committing leader (the appender that set flushing), or
-	// by Close once flushing is false.
 	f         file
 	raw       *os.File    // the *os.File under f, for identity checks
 	fileID    fs.FileInfo // identity (device, inode) of the open active file
@@ -152,21 +148,15 @@ type Store struct {
 	buf       []byte
 }
 
-// pending is one appender's line in the commit queue, or (reopen set, no
+// entry is one appender's line in the commit queue, or (reopen set, no
 // line) a request to reopen the active file, served in queue order.
-type pending struct {
+type entry struct {
 	line   []byte
 	reopen bool
-	err    error
-	done   chan verdict
 }
 
-// verdict is what a waiting appender receives: its result, or the order to
-// lead the next commit.
-type verdict struct {
-	err  error
-	lead bool
-}
+// pending is an entry queued for a commit, with its result.
+type pending = groupcommit.Op[entry]
 
 // Open opens (creating if needed) the store in opts.Dir. A directory it
 // creates is chmodded to 0700 whatever the umask; an existing one must not
@@ -234,7 +224,7 @@ func open(opts Options, h hooks) (*Store, error) {
 		h:           h,
 	}
 	s.errLog = logthrottle.New(s.log, interval, now)
-	s.idle = sync.NewCond(&s.mu)
+	s.group = groupcommit.New(0, s.commit)
 	gens, err := s.generations()
 	if err != nil {
 		dirf.Close()
@@ -439,56 +429,17 @@ func (s *Store) Append(ctx context.Context, r *Record) (err error) {
 	if n := uint64(len(line)); n > s.maxFile {
 		return &TooLargeError{LineBytes: n, MaxFileBytes: s.maxFile}
 	}
-	return s.enqueue(&pending{line: line, done: make(chan verdict, 1)})
+	return s.enqueue(entry{line: line})
 }
 
-// enqueue queues p and waits for its commit, leading it if no commit is in
-// progress.
-func (s *Store) enqueue(p *pending) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+// enqueue queues e and waits for the commit covering it, leading it if no
+// commit is in progress.
+func (s *Store) enqueue(e entry) error {
+	p := groupcommit.NewOp(e)
+	if !s.group.Do(p) {
 		return ErrClosed
 	}
-	s.queue = append(s.queue, p)
-	if s.flushing {
-		s.mu.Unlock()
-		if v := <-p.done; !v.lead {
-			return v.err
-		}
-	} else {
-		s.flushing = true
-		s.mu.Unlock()
-	}
-	return s.lead(p)
-}
-
-// lead commits everything queued (self included), hands each waiter its
-// result, and passes leadership to the first appender queued meanwhile.
-func (s *Store) lead(self *pending) error {
-	s.mu.Lock()
-	batch := s.queue
-	s.queue = s.spare[:0]
-	s.mu.Unlock()
-
-	s.commit(batch)
-
-	s.mu.Lock()
-	for _, p := range batch {
-		if p != self {
-			p.done <- verdict{err: p.err}
-		}
-	}
-	clear(batch)
-	s.spare = batch[:0]
-	if len(s.queue) > 0 {
-		s.queue[0].done <- verdict{lead: true}
-	} else {
-		s.flushing = false
-		s.idle.Broadcast()
-	}
-	s.mu.Unlock()
-	return self.err
+	return p.Err
 }
 
 // commit writes batch's lines in order, rotating as needed, and sets each
@@ -499,14 +450,14 @@ func (s *Store) lead(self *pending) error {
 func (s *Store) commit(batch []*pending) {
 	// fail sets err on every line up to the next reopen request.
 	fail := func(i int, err error) int {
-		for ; i < len(batch) && !batch[i].reopen; i++ {
-			batch[i].err = err
+		for ; i < len(batch) && !batch[i].Item.reopen; i++ {
+			batch[i].Err = err
 		}
 		return i
 	}
 	for i := 0; i < len(batch); {
-		if batch[i].reopen {
-			batch[i].err = s.reopen(ReopenSIGHUP)
+		if batch[i].Item.reopen {
+			batch[i].Err = s.reopen(ReopenSIGHUP)
 			i++
 			continue
 		}
@@ -518,30 +469,30 @@ func (s *Store) commit(batch []*pending) {
 			i = fail(i, s.broken)
 			continue
 		}
-		if s.size+uint64(len(batch[i].line)) > s.maxFile {
+		if s.size+uint64(len(batch[i].Item.line)) > s.maxFile {
 			if err := s.rotate(); err != nil {
 				i = fail(i, err)
 				continue
 			}
 		}
 		j, total := i, uint64(0)
-		for j < len(batch) && !batch[j].reopen && s.size+total+uint64(len(batch[j].line)) <= s.maxFile {
-			total += uint64(len(batch[j].line))
+		for j < len(batch) && !batch[j].Item.reopen && s.size+total+uint64(len(batch[j].Item.line)) <= s.maxFile {
+			total += uint64(len(batch[j].Item.line))
 			j++
 		}
 		var buf []byte
 		if j == i+1 {
-			buf = batch[i].line
+			buf = batch[i].Item.line
 		} else {
 			s.buf = s.buf[:0]
 			for _, p := range batch[i:j] {
-				s.buf = append(s.buf, p.line...)
+				s.buf = append(s.buf, p.Item.line...)
 			}
 			buf = s.buf
 		}
 		err := s.writeSync(buf)
 		for _, p := range batch[i:j] {
-			p.err = err
+			p.Err = err
 		}
 		i = j
 	}
@@ -738,16 +689,9 @@ func (s *Store) trim() {
 // Close waits for in-flight appends to finish and closes the store's files.
 // Later Appends return ErrClosed; a second Close returns nil.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if s.group.Close() {
 		return nil
 	}
-	s.closed = true
-	for s.flushing {
-		s.idle.Wait()
-	}
-	s.mu.Unlock()
 	s.dirMu.Lock()
 	defer s.dirMu.Unlock()
 	s.dirClosed = true
