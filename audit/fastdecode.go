@@ -23,7 +23,7 @@ import (
 // keep the verdicts one set).
 //
 // The figure that justifies writing it by hand: the peer is encoding/json,
-// whose Decoder.Token tokenizer the token decoder (decode.go) is built on,
+// whose Decoder.Token tokenizer the token decoder (tokendecode.go) is built on,
 // as the scan used it on every line before this decoder (ScanReference in
 // scanref_test.go, which also keeps every request id: the figures are of
 // the whole scan, decoder and per-request state together).

@@ -9,8 +9,6 @@ package audit
 import (
 	"cmp"
 	"context"
-	"errors"
-	"math"
 	"slices"
 )
 
@@ -44,12 +42,7 @@ func (rs *refScanState) line(name string, lineNo uint64, chunk []byte) {
 	sc.order++
 	r, err := unmarshalTokens(chunk)
 	if err != nil {
-		var de *DecodeError
-		if errors.As(err, &de) {
-			sc.malformed(name, lineNo, de.Rule, de.detail())
-		} else {
-			sc.malformed(name, lineNo, RuleInvalidJSON, err.Error())
-		}
+		sc.decodeFailed(name, lineNo, err)
 		return
 	}
 	if r.TS.Before(sc.cutoff) {
@@ -58,13 +51,7 @@ func (rs *refScanState) line(name string, lineNo uint64, chunk []byte) {
 	sc.rep.Records[r.Phase-1]++
 	switch r.Phase {
 	case PhaseLimited:
-		s := &sc.rep.Limited[r.LimitedBucket]
-		s.Records++
-		if s.Count > math.MaxUint64-r.Count {
-			s.Count = math.MaxUint64
-		} else {
-			s.Count += r.Count
-		}
+		sc.rep.Limited[r.LimitedBucket].add(r.Count)
 	case PhaseIntent:
 		st := rs.req(r.RequestID)
 		st.intents++
