@@ -1,5 +1,7 @@
 package audit
 
+import "context"
+
 // Test seams: fault injection and a small file cap, reachable only from
 // this package's tests. Production code has no skip or fault mode.
 
@@ -30,10 +32,7 @@ func (s *Store) Size() uint64 {
 // the bound (the reader's canonical form).
 func Encode(r *Record) []byte { return appendRecord(nil, r) }
 
-// SetScanEUID makes Scan judge ownership as if run by uid, until the test
-// ends.
-func SetScanEUID(t interface{ Cleanup(func()) }, uid int) {
-	old := scanEUID
-	scanEUID = func() int { return uid }
-	t.Cleanup(func() { scanEUID = old })
+// ScanAsEUID is Scan judging ownership as if run by uid.
+func ScanAsEUID(ctx context.Context, opts ScanOptions, uid int) (*Report, error) {
+	return scan(ctx, opts, func(sc *scanner) { sc.euid = func() int { return uid } })
 }

@@ -35,6 +35,9 @@ type scanner struct {
 	// decode is dec.decode; the benchmarks set it to the token decoder
 	// alone, to measure what the single pass buys the scan.
 	decode func(line []byte) (*Record, error)
+	// euid is the scanning process's effective uid (os.Geteuid), by which
+	// the directory's ownership is judged; the tests set another.
+	euid func() int
 	// byIdentity sums limited records per key (ScanOptions.ByIdentity);
 	// nil otherwise.
 	byIdentity map[identityKey]*LimitedSummary

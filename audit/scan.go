@@ -106,6 +106,7 @@ func scan(ctx context.Context, opts ScanOptions, setup func(*scanner)) (*Report,
 		waiting: make(map[string]*reqState),
 	}
 	sc.decode = sc.dec.decode
+	sc.euid = os.Geteuid
 	if opts.ByIdentity {
 		sc.byIdentity = make(map[identityKey]*LimitedSummary)
 	}
@@ -167,7 +168,7 @@ func scan(ctx context.Context, opts ScanOptions, setup func(*scanner)) (*Report,
 			Detail: fmt.Sprintf("the directory holds %d entries but no regular active file %s (%s): the records stop there; was it deleted or renamed?", len(entries), ActiveFileName, last)})
 	}
 	sc.rep.StoreAnomalies = append(sc.rep.StoreAnomalies, generationGaps(gens)...)
-	sc.rep.StoreAnomalies = append(sc.rep.StoreAnomalies, ownership(opts.Dir, fi, entries)...)
+	sc.rep.StoreAnomalies = append(sc.rep.StoreAnomalies, ownership(opts.Dir, fi, entries, sc.euid())...)
 	for _, name := range files {
 		if err := sc.file(ctx, filepath.Join(opts.Dir, name), name); err != nil {
 			return nil, err
