@@ -330,3 +330,91 @@ func TestAFailedSIGHUPReopenMakesTheStoreUnwritable(t *testing.T) {
 		t.Errorf("after a successful reopen the capacity state is %v, want ok", got)
 	}
 }
+
+// Issue 27, item 3: a chmod 0777 of the record directory while the store is
+// open let appends continue. Each append now checks the open directory
+// first and fails closed; CheckDir (the daemon's tick) reports it.
+func TestALoosenedRecordDirectoryFailsAppendsUntilPutRight(t *testing.T) {
+	s, dir := openStore(t, audit.Options{}, audit.TestHooks{})
+	appendOK(t, s, intent("r1"))
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Append(context.Background(), intent("r2"))
+	if !errors.Is(err, audit.ErrUnsafeStore) || !strings.Contains(err.Error(), "has mode 0777") {
+		t.Fatalf("append to a 0777 directory: %v, want an unsafe-store refusal naming the mode", err)
+	}
+	if err := s.CheckDir(); !errors.Is(err, audit.ErrUnsafeStore) {
+		t.Errorf("CheckDir: %v, want the unsafe-store error", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckDir(); err != nil {
+		t.Errorf("CheckDir after chmod 0700: %v", err)
+	}
+	appendOK(t, s, intent("r3"))
+	s.Close()
+	if err := s.CheckDir(); !errors.Is(err, audit.ErrClosed) {
+		t.Errorf("CheckDir after Close: %v, want ErrClosed", err)
+	}
+}
+
+// The tick's CheckDir marks the store unwritable at once, so the capacity
+// state shows a loosened directory before any append fails; the first
+// append after it is put right clears it.
+func TestCheckDirMarksTheStoreUnwritableBeforeAnyAppend(t *testing.T) {
+	s, dir := openStore(t, audit.Options{}, audit.TestHooks{})
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckDir(); !errors.Is(err, audit.ErrUnsafeStore) {
+		t.Fatalf("CheckDir: %v", err)
+	}
+	if st := s.Stats(); !st.LastAppendFailed || st.AppendFailures != 0 {
+		t.Errorf("after CheckDir alone: %+v, want unwritable with no append failure counted", st)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	appendOK(t, s, intent("r1"))
+	if s.Stats().LastAppendFailed {
+		t.Errorf("still unwritable after a successful append")
+	}
+}
+
+// BenchmarkIdentityCheck measures the identity check every write path runs
+// (lstat of the directory and of the active path, compared with the open
+// ones) beside the durable append it guards (write + fsync, check
+// included), on the same file system, so the check's share of an append is
+// their ratio. Run both in one invocation with -count for an interleaved
+// comparison.
+func BenchmarkIdentityCheck(b *testing.B) {
+	b.Run("append_fsynced", func(b *testing.B) {
+		s, err := audit.Open(audit.Options{Dir: filepath.Join(b.TempDir(), "audit")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		r := intent("bench.1")
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := s.Append(context.Background(), r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("check_only", func(b *testing.B) {
+		s, err := audit.Open(audit.Options{Dir: filepath.Join(b.TempDir(), "audit")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		b.ReportAllocs()
+		for b.Loop() {
+			if changed, err := s.IdentityCheck(); changed || err != nil {
+				b.Fatal(changed, err)
+			}
+		}
+	})
+}
