@@ -54,16 +54,10 @@ func (sc *scanner) line(name string, lineNo uint64, chunk []byte) {
 		sc.refLine(name, lineNo, chunk)
 		return
 	}
-	sc.order++
-	r, err := sc.decode(chunk)
-	if err != nil {
-		sc.decodeFailed(name, lineNo, err)
+	r := sc.counted(name, lineNo, chunk)
+	if r == nil {
 		return
 	}
-	if r.TS.Before(sc.cutoff) {
-		return
-	}
-	sc.rep.Records[r.Phase-1]++
 	switch r.Phase {
 	case PhaseLimited:
 		sc.rep.Limited[r.LimitedBucket].add(r.Count)
@@ -94,6 +88,23 @@ func (sc *scanner) line(name string, lineNo uint64, chunk []byte) {
 			sc.intents.add(id)
 		}
 	}
+}
+
+// counted decodes one line and counts it: a malformed line under its rule,
+// a record inside the window under its phase. It returns the record inside
+// the window, or nil.
+func (sc *scanner) counted(name string, lineNo uint64, chunk []byte) *Record {
+	sc.order++
+	r, err := sc.decode(chunk)
+	if err != nil {
+		sc.decodeFailed(name, lineNo, err)
+		return nil
+	}
+	if r.TS.Before(sc.cutoff) {
+		return nil
+	}
+	sc.rep.Records[r.Phase-1]++
+	return r
 }
 
 // decodeFailed counts a line the decoder rejected, under the rule it names.

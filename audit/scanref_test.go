@@ -33,22 +33,16 @@ func ScanTokens(ctx context.Context, opts ScanOptions) (*Report, error) {
 func ScanReference(ctx context.Context, opts ScanOptions) (*Report, error) {
 	return scan(ctx, opts, func(sc *scanner) {
 		st := &refScanState{sc: sc, reqs: make(map[string]*refReqState)}
-		sc.refLine, sc.refFinish = st.line, st.finish
+		sc.refLine, sc.refFinish, sc.decode = st.line, st.finish, unmarshalTokens
 	})
 }
 
 func (rs *refScanState) line(name string, lineNo uint64, chunk []byte) {
 	sc := rs.sc
-	sc.order++
-	r, err := unmarshalTokens(chunk)
-	if err != nil {
-		sc.decodeFailed(name, lineNo, err)
+	r := sc.counted(name, lineNo, chunk)
+	if r == nil {
 		return
 	}
-	if r.TS.Before(sc.cutoff) {
-		return
-	}
-	sc.rep.Records[r.Phase-1]++
 	switch r.Phase {
 	case PhaseLimited:
 		sc.rep.Limited[r.LimitedBucket].add(r.Count)
