@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/backend/embedded"
@@ -46,28 +44,10 @@ func BenchmarkMintConcurrency(b *testing.B) {
 	for _, c := range []int{1, 64} {
 		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
 			be := openBackend(b, "", embedded.Options{})
-			var next atomic.Int64
-			b.ReportAllocs()
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			for range c {
-				wg.Go(func() {
-					for {
-						n := next.Add(1)
-						if n > int64(b.N) {
-							return
-						}
-						op := baseOp()
-						op.RegistrationID = fmt.Sprintf("web-collector-%d", n)
-						if st, _, err := be.Mint(context.Background(), op); err != nil || st != registrar.MintCreated {
-							b.Errorf("Mint: got %d, %v", st, err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "mints/s")
+			embedded.ConcurrentFirstMints(b, c, baseOp(), func(op registrar.MintOp) (registrar.MintStatus, error) {
+				st, _, err := be.Mint(context.Background(), op)
+				return st, err
+			})
 		})
 	}
 }

@@ -193,6 +193,31 @@ func TestGroupedMintsAreDurableWhenAnswered(t *testing.T) {
 	}
 }
 
+// ConcurrentFirstMints runs b.N first mints of distinct ids (op with
+// RegistrationID web-collector-<n>) by callers concurrent callers of mint,
+// and reports mints/s. The mint benchmarks of the external tests use it
+// too.
+func ConcurrentFirstMints(b *testing.B, callers int, op registrar.MintOp, mint func(registrar.MintOp) (registrar.MintStatus, error)) {
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			for n := next.Add(1); n <= int64(b.N); n = next.Add(1) {
+				op := op
+				op.RegistrationID = fmt.Sprintf("web-collector-%d", n)
+				if st, err := mint(op); err != nil || st != registrar.MintCreated {
+					b.Errorf("Mint: got %d, %v", st, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "mints/s")
+}
+
 // BenchmarkGroupCommit runs the same workload, first mints of distinct ids
 // (Mint's own plan) by concurrent callers, each returning after the fsync
 // covering its writes on the test's disk, through the group commit
@@ -224,28 +249,16 @@ func BenchmarkGroupCommit(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer be.Close()
-				var next atomic.Int64
-				b.ReportAllocs()
-				b.ResetTimer()
-				var wg sync.WaitGroup
-				for range c {
-					wg.Go(func() {
-						for n := next.Add(1); n <= int64(b.N); n = next.Add(1) {
-							op := registrar.MintOp{RegistrationID: fmt.Sprintf("web-collector-%d", n), Host: "web-1",
-								Spec: registrar.Spec{Component: "collector", ServiceName: "web", Reload: "sighup"}, WrapTTL: time.Minute, Now: time.Unix(1_800_000_000, 0)}
-							var (
-								st  registrar.MintStatus
-								mat registrar.Material
-							)
-							if err := path.commit(be, be.mintPlan(op, &st, &mat)); err != nil || st != registrar.MintCreated {
-								b.Errorf("mint: got %d, %v, want MintCreated", st, err)
-								return
-							}
-						}
-					})
-				}
-				wg.Wait()
-				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "mints/s")
+				op := registrar.MintOp{Host: "web-1", Spec: registrar.Spec{Component: "collector", ServiceName: "web", Reload: "sighup"},
+					WrapTTL: time.Minute, Now: time.Unix(1_800_000_000, 0)}
+				ConcurrentFirstMints(b, c, op, func(op registrar.MintOp) (registrar.MintStatus, error) {
+					var (
+						st  registrar.MintStatus
+						mat registrar.Material
+					)
+					err := path.commit(be, be.mintPlan(op, &st, &mat))
+					return st, err
+				})
 			})
 		}
 	}
