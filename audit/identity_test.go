@@ -23,20 +23,6 @@ func openLogged(t *testing.T, clock *fixedClock) (*audit.Store, string, *logBuff
 	return s, dir, logs
 }
 
-func logLines(logs *logBuffer, subs ...string) []string {
-	var out []string
-	for _, l := range strings.Split(logs.String(), "\n") {
-		ok := l != ""
-		for _, s := range subs {
-			ok = ok && strings.Contains(l, s)
-		}
-		if ok {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
 func TestAnAppendAfterThePathStopsNamingTheActiveFileGoesToAFreshOne(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -108,7 +94,7 @@ func TestAnAppendAfterThePathStopsNamingTheActiveFileGoesToAFreshOne(t *testing.
 					t.Errorf("reopens[%s] = %d, want %d", audit.ReopenCause(c), st.Reopens[c], want)
 				}
 			}
-			if got := logLines(logs, "level=ERROR", "cause="+tc.cause.String()); len(got) != 1 {
+			if got := logs.Lines("level=ERROR", "cause="+tc.cause.String()); len(got) != 1 {
 				t.Errorf("ERROR lines for cause %s: %q\n%s", tc.cause, got, logs)
 			}
 			// Later appends stay in the new file without reopening again.
@@ -165,7 +151,7 @@ func TestAFailedReopenFailsAppendsClosedAndTheNextAppendRetries(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "elsewhere")); err == nil {
 				t.Errorf("a record was written through the symlink")
 			}
-			if got := logLines(logs, "level=ERROR", "audit append failed", "step=reopen"); len(got) != 1 || !strings.Contains(got[0], "suppressed=0") {
+			if got := logs.Lines("level=ERROR", "audit append failed", "step=reopen"); len(got) != 1 || !strings.Contains(got[0], "suppressed=0") {
 				t.Errorf("ERROR lines %q, want one (the repeats suppressed)", got)
 			}
 			tc.heal(t, dir)
@@ -200,7 +186,7 @@ func TestReopenServesSIGHUPInOrderWithAppends(t *testing.T) {
 	if got := lines(readActive(t, dir)); len(got) != 1 || !strings.Contains(got[0], `"c"`) {
 		t.Errorf("new active file %q", got)
 	}
-	if len(logLines(logs, "level=ERROR")) != 0 || len(logLines(logs, "level=INFO", "cause=sighup")) != 2 {
+	if len(logs.Lines("level=ERROR")) != 0 || len(logs.Lines("level=INFO", "cause=sighup")) != 2 {
 		t.Errorf("log:\n%s", logs)
 	}
 	s.Close()
@@ -245,7 +231,7 @@ func TestFailedAppendsAreLoggedOncePerCausePerInterval(t *testing.T) {
 	}
 	clock.Set(t0.Add(61 * time.Second))
 	s.Append(context.Background(), intent("y"))
-	got := logLines(logs, "level=ERROR", "audit append failed")
+	got := logs.Lines("level=ERROR", "audit append failed")
 	if len(got) != 3 {
 		t.Fatalf("ERROR lines %q, want 3 (intent, outcome, intent after the interval)", got)
 	}
