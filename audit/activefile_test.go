@@ -4,6 +4,7 @@ package audit_test
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,6 +29,17 @@ func TestOpenCreatesPrivateDirectoryWhateverTheUmask(t *testing.T) {
 	}
 }
 
+// looseDir is a setup of TestOpenRefusesUnsafePaths: a directory chmodded
+// to mode.
+func looseDir(mode fs.FileMode) func(t *testing.T, base string) string {
+	return func(t *testing.T, base string) string {
+		p := filepath.Join(base, "loose")
+		must(t, os.Mkdir(p, 0o700))
+		must(t, os.Chmod(p, mode))
+		return p
+	}
+}
+
 func TestOpenRefusesUnsafePaths(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -45,18 +57,8 @@ func TestOpenRefusesUnsafePaths(t *testing.T) {
 			must(t, os.WriteFile(p, nil, 0o600))
 			return p
 		}, "is not a directory"},
-		{"group-writable directory", func(t *testing.T, base string) string {
-			p := filepath.Join(base, "loose")
-			must(t, os.Mkdir(p, 0o700))
-			must(t, os.Chmod(p, 0o770))
-			return p
-		}, "has mode 0770"},
-		{"world-writable directory", func(t *testing.T, base string) string {
-			p := filepath.Join(base, "loose")
-			must(t, os.Mkdir(p, 0o700))
-			must(t, os.Chmod(p, 0o1777))
-			return p
-		}, "has mode 0777"},
+		{"group-writable directory", looseDir(0o770), "has mode 0770"},
+		{"world-writable directory", looseDir(0o1777), "has mode 0777"},
 		{"symlinked active file", func(t *testing.T, base string) string {
 			p := filepath.Join(base, "audit")
 			must(t, os.Mkdir(p, 0o700))
