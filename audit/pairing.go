@@ -60,7 +60,6 @@ func (sc *scanner) line(name string, lineNo uint64, chunk []byte) {
 	}
 	switch r.Phase {
 	case PhaseLimited:
-		sc.rep.Limited[r.LimitedBucket].add(r.Count)
 		if sc.byIdentity != nil {
 			sc.identity(r)
 		}
@@ -91,8 +90,8 @@ func (sc *scanner) line(name string, lineNo uint64, chunk []byte) {
 }
 
 // counted decodes one line and counts it: a malformed line under its rule,
-// a record inside the window under its phase. It returns the record inside
-// the window, or nil.
+// a record inside the window under its phase (and a limited record's count
+// under its bucket). It returns the record inside the window, or nil.
 func (sc *scanner) counted(name string, lineNo uint64, chunk []byte) *Record {
 	sc.order++
 	r, err := sc.decode(chunk)
@@ -104,6 +103,9 @@ func (sc *scanner) counted(name string, lineNo uint64, chunk []byte) *Record {
 		return nil
 	}
 	sc.rep.Records[r.Phase-1]++
+	if r.Phase == PhaseLimited {
+		sc.rep.Limited[r.LimitedBucket].add(r.Count)
+	}
 	return r
 }
 

@@ -44,8 +44,6 @@ func (rs *refScanState) line(name string, lineNo uint64, chunk []byte) {
 		return
 	}
 	switch r.Phase {
-	case PhaseLimited:
-		sc.rep.Limited[r.LimitedBucket].add(r.Count)
 	case PhaseIntent:
 		st := rs.req(r.RequestID)
 		st.intents++
