@@ -274,20 +274,9 @@ func (d *decoder) topValue(r *Record, k int) error {
 // requested decodes the requested object.
 func (d *decoder) requested() (*Requested, error) {
 	const parent = "requested"
-	if err := d.beginObject(parent); err != nil {
-		return nil, err
-	}
 	q := &Requested{}
 	var seen [numRequestedKeys]bool
-	last := -1
-	for {
-		k, err := d.nextKey(parent, requestedKeys[:], seen[:], &last)
-		if err != nil {
-			return nil, err
-		}
-		if k < 0 {
-			break
-		}
+	err := d.object(parent, requestedKeys[:], seen[:], func(k int) (err error) {
 		switch k {
 		case reqServiceName:
 			q.ServiceName, err = d.str("requested.service_name")
@@ -302,14 +291,13 @@ func (d *decoder) requested() (*Requested, error) {
 				q.Instance = uint32(min(v, MaxInstance))
 			}
 		}
-		if err != nil {
-			return nil, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	for i, k := range requestedKeys[:reqInstance] { // instance is optional
-		if !seen[i] {
-			return nil, &DecodeError{Rule: RuleMissingField, Field: parent + "." + k, Err: errors.New("is required")}
-		}
+	if err := required(parent, requestedKeys[:reqInstance], seen[:]); err != nil { // instance is optional
+		return nil, err
 	}
 	return q, nil
 }
@@ -317,20 +305,9 @@ func (d *decoder) requested() (*Requested, error) {
 // outcome decodes the outcome object.
 func (d *decoder) outcome() (*Outcome, error) {
 	const parent = "outcome"
-	if err := d.beginObject(parent); err != nil {
-		return nil, err
-	}
 	o := &Outcome{}
 	var seen [numOutcomeKeys]bool
-	last := -1
-	for {
-		k, err := d.nextKey(parent, outcomeKeys[:], seen[:], &last)
-		if err != nil {
-			return nil, err
-		}
-		if k < 0 {
-			break
-		}
+	err := d.object(parent, outcomeKeys[:], seen[:], func(k int) (err error) {
 		var s string
 		switch k {
 		case outClass:
@@ -348,12 +325,13 @@ func (d *decoder) outcome() (*Outcome, error) {
 		case outDetail:
 			o.Detail, err = d.nonEmpty("outcome.detail")
 		}
-		if err != nil {
-			return nil, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	if !seen[outClass] {
-		return nil, &DecodeError{Rule: RuleMissingField, Field: "outcome.class", Err: errors.New("is required")}
+	if err := required(parent, outcomeKeys[:outReason], seen[:]); err != nil { // reason and detail are optional
+		return nil, err
 	}
 	return o, nil
 }
@@ -361,26 +339,19 @@ func (d *decoder) outcome() (*Outcome, error) {
 // truncated decodes the truncated object.
 func (d *decoder) truncated() (map[string]Truncation, error) {
 	const parent = "truncated"
-	if err := d.beginObject(parent); err != nil {
-		return nil, err
-	}
 	m := make(map[string]Truncation, 1)
 	seen := make([]bool, len(truncPaths))
-	last := -1
-	for {
-		k, err := d.nextKey(parent, truncPaths[:], seen, &last)
-		if err != nil {
-			return nil, err
-		}
-		if k < 0 {
-			break
-		}
+	err := d.object(parent, truncPaths[:], seen, func(k int) error {
 		path := truncPaths[k]
 		t, err := d.truncation(parent + "." + path)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		m[path] = t
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(m) == 0 {
 		return nil, &DecodeError{Rule: RuleInvalidValue, Field: parent, Err: errors.New("is empty (written only when a field was cut)")}
@@ -391,33 +362,54 @@ func (d *decoder) truncated() (map[string]Truncation, error) {
 // truncation decodes one truncated entry.
 func (d *decoder) truncation(parent string) (Truncation, error) {
 	var t Truncation
-	if err := d.beginObject(parent); err != nil {
-		return t, err
-	}
 	var seen [numTruncationKeys]bool
-	last := -1
-	for {
-		k, err := d.nextKey(parent, truncationKeys[:], seen[:], &last)
-		if err != nil {
-			return t, err
-		}
-		if k < 0 {
-			break
-		}
+	err := d.object(parent, truncationKeys[:], seen[:], func(k int) (err error) {
 		switch k {
 		case truncFullSHA256:
 			t.FullSHA256, err = d.str(parent + ".full_sha256")
 		case truncFullBytes:
 			t.FullBytes, err = d.uint(parent + ".full_bytes")
 		}
-		if err != nil {
-			return t, err
-		}
+		return err
+	})
+	if err != nil {
+		return t, err
 	}
-	for i, k := range truncationKeys {
-		if !seen[i] {
-			return t, &DecodeError{Rule: RuleMissingField, Field: parent + "." + k, Err: errors.New("is required")}
-		}
+	if err := required(parent, truncationKeys[:], seen[:]); err != nil {
+		return t, err
 	}
 	return t, nil
+}
+
+// object reads a nested object, field parent, whose keys are names (in
+// order): the opening '{', then each member by calling member with its
+// key's index, until the closing '}'. seen records the keys read.
+func (d *decoder) object(parent string, names []string, seen []bool, member func(k int) error) error {
+	if err := d.beginObject(parent); err != nil {
+		return err
+	}
+	last := -1
+	for {
+		k, err := d.nextKey(parent, names, seen, &last)
+		if err != nil {
+			return err
+		}
+		if k < 0 {
+			return nil
+		}
+		if err := member(k); err != nil {
+			return err
+		}
+	}
+}
+
+// required reports the first of names (the object parent's required keys,
+// the first of its keys) not seen.
+func required(parent string, names []string, seen []bool) error {
+	for i, k := range names {
+		if !seen[i] {
+			return &DecodeError{Rule: RuleMissingField, Field: parent + "." + k, Err: errors.New("is required")}
+		}
+	}
+	return nil
 }
