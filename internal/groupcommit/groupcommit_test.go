@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/registrar-otel/registrar-otel/internal/groupcommit"
 )
@@ -165,31 +166,32 @@ func TestAfterCloseNothingIsQueued(t *testing.T) {
 }
 
 func TestCloseWaitsForTheCommitInProgress(t *testing.T) {
-	release := make(chan struct{})
-	entered := make(chan struct{})
-	var done sync.WaitGroup
-	committed := errors.New("committed")
-	q := groupcommit.New(0, func(batch []*groupcommit.Op[int]) {
-		close(entered)
-		<-release
-		batch[0].Err = committed
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		committed := errors.New("committed")
+		q := groupcommit.New(0, func(batch []*groupcommit.Op[int]) {
+			<-release
+			batch[0].Err = committed
+		})
+		op := groupcommit.NewOp(1)
+		done := make(chan struct{})
+		go func() { q.Do(op); close(done) }()
+		synctest.Wait() // the leader is inside its commit
+		closed := make(chan struct{})
+		go func() { q.Close(); close(closed) }()
+		synctest.Wait() // Close is waiting, or has returned
+		select {
+		case <-closed:
+			t.Fatal("Close returned while a commit was in progress")
+		default:
+		}
+		close(release)
+		<-closed
+		<-done
+		if op.Err != committed {
+			t.Fatalf("the op in progress: got %v, want its commit's answer", op.Err)
+		}
 	})
-	op := groupcommit.NewOp(1)
-	done.Go(func() { q.Do(op) })
-	<-entered
-	closed := make(chan struct{})
-	go func() { q.Close(); close(closed) }()
-	select {
-	case <-closed:
-		t.Fatal("Close returned while a commit was in progress")
-	default:
-	}
-	close(release)
-	<-closed
-	done.Wait()
-	if op.Err != committed {
-		t.Fatalf("the op in progress: got %v, want its commit's answer", op.Err)
-	}
 }
 
 func TestIdleRunsBetweenCommits(t *testing.T) {
