@@ -227,23 +227,13 @@ func (d *decoder) topValue(r *Record, k int) error {
 			return &DecodeError{Rule: RuleWrongVersion, Field: name, Err: errors.New("is not 1")}
 		}
 	case keyPhase:
-		var s string
-		if s, err = d.str(name); err == nil {
-			if r.Phase, err = ParsePhase(s); err != nil {
-				err = &DecodeError{Rule: RuleInvalidValue, Field: name, Err: err}
-			}
-		}
+		r.Phase, err = enum(d, name, ParsePhase, "")
 	case keyTS:
 		r.TS, err = d.time(name)
 	case keyRequestID:
 		r.RequestID, err = d.nonEmpty(name)
 	case keyVerb:
-		var s string
-		if s, err = d.str(name); err == nil {
-			if r.Verb, err = limiter.ParseVerb(s); err != nil {
-				err = &DecodeError{Rule: RuleInvalidValue, Field: name, Err: errors.New("is not mint or deregister")}
-			}
-		}
+		r.Verb, err = enum(d, name, limiter.ParseVerb, "is not mint or deregister")
 	case keyCallerIdentity:
 		r.CallerIdentity, err = d.str(name)
 	case keyRequested:
@@ -253,12 +243,7 @@ func (d *decoder) topValue(r *Record, k int) error {
 	case keyOutcome:
 		r.Outcome, err = d.outcome()
 	case keyLimitedBucket:
-		var s string
-		if s, err = d.str(name); err == nil {
-			if r.LimitedBucket, err = limiter.ParseBucket(s); err != nil {
-				err = &DecodeError{Rule: RuleInvalidValue, Field: name, Err: errors.New("is not predecision_refusal or admission")}
-			}
-		}
+		r.LimitedBucket, err = enum(d, name, limiter.ParseBucket, "is not predecision_refusal or admission")
 	case keyCount:
 		r.Count, err = d.uint(name)
 	case keyWindowStart:
@@ -308,20 +293,11 @@ func (d *decoder) outcome() (*Outcome, error) {
 	o := &Outcome{}
 	var seen [numOutcomeKeys]bool
 	err := d.object(parent, outcomeKeys[:], seen[:], func(k int) (err error) {
-		var s string
 		switch k {
 		case outClass:
-			if s, err = d.str("outcome.class"); err == nil {
-				if o.Class, err = ParseOutcomeClass(s); err != nil {
-					err = &DecodeError{Rule: RuleInvalidValue, Field: "outcome.class", Err: err}
-				}
-			}
+			o.Class, err = enum(d, "outcome.class", ParseOutcomeClass, "")
 		case outReason:
-			if s, err = d.str("outcome.reason"); err == nil {
-				if o.Reason, err = ParseReason(s); err != nil {
-					err = &DecodeError{Rule: RuleInvalidValue, Field: "outcome.reason", Err: err}
-				}
-			}
+			o.Reason, err = enum(d, "outcome.reason", ParseReason, "")
 		case outDetail:
 			o.Detail, err = d.nonEmpty("outcome.detail")
 		}
@@ -379,6 +355,25 @@ func (d *decoder) truncation(parent string) (Truncation, error) {
 		return t, err
 	}
 	return t, nil
+}
+
+// enum reads a string value naming one of an enum's values, as parse
+// reads it; a name parse refuses breaks RuleInvalidValue, for parse's
+// reason or, when not empty, for why.
+func enum[T any](d *decoder, field string, parse func(string) (T, error), why string) (T, error) {
+	s, err := d.str(field)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := parse(s)
+	if err != nil {
+		if why != "" {
+			err = errors.New(why)
+		}
+		return v, &DecodeError{Rule: RuleInvalidValue, Field: field, Err: err}
+	}
+	return v, nil
 }
 
 // object reads a nested object, field parent, whose keys are names (in
