@@ -376,15 +376,7 @@ func TestAMintFailingAtAnyStepIsPartialAfterTheClaimAndConvergesOnRetry(t *testi
 				if !errors.As(err, &re) || re.Op.String() != name {
 					t.Errorf("error %v, want a *RequestError of %s", err, name)
 				}
-				_, partial := errors.AsType[*registrar.PartialError](err)
-				if wantPartial := step >= 1; partial != wantPartial {
-					t.Errorf("partial = %v, want %v (a failure at or after the claim may have changed state): %v", partial, wantPartial, err)
-				}
-				// Never a policy or role without a binding.
-				s := e.state(t, id)
-				if s.binding == nil && (s.policy != "" || s.role != nil) {
-					t.Errorf("after the failure a policy or role exists without a binding: %+v", s)
-				}
+				checkFailedStep(t, e, id, step, err, " (a failure at or after the claim may have changed state)", "exists without a binding")
 				// The retry comes from a restarted daemon: a new backend
 				// that knows only what the server holds.
 				status, mat, err := e.restarted(t).Mint(ctx, op)
@@ -401,12 +393,27 @@ func TestAMintFailingAtAnyStepIsPartialAfterTheClaimAndConvergesOnRetry(t *testi
 				if status != want || mat.WrappedSecretID == "" {
 					t.Errorf("retry = %v (material %v), want %v with material", status, mat.WrappedSecretID != "", want)
 				}
-				s = e.state(t, id)
+				s := e.state(t, id)
 				if s.binding["state"] != "active" || s.policy == "" || s.roleID != mat.RoleID {
 					t.Errorf("after the retry the server holds %+v, want an active binding, the policy and the role", s)
 				}
 			})
 		}
+	}
+}
+
+// checkFailedStep checks the error of a verb whose request at step (of its
+// sequence) was made to fail: partial exactly when the step is past the
+// first, which only reads (why says more), and the server never left
+// holding a policy or role without a binding (orphan words that failure).
+func checkFailedStep(t *testing.T, e *env, id string, step int, err error, why, orphan string) {
+	t.Helper()
+	_, partial := errors.AsType[*registrar.PartialError](err)
+	if wantPartial := step >= 1; partial != wantPartial {
+		t.Errorf("partial = %v, want %v%s: %v", partial, wantPartial, why, err)
+	}
+	if s := e.state(t, id); s.binding == nil && (s.policy != "" || s.role != nil) {
+		t.Errorf("after the failure a policy or role %s: %+v", orphan, s)
 	}
 }
 
@@ -431,14 +438,7 @@ func TestADeregisterFailingAtAnyStepConvergesOnRetry(t *testing.T) {
 				if err == nil {
 					t.Fatalf("the injected failure at %s did not fail the deregister", name)
 				}
-				_, partial := errors.AsType[*registrar.PartialError](err)
-				if wantPartial := step >= 1; partial != wantPartial {
-					t.Errorf("partial = %v, want %v: %v", partial, wantPartial, err)
-				}
-				s := e.state(t, id)
-				if s.binding == nil && (s.policy != "" || s.role != nil) {
-					t.Errorf("after the failure a policy or role outlives the binding: %+v", s)
-				}
+				checkFailedStep(t, e, id, step, err, "", "outlives the binding")
 				status, err := e.restarted(t).Deregister(ctx, registrar.DeregisterOp{RegistrationID: id, Host: "h1"})
 				want := registrar.DeregisterRemoved
 				if name == "binding_delete" && act == forwardDrop {
