@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -163,25 +164,14 @@ func open(opts Options, h hooks) (*Store, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("audit: Options.Dir (registrar.audit_record_dir) is empty")
 	}
-	maxFile := opts.MaxFileBytes
-	if maxFile == 0 {
-		maxFile = DefaultMaxFileBytes
-	}
-	minFile := uint64(MinMaxFileBytes)
-	if h.minFileBytes != 0 {
-		minFile = h.minFileBytes
-	}
+	// A zero option selects its default (cmp.Or: the first non-zero).
+	maxFile := cmp.Or(opts.MaxFileBytes, DefaultMaxFileBytes)
+	minFile := cmp.Or(h.minFileBytes, MinMaxFileBytes)
 	if maxFile < minFile {
 		return nil, fmt.Errorf("audit: Options.MaxFileBytes (registrar.audit_max_file_bytes) = %d is below the minimum %d", maxFile, minFile)
 	}
-	retained := opts.MaxRetainedFiles
-	if retained == 0 {
-		retained = DefaultMaxRetainedFiles
-	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	retained := cmp.Or(opts.MaxRetainedFiles, DefaultMaxRetainedFiles)
+	logger := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	now := opts.Now
 	if now == nil {
 		now = time.Now
