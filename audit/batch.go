@@ -3,6 +3,8 @@ package audit
 import (
 	"context"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/internal/groupcommit"
 )
 
 // AppendBatch writes recs as one commit: their lines are written with one
@@ -36,13 +38,17 @@ func (s *Store) AppendBatch(ctx context.Context, recs []*Record) []error {
 			errs[i] = err
 			continue
 		}
-		ps = append(ps, &pending{line: line, done: make(chan verdict, 1)})
+		ps = append(ps, groupcommit.NewOp(entry{line: line}))
 		at = append(at, i)
 	}
 	if len(ps) > 0 {
-		s.enqueueAll(ps)
+		// Queued together, so one leader commits them all.
+		closed := !s.group.Do(ps...)
 		for j, p := range ps {
-			errs[at[j]] = p.err
+			errs[at[j]] = p.Err
+			if closed {
+				errs[at[j]] = ErrClosed
+			}
 		}
 	}
 	d := time.Since(start)
@@ -80,38 +86,4 @@ func (s *Store) batchLine(r *Record) ([]byte, error) {
 		return nil, &TooLargeError{LineBytes: n, MaxFileBytes: s.maxFile}
 	}
 	return line, nil
-}
-
-// enqueueAll queues ps together (so one leader commits them all) and
-// returns once each has its result in p.err. It leads the commit itself
-// when no leader is active, or when leadership is handed to one of ps.
-func (s *Store) enqueueAll(ps []*pending) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		for _, p := range ps {
-			p.err = ErrClosed
-		}
-		return
-	}
-	s.queue = append(s.queue, ps...)
-	lead := !s.flushing
-	s.flushing = true
-	s.mu.Unlock()
-	if lead {
-		// Our lines are all in the queue the leader takes: one commit.
-		s.lead(ps[0])
-		for _, p := range ps[1:] {
-			<-p.done // sent by lead; p.err is set
-		}
-		return
-	}
-	for _, p := range ps {
-		if v := <-p.done; v.lead {
-			// Leadership passes to the first queued appender, and ours
-			// were queued together: this leader's commit covers every one
-			// of ps not yet answered.
-			s.lead(p)
-		}
-	}
 }

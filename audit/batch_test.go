@@ -3,6 +3,7 @@
 package audit_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,11 +11,16 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/coalesce"
+	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
 	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/registrar"
 )
 
 func limitedN(n int) []*audit.Record {
@@ -208,4 +214,172 @@ func TestAppendBatchAfterTheActiveFileIsRenamedGoesToAFreshOne(t *testing.T) {
 	if got := s.Stats().Reopens[audit.ReopenFileRenamed]; got != 1 {
 		t.Fatalf("reopens for a rename: %d, want 1", got)
 	}
+}
+
+// countedFailing fails every write that carries a counted ("limited")
+// record while on is set, and passes every other write through.
+type countedFailing struct {
+	audit.File
+	on     *atomic.Bool
+	failed *atomic.Int64
+}
+
+func (f countedFailing) Write(p []byte) (int, error) {
+	if f.on.Load() && bytes.Contains(p, []byte(`"phase":"limited"`)) {
+		f.failed.Add(1)
+		return 0, errors.New("injected: counted write fails")
+	}
+	return f.File.Write(p)
+}
+
+// TestAFailedCountedWriteRefusesNoInvocation runs the verbs on one real
+// store, as the daemon does (intent and outcome records by Append, counted
+// records by the coalescer's AppendBatch), while every counted write
+// fails: each failed tick drops its counted records and is logged, and
+// no invocation is refused for it. The flood's answers stay the real
+// refusals, and well-formed mints and deregisters between the failing
+// ticks are admitted and recorded.
+func TestAFailedCountedWriteRefusesNoInvocation(t *testing.T) {
+	var on atomic.Bool
+	var failed atomic.Int64
+	store, err := audit.OpenWithHooks(audit.Options{Dir: filepath.Join(t.TempDir(), "audit")}, audit.TestHooks{
+		WrapFile: func(inner audit.File) audit.File { return countedFailing{inner, &on, &failed} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	co, err := coalesce.New(coalesce.Options{Store: store, Window: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := limiter.New(limiter.Config{
+		PredecisionRefusal: limiter.BucketConfig{Burst: 2, RefillInterval: time.Hour},
+		Admission:          limiter.BucketConfig{Burst: 100, RefillInterval: time.Hour},
+	}, co)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := registrar.New(registrar.Config{
+		Components:        map[string]config.Multiplicity{"review": config.ManyPerHost},
+		MaxWrapTTLSeconds: 1800,
+	}, registrar.Deps{Limiter: lim, Audit: store, Backend: registrartest.NewBackend(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	on.Store(true)
+	ctx := context.Background()
+	mint := func(service string, instance uint32) (registrar.MintResult, error) {
+		return v.Mint(ctx, registrar.MintRequest{
+			CallerIdentity: "unix-peer:uid=1000", ServiceName: service, Host: "h1", Instance: instance,
+			Component: "review", WrapTTLSeconds: 300,
+			Spec: registrar.Spec{Component: "review", ServiceName: service, Reload: "systemctl reload review"},
+		})
+	}
+	tick := time.Now()
+	for round := range 5 {
+		for range 20 {
+			_, err := mint("BAD", 1)
+			var ref *registrar.RefusedError
+			if !errors.As(err, &ref) {
+				t.Fatalf("round %d: flood mint answered %v, want its real refusal", round, err)
+			}
+		}
+		res, err := mint("review", uint32(10+round))
+		if err != nil || res.Outcome != registrar.FirstMint {
+			t.Fatalf("round %d, after %d failed counted writes: mint %+v, %v; want first_mint", round, failed.Load(), res, err)
+		}
+		if _, err := v.Deregister(ctx, registrar.DeregisterRequest{
+			CallerIdentity: "unix-peer:uid=1000", ServiceName: "review", Host: "h1", Instance: uint32(10 + round), Component: "review",
+		}); err != nil {
+			t.Fatalf("round %d, after %d failed counted writes: deregister %v, want removed", round, failed.Load(), err)
+		}
+		tick = tick.Add(2 * time.Second)
+		co.Tick(ctx, tick) // the counted write fails
+	}
+	if failed.Load() < 5 {
+		t.Fatalf("%d counted writes failed, want one per tick (the fault was not exercised)", failed.Load())
+	}
+}
+
+// floodWindows opens n windows in s, one per identity, at clk.
+func floodWindows(s *coalesce.Sink, n int) {
+	for i := range n {
+		s.Limited(context.Background(), limiter.Event{Identity: fmt.Sprintf("spiffe://fleet/host-%05d", i), Verb: limiter.Verb(i % 2), Bucket: limiter.Bucket(i / 2 % 2)})
+	}
+}
+
+// TestTickOf256DueWindowsCostsOneFsync counts fsyncs through the store's
+// file seam: the tick closing 256 due windows, and the shutdown flush of
+// 256 open ones, each cost one fsync (two when the batch crosses a
+// rotation), not 256.
+func TestTickOf256DueWindowsCostsOneFsync(t *testing.T) {
+	for _, close := range []string{"tick", "shutdown flush"} {
+		t.Run(close, func(t *testing.T) {
+			var f faults
+			store, dir := openStore(t, audit.Options{}, f.hooks())
+			start := time.Now()
+			s, err := coalesce.New(coalesce.Options{Store: store, Window: time.Minute, Now: func() time.Time { return start }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			floodWindows(s, 256)
+			f.reset()
+			if close == "tick" {
+				s.Tick(context.Background(), start.Add(time.Minute))
+			} else {
+				s.Flush(context.Background(), start.Add(time.Second))
+			}
+			if f.syncs > 2 || f.syncs < 1 {
+				t.Fatalf("%s of 256 windows cost %d fsyncs, want at most 2", close, f.syncs)
+			}
+			if n := len(lines(readActive(t, dir))); n != 256 {
+				t.Fatalf("%d lines, want 256", n)
+			}
+			if st := s.Stats(); st.Records[0]+st.Records[1] != 256 || st.WriteFailures != 0 {
+				t.Fatalf("stats %+v", st)
+			}
+		})
+	}
+}
+
+// BenchmarkTickOf256DueWindows measures closing 256 due windows into a
+// real store on the test's disk: the batch the tick now writes, against
+// the previous behaviour of one durable Append per window, in the same run.
+func BenchmarkTickOf256DueWindows(b *testing.B) {
+	b.Run("batch", func(b *testing.B) {
+		store, err := audit.Open(audit.Options{Dir: filepath.Join(b.TempDir(), "audit")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer store.Close()
+		start := time.Now()
+		s, err := coalesce.New(coalesce.Options{Store: store, Window: time.Minute, Now: func() time.Time { return start }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			floodWindows(s, 256)
+			b.StartTimer()
+			s.Tick(context.Background(), start.Add(time.Minute))
+		}
+	})
+	b.Run("append-each", func(b *testing.B) {
+		store, err := audit.Open(audit.Options{Dir: filepath.Join(b.TempDir(), "audit")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer store.Close()
+		recs := limitedN(256)
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, r := range recs {
+				if err := store.Append(context.Background(), r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 }

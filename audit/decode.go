@@ -1,15 +1,8 @@
 package audit
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"io"
-	"strconv"
 	"time"
-	"unicode/utf8"
-
-	"github.com/registrar-otel/registrar-otel/limiter"
 )
 
 // Top-level keys in serialization order; a key's index is its order.
@@ -36,10 +29,33 @@ var topKeys = [numKeys]string{
 	"registration_id", "outcome", "limited_bucket", "count", "window_start", "window_end", "truncated",
 }
 
+// The nested objects' keys, likewise in serialization order: each
+// decoder's seen-set and case labels are sized and named from these, not
+// counted by hand.
+const (
+	reqServiceName = iota
+	reqHost
+	reqInstance
+	numRequestedKeys
+)
+
+const (
+	outClass = iota
+	outReason
+	outDetail
+	numOutcomeKeys
+)
+
+const (
+	truncFullSHA256 = iota
+	truncFullBytes
+	numTruncationKeys
+)
+
 var (
-	requestedKeys  = []string{"service_name", "host", "instance"}
-	outcomeKeys    = []string{"class", "reason", "detail"}
-	truncationKeys = []string{"full_sha256", "full_bytes"}
+	requestedKeys  = [numRequestedKeys]string{reqServiceName: "service_name", reqHost: "host", reqInstance: "instance"}
+	outcomeKeys    = [numOutcomeKeys]string{outClass: "class", outReason: "reason", outDetail: "detail"}
+	truncationKeys = [numTruncationKeys]string{truncFullSHA256: "full_sha256", truncFullBytes: "full_bytes"}
 )
 
 // Unmarshal decodes one line strictly, as the reader does. The line may end
@@ -70,41 +86,6 @@ func Unmarshal(line []byte) (*Record, error) {
 		return &c, nil
 	}
 	return unmarshalTokens(line)
-}
-
-// unmarshalTokens is Unmarshal by encoding/json's tokenizer: every rule
-// checked in the order the reader has always checked them, and the one
-// that names a rejected line's rule.
-func unmarshalTokens(line []byte) (*Record, error) {
-	if len(line) > MaxRecordBytes {
-		return nil, &DecodeError{Rule: RuleOversizedLine}
-	}
-	body := line
-	if n := len(body); n > 0 && body[n-1] == '\n' {
-		body = body[:n-1]
-	}
-	if !utf8.Valid(body) {
-		return nil, &DecodeError{Rule: RuleInvalidUTF8}
-	}
-	d := &decoder{dec: json.NewDecoder(bytes.NewReader(body))}
-	d.dec.UseNumber()
-	r, present, err := d.record()
-	if err != nil {
-		return nil, err
-	}
-	if err := checkPresence(r, present); err != nil {
-		return nil, err
-	}
-	if err := r.validate(true); err != nil {
-		return nil, fieldDecodeError(err)
-	}
-	// The canonical check: whitespace, escapes and number spellings are
-	// fixed by the writer; a line it would not have produced is not its
-	// line.
-	if want := appendRecord(make([]byte, 0, len(body)+1), r); !bytes.Equal(want[:len(want)-1], body) {
-		return nil, &DecodeError{Rule: RuleNonCanonicalEncoding}
-	}
-	return r, nil
 }
 
 // fieldDecodeError maps a validation error to its reader rule.
@@ -156,136 +137,6 @@ func checkPresence(r *Record, present [numKeys]bool) error {
 	return nil
 }
 
-// decoder walks one line's tokens. Every value is checked as it is read;
-// the first broken rule ends the walk.
-type decoder struct {
-	dec *json.Decoder
-}
-
-// token returns the next token, mapping syntax errors to RuleInvalidJSON.
-func (d *decoder) token() (json.Token, error) {
-	tok, err := d.dec.Token()
-	if err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, &DecodeError{Rule: RuleInvalidJSON, Err: err}
-	}
-	return tok, nil
-}
-
-// typeError classifies a token that is not the expected type.
-func typeError(field string, tok json.Token) error {
-	if tok == nil {
-		return &DecodeError{Rule: RuleNullValue, Field: field}
-	}
-	return &DecodeError{Rule: RuleWrongType, Field: field}
-}
-
-// beginObject reads the '{' that opens field's value.
-func (d *decoder) beginObject(field string) error {
-	tok, err := d.token()
-	if err != nil {
-		return err
-	}
-	if delim, ok := tok.(json.Delim); !ok || delim != '{' {
-		return typeError(field, tok)
-	}
-	return nil
-}
-
-// nextKey reads the next key of an object whose keys are names (in order).
-// It returns the key's index, or -1 at the closing '}'. seen and last track
-// duplicates and order.
-func (d *decoder) nextKey(parent string, names []string, seen []bool, last *int) (int, error) {
-	tok, err := d.token()
-	if err != nil {
-		return 0, err
-	}
-	if delim, ok := tok.(json.Delim); ok && delim == '}' {
-		return -1, nil
-	}
-	key, ok := tok.(string)
-	if !ok {
-		return 0, &DecodeError{Rule: RuleInvalidJSON, Field: parent}
-	}
-	idx := -1
-	for i, n := range names {
-		if n == key {
-			idx = i
-			break
-		}
-	}
-	path := key
-	if parent != "" {
-		path = parent + "." + key
-	}
-	switch {
-	case idx < 0:
-		return 0, &DecodeError{Rule: RuleUnknownKey, Field: quoteBounded(path)}
-	case seen[idx]:
-		return 0, &DecodeError{Rule: RuleDuplicateKey, Field: path}
-	case idx < *last:
-		return 0, &DecodeError{Rule: RuleKeyOrder, Field: path}
-	}
-	seen[idx] = true
-	*last = idx
-	return idx, nil
-}
-
-// str reads a string value.
-func (d *decoder) str(field string) (string, error) {
-	tok, err := d.token()
-	if err != nil {
-		return "", err
-	}
-	s, ok := tok.(string)
-	if !ok {
-		return "", typeError(field, tok)
-	}
-	return s, nil
-}
-
-// nonEmpty reads a string value that, being optional or an identifier, is
-// never written empty.
-func (d *decoder) nonEmpty(field string) (string, error) {
-	s, err := d.str(field)
-	if err == nil && s == "" {
-		err = &DecodeError{Rule: RuleInvalidValue, Field: field, Err: errors.New("is empty (optional keys are omitted, never \"\")")}
-	}
-	return s, err
-}
-
-// uint reads a non-negative integer value.
-func (d *decoder) uint(field string) (uint64, error) {
-	tok, err := d.token()
-	if err != nil {
-		return 0, err
-	}
-	n, ok := tok.(json.Number)
-	if !ok {
-		return 0, typeError(field, tok)
-	}
-	v, perr := strconv.ParseUint(string(n), 10, 64)
-	if perr != nil {
-		return 0, &DecodeError{Rule: RuleInvalidValue, Field: field, Err: errors.New("is not an unsigned 64-bit integer")}
-	}
-	return v, nil
-}
-
-// time reads a timestamp in exactly TimeLayout.
-func (d *decoder) time(field string) (time.Time, error) {
-	s, err := d.str(field)
-	if err != nil {
-		return time.Time{}, err
-	}
-	t, err := parseTime(s)
-	if err != nil {
-		return time.Time{}, &DecodeError{Rule: RuleNonCanonicalTimestamp, Field: field, Err: err}
-	}
-	return t, nil
-}
-
 var errNonCanonicalTime = errors.New("is not spelled 2006-01-02T15:04:05.000Z (UTC, milliseconds)")
 
 // parseTime accepts exactly TimeLayout: the parse must reformat to the same
@@ -297,251 +148,6 @@ func parseTime(s string) (time.Time, error) {
 	t, err := time.Parse(TimeLayout, s)
 	if err != nil || t.Format(TimeLayout) != s {
 		return time.Time{}, errNonCanonicalTime
-	}
-	return t, nil
-}
-
-// record decodes the top-level object.
-func (d *decoder) record() (*Record, [numKeys]bool, error) {
-	var present [numKeys]bool
-	r := &Record{}
-	if err := d.beginObject(""); err != nil {
-		var de *DecodeError
-		if errors.As(err, &de) && de.Rule != RuleInvalidJSON {
-			de.Rule = RuleInvalidJSON // not an object at all
-		}
-		return nil, present, err
-	}
-	last := -1
-	for {
-		k, err := d.nextKey("", topKeys[:], present[:], &last)
-		if err != nil {
-			return nil, present, err
-		}
-		if k < 0 {
-			break
-		}
-		if err := d.topValue(r, k); err != nil {
-			return nil, present, err
-		}
-	}
-	// Exactly one value per line.
-	if tok, err := d.dec.Token(); err != io.EOF {
-		_ = tok
-		return nil, present, &DecodeError{Rule: RuleInvalidJSON, Err: errors.New("trailing data after the object")}
-	}
-	return r, present, nil
-}
-
-// topValue decodes the value of top-level key k into r.
-func (d *decoder) topValue(r *Record, k int) error {
-	name := topKeys[k]
-	var err error
-	switch k {
-	case keyRecordVersion:
-		var tok json.Token
-		if tok, err = d.token(); err != nil {
-			return err
-		}
-		n, ok := tok.(json.Number)
-		if !ok {
-			return typeError(name, tok)
-		}
-		if string(n) != "1" {
-			return &DecodeError{Rule: RuleWrongVersion, Field: name, Err: errors.New("is not 1")}
-		}
-	case keyPhase:
-		var s string
-		if s, err = d.str(name); err == nil {
-			if r.Phase, err = ParsePhase(s); err != nil {
-				err = &DecodeError{Rule: RuleInvalidValue, Field: name, Err: err}
-			}
-		}
-	case keyTS:
-		r.TS, err = d.time(name)
-	case keyRequestID:
-		r.RequestID, err = d.nonEmpty(name)
-	case keyVerb:
-		var s string
-		if s, err = d.str(name); err == nil {
-			if r.Verb, err = limiter.ParseVerb(s); err != nil {
-				err = &DecodeError{Rule: RuleInvalidValue, Field: name, Err: errors.New("is not mint or deregister")}
-			}
-		}
-	case keyCallerIdentity:
-		r.CallerIdentity, err = d.str(name)
-	case keyRequested:
-		r.Requested, err = d.requested()
-	case keyRegistrationID:
-		r.RegistrationID, err = d.nonEmpty(name)
-	case keyOutcome:
-		r.Outcome, err = d.outcome()
-	case keyLimitedBucket:
-		var s string
-		if s, err = d.str(name); err == nil {
-			if r.LimitedBucket, err = limiter.ParseBucket(s); err != nil {
-				err = &DecodeError{Rule: RuleInvalidValue, Field: name, Err: errors.New("is not predecision_refusal or admission")}
-			}
-		}
-	case keyCount:
-		r.Count, err = d.uint(name)
-	case keyWindowStart:
-		r.WindowStart, err = d.time(name)
-	case keyWindowEnd:
-		r.WindowEnd, err = d.time(name)
-	case keyTruncated:
-		r.Truncated, err = d.truncated()
-	}
-	return err
-}
-
-// requested decodes the requested object.
-func (d *decoder) requested() (*Requested, error) {
-	const parent = "requested"
-	if err := d.beginObject(parent); err != nil {
-		return nil, err
-	}
-	q := &Requested{}
-	seen := make([]bool, len(requestedKeys))
-	last := -1
-	for {
-		k, err := d.nextKey(parent, requestedKeys, seen, &last)
-		if err != nil {
-			return nil, err
-		}
-		if k < 0 {
-			break
-		}
-		switch k {
-		case 0:
-			q.ServiceName, err = d.str("requested.service_name")
-		case 1:
-			q.Host, err = d.str("requested.host")
-		case 2:
-			var v uint64
-			if v, err = d.uint("requested.instance"); err == nil {
-				if v < 1 || v > MaxInstance {
-					err = &DecodeError{Rule: RuleInvalidValue, Field: "requested.instance", Err: errors.New("is not 1 to 4294967295")}
-				}
-				q.Instance = uint32(min(v, MaxInstance))
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	for i, k := range requestedKeys[:2] {
-		if !seen[i] {
-			return nil, &DecodeError{Rule: RuleMissingField, Field: parent + "." + k, Err: errors.New("is required")}
-		}
-	}
-	return q, nil
-}
-
-// outcome decodes the outcome object.
-func (d *decoder) outcome() (*Outcome, error) {
-	const parent = "outcome"
-	if err := d.beginObject(parent); err != nil {
-		return nil, err
-	}
-	o := &Outcome{}
-	seen := make([]bool, len(outcomeKeys))
-	last := -1
-	for {
-		k, err := d.nextKey(parent, outcomeKeys, seen, &last)
-		if err != nil {
-			return nil, err
-		}
-		if k < 0 {
-			break
-		}
-		var s string
-		switch k {
-		case 0:
-			if s, err = d.str("outcome.class"); err == nil {
-				if o.Class, err = ParseOutcomeClass(s); err != nil {
-					err = &DecodeError{Rule: RuleInvalidValue, Field: "outcome.class", Err: err}
-				}
-			}
-		case 1:
-			if s, err = d.str("outcome.reason"); err == nil {
-				if o.Reason, err = ParseReason(s); err != nil {
-					err = &DecodeError{Rule: RuleInvalidValue, Field: "outcome.reason", Err: err}
-				}
-			}
-		case 2:
-			o.Detail, err = d.nonEmpty("outcome.detail")
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if !seen[0] {
-		return nil, &DecodeError{Rule: RuleMissingField, Field: "outcome.class", Err: errors.New("is required")}
-	}
-	return o, nil
-}
-
-// truncated decodes the truncated object.
-func (d *decoder) truncated() (map[string]Truncation, error) {
-	const parent = "truncated"
-	if err := d.beginObject(parent); err != nil {
-		return nil, err
-	}
-	m := make(map[string]Truncation, 1)
-	seen := make([]bool, len(truncPaths))
-	last := -1
-	for {
-		k, err := d.nextKey(parent, truncPaths[:], seen, &last)
-		if err != nil {
-			return nil, err
-		}
-		if k < 0 {
-			break
-		}
-		path := truncPaths[k]
-		t, err := d.truncation(parent + "." + path)
-		if err != nil {
-			return nil, err
-		}
-		m[path] = t
-	}
-	if len(m) == 0 {
-		return nil, &DecodeError{Rule: RuleInvalidValue, Field: parent, Err: errors.New("is empty (written only when a field was cut)")}
-	}
-	return m, nil
-}
-
-// truncation decodes one truncated entry.
-func (d *decoder) truncation(parent string) (Truncation, error) {
-	var t Truncation
-	if err := d.beginObject(parent); err != nil {
-		return t, err
-	}
-	seen := make([]bool, len(truncationKeys))
-	last := -1
-	for {
-		k, err := d.nextKey(parent, truncationKeys, seen, &last)
-		if err != nil {
-			return t, err
-		}
-		if k < 0 {
-			break
-		}
-		switch k {
-		case 0:
-			t.FullSHA256, err = d.str(parent + ".full_sha256")
-		case 1:
-			t.FullBytes, err = d.uint(parent + ".full_bytes")
-		}
-		if err != nil {
-			return t, err
-		}
-	}
-	for i, k := range truncationKeys {
-		if !seen[i] {
-			return t, &DecodeError{Rule: RuleMissingField, Field: parent + "." + k, Err: errors.New("is required")}
-		}
 	}
 	return t, nil
 }

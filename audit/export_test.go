@@ -1,5 +1,7 @@
 package audit
 
+import "context"
+
 // Test seams: fault injection and a small file cap, reachable only from
 // this package's tests. Production code has no skip or fault mode.
 
@@ -21,22 +23,27 @@ func OpenWithHooks(opts Options, th TestHooks) (*Store, error) {
 
 // Size returns the store's notion of the active file's size.
 func (s *Store) Size() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for s.flushing {
-		s.idle.Wait()
-	}
-	return s.size
+	var size uint64
+	s.group.Idle(func() { size = s.size })
+	return size
 }
 
 // Encode serializes an already bounded, valid record without re-applying
 // the bound (the reader's canonical form).
 func Encode(r *Record) []byte { return appendRecord(nil, r) }
 
-// SetScanEUID makes Scan judge ownership as if run by uid, until the test
-// ends.
-func SetScanEUID(t interface{ Cleanup(func()) }, uid int) {
-	old := scanEUID
-	scanEUID = func() int { return uid }
-	t.Cleanup(func() { scanEUID = old })
+// ScanAsEUID is Scan judging ownership as if run by uid.
+func ScanAsEUID(ctx context.Context, opts ScanOptions, uid int) (*Report, error) {
+	return scan(ctx, opts, func(sc *scanner) { sc.euid = func() int { return uid } })
+}
+
+// SetStatfs replaces the probe's statfs (free bytes of the file system
+// holding a path), for tests of the arithmetic at chosen sizes.
+func SetStatfs(p *CapacityProbe, f func(path string) (uint64, error)) { p.statfs = f }
+
+// IdentityCheck runs the write path's identity comparison alone (two lstat
+// calls), for its benchmark; no append may run meanwhile.
+func (s *Store) IdentityCheck() (changed bool, err error) {
+	_, changed, err = s.identityChanged()
+	return changed, err
 }

@@ -212,7 +212,7 @@ func (s *Store) reopenFailed(cause ReopenCause, err error) error {
 // returned; appends then retry the reopen. After Close it returns
 // ErrClosed. Safe for concurrent use.
 func (s *Store) Reopen() error {
-	err := s.enqueue(&pending{reopen: true, done: make(chan verdict, 1)})
+	err := s.enqueue(entry{reopen: true})
 	if err != nil && !errors.Is(err, ErrClosed) {
 		s.errLog.Log(context.Background(), "reopen failed sighup", slog.LevelError,
 			"audit reopen of the active file on request failed; appends are refused until a reopen succeeds",

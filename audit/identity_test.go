@@ -23,20 +23,6 @@ func openLogged(t *testing.T, clock *fixedClock) (*audit.Store, string, *logBuff
 	return s, dir, logs
 }
 
-func logLines(logs *logBuffer, subs ...string) []string {
-	var out []string
-	for _, l := range strings.Split(logs.String(), "\n") {
-		ok := l != ""
-		for _, s := range subs {
-			ok = ok && strings.Contains(l, s)
-		}
-		if ok {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
 func TestAnAppendAfterThePathStopsNamingTheActiveFileGoesToAFreshOne(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -108,7 +94,7 @@ func TestAnAppendAfterThePathStopsNamingTheActiveFileGoesToAFreshOne(t *testing.
 					t.Errorf("reopens[%s] = %d, want %d", audit.ReopenCause(c), st.Reopens[c], want)
 				}
 			}
-			if got := logLines(logs, "level=ERROR", "cause="+tc.cause.String()); len(got) != 1 {
+			if got := logs.Lines("level=ERROR", "cause="+tc.cause.String()); len(got) != 1 {
 				t.Errorf("ERROR lines for cause %s: %q\n%s", tc.cause, got, logs)
 			}
 			// Later appends stay in the new file without reopening again.
@@ -165,7 +151,7 @@ func TestAFailedReopenFailsAppendsClosedAndTheNextAppendRetries(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "elsewhere")); err == nil {
 				t.Errorf("a record was written through the symlink")
 			}
-			if got := logLines(logs, "level=ERROR", "audit append failed", "step=reopen"); len(got) != 1 || !strings.Contains(got[0], "suppressed=0") {
+			if got := logs.Lines("level=ERROR", "audit append failed", "step=reopen"); len(got) != 1 || !strings.Contains(got[0], "suppressed=0") {
 				t.Errorf("ERROR lines %q, want one (the repeats suppressed)", got)
 			}
 			tc.heal(t, dir)
@@ -200,7 +186,7 @@ func TestReopenServesSIGHUPInOrderWithAppends(t *testing.T) {
 	if got := lines(readActive(t, dir)); len(got) != 1 || !strings.Contains(got[0], `"c"`) {
 		t.Errorf("new active file %q", got)
 	}
-	if len(logLines(logs, "level=ERROR")) != 0 || len(logLines(logs, "level=INFO", "cause=sighup")) != 2 {
+	if len(logs.Lines("level=ERROR")) != 0 || len(logs.Lines("level=INFO", "cause=sighup")) != 2 {
 		t.Errorf("log:\n%s", logs)
 	}
 	s.Close()
@@ -245,7 +231,7 @@ func TestFailedAppendsAreLoggedOncePerCausePerInterval(t *testing.T) {
 	}
 	clock.Set(t0.Add(61 * time.Second))
 	s.Append(context.Background(), intent("y"))
-	got := logLines(logs, "level=ERROR", "audit append failed")
+	got := logs.Lines("level=ERROR", "audit append failed")
 	if len(got) != 3 {
 		t.Fatalf("ERROR lines %q, want 3 (intent, outcome, intent after the interval)", got)
 	}
@@ -266,4 +252,155 @@ func TestFailedAppendsAreLoggedOncePerCausePerInterval(t *testing.T) {
 	if err := s.Append(context.Background(), &audit.Record{}); err == nil || s.Stats().LastAppendFailed {
 		t.Errorf("an invalid record: %v, unwritable %v", err, s.Stats().LastAppendFailed)
 	}
+}
+
+// TestAReopenClearsABrokenStore holds that a successful reopen (SIGHUP)
+// clears the broken state a failed rollback left: the torn line stays in
+// the old file and appends go on in the fresh one.
+func TestAReopenClearsABrokenStore(t *testing.T) {
+	var f faults
+	s, dir := openStore(t, audit.Options{}, f.hooks())
+	appendOK(t, s, intent("q1"))
+	f.set(func(f *faults) { f.failWrite, f.partial, f.failTruncate = true, 20, true })
+	if err := s.Append(context.Background(), intent("q2")); !errors.Is(err, audit.ErrBroken) {
+		t.Fatalf("got %v, want ErrBroken", err)
+	}
+	f.reset()
+	must(t, os.Rename(filepath.Join(dir, audit.ActiveFileName), filepath.Join(dir, "old")))
+	must(t, s.Reopen())
+	if err := s.Append(context.Background(), intent("q3")); err != nil {
+		t.Fatalf("append after a successful reopen of a broken store: %v, want it written", err)
+	}
+	if got := lines(readActive(t, dir)); len(got) != 1 || !strings.Contains(got[0], `"q3"`) {
+		t.Errorf("the reopened active file holds %q, want q3 alone", got)
+	}
+	if s.Stats().LastAppendFailed {
+		t.Error("still marked failed after a reopen and an append succeeded")
+	}
+}
+
+// TestAFailedSIGHUPReopenMakesTheStoreUnwritable holds that a Reopen that
+// fails (the SIGHUP path, with no append after it) turns the capacity
+// state unwritable at once, and a successful one turns it back.
+func TestAFailedSIGHUPReopenMakesTheStoreUnwritable(t *testing.T) {
+	s, dir := openStore(t, audit.Options{}, audit.TestHooks{})
+	appendOK(t, s, intent("before"))
+	p, err := audit.NewCapacityProbe(s, 0)
+	must(t, err)
+	audit.SetStatfs(p, func(string) (uint64, error) { return 1 << 40, nil })
+	probe := func() audit.CapacityState {
+		t.Helper()
+		c, err := p.Probe()
+		must(t, err)
+		return c.State
+	}
+	if got := probe(); got != audit.CapacityOK {
+		t.Fatalf("before the reopen: %v, want ok", got)
+	}
+	active := filepath.Join(dir, audit.ActiveFileName)
+	must(t, os.Remove(active))
+	must(t, os.Symlink(filepath.Join(dir, "elsewhere"), active))
+	var we *audit.WriteError
+	if err := s.Reopen(); !errors.As(err, &we) || we.Op != "reopen" {
+		t.Fatalf("Reopen onto a symlink: %v, want a *WriteError at reopen", err)
+	}
+	if !s.Stats().LastAppendFailed {
+		t.Error("LastAppendFailed is false after a failed reopen")
+	}
+	if got := probe(); got != audit.CapacityUnwritable {
+		t.Errorf("after a failed reopen the capacity state is %v, want unwritable", got)
+	}
+	must(t, os.Remove(active))
+	must(t, s.Reopen())
+	if got := probe(); got != audit.CapacityOK {
+		t.Errorf("after a successful reopen the capacity state is %v, want ok", got)
+	}
+}
+
+// Issue 27, item 3: a chmod 0777 of the record directory while the store is
+// open let appends continue. Each append now checks the open directory
+// first and fails closed; CheckDir (the daemon's tick) reports it.
+func TestALoosenedRecordDirectoryFailsAppendsUntilPutRight(t *testing.T) {
+	s, dir := openStore(t, audit.Options{}, audit.TestHooks{})
+	appendOK(t, s, intent("r1"))
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Append(context.Background(), intent("r2"))
+	if !errors.Is(err, audit.ErrUnsafeStore) || !strings.Contains(err.Error(), "has mode 0777") {
+		t.Fatalf("append to a 0777 directory: %v, want an unsafe-store refusal naming the mode", err)
+	}
+	if err := s.CheckDir(); !errors.Is(err, audit.ErrUnsafeStore) {
+		t.Errorf("CheckDir: %v, want the unsafe-store error", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckDir(); err != nil {
+		t.Errorf("CheckDir after chmod 0700: %v", err)
+	}
+	appendOK(t, s, intent("r3"))
+	s.Close()
+	if err := s.CheckDir(); !errors.Is(err, audit.ErrClosed) {
+		t.Errorf("CheckDir after Close: %v, want ErrClosed", err)
+	}
+}
+
+// The tick's CheckDir marks the store unwritable at once, so the capacity
+// state shows a loosened directory before any append fails; the first
+// append after it is put right clears it.
+func TestCheckDirMarksTheStoreUnwritableBeforeAnyAppend(t *testing.T) {
+	s, dir := openStore(t, audit.Options{}, audit.TestHooks{})
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckDir(); !errors.Is(err, audit.ErrUnsafeStore) {
+		t.Fatalf("CheckDir: %v", err)
+	}
+	if st := s.Stats(); !st.LastAppendFailed || st.AppendFailures != 0 {
+		t.Errorf("after CheckDir alone: %+v, want unwritable with no append failure counted", st)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	appendOK(t, s, intent("r1"))
+	if s.Stats().LastAppendFailed {
+		t.Errorf("still unwritable after a successful append")
+	}
+}
+
+// BenchmarkIdentityCheck measures the identity check every write path runs
+// (lstat of the directory and of the active path, compared with the open
+// ones) beside the durable append it guards (write + fsync, check
+// included), on the same file system, so the check's share of an append is
+// their ratio. Run both in one invocation with -count for an interleaved
+// comparison.
+func BenchmarkIdentityCheck(b *testing.B) {
+	b.Run("append_fsynced", func(b *testing.B) {
+		s, err := audit.Open(audit.Options{Dir: filepath.Join(b.TempDir(), "audit")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		r := intent("bench.1")
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := s.Append(context.Background(), r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("check_only", func(b *testing.B) {
+		s, err := audit.Open(audit.Options{Dir: filepath.Join(b.TempDir(), "audit")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		b.ReportAllocs()
+		for b.Loop() {
+			if changed, err := s.IdentityCheck(); changed || err != nil {
+				b.Fatal(changed, err)
+			}
+		}
+	})
 }

@@ -3,7 +3,6 @@ package audit
 import (
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/registrar-otel/registrar-otel/internal/privdir"
@@ -25,29 +24,27 @@ const (
 // itself rather than of one of its entries.
 const DirFile = "."
 
-// scanEUID is the scanning process's effective uid; tests replace it.
-var scanEUID = os.Geteuid
-
 // storeOwner is the uid the store's files must belong to (root aside):
-// the scanning process's own uid, or, when the scan runs as root (which
+// the scanning process's own uid (euid), or, when the scan runs as root (which
 // can read any store and cannot tell which uid is the daemon's), the
 // directory's owner — the daemon's uid, since serve refuses at start a
 // directory owned by anyone else.
-func storeOwner(dirOwner uint32) uint32 {
-	if euid := scanEUID(); euid != 0 {
+func storeOwner(euid int, dirOwner uint32) uint32 {
+	if euid != 0 {
 		return uint32(euid)
 	}
 	return dirOwner
 }
 
 // ownership applies the owner and mode rules to the record directory (dirFi,
-// its lstat) and to every entry of it, read or skipped, and returns one
-// anomaly per broken rule, naming the path. Off unix the owner is unknown
+// its lstat) and to every entry of it, read or skipped, as judged by a
+// scan run with effective uid euid, and returns one anomaly per broken
+// rule, naming the path. Off unix the owner is unknown
 // and only the mode rule is applied.
-func ownership(dir string, dirFi fs.FileInfo, entries []fs.DirEntry) []StoreAnomaly {
+func ownership(dir string, dirFi fs.FileInfo, entries []fs.DirEntry, euid int) []StoreAnomaly {
 	var out []StoreAnomaly
 	dirOwner, known := privdir.FileOwner(dirFi)
-	owner := storeOwner(dirOwner)
+	owner := storeOwner(euid, dirOwner)
 	check := func(name, path string, fi fs.FileInfo) {
 		if uid, ok := privdir.FileOwner(fi); ok && known && uid != 0 && uid != owner {
 			out = append(out, StoreAnomaly{Kind: AnomalyWrongOwner, File: name,

@@ -3,6 +3,7 @@
 package audit_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,16 +49,25 @@ func TestScanReportsAForgedGenerationOfAnotherUID(t *testing.T) {
 	}
 
 	// Scanned by the daemon's uid itself, the same.
-	audit.SetScanEUID(t, 65534)
-	if got := kinds(scan(t, dir)); !slices.Equal(got, []string{"wrong_owner " + forged}) {
+	if got := kinds(scanAs(t, dir, 65534)); !slices.Equal(got, []string{"wrong_owner " + forged}) {
 		t.Errorf("scanned as uid 65534: %q, want the forged file", got)
 	}
 	// The daemon's uid finds a directory given to another uid, which root
 	// cannot tell from the daemon's.
 	must(t, os.Chown(dir, 4242, 4242))
-	if got := kinds(scan(t, dir)); !slices.Contains(got, "wrong_owner "+audit.DirFile) {
+	if got := kinds(scanAs(t, dir, 65534)); !slices.Contains(got, "wrong_owner "+audit.DirFile) {
 		t.Errorf("a directory of uid 4242 scanned as 65534: %q, want wrong_owner of %s", got, audit.DirFile)
 	}
+}
+
+// scanAs scans dir judging ownership as uid would.
+func scanAs(t *testing.T, dir string, uid int) *audit.Report {
+	t.Helper()
+	rep, err := audit.ScanAsEUID(context.Background(), audit.ScanOptions{Dir: dir, Now: now}, uid)
+	if err != nil {
+		t.Fatalf("Scan: %v", err)
+	}
+	return rep
 }
 
 func TestScanReportsAGroupOrWorldWritableDirectoryOrFile(t *testing.T) {

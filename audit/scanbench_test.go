@@ -48,8 +48,11 @@ func TestMain(m *testing.M) {
 
 func scanChild(dir, decoder string) int {
 	scan := audit.Scan
-	if decoder == "reference" {
+	switch decoder {
+	case "reference":
 		scan = audit.ScanReference
+	case "tokens":
+		scan = audit.ScanTokens
 	}
 	rep, err := scan(context.Background(), audit.ScanOptions{Dir: dir, Now: scanBenchNow, Window: 365 * 24 * time.Hour})
 	if err != nil {
@@ -155,9 +158,11 @@ func scanBenchStore(tb testing.TB) (dir string, lines, unpaired uint64) {
 
 // BenchmarkScanMillionLines scans a million-line store (about 255 MB) per
 // op in a child process, with the single-pass decoder and waiting-only
-// state ("single-pass") and with the decoder and state before it
-// ("reference"), and reports the child's throughput and peak RSS. Read the
-// two as a ratio within one pass; make bench interleaves passes.
+// state ("single-pass"), with the token decoder and the same state
+// ("tokens": what the single pass alone buys), and with the decoder and
+// state before both ("reference"), and reports the child's throughput and
+// peak RSS. Read them as ratios within one pass; make bench interleaves
+// passes.
 func BenchmarkScanMillionLines(b *testing.B) {
 	dir, lines, wantUnpaired := scanBenchStore(b)
 	var bytes int64
@@ -174,7 +179,7 @@ func BenchmarkScanMillionLines(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, decoder := range []string{"reference", "single-pass"} {
+	for _, decoder := range []string{"reference", "tokens", "single-pass"} {
 		b.Run("decoder="+decoder, func(b *testing.B) {
 			var maxRSS int64
 			b.SetBytes(bytes)
@@ -196,6 +201,30 @@ func BenchmarkScanMillionLines(b *testing.B) {
 			}
 			b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
 			b.ReportMetric(float64(maxRSS)/(1<<20), "maxrss-MiB")
+		})
+	}
+}
+
+// BenchmarkScanDecoder scans the benchmark store (with -short, its
+// 10,000-line version) in this process with the token decoder on every line
+// and with the single-pass decoder, the scan's state being the same: the
+// figure of fastdecode.go on the scan path. Run it with -count so the two
+// interleave, and read them as a ratio.
+func BenchmarkScanDecoder(b *testing.B) {
+	dir, lines, _ := scanBenchStore(b)
+	for _, c := range []struct {
+		name string
+		scan func(context.Context, audit.ScanOptions) (*audit.Report, error)
+	}{{"tokens", audit.ScanTokens}, {"single-pass", audit.Scan}} {
+		b.Run("decoder="+c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				rep, err := c.scan(context.Background(), audit.ScanOptions{Dir: dir, Now: scanBenchNow, Window: 365 * 24 * time.Hour})
+				if err != nil || rep.MalformedRecords != 0 {
+					b.Fatalf("scan: %v, %+v", err, rep)
+				}
+			}
+			b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
 		})
 	}
 }

@@ -9,8 +9,6 @@ package audit
 import (
 	"cmp"
 	"context"
-	"errors"
-	"math"
 	"slices"
 )
 
@@ -25,40 +23,27 @@ type refScanState struct {
 	reqs map[string]*refReqState
 }
 
+// ScanTokens is Scan with the token decoder on every line and the scan's
+// own per-request state: the scan as it would be without the single pass.
+func ScanTokens(ctx context.Context, opts ScanOptions) (*Report, error) {
+	return scan(ctx, opts, func(sc *scanner) { sc.decode = unmarshalTokens })
+}
+
 // ScanReference is Scan with the reference per-line decoding and state.
 func ScanReference(ctx context.Context, opts ScanOptions) (*Report, error) {
 	return scan(ctx, opts, func(sc *scanner) {
 		st := &refScanState{sc: sc, reqs: make(map[string]*refReqState)}
-		sc.refLine, sc.refFinish = st.line, st.finish
+		sc.refLine, sc.refFinish, sc.decode = st.line, st.finish, unmarshalTokens
 	})
 }
 
 func (rs *refScanState) line(name string, lineNo uint64, chunk []byte) {
 	sc := rs.sc
-	sc.order++
-	r, err := unmarshalTokens(chunk)
-	if err != nil {
-		var de *DecodeError
-		if errors.As(err, &de) {
-			sc.malformed(name, lineNo, de.Rule, de.detail())
-		} else {
-			sc.malformed(name, lineNo, RuleInvalidJSON, err.Error())
-		}
+	r := sc.counted(name, lineNo, chunk)
+	if r == nil {
 		return
 	}
-	if r.TS.Before(sc.cutoff) {
-		return
-	}
-	sc.rep.Records[r.Phase-1]++
 	switch r.Phase {
-	case PhaseLimited:
-		s := &sc.rep.Limited[r.LimitedBucket]
-		s.Records++
-		if s.Count > math.MaxUint64-r.Count {
-			s.Count = math.MaxUint64
-		} else {
-			s.Count += r.Count
-		}
 	case PhaseIntent:
 		st := rs.req(r.RequestID)
 		st.intents++

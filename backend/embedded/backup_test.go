@@ -41,11 +41,11 @@ func restore(t *testing.T, snapshot []byte) *embedded.Backend {
 	return openBackend(t, dir, embedded.Options{})
 }
 
-// checkSnapshot runs bbolt's consistency check (every page reachable once,
-// no page both free and in use) on a snapshot.
-func checkSnapshot(t *testing.T, snapshot []byte) {
+// openSnapshot opens a copy of snapshot read-only with bbolt, closed at
+// the end of the test.
+func openSnapshot(t *testing.T, snapshot []byte) *bolt.DB {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "check.db")
+	path := filepath.Join(t.TempDir(), "snapshot.db")
 	if err := os.WriteFile(path, snapshot, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,15 @@ func checkSnapshot(t *testing.T, snapshot []byte) {
 	if err != nil {
 		t.Fatalf("the snapshot does not open as a bbolt database: %v", err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// checkSnapshot runs bbolt's consistency check (every page reachable once,
+// no page both free and in use) on a snapshot.
+func checkSnapshot(t *testing.T, snapshot []byte) {
+	t.Helper()
+	db := openSnapshot(t, snapshot)
 	if err := db.View(func(tx *bolt.Tx) error {
 		for err := range tx.Check() {
 			return err
@@ -180,15 +188,7 @@ func (w *gateWriter) Write(p []byte) (int, error) {
 // equal.
 func dump(t *testing.T, snapshot []byte) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "dump.db")
-	if err := os.WriteFile(path, snapshot, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		t.Fatalf("the snapshot does not open as a bbolt database: %v", err)
-	}
-	defer db.Close()
+	db := openSnapshot(t, snapshot)
 	var lines []string
 	var walk func(prefix string, bk *bolt.Bucket) error
 	walk = func(prefix string, bk *bolt.Bucket) error {
@@ -200,7 +200,7 @@ func dump(t *testing.T, snapshot []byte) string {
 			return nil
 		})
 	}
-	err = db.View(func(tx *bolt.Tx) error {
+	err := db.View(func(tx *bolt.Tx) error {
 		return tx.ForEach(func(name []byte, bk *bolt.Bucket) error { return walk(string(name)+"/", bk) })
 	})
 	if err != nil {

@@ -2,6 +2,7 @@ package embedded_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 
@@ -34,4 +35,19 @@ func BenchmarkMint(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkMintConcurrency measures first mints of distinct ids committed
+// (fsynced) by 1 and by 64 concurrent callers on the test's disk: with
+// group commit the 64 share write transactions.
+func BenchmarkMintConcurrency(b *testing.B) {
+	for _, c := range []int{1, 64} {
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+			be := openBackend(b, "", embedded.Options{})
+			embedded.ConcurrentFirstMints(b, c, baseOp(), func(op registrar.MintOp) (registrar.MintStatus, error) {
+				st, _, err := be.Mint(context.Background(), op)
+				return st, err
+			})
+		})
+	}
 }

@@ -19,6 +19,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"github.com/registrar-otel/registrar-otel/internal/groupcommit"
 	"github.com/registrar-otel/registrar-otel/internal/privdir"
 	"github.com/registrar-otel/registrar-otel/registrar"
 )
@@ -56,15 +57,13 @@ type Backend struct {
 	// that Close waits for the operations in flight.
 	mu sync.RWMutex
 	db *bolt.DB // nil once closed
-	// The group commit queue (group.go): operations waiting for the next
-	// shared write transaction, and whether a leader is committing.
-	gmu      sync.Mutex
-	gqueue   []*groupOp
-	gleading bool
-	commits  atomic.Uint64 // write transactions committed, for tests
-	rand     io.Reader
-	log      *slog.Logger
-	path     string
+	// group is the commit queue (group.go) of the operations waiting for
+	// the next shared write transaction.
+	group   *groupcommit.Queue[planFunc]
+	commits atomic.Uint64 // write transactions committed, for tests
+	rand    io.Reader
+	log     *slog.Logger
+	path    string
 }
 
 // Binding is what a registration id is bound to, with its identity's
@@ -138,6 +137,7 @@ func Open(dir string, opts Options) (*Backend, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	b := &Backend{db: db, rand: r, log: logger.With("state_db", path), path: path}
+	b.group = groupcommit.New(maxGroup, b.commitGroup)
 	b.log.Info("state database opened")
 	return b, nil
 }
@@ -233,9 +233,18 @@ func (b *Backend) Mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 		status registrar.MintStatus
 		mat    registrar.Material
 	)
+	if err := b.update(b.mintPlan(op, &status, &mat)); err != nil {
+		return 0, registrar.Material{}, fmt.Errorf("embedded: mint %q: %w", op.RegistrationID, err)
+	}
+	return status, mat, nil
+}
+
+// mintPlan is Mint's operation in the shared write transaction: it sets
+// *status and *mat from the run that commits.
+func (b *Backend) mintPlan(op registrar.MintOp, status *registrar.MintStatus, mat *registrar.Material) planFunc {
 	key := []byte(op.RegistrationID)
-	err := b.update(func(bindings, identities *bolt.Bucket) ([]mutation, error) {
-		status, mat = 0, registrar.Material{}
+	return func(bindings, identities *bolt.Bucket) ([]mutation, error) {
+		*status, *mat = 0, registrar.Material{}
 		now := stamp(op.Now)
 		var muts []mutation
 		var rec bindingRecord
@@ -250,18 +259,18 @@ func (b *Backend) Mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 				return nil, err
 			}
 			muts = append(muts, m)
-			status = registrar.MintCreated
+			*status = registrar.MintCreated
 		} else {
 			var err error
 			if rec, err = decodeBinding(op.RegistrationID, raw); err != nil {
 				return nil, err
 			}
 			if rec.Host != op.Host {
-				status = registrar.MintCollision
+				*status = registrar.MintCollision
 				return nil, nil
 			}
 			if rec.Spec.spec() != op.Spec {
-				status = registrar.MintSpecConflict
+				*status = registrar.MintSpecConflict
 				return nil, nil
 			}
 			// Decode the identity being replaced: corruption is reported,
@@ -273,7 +282,7 @@ func (b *Backend) Mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 			if err != nil {
 				return nil, err
 			}
-			status = registrar.MintReissued
+			*status = registrar.MintReissued
 		}
 		secret, sum, err := newSecret(b.rand)
 		if err != nil {
@@ -284,13 +293,9 @@ func (b *Backend) Mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 		if err != nil {
 			return nil, err
 		}
-		mat = registrar.Material{RoleID: rec.RoleID, WrappedSecretID: secret, ExpiresAt: id.ExpiresAt}
+		*mat = registrar.Material{RoleID: rec.RoleID, WrappedSecretID: secret, ExpiresAt: id.ExpiresAt}
 		return append(muts, m), nil
-	})
-	if err != nil {
-		return 0, registrar.Material{}, fmt.Errorf("embedded: mint %q: %w", op.RegistrationID, err)
 	}
-	return status, mat, nil
 }
 
 // Deregister implements registrar.Backend in one write transaction, with

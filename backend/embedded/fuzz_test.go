@@ -36,57 +36,54 @@ func checkCorrupt(t *testing.T, err error, bucket, key string, raw []byte) {
 	}
 }
 
-// FuzzDecodeBinding: any bytes stored as a binding decode to a usable
-// record or a *CorruptRecordError, never a panic; a record that decodes
-// survives its own re-encoding unchanged.
-func FuzzDecodeBinding(f *testing.F) {
+// fuzzDecode fuzzes one bucket's decoder: any bytes decode to a record for
+// which holds passes, or to a *CorruptRecordError, never a panic; a record
+// that decodes survives its own re-encoding (same reports whether it did).
+func fuzzDecode[R any](f *testing.F, bucket string, decode func(key string, raw []byte) (R, error), holds func(t *testing.T, r R, raw []byte), same func(a, b R) bool) {
 	for _, s := range fuzzSeeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		r, err := decodeBinding("web1-collector", raw)
+		r, err := decode("web1-collector", raw)
 		if err != nil {
-			checkCorrupt(t, err, bucketBindings, "web1-collector", raw)
+			checkCorrupt(t, err, bucket, "web1-collector", raw)
 			return
 		}
-		if r.V != recordVersion || r.Host == "" || r.RoleID == "" {
-			t.Fatalf("decoded %+v from %q: version, host and role_id must hold", r, raw)
-		}
+		holds(t, r, raw)
 		again, err := json.Marshal(r)
 		if err != nil {
 			t.Fatalf("re-encoding %+v: %v", r, err)
 		}
-		r2, err := decodeBinding("web1-collector", again)
-		if err != nil || r2.Host != r.Host || r2.RoleID != r.RoleID || r2.Spec != r.Spec || !r2.CreatedAt.Equal(r.CreatedAt) {
+		r2, err := decode("web1-collector", again)
+		if err != nil || !same(r, r2) {
 			t.Fatalf("round trip of %+v gave %+v, %v", r, r2, err)
 		}
+	})
+}
+
+// FuzzDecodeBinding: any bytes stored as a binding decode to a usable
+// record or a *CorruptRecordError, never a panic; a record that decodes
+// survives its own re-encoding unchanged.
+func FuzzDecodeBinding(f *testing.F) {
+	fuzzDecode(f, bucketBindings, decodeBinding, func(t *testing.T, r bindingRecord, raw []byte) {
+		if r.V != recordVersion || r.Host == "" || r.RoleID == "" {
+			t.Fatalf("decoded %+v from %q: version, host and role_id must hold", r, raw)
+		}
+	}, func(r, r2 bindingRecord) bool {
+		return r2.Host == r.Host && r2.RoleID == r.RoleID && r2.Spec == r.Spec && r2.CreatedAt.Equal(r.CreatedAt)
 	})
 }
 
 // FuzzDecodeIdentity: the same for the identities bucket, whose decoder
 // also checks the secret hash's shape.
 func FuzzDecodeIdentity(f *testing.F) {
-	for _, s := range fuzzSeeds {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		r, err := decodeIdentity("web1-collector", raw)
-		if err != nil {
-			checkCorrupt(t, err, bucketIdentities, "web1-collector", raw)
-			return
-		}
+	fuzzDecode(f, bucketIdentities, decodeIdentity, func(t *testing.T, r identityRecord, raw []byte) {
 		if r.V != recordVersion || len(r.SecretSHA256) != 64 {
 			t.Fatalf("decoded %+v from %q: version and a hex SHA-256 must hold", r, raw)
 		}
 		// The verification path never panics on what decoded.
 		_ = hashSecret("x") == r.SecretSHA256 && time.Now().Before(r.ExpiresAt)
-		again, err := json.Marshal(r)
-		if err != nil {
-			t.Fatalf("re-encoding %+v: %v", r, err)
-		}
-		r2, err := decodeIdentity("web1-collector", again)
-		if err != nil || r2.RoleID != r.RoleID || r2.SecretSHA256 != r.SecretSHA256 || !r2.ExpiresAt.Equal(r.ExpiresAt) {
-			t.Fatalf("round trip of %+v gave %+v, %v", r, r2, err)
-		}
+	}, func(r, r2 identityRecord) bool {
+		return r2.RoleID == r.RoleID && r2.SecretSHA256 == r.SecretSHA256 && r2.ExpiresAt.Equal(r.ExpiresAt)
 	})
 }

@@ -3,7 +3,6 @@ package openbao_test
 import (
 	"context"
 	"errors"
-	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
 
 	"github.com/openbao/openbao/api/v2"
 	"go.opentelemetry.io/otel/metric"
@@ -372,6 +373,14 @@ var testComponents = map[string]config.Multiplicity{"review": config.ManyPerHost
 
 func newVerbs(t *testing.T, b registrar.Backend, admissionBurst uint32, tp trace.TracerProvider) *verbsHarness {
 	t.Helper()
+	return newVerbsDeps(t, admissionBurst, registrar.Deps{Backend: b, TracerProvider: tp})
+}
+
+// newVerbsDeps is newVerbs with deps (the backend and any tracer provider
+// or observer) completed by a fresh limiter, an in-memory audit log and
+// the fixed clock.
+func newVerbsDeps(t *testing.T, admissionBurst uint32, deps registrar.Deps) *verbsHarness {
+	t.Helper()
 	lim, err := limiter.New(limiter.Config{
 		PredecisionRefusal: limiter.BucketConfig{Burst: 32, RefillInterval: time.Second},
 		Admission:          limiter.BucketConfig{Burst: admissionBurst, RefillInterval: time.Second},
@@ -381,10 +390,8 @@ func newVerbs(t *testing.T, b registrar.Backend, admissionBurst uint32, tp trace
 		t.Fatal(err)
 	}
 	log := &audittest.AuditLog{}
-	v, err := registrar.New(registrar.Config{Components: testComponents, MaxWrapTTLSeconds: 1800}, registrar.Deps{
-		Limiter: lim, Audit: log, Backend: b, TracerProvider: tp,
-		Now: func() time.Time { return testNow },
-	})
+	deps.Limiter, deps.Audit, deps.Now = lim, log, func() time.Time { return testNow }
+	v, err := registrar.New(registrar.Config{Components: testComponents, MaxWrapTTLSeconds: 1800}, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

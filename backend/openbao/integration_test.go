@@ -355,58 +355,75 @@ var mintSequence = []string{"binding_read", "binding_claim", "role_write", "role
 func TestAMintFailingAtAnyStepIsPartialAfterTheClaimAndConvergesOnRetry(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
+	eachFailedStep(t, mintSequence, []string{"binding_read", "role_id_read"}, func(t *testing.T, act action, step int, name, id string) {
+		op := mintOp(id, "h1", "review")
+		e.px.failNth(step, act)
+		_, mat, err := e.b.Mint(ctx, op)
+		e.px.setHook(nil)
+		if err == nil {
+			t.Fatalf("the injected failure at %s did not fail the mint", name)
+		}
+		if mat != (registrar.Material{}) {
+			t.Errorf("a failed mint returned material %+v", mat)
+		}
+		var re *openbao.RequestError
+		if !errors.As(err, &re) || re.Op.String() != name {
+			t.Errorf("error %v, want a *RequestError of %s", err, name)
+		}
+		checkFailedStep(t, e, id, step, err, " (a failure at or after the claim may have changed state)", "exists without a binding")
+		// The retry comes from a restarted daemon: a new backend
+		// that knows only what the server holds.
+		status, mat, err := e.restarted(t).Mint(ctx, op)
+		if err != nil {
+			t.Fatalf("retry: %v", err)
+		}
+		// The retry completes an unfinished first mint; only a
+		// first mint whose last step was applied (and its answer
+		// lost) is a remint.
+		want := registrar.MintCreated
+		if name == "binding_activate" && act == forwardDrop {
+			want = registrar.MintReissued
+		}
+		if status != want || mat.WrappedSecretID == "" {
+			t.Errorf("retry = %v (material %v), want %v with material", status, mat.WrappedSecretID != "", want)
+		}
+		s := e.state(t, id)
+		if s.binding["state"] != "active" || s.policy == "" || s.roleID != mat.RoleID {
+			t.Errorf("after the retry the server holds %+v, want an active binding, the policy and the role", s)
+		}
+	})
+}
+
+// eachFailedStep runs one subtest, "<step>/<action>", per action and per
+// step of sequence, with that case's registration id. For forwardDrop a
+// step of reads (a GET) is skipped: net/http replays a GET whose reused
+// connection dropped, so the read succeeds; fail503 covers the read.
+func eachFailedStep(t *testing.T, sequence, reads []string, run func(t *testing.T, act action, step int, name, id string)) {
 	for _, act := range []action{fail503, forwardDrop} {
-		for step, name := range mintSequence {
+		for step, name := range sequence {
 			id := fmt.Sprintf("h%d-review-%03d", act, step+1)
 			t.Run(fmt.Sprintf("%s/%d", name, act), func(t *testing.T) {
-				if act == forwardDrop && (name == "binding_read" || name == "role_id_read") {
+				if act == forwardDrop && slices.Contains(reads, name) {
 					t.Skip("net/http replays a GET whose reused connection dropped, so the read succeeds; fail503 covers the read")
 				}
-				op := mintOp(id, "h1", "review")
-				e.px.failNth(step, act)
-				_, mat, err := e.b.Mint(ctx, op)
-				e.px.setHook(nil)
-				if err == nil {
-					t.Fatalf("the injected failure at %s did not fail the mint", name)
-				}
-				if mat != (registrar.Material{}) {
-					t.Errorf("a failed mint returned material %+v", mat)
-				}
-				var re *openbao.RequestError
-				if !errors.As(err, &re) || re.Op.String() != name {
-					t.Errorf("error %v, want a *RequestError of %s", err, name)
-				}
-				_, partial := errors.AsType[*registrar.PartialError](err)
-				if wantPartial := step >= 1; partial != wantPartial {
-					t.Errorf("partial = %v, want %v (a failure at or after the claim may have changed state): %v", partial, wantPartial, err)
-				}
-				// Never a policy or role without a binding.
-				s := e.state(t, id)
-				if s.binding == nil && (s.policy != "" || s.role != nil) {
-					t.Errorf("after the failure a policy or role exists without a binding: %+v", s)
-				}
-				// The retry comes from a restarted daemon: a new backend
-				// that knows only what the server holds.
-				status, mat, err := e.restarted(t).Mint(ctx, op)
-				if err != nil {
-					t.Fatalf("retry: %v", err)
-				}
-				// The retry completes an unfinished first mint; only a
-				// first mint whose last step was applied (and its answer
-				// lost) is a remint.
-				want := registrar.MintCreated
-				if name == "binding_activate" && act == forwardDrop {
-					want = registrar.MintReissued
-				}
-				if status != want || mat.WrappedSecretID == "" {
-					t.Errorf("retry = %v (material %v), want %v with material", status, mat.WrappedSecretID != "", want)
-				}
-				s = e.state(t, id)
-				if s.binding["state"] != "active" || s.policy == "" || s.roleID != mat.RoleID {
-					t.Errorf("after the retry the server holds %+v, want an active binding, the policy and the role", s)
-				}
+				run(t, act, step, name, id)
 			})
 		}
+	}
+}
+
+// checkFailedStep checks the error of a verb whose request at step (of its
+// sequence) was made to fail: partial exactly when the step is past the
+// first, which only reads (why says more), and the server never left
+// holding a policy or role without a binding (orphan words that failure).
+func checkFailedStep(t *testing.T, e *env, id string, step int, err error, why, orphan string) {
+	t.Helper()
+	_, partial := errors.AsType[*registrar.PartialError](err)
+	if wantPartial := step >= 1; partial != wantPartial {
+		t.Errorf("partial = %v, want %v%s: %v", partial, wantPartial, why, err)
+	}
+	if s := e.state(t, id); s.binding == nil && (s.policy != "" || s.role != nil) {
+		t.Errorf("after the failure a policy or role %s: %+v", orphan, s)
 	}
 }
 
@@ -415,44 +432,29 @@ var deregisterSequence = []string{"binding_read", "role_delete", "binding_delete
 func TestADeregisterFailingAtAnyStepConvergesOnRetry(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
-	for _, act := range []action{fail503, forwardDrop} {
-		for step, name := range deregisterSequence {
-			id := fmt.Sprintf("h%d-review-%03d", act, step+1)
-			t.Run(fmt.Sprintf("%s/%d", name, act), func(t *testing.T) {
-				if act == forwardDrop && name == "binding_read" {
-					t.Skip("net/http replays a GET whose reused connection dropped, so the read succeeds; fail503 covers the read")
-				}
-				if _, _, err := e.b.Mint(ctx, mintOp(id, "h1", "review")); err != nil {
-					t.Fatal(err)
-				}
-				e.px.failNth(step, act)
-				_, err := e.b.Deregister(ctx, registrar.DeregisterOp{RegistrationID: id, Host: "h1"})
-				e.px.setHook(nil)
-				if err == nil {
-					t.Fatalf("the injected failure at %s did not fail the deregister", name)
-				}
-				_, partial := errors.AsType[*registrar.PartialError](err)
-				if wantPartial := step >= 1; partial != wantPartial {
-					t.Errorf("partial = %v, want %v: %v", partial, wantPartial, err)
-				}
-				s := e.state(t, id)
-				if s.binding == nil && (s.policy != "" || s.role != nil) {
-					t.Errorf("after the failure a policy or role outlives the binding: %+v", s)
-				}
-				status, err := e.restarted(t).Deregister(ctx, registrar.DeregisterOp{RegistrationID: id, Host: "h1"})
-				want := registrar.DeregisterRemoved
-				if name == "binding_delete" && act == forwardDrop {
-					want = registrar.DeregisterAbsent // the delete was applied; its answer was lost
-				}
-				if err != nil || status != want {
-					t.Errorf("retry = %v, %v; want %v", status, err, want)
-				}
-				if s := e.state(t, id); s.binding != nil || s.policy != "" || s.role != nil {
-					t.Errorf("after the retry the server still holds %+v", s)
-				}
-			})
+	eachFailedStep(t, deregisterSequence, []string{"binding_read"}, func(t *testing.T, act action, step int, name, id string) {
+		if _, _, err := e.b.Mint(ctx, mintOp(id, "h1", "review")); err != nil {
+			t.Fatal(err)
 		}
-	}
+		e.px.failNth(step, act)
+		_, err := e.b.Deregister(ctx, registrar.DeregisterOp{RegistrationID: id, Host: "h1"})
+		e.px.setHook(nil)
+		if err == nil {
+			t.Fatalf("the injected failure at %s did not fail the deregister", name)
+		}
+		checkFailedStep(t, e, id, step, err, "", "outlives the binding")
+		status, err := e.restarted(t).Deregister(ctx, registrar.DeregisterOp{RegistrationID: id, Host: "h1"})
+		want := registrar.DeregisterRemoved
+		if name == "binding_delete" && act == forwardDrop {
+			want = registrar.DeregisterAbsent // the delete was applied; its answer was lost
+		}
+		if err != nil || status != want {
+			t.Errorf("retry = %v, %v; want %v", status, err, want)
+		}
+		if s := e.state(t, id); s.binding != nil || s.policy != "" || s.role != nil {
+			t.Errorf("after the retry the server still holds %+v", s)
+		}
+	})
 }
 
 func TestAThrottledMintMakesNoRequestToTheServer(t *testing.T) {
@@ -724,5 +726,107 @@ func TestACorruptOrSoftDeletedBindingIsNeverTakenForAbsent(t *testing.T) {
 	}
 	if re, ok := errors.AsType[*openbao.RequestError](err); !ok || re.Kind.String() != "bad_response" {
 		t.Errorf("error %v, want a bad_response *RequestError", err)
+	}
+}
+
+// AppRole decides between creating and updating a role before it locks
+// the role, and every create draws a new role id: two role writes of one
+// id in flight at once can both create it, and one caller is answered with
+// a role id the server no longer keeps (seen as "got 2 distinct role ids,
+// want 1" in the contract suite under load). The backend therefore keeps
+// one mint of an id in flight at a time. The server's window is too narrow
+// to hit on demand, so the proxy widens it: it holds the first role write
+// of each id until a second role write of that id arrives (the race) or
+// holdFor passes, and the test counts the second writes that arrived while
+// the first was held. 8 callers mint each of 16 ids at once.
+func TestConcurrentMintsOfOneIDNeverHaveTwoRoleWritesInFlight(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	const ids, callers = 16, 8
+	const holdFor = 300 * time.Millisecond
+
+	var mu sync.Mutex
+	held := map[string]chan struct{}{} // role path → open while its first write is held
+	overlaps := map[string]int{}
+	e.px.setHook(func(_ int, r *http.Request) (action, <-chan struct{}) {
+		rest, ok := strings.CutPrefix(r.URL.Path, "/v1/auth/approle/role/")
+		if !ok || strings.Contains(rest, "/") || (r.Method != http.MethodPut && r.Method != http.MethodPost) {
+			return forward, nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if ch, seen := held[rest]; seen {
+			select {
+			case <-ch:
+			default:
+				overlaps[rest]++
+				close(ch)
+			}
+			return forward, nil
+		}
+		ch := make(chan struct{})
+		held[rest] = ch
+		time.AfterFunc(holdFor, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			select {
+			case <-ch:
+			default:
+				close(ch)
+			}
+		})
+		return forwardAfter, ch
+	})
+	go func() { // the proxy announces each held request; nobody else reads them
+		for range e.px.holding {
+		}
+	}()
+
+	type answer struct {
+		status registrar.MintStatus
+		roleID string
+		err    error
+	}
+	answers := make([][]answer, ids)
+	var wg sync.WaitGroup
+	for i := range ids {
+		answers[i] = make([]answer, callers)
+		id := fmt.Sprintf("race-%02d", i)
+		for c := range callers {
+			wg.Go(func() {
+				st, mat, err := e.b.Mint(context.Background(), mintOp(id, "host-a", "review"))
+				answers[i][c] = answer{st, mat.RoleID, err}
+			})
+		}
+	}
+	wg.Wait()
+	e.px.setHook(nil)
+
+	mu.Lock()
+	for name, n := range overlaps {
+		t.Errorf("%s: %d role writes reached the server while the first was still in flight, want 0", name, n)
+	}
+	mu.Unlock()
+	for i := range ids {
+		id := fmt.Sprintf("race-%02d", i)
+		if _, ok := held[openbao.RoleName(id)]; !ok {
+			t.Errorf("%s: the proxy saw no role write (has the role path changed?)", id)
+		}
+		kept := e.state(t, id).roleID
+		first := 0
+		for c, a := range answers[i] {
+			if a.err != nil {
+				t.Errorf("%s caller %d: %v", id, c, a.err)
+				continue
+			}
+			if a.status == registrar.MintCreated {
+				first++
+			}
+			if a.roleID != kept {
+				t.Errorf("%s caller %d (%v): answered role id %q, the server keeps %q", id, c, a.status, a.roleID, kept)
+			}
+		}
+		if first != 1 {
+			t.Errorf("%s: %d first mints among %d concurrent callers, want 1", id, first, callers)
+		}
 	}
 }

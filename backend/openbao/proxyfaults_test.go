@@ -17,9 +17,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/backend/openbao"
 	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
 	"github.com/registrar-otel/registrar-otel/internal/testing/vaulttest"
-	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
-	"github.com/registrar-otel/registrar-otel/sinks/counting"
 	"github.com/registrar-otel/registrar-otel/telemetry"
 )
 
@@ -70,23 +68,9 @@ func newFaultEnv(t *testing.T, timeout time.Duration) *faultEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim, err := limiter.New(limiter.Config{
-		PredecisionRefusal: limiter.BucketConfig{Burst: 32, RefillInterval: time.Second},
-		Admission:          limiter.BucketConfig{Burst: 1024, RefillInterval: time.Second},
-		Now:                func() limiter.Instant { return 0 },
-	}, counting.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := &audittest.AuditLog{}
-	v, err := registrar.New(registrar.Config{Components: testComponents, MaxWrapTTLSeconds: 1800}, registrar.Deps{
-		Limiter: lim, Audit: log, Backend: b, Observer: vobs, Now: func() time.Time { return testNow },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newVerbsDeps(t, 1024, registrar.Deps{Backend: b, Observer: vobs})
 	e := &env{srv: srv, b: b, root: srv.Client(), logs: logs, token: srv.RootToken, timeout: timeout}
-	return &faultEnv{env: e, fp: fp, rd: rd, v: v, log: log}
+	return &faultEnv{env: e, fp: fp, rd: rd, v: h.v, log: h.log}
 }
 
 // counters returns the backend's errors by "operation/kind" and the

@@ -1,0 +1,178 @@
+package audit
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/limiter"
+)
+
+// reqState is what the scan knows about a request_id whose intent is still
+// waiting for its outcome: the only per-request state it keeps.
+type reqState struct {
+	first UnpairedIntent // the first intent seen
+	order uint64         // its position in the scan, for sorting
+}
+
+// scanner is one scan's state: the report it fills and what pairing intents
+// with outcomes needs to remember. It is not safe for concurrent use.
+type scanner struct {
+	rep     *Report
+	cutoff  time.Time
+	settled time.Time
+	// waiting holds the request_ids with an intent and, so far, no
+	// outcome. Once its outcome arrives a request_id leaves it for the
+	// compact sets below, which remember, at about two bytes per id, what
+	// the duplicate rule needs: whose intent and whose outcome were seen.
+	waiting  map[string]*reqState
+	intents  idSet  // intents seen, of request_ids no longer waiting
+	outcomes idSet  // outcomes seen
+	order    uint64 // lines seen so far, across files
+	dec      lineDecoder
+	// decode is dec.decode; the benchmarks set it to the token decoder
+	// alone, to measure what the single pass buys the scan.
+	decode func(line []byte) (*Record, error)
+	// euid is the scanning process's effective uid (os.Geteuid), by which
+	// the directory's ownership is judged; the tests set another.
+	euid func() int
+	// byIdentity sums limited records per key (ScanOptions.ByIdentity);
+	// nil otherwise.
+	byIdentity map[identityKey]*LimitedSummary
+
+	// refLine and refFinish replace line and finish (the reference scan of
+	// the benchmarks and agreement tests); nil in production.
+	refLine   func(name string, lineNo uint64, chunk []byte)
+	refFinish func()
+}
+
+// line classifies one complete line ('\n' included).
+func (sc *scanner) line(name string, lineNo uint64, chunk []byte) {
+	if sc.refLine != nil {
+		sc.refLine(name, lineNo, chunk)
+		return
+	}
+	r := sc.counted(name, lineNo, chunk)
+	if r == nil {
+		return
+	}
+	switch r.Phase {
+	case PhaseLimited:
+		if sc.byIdentity != nil {
+			sc.identity(r)
+		}
+		sc.noteLate(name, lineNo, r)
+	case PhaseIntent:
+		id := r.RequestID
+		switch {
+		case sc.waiting[id] != nil || sc.intents.has(id):
+			sc.malformed(name, lineNo, RuleDuplicateRequestID, "second intent for request_id "+id)
+		case sc.outcomes.has(id):
+			sc.intents.add(id) // its outcome came first: paired
+		default:
+			// The id is a slice of this line's own copy, never reused.
+			sc.waiting[id] = &reqState{first: UnpairedIntent{File: name, Line: lineNo, RequestID: id, TS: r.TS}, order: sc.order}
+		}
+	case PhaseOutcome:
+		id := r.RequestID
+		if sc.outcomes.has(id) {
+			sc.malformed(name, lineNo, RuleDuplicateRequestID, "second outcome for request_id "+id)
+			return
+		}
+		sc.outcomes.add(id)
+		if _, ok := sc.waiting[id]; ok {
+			delete(sc.waiting, id)
+			sc.intents.add(id)
+		}
+	}
+}
+
+// counted decodes one line and counts it: a malformed line under its rule,
+// a record inside the window under its phase (and a limited record's count
+// under its bucket). It returns the record inside the window, or nil.
+func (sc *scanner) counted(name string, lineNo uint64, chunk []byte) *Record {
+	sc.order++
+	r, err := sc.decode(chunk)
+	if err != nil {
+		sc.decodeFailed(name, lineNo, err)
+		return nil
+	}
+	if r.TS.Before(sc.cutoff) {
+		return nil
+	}
+	sc.rep.Records[r.Phase-1]++
+	if r.Phase == PhaseLimited {
+		sc.rep.Limited[r.LimitedBucket].add(r.Count)
+	}
+	return r
+}
+
+// decodeFailed counts a line the decoder rejected, under the rule it names.
+func (sc *scanner) decodeFailed(name string, lineNo uint64, err error) {
+	var de *DecodeError
+	if errors.As(err, &de) {
+		sc.malformed(name, lineNo, de.Rule, de.detail())
+	} else {
+		sc.malformed(name, lineNo, RuleInvalidJSON, err.Error())
+	}
+}
+
+// malformed counts a malformed line, listing the first MaxReportedLines.
+func (sc *scanner) malformed(name string, lineNo uint64, rule Rule, detail string) {
+	sc.rep.MalformedRecords++
+	sc.rep.MalformedByRule[rule]++
+	if len(sc.rep.Malformed) < MaxReportedLines {
+		sc.rep.Malformed = append(sc.rep.Malformed, MalformedLine{File: name, Line: lineNo, Rule: rule, Detail: detail})
+	}
+}
+
+type identityKey struct {
+	identity string
+	bucket   limiter.Bucket
+}
+
+// identity adds a limited record to its (identity, bucket) sum, or to the
+// remainder once MaxScanIdentities keys are held.
+func (sc *scanner) identity(r *Record) {
+	k := identityKey{r.CallerIdentity, r.LimitedBucket}
+	s := sc.byIdentity[k]
+	if s == nil {
+		if len(sc.byIdentity) >= MaxScanIdentities {
+			sc.rep.LimitedOtherIdentities[r.LimitedBucket].add(r.Count)
+			return
+		}
+		// The identity is a slice of the decoder's buffer: keep a copy.
+		k.identity = strings.Clone(k.identity)
+		s = &LimitedSummary{}
+		sc.byIdentity[k] = s
+	}
+	s.add(r.Count)
+}
+
+// finish counts the unpaired intents and sorts the per-identity sums.
+func (sc *scanner) finish() {
+	if sc.refFinish != nil {
+		sc.refFinish()
+		return
+	}
+	for k, s := range sc.byIdentity {
+		sc.rep.LimitedByIdentity = append(sc.rep.LimitedByIdentity, IdentityLimited{CallerIdentity: k.identity, Bucket: k.bucket, LimitedSummary: *s})
+	}
+	slices.SortFunc(sc.rep.LimitedByIdentity, func(a, b IdentityLimited) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(b.Records, a.Records),
+			cmp.Compare(a.CallerIdentity, b.CallerIdentity), cmp.Compare(a.Bucket, b.Bucket))
+	})
+	var unpaired []*reqState
+	for _, st := range sc.waiting {
+		if st.first.TS.Before(sc.settled) {
+			sc.rep.IntentWithoutOutcome++
+			unpaired = append(unpaired, st)
+		}
+	}
+	slices.SortFunc(unpaired, func(a, b *reqState) int { return cmp.Compare(a.order, b.order) })
+	for _, st := range unpaired[:min(len(unpaired), MaxReportedLines)] {
+		sc.rep.Unpaired = append(sc.rep.Unpaired, st.first)
+	}
+}

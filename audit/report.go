@@ -1,0 +1,161 @@
+package audit
+
+import (
+	"math"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/limiter"
+)
+
+// IdentityLimited is one (caller identity, bucket)'s limited records.
+type IdentityLimited struct {
+	CallerIdentity string
+	Bucket         limiter.Bucket
+	LimitedSummary
+}
+
+// Report is the result of Scan. Its counts are exact; its lists are the
+// first MaxReportedLines entries in file order.
+type Report struct {
+	// Dir, Now, Window and Grace are the scan's effective parameters.
+	Dir    string
+	Now    time.Time
+	Window time.Duration
+	Grace  time.Duration
+
+	// IntentWithoutOutcome counts request_ids with an intent in the window
+	// older than the grace and no outcome (a crash mid-mint).
+	IntentWithoutOutcome uint64
+	// Unpaired lists those intents (the first intent of each request_id).
+	Unpaired []UnpairedIntent
+
+	// MalformedRecords counts malformed lines, duplicates of a request_id
+	// included.
+	MalformedRecords uint64
+	// MalformedByRule counts them per rule.
+	MalformedByRule map[Rule]uint64
+	// Malformed lists them.
+	Malformed []MalformedLine
+
+	// Limited summarises the limited (counted) records in the window,
+	// indexed by limiter.Bucket.
+	Limited [limiter.NumBuckets]LimitedSummary
+
+	// LimitedByIdentity (with ScanOptions.ByIdentity) is Limited per
+	// (caller identity, bucket), the most limited invocations first (then
+	// the most records, then identity and bucket order). Keys past
+	// MaxScanIdentities are summed in LimitedOtherIdentities instead.
+	LimitedByIdentity      []IdentityLimited
+	LimitedOtherIdentities [limiter.NumBuckets]LimitedSummary
+
+	// Records counts the well-formed records in the window, by phase
+	// (index Phase-1: intent, outcome, limited).
+	Records [3]uint64
+
+	// Files lists the files read, oldest first; Skipped lists every other
+	// entry of the directory, not read, and why.
+	Files   []string
+	Skipped []SkippedFile
+
+	// StoreAnomalies are anomalies of the directory rather than of a line:
+	// records that stop without an active file, a gap in the generation
+	// numbers, a store file that could not be read, the directory or an
+	// entry of it owned by another uid or group- or world-writable.
+	StoreAnomalies []StoreAnomaly
+
+	// LateLimitedRecords counts the limited records written more than
+	// LateLimitedAfter after their window_end: recovered from the evidence
+	// checkpoint after an unclean stop (or written by a stalled store).
+	// They are evidence, not anomalies.
+	LateLimitedRecords uint64
+	// Gaps groups them by window_end (at most MaxReportedLines): each is an
+	// interval in which limited invocations may have gone uncounted.
+	Gaps []EvidenceGap
+}
+
+// StoreAnomalyKind names an anomaly of the record directory. Its string is
+// the stable spelling of the scan report.
+type StoreAnomalyKind string
+
+// The directory anomalies.
+const (
+	// AnomalyMissingActiveFile: the directory holds files (generations or
+	// others) but no active file: the records stop without the file the
+	// daemon appends to (deleted, renamed away, or a symlink planted).
+	AnomalyMissingActiveFile StoreAnomalyKind = "missing_active_file"
+	// AnomalyGenerationGap: two consecutive retained generations whose
+	// numbers (the six-digit sequence) are not consecutive: generations
+	// between them were removed. Retention only ever removes the oldest.
+	AnomalyGenerationGap StoreAnomalyKind = "generation_gap"
+	// AnomalyUnreadableFile: a file with a store name that could not be
+	// opened: its records were not checked.
+	AnomalyUnreadableFile StoreAnomalyKind = "unreadable_file"
+)
+
+// StoreAnomaly is one anomaly of the record directory.
+type StoreAnomaly struct {
+	Kind StoreAnomalyKind
+	// File is the file concerned (for a gap, the generation after it).
+	File string
+	// Detail says what is wrong in a sentence.
+	Detail string
+}
+
+// Reasons of Report.Skipped, besides "rotated before the window" and
+// "removed during the scan".
+const (
+	SkipUnrecognisedName = "unrecognised name (not an active file or a rotated generation)"
+	SkipSymlink          = "symlink (never followed)"
+	SkipNotRegular       = "not a regular file"
+	skipUnreadablePrefix = "unreadable: "
+)
+
+// UnpairedIntent locates an intent that has no outcome.
+type UnpairedIntent struct {
+	File      string
+	Line      uint64
+	RequestID string
+	TS        time.Time
+}
+
+// MalformedLine locates a malformed line and names the rule it broke.
+type MalformedLine struct {
+	File string
+	Line uint64 // 1-based
+	Rule Rule
+	// Detail is a short explanation; it never contains raw line bytes.
+	Detail string
+}
+
+// LimitedSummary aggregates one bucket's limited records.
+type LimitedSummary struct {
+	// Records is the number of limited records.
+	Records uint64
+	// Count is the sum of their counts (saturating at math.MaxUint64): how
+	// many invocations were limited.
+	Count uint64
+}
+
+// SkippedFile is a directory entry the scan did not read.
+type SkippedFile struct {
+	Name   string
+	Reason string
+}
+
+// Anomalies reports whether the scan found anything an operator must look
+// at: an intent without outcome, a malformed line, or an anomaly of the
+// directory (StoreAnomalies). Limited records are evidence, not anomalies;
+// skipped files are listed, not anomalies by themselves.
+func (r *Report) Anomalies() bool {
+	return r.IntentWithoutOutcome > 0 || r.MalformedRecords > 0 || len(r.StoreAnomalies) > 0
+}
+
+// add counts one limited record of count invocations, saturating.
+func (s *LimitedSummary) add(count uint64) {
+	s.Records++
+	if s.Count > math.MaxUint64-count {
+		s.Count = math.MaxUint64
+	} else {
+		s.Count += count
+	}
+}

@@ -1,0 +1,410 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/registrar-otel/registrar-otel/limiter"
+)
+
+// unmarshalTokens is Unmarshal by encoding/json's tokenizer: every rule
+// checked in the order the reader has always checked them, and the one
+// that names a rejected line's rule.
+func unmarshalTokens(line []byte) (*Record, error) {
+	if len(line) > MaxRecordBytes {
+		return nil, &DecodeError{Rule: RuleOversizedLine}
+	}
+	body := line
+	if n := len(body); n > 0 && body[n-1] == '\n' {
+		body = body[:n-1]
+	}
+	if !utf8.Valid(body) {
+		return nil, &DecodeError{Rule: RuleInvalidUTF8}
+	}
+	d := &decoder{dec: json.NewDecoder(bytes.NewReader(body))}
+	d.dec.UseNumber()
+	r, present, err := d.record()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPresence(r, present); err != nil {
+		return nil, err
+	}
+	if err := r.validate(true); err != nil {
+		return nil, fieldDecodeError(err)
+	}
+	// The canonical check: whitespace, escapes and number spellings are
+	// fixed by the writer; a line it would not have produced is not its
+	// line.
+	if want := appendRecord(make([]byte, 0, len(body)+1), r); !bytes.Equal(want[:len(want)-1], body) {
+		return nil, &DecodeError{Rule: RuleNonCanonicalEncoding}
+	}
+	return r, nil
+}
+
+// decoder walks one line's tokens. Every value is checked as it is read;
+// the first broken rule ends the walk.
+type decoder struct {
+	dec *json.Decoder
+}
+
+// token returns the next token, mapping syntax errors to RuleInvalidJSON.
+func (d *decoder) token() (json.Token, error) {
+	tok, err := d.dec.Token()
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, &DecodeError{Rule: RuleInvalidJSON, Err: err}
+	}
+	return tok, nil
+}
+
+// typeError classifies a token that is not the expected type.
+func typeError(field string, tok json.Token) error {
+	if tok == nil {
+		return &DecodeError{Rule: RuleNullValue, Field: field}
+	}
+	return &DecodeError{Rule: RuleWrongType, Field: field}
+}
+
+// beginObject reads the '{' that opens field's value.
+func (d *decoder) beginObject(field string) error {
+	tok, err := d.token()
+	if err != nil {
+		return err
+	}
+	if delim, ok := tok.(json.Delim); !ok || delim != '{' {
+		return typeError(field, tok)
+	}
+	return nil
+}
+
+// nextKey reads the next key of an object whose keys are names (in order).
+// It returns the key's index, or -1 at the closing '}'. seen and last track
+// duplicates and order.
+func (d *decoder) nextKey(parent string, names []string, seen []bool, last *int) (int, error) {
+	tok, err := d.token()
+	if err != nil {
+		return 0, err
+	}
+	if delim, ok := tok.(json.Delim); ok && delim == '}' {
+		return -1, nil
+	}
+	key, ok := tok.(string)
+	if !ok {
+		return 0, &DecodeError{Rule: RuleInvalidJSON, Field: parent}
+	}
+	idx := -1
+	for i, n := range names {
+		if n == key {
+			idx = i
+			break
+		}
+	}
+	path := key
+	if parent != "" {
+		path = parent + "." + key
+	}
+	switch {
+	case idx < 0:
+		return 0, &DecodeError{Rule: RuleUnknownKey, Field: quoteBounded(path)}
+	case seen[idx]:
+		return 0, &DecodeError{Rule: RuleDuplicateKey, Field: path}
+	case idx < *last:
+		return 0, &DecodeError{Rule: RuleKeyOrder, Field: path}
+	}
+	seen[idx] = true
+	*last = idx
+	return idx, nil
+}
+
+// str reads a string value.
+func (d *decoder) str(field string) (string, error) {
+	tok, err := d.token()
+	if err != nil {
+		return "", err
+	}
+	s, ok := tok.(string)
+	if !ok {
+		return "", typeError(field, tok)
+	}
+	return s, nil
+}
+
+// nonEmpty reads a string value that, being optional or an identifier, is
+// never written empty.
+func (d *decoder) nonEmpty(field string) (string, error) {
+	s, err := d.str(field)
+	if err == nil && s == "" {
+		err = &DecodeError{Rule: RuleInvalidValue, Field: field, Err: errors.New("is empty (optional keys are omitted, never \"\")")}
+	}
+	return s, err
+}
+
+// uint reads a non-negative integer value.
+func (d *decoder) uint(field string) (uint64, error) {
+	tok, err := d.token()
+	if err != nil {
+		return 0, err
+	}
+	n, ok := tok.(json.Number)
+	if !ok {
+		return 0, typeError(field, tok)
+	}
+	v, perr := strconv.ParseUint(string(n), 10, 64)
+	if perr != nil {
+		return 0, &DecodeError{Rule: RuleInvalidValue, Field: field, Err: errors.New("is not an unsigned 64-bit integer")}
+	}
+	return v, nil
+}
+
+// time reads a timestamp in exactly TimeLayout.
+func (d *decoder) time(field string) (time.Time, error) {
+	s, err := d.str(field)
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, err := parseTime(s)
+	if err != nil {
+		return time.Time{}, &DecodeError{Rule: RuleNonCanonicalTimestamp, Field: field, Err: err}
+	}
+	return t, nil
+}
+
+// record decodes the top-level object.
+func (d *decoder) record() (*Record, [numKeys]bool, error) {
+	var present [numKeys]bool
+	r := &Record{}
+	if err := d.beginObject(""); err != nil {
+		var de *DecodeError
+		if errors.As(err, &de) && de.Rule != RuleInvalidJSON {
+			de.Rule = RuleInvalidJSON // not an object at all
+		}
+		return nil, present, err
+	}
+	last := -1
+	for {
+		k, err := d.nextKey("", topKeys[:], present[:], &last)
+		if err != nil {
+			return nil, present, err
+		}
+		if k < 0 {
+			break
+		}
+		if err := d.topValue(r, k); err != nil {
+			return nil, present, err
+		}
+	}
+	// Exactly one value per line.
+	if tok, err := d.dec.Token(); err != io.EOF {
+		_ = tok
+		return nil, present, &DecodeError{Rule: RuleInvalidJSON, Err: errors.New("trailing data after the object")}
+	}
+	return r, present, nil
+}
+
+// topValue decodes the value of top-level key k into r.
+func (d *decoder) topValue(r *Record, k int) error {
+	name := topKeys[k]
+	var err error
+	switch k {
+	case keyRecordVersion:
+		var tok json.Token
+		if tok, err = d.token(); err != nil {
+			return err
+		}
+		n, ok := tok.(json.Number)
+		if !ok {
+			return typeError(name, tok)
+		}
+		if string(n) != "1" {
+			return &DecodeError{Rule: RuleWrongVersion, Field: name, Err: errors.New("is not 1")}
+		}
+	case keyPhase:
+		r.Phase, err = enum(d, name, ParsePhase, "")
+	case keyTS:
+		r.TS, err = d.time(name)
+	case keyRequestID:
+		r.RequestID, err = d.nonEmpty(name)
+	case keyVerb:
+		r.Verb, err = enum(d, name, limiter.ParseVerb, "is not mint or deregister")
+	case keyCallerIdentity:
+		r.CallerIdentity, err = d.str(name)
+	case keyRequested:
+		r.Requested, err = d.requested()
+	case keyRegistrationID:
+		r.RegistrationID, err = d.nonEmpty(name)
+	case keyOutcome:
+		r.Outcome, err = d.outcome()
+	case keyLimitedBucket:
+		r.LimitedBucket, err = enum(d, name, limiter.ParseBucket, "is not predecision_refusal or admission")
+	case keyCount:
+		r.Count, err = d.uint(name)
+	case keyWindowStart:
+		r.WindowStart, err = d.time(name)
+	case keyWindowEnd:
+		r.WindowEnd, err = d.time(name)
+	case keyTruncated:
+		r.Truncated, err = d.truncated()
+	}
+	return err
+}
+
+// requested decodes the requested object.
+func (d *decoder) requested() (*Requested, error) {
+	const parent = "requested"
+	q := &Requested{}
+	var seen [numRequestedKeys]bool
+	err := d.object(parent, requestedKeys[:], seen[:], func(k int) (err error) {
+		switch k {
+		case reqServiceName:
+			q.ServiceName, err = d.str("requested.service_name")
+		case reqHost:
+			q.Host, err = d.str("requested.host")
+		case reqInstance:
+			var v uint64
+			if v, err = d.uint("requested.instance"); err == nil {
+				if v < 1 || v > MaxInstance {
+					err = &DecodeError{Rule: RuleInvalidValue, Field: "requested.instance", Err: errors.New("is not 1 to 4294967295")}
+				}
+				q.Instance = uint32(min(v, MaxInstance))
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := required(parent, requestedKeys[:reqInstance], seen[:]); err != nil { // instance is optional
+		return nil, err
+	}
+	return q, nil
+}
+
+// outcome decodes the outcome object.
+func (d *decoder) outcome() (*Outcome, error) {
+	const parent = "outcome"
+	o := &Outcome{}
+	var seen [numOutcomeKeys]bool
+	err := d.object(parent, outcomeKeys[:], seen[:], func(k int) (err error) {
+		switch k {
+		case outClass:
+			o.Class, err = enum(d, "outcome.class", ParseOutcomeClass, "")
+		case outReason:
+			o.Reason, err = enum(d, "outcome.reason", ParseReason, "")
+		case outDetail:
+			o.Detail, err = d.nonEmpty("outcome.detail")
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := required(parent, outcomeKeys[:outReason], seen[:]); err != nil { // reason and detail are optional
+		return nil, err
+	}
+	return o, nil
+}
+
+// truncated decodes the truncated object.
+func (d *decoder) truncated() (map[string]Truncation, error) {
+	const parent = "truncated"
+	m := make(map[string]Truncation, 1)
+	seen := make([]bool, len(truncPaths))
+	err := d.object(parent, truncPaths[:], seen, func(k int) error {
+		path := truncPaths[k]
+		t, err := d.truncation(parent + "." + path)
+		if err != nil {
+			return err
+		}
+		m[path] = t
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(m) == 0 {
+		return nil, &DecodeError{Rule: RuleInvalidValue, Field: parent, Err: errors.New("is empty (written only when a field was cut)")}
+	}
+	return m, nil
+}
+
+// truncation decodes one truncated entry.
+func (d *decoder) truncation(parent string) (Truncation, error) {
+	var t Truncation
+	var seen [numTruncationKeys]bool
+	err := d.object(parent, truncationKeys[:], seen[:], func(k int) (err error) {
+		switch k {
+		case truncFullSHA256:
+			t.FullSHA256, err = d.str(parent + ".full_sha256")
+		case truncFullBytes:
+			t.FullBytes, err = d.uint(parent + ".full_bytes")
+		}
+		return err
+	})
+	if err != nil {
+		return t, err
+	}
+	if err := required(parent, truncationKeys[:], seen[:]); err != nil {
+		return t, err
+	}
+	return t, nil
+}
+
+// enum reads a string value naming one of an enum's values, as parse
+// reads it; a name parse refuses breaks RuleInvalidValue, for parse's
+// reason or, when not empty, for why.
+func enum[T any](d *decoder, field string, parse func(string) (T, error), why string) (T, error) {
+	s, err := d.str(field)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := parse(s)
+	if err != nil {
+		if why != "" {
+			err = errors.New(why)
+		}
+		return v, &DecodeError{Rule: RuleInvalidValue, Field: field, Err: err}
+	}
+	return v, nil
+}
+
+// object reads a nested object, field parent, whose keys are names (in
+// order): the opening '{', then each member by calling member with its
+// key's index, until the closing '}'. seen records the keys read.
+func (d *decoder) object(parent string, names []string, seen []bool, member func(k int) error) error {
+	if err := d.beginObject(parent); err != nil {
+		return err
+	}
+	last := -1
+	for {
+		k, err := d.nextKey(parent, names, seen, &last)
+		if err != nil {
+			return err
+		}
+		if k < 0 {
+			return nil
+		}
+		if err := member(k); err != nil {
+			return err
+		}
+	}
+}
+
+// required reports the first of names (the object parent's required keys,
+// the first of its keys) not seen.
+func required(parent string, names []string, seen []bool) error {
+	for i, k := range names {
+		if !seen[i] {
+			return &DecodeError{Rule: RuleMissingField, Field: parent + "." + k, Err: errors.New("is required")}
+		}
+	}
+	return nil
+}
