@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // verdictLines are every golden and malformed fixture line, and lines aimed
@@ -199,14 +200,14 @@ func TestScanAgreesWithReference(t *testing.T) {
 	for i, id := range ids {
 		a.WriteString(at(intent(id), i))
 		if i%2 == 0 {
-			a.WriteString(at(outcome(id, audit.Outcome{Class: audit.ClassFirstMint}), i))
+			a.WriteString(at(outcome(id, audit.Outcome{Class: vocab.ClassFirstMint}), i))
 		}
 	}
 	for i, id := range ids {
-		b.WriteString(at(outcome(id, audit.Outcome{Class: audit.ClassFirstMint}), i)) // pairs the odd ones, duplicates the even ones
+		b.WriteString(at(outcome(id, audit.Outcome{Class: vocab.ClassFirstMint}), i)) // pairs the odd ones, duplicates the even ones
 		b.WriteString(at(intent(id), i))                                              // a duplicate intent each
 	}
-	b.WriteString(at(outcome("CCCCCCCCCCCC.5", audit.Outcome{Class: audit.ClassFirstMint}), 1)) // outcome first
+	b.WriteString(at(outcome("CCCCCCCCCCCC.5", audit.Outcome{Class: vocab.ClassFirstMint}), 1)) // outcome first
 	b.WriteString(at(intent("CCCCCCCCCCCC.5"), 2))
 	b.WriteString(at(intent("CCCCCCCCCCCC.6"), 9)) // within the grace: not unpaired
 	old := intent("DDDDDDDDDDDD.1")
@@ -221,11 +222,11 @@ func TestScanAgreesWithReference(t *testing.T) {
 		id := fmt.Sprintf("EEEEEEEEEEEE.%d", i*7)
 		big.WriteString(at(intent(id), 0))
 		if i%3 != 0 {
-			big.WriteString(at(outcome(id, audit.Outcome{Class: audit.ClassFirstMint}), 0))
+			big.WriteString(at(outcome(id, audit.Outcome{Class: vocab.ClassFirstMint}), 0))
 		}
 		if i%500 == 0 {
 			big.WriteString(at(intent(id), 0))
-			big.WriteString(at(outcome(id, audit.Outcome{Class: audit.ClassFirstMint}), 0))
+			big.WriteString(at(outcome(id, audit.Outcome{Class: vocab.ClassFirstMint}), 0))
 		}
 	}
 	agreeScan(t, big.String())

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 func TestAppendWritesAndSyncsOneWholeLine(t *testing.T) {
@@ -48,7 +48,7 @@ func TestAppendStampsAndCanonicalisesTS(t *testing.T) {
 
 func TestAppendAppliesTheBoundWithoutMutating(t *testing.T) {
 	s, dir := openStore(t, audit.Options{}, audit.TestHooks{})
-	r := limited(limiter.PredecisionRefusal, 5)
+	r := limited(vocab.PredecisionRefusal, 5)
 	r.CallerIdentity = overLimitedCaller
 	appendOK(t, s, r)
 	if r.CallerIdentity != overLimitedCaller || r.Truncated != nil {
@@ -68,7 +68,7 @@ func TestAppendRefusesInvalidRecordsBeforeTouchingTheFile(t *testing.T) {
 	var f faults
 	var obs recordingObserver
 	s, dir := openStore(t, audit.Options{Observer: &obs}, f.hooks())
-	r := outcome("q1", audit.Outcome{Class: audit.ClassRefused}) // no reason
+	r := outcome("q1", audit.Outcome{Class: vocab.ClassRefused}) // no reason
 	err := s.Append(context.Background(), r)
 	var pe *audit.PhaseError
 	if !errors.As(err, &pe) || pe.Field != "outcome.reason" || !errors.Is(err, audit.ErrInvalidRecord) {
@@ -103,7 +103,7 @@ func TestObserverSeesEveryAppend(t *testing.T) {
 	var obs recordingObserver
 	s, _ := openStore(t, audit.Options{Observer: &obs}, audit.TestHooks{})
 	appendOK(t, s, intent("q1"))
-	appendOK(t, s, limited(limiter.Admission, 1))
+	appendOK(t, s, limited(vocab.Admission, 1))
 	want := []observed{{audit.PhaseIntent, nil}, {audit.PhaseLimited, nil}}
 	if !slices.Equal(obs.calls, want) {
 		t.Errorf("got %+v, want %+v", obs.calls, want)

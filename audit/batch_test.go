@@ -17,16 +17,16 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/coalesce"
-	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 func limitedN(n int) []*audit.Record {
 	recs := make([]*audit.Record, n)
 	for i := range recs {
-		r := limited(limiter.Bucket(i%2), uint64(1+i))
+		r := limited(vocab.Bucket(i%2), uint64(1+i))
 		r.CallerIdentity = fmt.Sprintf("spiffe://fleet/host-%04d", i)
 		recs[i] = r
 	}
@@ -261,7 +261,7 @@ func TestAFailedCountedWriteRefusesNoInvocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := registrar.New(registrar.Config{
-		Components:        map[string]config.Multiplicity{"review": config.ManyPerHost},
+		Components:        map[string]vocab.Multiplicity{"review": vocab.ManyPerHost},
 		MaxWrapTTLSeconds: 1800,
 	}, registrar.Deps{Limiter: lim, Audit: store, Backend: registrartest.NewBackend(t)})
 	if err != nil {
@@ -305,7 +305,7 @@ func TestAFailedCountedWriteRefusesNoInvocation(t *testing.T) {
 // floodWindows opens n windows in s, one per identity, at clk.
 func floodWindows(s *coalesce.Sink, n int) {
 	for i := range n {
-		s.Limited(context.Background(), limiter.Event{Identity: fmt.Sprintf("spiffe://fleet/host-%05d", i), Verb: limiter.Verb(i % 2), Bucket: limiter.Bucket(i / 2 % 2)})
+		s.Limited(context.Background(), limiter.Event{Identity: fmt.Sprintf("spiffe://fleet/host-%05d", i), Verb: vocab.Verb(i % 2), Bucket: vocab.Bucket(i / 2 % 2)})
 	}
 }
 

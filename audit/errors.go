@@ -3,7 +3,8 @@ package audit
 import (
 	"errors"
 	"fmt"
-	"strconv"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // Sentinel errors. Each typed error below matches one of these with
@@ -211,10 +212,4 @@ func (e *DecodeError) Is(target error) bool { return target == ErrMalformed }
 // quoteBounded quotes an attacker-influenced string for an error message:
 // ASCII-only, at most 40 bytes of the original, so messages stay one short
 // line whatever the input.
-func quoteBounded(s string) string {
-	const max = 40
-	if len(s) > max {
-		return strconv.QuoteToASCII(s[:max]) + "..."
-	}
-	return strconv.QuoteToASCII(s)
-}
+var quoteBounded = vocab.QuoteBounded

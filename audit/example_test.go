@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // Example writes an intent and its outcome, shows the two lines, and scans
@@ -34,7 +34,7 @@ func Example() {
 	rec := &audit.Record{
 		Phase:          audit.PhaseIntent, // TS left zero: the store stamps it
 		RequestID:      "Zm9vYmFyYmF6.1",
-		Verb:           limiter.Mint,
+		Verb:           vocab.Mint,
 		CallerIdentity: "unix-peer:uid=1000",
 		Requested:      &audit.Requested{ServiceName: "review", Host: "h1", Instance: 7},
 	}
@@ -44,7 +44,7 @@ func Example() {
 	}
 	rec.Phase = audit.PhaseOutcome
 	rec.RegistrationID = "h1-review-007"
-	rec.Outcome = &audit.Outcome{Class: audit.ClassFirstMint}
+	rec.Outcome = &audit.Outcome{Class: vocab.ClassFirstMint}
 	if err := store.Append(ctx, rec); err != nil {
 		fmt.Println(err)
 		return

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // The single-pass decoder. The store writes exactly one spelling of each
@@ -225,13 +225,13 @@ func (p *canonicalParser) topValue(r *Record, q *Requested, o *Outcome, k int) b
 	case keyRequestID:
 		r.RequestID, ok = s, s != ""
 	case keyVerb:
-		r.Verb, err = limiter.ParseVerb(s)
+		r.Verb, err = vocab.ParseVerb(s)
 	case keyCallerIdentity:
 		r.CallerIdentity = s
 	case keyRegistrationID:
 		r.RegistrationID, ok = s, s != ""
 	case keyLimitedBucket:
-		r.LimitedBucket, err = limiter.ParseBucket(s)
+		r.LimitedBucket, err = vocab.ParseBucket(s)
 	case keyWindowStart:
 		r.WindowStart, err = parseTime(s)
 	case keyWindowEnd:
@@ -296,9 +296,9 @@ func (p *canonicalParser) outcome(o *Outcome) bool {
 		switch k {
 		case outClass:
 			seenClass = true
-			o.Class, err = ParseOutcomeClass(s)
+			o.Class, err = vocab.ParseOutcomeClass(s)
 		case outReason:
-			o.Reason, err = ParseReason(s)
+			o.Reason, err = vocab.ParseReason(s)
 		case outDetail:
 			o.Detail, ok = s, s != ""
 		}

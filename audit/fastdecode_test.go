@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // decodeBenchLines returns lines as the store writes them under a
@@ -27,11 +27,11 @@ func decodeBenchLines(tb testing.TB) [][]byte {
 		id := fmt.Sprintf("Zm9vYmFyYmF6.%d", 3*i+1)
 		caller := fmt.Sprintf("unix-peer:uid=%d", 1000+i%64)
 		req := &Requested{ServiceName: "review", Host: fmt.Sprintf("host-%d", i%97), Instance: uint32(1 + i%999)}
-		add(&Record{Phase: PhaseIntent, TS: ts, RequestID: id, Verb: limiter.Mint, CallerIdentity: caller, Requested: req})
-		add(&Record{Phase: PhaseOutcome, TS: ts.Add(3 * time.Millisecond), RequestID: id, Verb: limiter.Mint, CallerIdentity: caller,
-			Requested: req, RegistrationID: fmt.Sprintf("%s-review-%03d", req.Host, req.Instance), Outcome: &Outcome{Class: ClassIdempotentRemint}})
+		add(&Record{Phase: PhaseIntent, TS: ts, RequestID: id, Verb: vocab.Mint, CallerIdentity: caller, Requested: req})
+		add(&Record{Phase: PhaseOutcome, TS: ts.Add(3 * time.Millisecond), RequestID: id, Verb: vocab.Mint, CallerIdentity: caller,
+			Requested: req, RegistrationID: fmt.Sprintf("%s-review-%03d", req.Host, req.Instance), Outcome: &Outcome{Class: vocab.ClassIdempotentRemint}})
 		if i%50 == 0 {
-			add(&Record{Phase: PhaseLimited, TS: ts, Verb: limiter.Mint, CallerIdentity: caller, LimitedBucket: limiter.Admission,
+			add(&Record{Phase: PhaseLimited, TS: ts, Verb: vocab.Mint, CallerIdentity: caller, LimitedBucket: vocab.Admission,
 				Count: 1234, WindowStart: ts.Add(-time.Minute), WindowEnd: ts})
 		}
 		ts = ts.Add(40 * time.Millisecond)

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // FuzzUnmarshal: the decoder never panics, rejects with a named rule, and
@@ -79,10 +79,10 @@ func FuzzMarshal(f *testing.F) {
 			r = intent(id)
 			r.Requested = &audit.Requested{ServiceName: service, Host: host, Instance: uint32(instance)}
 		case 1:
-			r = outcome(id, audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonInvalidHost, Detail: detail})
+			r = outcome(id, audit.Outcome{Class: vocab.ClassRefused, Reason: vocab.ReasonInvalidHost, Detail: detail})
 			r.Requested = &audit.Requested{ServiceName: service, Host: host, Instance: uint32(instance)}
 		default:
-			r = limited(limiter.Bucket(sel>>7), count)
+			r = limited(vocab.Bucket(sel>>7), count)
 		}
 		r.CallerIdentity = caller
 		line, err := audit.Marshal(r)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -40,19 +40,19 @@ type goldenCase struct {
 func goldenCases() []goldenCase {
 	withoutInstance := intent("AAAAAAAAAAAA.1")
 	withoutInstance.TS = time.Date(2026, 8, 23, 12, 0, 0, 0, time.FixedZone("KST", 9*3600)) // whole second, non-UTC input
-	withoutInstance.Verb = limiter.Deregister
+	withoutInstance.Verb = vocab.Deregister
 	withoutInstance.Requested = &audit.Requested{ServiceName: "gateway", Host: "h2"}
 
-	removed := outcome("AAAAAAAAAAAA.2", audit.Outcome{Class: audit.ClassIdentityRemoved})
-	removed.Verb = limiter.Deregister
-	absent := outcome("AAAAAAAAAAAA.3", audit.Outcome{Class: audit.ClassIdempotentAlreadyAbsent})
-	absent.Verb = limiter.Deregister
+	removed := outcome("AAAAAAAAAAAA.2", audit.Outcome{Class: vocab.ClassIdentityRemoved})
+	removed.Verb = vocab.Deregister
+	absent := outcome("AAAAAAAAAAAA.3", audit.Outcome{Class: vocab.ClassIdempotentAlreadyAbsent})
+	absent.Verb = vocab.Deregister
 
-	refusedNoDetail := outcome("AAAAAAAAAAAA.4", audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonInvalidServiceName})
+	refusedNoDetail := outcome("AAAAAAAAAAAA.4", audit.Outcome{Class: vocab.ClassRefused, Reason: vocab.ReasonInvalidServiceName})
 	refusedNoDetail.RegistrationID = "" // refused before derivation
 	refusedNoDetail.Requested = &audit.Requested{ServiceName: "Bad_Name", Host: "h1"}
 
-	refusedDetail := outcome("AAAAAAAAAAAA.5", audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonBackendUnavailable, Detail: "embedded backend: bbolt: timeout"})
+	refusedDetail := outcome("AAAAAAAAAAAA.5", audit.Outcome{Class: vocab.ClassRefused, Reason: vocab.ReasonBackendUnavailable, Detail: "embedded backend: bbolt: timeout"})
 
 	truncCaller := intent("AAAAAAAAAAAA.6")
 	truncCaller.CallerIdentity = overCaller
@@ -60,14 +60,14 @@ func goldenCases() []goldenCase {
 	truncService.Requested = &audit.Requested{ServiceName: overService, Host: "h1"}
 	truncHost := intent("AAAAAAAAAAAA.8")
 	truncHost.Requested = &audit.Requested{ServiceName: "review", Host: overHost, Instance: 7}
-	truncDetail := outcome("AAAAAAAAAAAA.9", audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonStoredSpecConflict, Detail: overDetail})
-	truncAll := outcome("AAAAAAAAAAAA.10", audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonHostMismatch, Detail: overDetail})
+	truncDetail := outcome("AAAAAAAAAAAA.9", audit.Outcome{Class: vocab.ClassRefused, Reason: vocab.ReasonStoredSpecConflict, Detail: overDetail})
+	truncAll := outcome("AAAAAAAAAAAA.10", audit.Outcome{Class: vocab.ClassRefused, Reason: vocab.ReasonHostMismatch, Detail: overDetail})
 	truncAll.CallerIdentity = overCaller
 	truncAll.Requested = &audit.Requested{ServiceName: overService, Host: overHost, Instance: 999}
 
-	limitedTrunc := limited(limiter.Admission, 1)
+	limitedTrunc := limited(vocab.Admission, 1)
 	limitedTrunc.CallerIdentity = overLimitedCaller
-	limitedTrunc.Verb = limiter.Deregister
+	limitedTrunc.Verb = vocab.Deregister
 
 	escaping := intent("AAAAAAAAAAAA.11")
 	escaping.CallerIdentity = "q\"b\\s/\n\r\t\x00\x1f\x7f\u2028\u2029\ufffd\xff<>&é"
@@ -75,8 +75,8 @@ func goldenCases() []goldenCase {
 	return []goldenCase{
 		{"intent_with_instance", intent("AAAAAAAAAAAA.0")},
 		{"intent_without_instance", withoutInstance},
-		{"outcome_first_mint", outcome("AAAAAAAAAAAA.0", audit.Outcome{Class: audit.ClassFirstMint})},
-		{"outcome_idempotent_remint", outcome("AAAAAAAAAAAA.1", audit.Outcome{Class: audit.ClassIdempotentRemint})},
+		{"outcome_first_mint", outcome("AAAAAAAAAAAA.0", audit.Outcome{Class: vocab.ClassFirstMint})},
+		{"outcome_idempotent_remint", outcome("AAAAAAAAAAAA.1", audit.Outcome{Class: vocab.ClassIdempotentRemint})},
 		{"outcome_identity_removed", removed},
 		{"outcome_idempotent_already_absent", absent},
 		{"outcome_refused_without_detail", refusedNoDetail},
@@ -86,7 +86,7 @@ func goldenCases() []goldenCase {
 		{"truncated_requested_host", truncHost},
 		{"truncated_outcome_detail", truncDetail},
 		{"truncated_all_fields", truncAll},
-		{"limited_counted", limited(limiter.PredecisionRefusal, 42)},
+		{"limited_counted", limited(vocab.PredecisionRefusal, 42)},
 		{"limited_truncated_caller_identity", limitedTrunc},
 		{"escaping", escaping},
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // openLogged opens a store with a fixed clock and a captured log.
@@ -227,7 +228,7 @@ func TestFailedAppendsAreLoggedOncePerCausePerInterval(t *testing.T) {
 		s.Append(context.Background(), intent("x"))
 	}
 	for range 2 {
-		s.Append(context.Background(), outcome("x", audit.Outcome{Class: audit.ClassFirstMint}))
+		s.Append(context.Background(), outcome("x", audit.Outcome{Class: vocab.ClassFirstMint}))
 	}
 	clock.Set(t0.Add(61 * time.Second))
 	s.Append(context.Background(), intent("y"))

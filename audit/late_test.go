@@ -6,23 +6,23 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 func TestScanGroupsRecordsWrittenLateIntoOneGapPerWindowEnd(t *testing.T) {
 	clock := t0.Add(2 * time.Minute)
 	s, dir := openStore(t, audit.Options{Now: func() time.Time { return clock }}, audit.TestHooks{})
-	normal := limited(limiter.Admission, 5) // ts 1 s after window_end: on time
+	normal := limited(vocab.Admission, 5) // ts 1 s after window_end: on time
 	appendOK(t, s, normal)
 	// A restart at t0+2m recovering two windows of a checkpoint at t0+90s.
 	for _, n := range []uint64{7, 4} {
-		r := limited(limiter.Admission, n)
+		r := limited(vocab.Admission, n)
 		r.TS = clock
 		r.WindowStart, r.WindowEnd = t0.Add(80*time.Second), t0.Add(90*time.Second)
 		appendOK(t, s, r)
 	}
 	// Late by exactly the bound: not a gap.
-	edge := limited(limiter.PredecisionRefusal, 1)
+	edge := limited(vocab.PredecisionRefusal, 1)
 	edge.TS = edge.WindowEnd.Add(audit.LateLimitedAfter)
 	appendOK(t, s, edge)
 	rep, err := audit.Scan(context.Background(), audit.ScanOptions{Dir: dir, Now: clock.Add(time.Minute)})
@@ -41,11 +41,11 @@ func TestScanGroupsRecordsWrittenLateIntoOneGapPerWindowEnd(t *testing.T) {
 func TestLimitedSinceReadsOnlyLimitedRecordsFromThatInstant(t *testing.T) {
 	clock := t0
 	s, dir := openStore(t, audit.Options{Now: func() time.Time { return clock }}, audit.TestHooks{})
-	old := limited(limiter.Admission, 1)
+	old := limited(vocab.Admission, 1)
 	old.TS = t0
 	appendOK(t, s, old)
 	appendOK(t, s, intent("r-1"))
-	recent := limited(limiter.Admission, 2)
+	recent := limited(vocab.Admission, 2)
 	recent.TS = t0.Add(time.Hour)
 	appendOK(t, s, recent)
 	got, err := audit.LimitedSince(context.Background(), dir, t0.Add(time.Minute))

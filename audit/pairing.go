@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // reqState is what the scan knows about a request_id whose intent is still
@@ -130,7 +130,7 @@ func (sc *scanner) malformed(name string, lineNo uint64, rule Rule, detail strin
 
 type identityKey struct {
 	identity string
-	bucket   limiter.Bucket
+	bucket   vocab.Bucket
 }
 
 // identity adds a limited record to its (identity, bucket) sum, or to the

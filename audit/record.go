@@ -1,11 +1,9 @@
 package audit
 
 import (
-	"fmt"
-	"github.com/registrar-otel/registrar-otel/internal/enumname"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // RecordVersion is the value of every line's record_version key. The
@@ -52,187 +50,36 @@ const (
 	PhaseLimited
 )
 
-// Valid reports whether p is one of the three phases.
-func (p Phase) Valid() bool { return p >= PhaseIntent && p <= PhaseLimited }
-
-// String returns the on-disk spelling: "intent", "outcome" or "limited".
-var phaseNames = [...]string{
+var phases = vocab.NewEnum[Phase]("Phase", "phase", []string{
 	PhaseIntent:  "intent",
 	PhaseOutcome: "outcome",
 	PhaseLimited: "limited",
-}
+})
 
-func (p Phase) String() string { return enumname.Of(phaseNames[:], "Phase", p) }
+// Valid reports whether p is one of the three phases.
+func (p Phase) Valid() bool { return phases.Valid(p) }
+
+// String returns the on-disk spelling: "intent", "outcome" or "limited"
+// (Phase(N) for an invalid value).
+func (p Phase) String() string { return phases.String(p) }
 
 // MarshalText implements encoding.TextMarshaler; an invalid phase is an error.
-func (p Phase) MarshalText() ([]byte, error) {
-	if !p.Valid() {
-		return nil, fmt.Errorf("audit: invalid phase %d", uint8(p))
-	}
-	return []byte(p.String()), nil
-}
+func (p Phase) MarshalText() ([]byte, error) { return phases.MarshalText(p) }
 
 // UnmarshalText implements encoding.TextUnmarshaler; it accepts exactly the
 // three spellings.
-func (p *Phase) UnmarshalText(b []byte) error {
-	v, err := ParsePhase(string(b))
-	if err != nil {
-		return err
-	}
-	*p = v
-	return nil
-}
+func (p *Phase) UnmarshalText(b []byte) error { return phases.UnmarshalText(p, b) }
 
 // ParsePhase parses "intent", "outcome" or "limited" (exact spelling).
-func ParsePhase(s string) (Phase, error) {
-	switch s {
-	case "intent":
-		return PhaseIntent, nil
-	case "outcome":
-		return PhaseOutcome, nil
-	case "limited":
-		return PhaseLimited, nil
-	}
-	return 0, fmt.Errorf("audit: unknown phase %s", quoteBounded(s))
-}
-
-// OutcomeClass is the class of an outcome record. The zero value is not a
-// class.
-type OutcomeClass uint8
-
-// The five outcome classes: four successes and refused.
-const (
-	ClassFirstMint OutcomeClass = iota + 1
-	ClassIdempotentRemint
-	ClassIdentityRemoved
-	ClassIdempotentAlreadyAbsent
-	ClassRefused
-)
-
-// Valid reports whether c is one of the five classes.
-func (c OutcomeClass) Valid() bool { return c >= ClassFirstMint && c <= ClassRefused }
-
-// String returns the on-disk spelling, e.g. "first_mint" or "refused".
-var outcomeClassNames = [...]string{
-	ClassFirstMint:               "first_mint",
-	ClassIdempotentRemint:        "idempotent_remint",
-	ClassIdentityRemoved:         "identity_removed",
-	ClassIdempotentAlreadyAbsent: "idempotent_already_absent",
-	ClassRefused:                 "refused",
-}
-
-func (c OutcomeClass) String() string { return enumname.Of(outcomeClassNames[:], "OutcomeClass", c) }
-
-// MarshalText implements encoding.TextMarshaler; an invalid class is an error.
-func (c OutcomeClass) MarshalText() ([]byte, error) {
-	if !c.Valid() {
-		return nil, fmt.Errorf("audit: invalid outcome class %d", uint8(c))
-	}
-	return []byte(c.String()), nil
-}
-
-// UnmarshalText implements encoding.TextUnmarshaler; it accepts exactly the
-// five spellings.
-func (c *OutcomeClass) UnmarshalText(b []byte) error {
-	v, err := ParseOutcomeClass(string(b))
-	if err != nil {
-		return err
-	}
-	*c = v
-	return nil
-}
-
-// ParseOutcomeClass parses an outcome class spelling (exact, no case folding).
-func ParseOutcomeClass(s string) (OutcomeClass, error) {
-	for c := ClassFirstMint; c <= ClassRefused; c++ {
-		if c.String() == s {
-			return c, nil
-		}
-	}
-	return 0, fmt.Errorf("audit: unknown outcome class %s", quoteBounded(s))
-}
-
-// Reason is the verb layer's refusal reason carried by a refused outcome.
-// There is one per refusal and no fallback. The zero value is not a reason,
-// so a refused outcome that forgot its reason fails validation.
-type Reason uint8
-
-// The twelve refusal reasons: seven pre-derivation, five post-derivation.
-const (
-	ReasonInvalidServiceName Reason = iota + 1
-	ReasonInvalidHost
-	ReasonReservedServiceName
-	ReasonSpecIdentityDisagreement
-	ReasonComponentNotConfigured
-	ReasonServiceInstanceMismatch
-	ReasonInvalidWrapTTL
-	ReasonDerivedKeyInvalid
-	ReasonRegistrationIDCollision
-	ReasonStoredSpecConflict
-	ReasonHostMismatch
-	ReasonBackendUnavailable
-)
-
-// Valid reports whether r is one of the twelve reasons.
-func (r Reason) Valid() bool {
-	return r >= ReasonInvalidServiceName && r <= ReasonBackendUnavailable
-}
-
-// String returns the on-disk snake_case spelling, e.g. "invalid_host".
-var reasonNames = [...]string{
-	ReasonInvalidServiceName:       "invalid_service_name",
-	ReasonInvalidHost:              "invalid_host",
-	ReasonReservedServiceName:      "reserved_service_name",
-	ReasonSpecIdentityDisagreement: "spec_identity_disagreement",
-	ReasonComponentNotConfigured:   "component_not_configured",
-	ReasonServiceInstanceMismatch:  "service_instance_mismatch",
-	ReasonInvalidWrapTTL:           "invalid_wrap_ttl",
-	ReasonDerivedKeyInvalid:        "derived_key_invalid",
-	ReasonRegistrationIDCollision:  "registration_id_collision",
-	ReasonStoredSpecConflict:       "stored_spec_conflict",
-	ReasonHostMismatch:             "host_mismatch",
-	ReasonBackendUnavailable:       "backend_unavailable",
-}
-
-func (r Reason) String() string { return enumname.Of(reasonNames[:], "Reason", r) }
-
-// MarshalText implements encoding.TextMarshaler; an invalid reason is an
-// error.
-func (r Reason) MarshalText() ([]byte, error) {
-	if !r.Valid() {
-		return nil, fmt.Errorf("audit: invalid refusal reason %d", uint8(r))
-	}
-	return []byte(r.String()), nil
-}
-
-// UnmarshalText implements encoding.TextUnmarshaler; it accepts exactly the
-// twelve spellings.
-func (r *Reason) UnmarshalText(b []byte) error {
-	v, err := ParseReason(string(b))
-	if err != nil {
-		return err
-	}
-	*r = v
-	return nil
-}
-
-// ParseReason parses a refusal reason spelling (exact, no case folding).
-func ParseReason(s string) (Reason, error) {
-	for r := ReasonInvalidServiceName; r <= ReasonBackendUnavailable; r++ {
-		if r.String() == s {
-			return r, nil
-		}
-	}
-	return 0, fmt.Errorf("audit: unknown refusal reason %s", quoteBounded(s))
-}
+func ParsePhase(s string) (Phase, error) { return phases.Parse(s) }
 
 // Outcome is an outcome record's result.
 type Outcome struct {
 	// Class is the outcome class; required.
-	Class OutcomeClass
+	Class vocab.OutcomeClass
 	// Reason is the refusal reason: required when Class is ClassRefused,
 	// zero otherwise.
-	Reason Reason
+	Reason vocab.Reason
 	// Detail is optional free text, only on refused outcomes; "" means
 	// absent. It is attacker-influenced and bounded to MaxFieldBytes.
 	Detail string
@@ -289,7 +136,7 @@ type Record struct {
 	// bytes of printable ASCII.
 	RequestID string
 	// Verb is required on every phase.
-	Verb limiter.Verb
+	Verb vocab.Verb
 	// CallerIdentity is the caller's identity as the transport derived it,
 	// written as given (a required key: even "" is written, not omitted);
 	// bounded to MaxFieldBytes by the store.
@@ -304,7 +151,7 @@ type Record struct {
 	// LimitedBucket is the bucket that had no token; meaningful only on
 	// limited records. On intent and outcome records it must be left at its
 	// zero value.
-	LimitedBucket limiter.Bucket
+	LimitedBucket vocab.Bucket
 	// Count is how many limited invocations a limited record coalesces,
 	// at least 1; zero on other phases.
 	Count uint64

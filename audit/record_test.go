@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 func TestEnumSpellingsAreTheSpecs(t *testing.T) {
@@ -27,23 +27,23 @@ func TestEnumSpellingsAreTheSpecs(t *testing.T) {
 		{audit.PhaseIntent, "intent"},
 		{audit.PhaseOutcome, "outcome"},
 		{audit.PhaseLimited, "limited"},
-		{audit.ClassFirstMint, "first_mint"},
-		{audit.ClassIdempotentRemint, "idempotent_remint"},
-		{audit.ClassIdentityRemoved, "identity_removed"},
-		{audit.ClassIdempotentAlreadyAbsent, "idempotent_already_absent"},
-		{audit.ClassRefused, "refused"},
-		{audit.ReasonInvalidServiceName, "invalid_service_name"},
-		{audit.ReasonInvalidHost, "invalid_host"},
-		{audit.ReasonReservedServiceName, "reserved_service_name"},
-		{audit.ReasonSpecIdentityDisagreement, "spec_identity_disagreement"},
-		{audit.ReasonComponentNotConfigured, "component_not_configured"},
-		{audit.ReasonServiceInstanceMismatch, "service_instance_mismatch"},
-		{audit.ReasonInvalidWrapTTL, "invalid_wrap_ttl"},
-		{audit.ReasonDerivedKeyInvalid, "derived_key_invalid"},
-		{audit.ReasonRegistrationIDCollision, "registration_id_collision"},
-		{audit.ReasonStoredSpecConflict, "stored_spec_conflict"},
-		{audit.ReasonHostMismatch, "host_mismatch"},
-		{audit.ReasonBackendUnavailable, "backend_unavailable"},
+		{vocab.ClassFirstMint, "first_mint"},
+		{vocab.ClassIdempotentRemint, "idempotent_remint"},
+		{vocab.ClassIdentityRemoved, "identity_removed"},
+		{vocab.ClassIdempotentAlreadyAbsent, "idempotent_already_absent"},
+		{vocab.ClassRefused, "refused"},
+		{vocab.ReasonInvalidServiceName, "invalid_service_name"},
+		{vocab.ReasonInvalidHost, "invalid_host"},
+		{vocab.ReasonReservedServiceName, "reserved_service_name"},
+		{vocab.ReasonSpecIdentityDisagreement, "spec_identity_disagreement"},
+		{vocab.ReasonComponentNotConfigured, "component_not_configured"},
+		{vocab.ReasonServiceInstanceMismatch, "service_instance_mismatch"},
+		{vocab.ReasonInvalidWrapTTL, "invalid_wrap_ttl"},
+		{vocab.ReasonDerivedKeyInvalid, "derived_key_invalid"},
+		{vocab.ReasonRegistrationIDCollision, "registration_id_collision"},
+		{vocab.ReasonStoredSpecConflict, "stored_spec_conflict"},
+		{vocab.ReasonHostMismatch, "host_mismatch"},
+		{vocab.ReasonBackendUnavailable, "backend_unavailable"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.want, func(t *testing.T) {
@@ -60,33 +60,33 @@ func TestEnumSpellingsAreTheSpecs(t *testing.T) {
 			t.Errorf("UnmarshalText(%q) = %v, %v; want %v", p, got, err, p)
 		}
 	}
-	var c audit.OutcomeClass
-	var r audit.Reason
-	if c.UnmarshalText([]byte("refused")) != nil || c != audit.ClassRefused || r.UnmarshalText([]byte("invalid_host")) != nil || r != audit.ReasonInvalidHost {
+	var c vocab.OutcomeClass
+	var r vocab.Reason
+	if c.UnmarshalText([]byte("refused")) != nil || c != vocab.ClassRefused || r.UnmarshalText([]byte("invalid_host")) != nil || r != vocab.ReasonInvalidHost {
 		t.Errorf("UnmarshalText: got %v, %v; want refused, invalid_host", c, r)
 	}
 	if c.UnmarshalText([]byte("Refused")) == nil || r.UnmarshalText([]byte("other")) == nil {
 		t.Error("UnmarshalText accepted a misspelling")
 	}
-	for c := audit.ClassFirstMint; c <= audit.ClassRefused; c++ {
-		if got, err := audit.ParseOutcomeClass(c.String()); err != nil || got != c {
+	for c := vocab.ClassFirstMint; c <= vocab.ClassRefused; c++ {
+		if got, err := vocab.ParseOutcomeClass(c.String()); err != nil || got != c {
 			t.Errorf("ParseOutcomeClass(%q) = %v, %v", c, got, err)
 		}
 	}
 	n := 0
-	for r := audit.ReasonInvalidServiceName; r <= audit.ReasonBackendUnavailable; r++ {
+	for r := vocab.ReasonInvalidServiceName; r <= vocab.ReasonBackendUnavailable; r++ {
 		n++
-		if got, err := audit.ParseReason(r.String()); err != nil || got != r {
+		if got, err := vocab.ParseReason(r.String()); err != nil || got != r {
 			t.Errorf("ParseReason(%q) = %v, %v", r, got, err)
 		}
 	}
 	if n != 12 {
 		t.Errorf("got %d reasons, want 12", n)
 	}
-	if audit.Reason(0).Valid() || audit.Phase(0).Valid() || audit.OutcomeClass(0).Valid() {
+	if vocab.Reason(0).Valid() || audit.Phase(0).Valid() || vocab.OutcomeClass(0).Valid() {
 		t.Error("a zero enum value is valid; want the zero values invalid")
 	}
-	if _, err := audit.Reason(0).MarshalText(); err == nil {
+	if _, err := vocab.Reason(0).MarshalText(); err == nil {
 		t.Error("Reason(0).MarshalText succeeded; want an error")
 	}
 	for _, bad := range []string{"", "Intent", "INTENT", "intent ", "limit"} {
@@ -108,9 +108,9 @@ func TestValidatePhaseConsistency(t *testing.T) {
 		{"zero record has no phase", func(r *audit.Record) { *r = audit.Record{} }, nil, "phase", false, false},
 		{"intent without request_id", func(r *audit.Record) { r.RequestID = "" }, nil, "request_id", true, true},
 		{"intent without requested", func(r *audit.Record) { r.Requested = nil }, nil, "requested", true, true},
-		{"intent with an outcome", func(r *audit.Record) { r.Outcome = &audit.Outcome{Class: audit.ClassFirstMint} }, nil, "outcome", false, true},
+		{"intent with an outcome", func(r *audit.Record) { r.Outcome = &audit.Outcome{Class: vocab.ClassFirstMint} }, nil, "outcome", false, true},
 		{"intent with a count", func(r *audit.Record) { r.Count = 1 }, nil, "count", false, true},
-		{"intent with a bucket", func(r *audit.Record) { r.LimitedBucket = limiter.Admission }, nil, "limited_bucket", false, true},
+		{"intent with a bucket", func(r *audit.Record) { r.LimitedBucket = vocab.Admission }, nil, "limited_bucket", false, true},
 		{"intent with a window", func(r *audit.Record) { r.WindowEnd = t0 }, nil, "window_end", false, true},
 		{"intent with an invalid verb", func(r *audit.Record) { r.Verb = 7 }, nil, "verb", false, false},
 		{"request_id with a space", func(r *audit.Record) { r.RequestID = "a b" }, nil, "request_id", false, false},
@@ -119,16 +119,16 @@ func TestValidatePhaseConsistency(t *testing.T) {
 		{"registration_id of 132 bytes", func(r *audit.Record) { r.RegistrationID = strings.Repeat("a", 132) }, nil, "registration_id", false, false},
 		{"year 10000", func(r *audit.Record) { r.TS = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }, nil, "ts", false, false},
 		{"outcome without outcome", func(r *audit.Record) { r.Outcome = nil }, outcomeBase, "outcome", true, true},
-		{"refused without reason", func(r *audit.Record) { r.Outcome = &audit.Outcome{Class: audit.ClassRefused} }, outcomeBase, "outcome.reason", true, true},
-		{"refused with an invalid reason", func(r *audit.Record) { r.Outcome = &audit.Outcome{Class: audit.ClassRefused, Reason: 13} }, outcomeBase, "outcome.reason", false, false},
-		{"success with a reason", func(r *audit.Record) { r.Outcome.Reason = audit.ReasonInvalidHost }, outcomeBase, "outcome.reason", false, true},
+		{"refused without reason", func(r *audit.Record) { r.Outcome = &audit.Outcome{Class: vocab.ClassRefused} }, outcomeBase, "outcome.reason", true, true},
+		{"refused with an invalid reason", func(r *audit.Record) { r.Outcome = &audit.Outcome{Class: vocab.ClassRefused, Reason: 13} }, outcomeBase, "outcome.reason", false, false},
+		{"success with a reason", func(r *audit.Record) { r.Outcome.Reason = vocab.ReasonInvalidHost }, outcomeBase, "outcome.reason", false, true},
 		{"success with a detail", func(r *audit.Record) { r.Outcome.Detail = "x" }, outcomeBase, "outcome.detail", false, true},
 		{"invalid class", func(r *audit.Record) { r.Outcome.Class = 0 }, outcomeBase, "outcome.class", false, false},
 		{"outcome with a window", func(r *audit.Record) { r.WindowStart = t0 }, outcomeBase, "window_start", false, true},
 		{"limited with request_id", func(r *audit.Record) { r.RequestID = "x" }, limitedBase, "request_id", false, true},
 		{"limited with requested", func(r *audit.Record) { r.Requested = &audit.Requested{} }, limitedBase, "requested", false, true},
 		{"limited with registration_id", func(r *audit.Record) { r.RegistrationID = "x" }, limitedBase, "registration_id", false, true},
-		{"limited with outcome", func(r *audit.Record) { r.Outcome = &audit.Outcome{Class: audit.ClassFirstMint} }, limitedBase, "outcome", false, true},
+		{"limited with outcome", func(r *audit.Record) { r.Outcome = &audit.Outcome{Class: vocab.ClassFirstMint} }, limitedBase, "outcome", false, true},
 		{"limited with count 0", func(r *audit.Record) { r.Count = 0 }, limitedBase, "count", false, true},
 		{"limited with an invalid bucket", func(r *audit.Record) { r.LimitedBucket = 2 }, limitedBase, "limited_bucket", false, false},
 		{"limited without window_start", func(r *audit.Record) { r.WindowStart = time.Time{} }, limitedBase, "window_start", true, true},
@@ -177,10 +177,10 @@ func TestValidatePhaseConsistency(t *testing.T) {
 }
 
 func outcomeBase() *audit.Record {
-	return outcome("q1", audit.Outcome{Class: audit.ClassFirstMint})
+	return outcome("q1", audit.Outcome{Class: vocab.ClassFirstMint})
 }
 
-func limitedBase() *audit.Record { return limited(limiter.Admission, 3) }
+func limitedBase() *audit.Record { return limited(vocab.Admission, 3) }
 
 func TestValidateAcceptsWhatTheStoreCompletes(t *testing.T) {
 	r := intent("q1")
@@ -215,7 +215,7 @@ func TestTimestampsAreCanonicalMillisecondUTC(t *testing.T) {
 	if want := `"ts":"2026-01-02T08:04:05.678Z"`; !bytes.Contains(line, []byte(want)) {
 		t.Errorf("got %s, want it to contain %s", line, want)
 	}
-	l := limited(limiter.PredecisionRefusal, 1)
+	l := limited(vocab.PredecisionRefusal, 1)
 	l.WindowStart = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	l.WindowEnd = l.WindowStart.Add(999 * time.Microsecond) // same millisecond after truncation
 	line = mustMarshal(t, l)
@@ -280,7 +280,7 @@ func TestFieldBound(t *testing.T) {
 
 func TestEveryBoundedFieldIsCut(t *testing.T) {
 	long := strings.Repeat("z", 1000)
-	r := outcome("q1", audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonInvalidHost, Detail: long})
+	r := outcome("q1", audit.Outcome{Class: vocab.ClassRefused, Reason: vocab.ReasonInvalidHost, Detail: long})
 	r.CallerIdentity, r.Requested.ServiceName, r.Requested.Host = long, long, long
 	got, err := audit.Unmarshal(mustMarshal(t, r))
 	if err != nil {
@@ -320,15 +320,15 @@ func TestMaxRecordBytesIsHonest(t *testing.T) {
 
 	out := &audit.Record{
 		Phase: audit.PhaseOutcome, TS: maxTS, RequestID: strings.Repeat(`"`, audit.MaxRequestIDBytes),
-		Verb: limiter.Deregister, CallerIdentity: worst,
+		Verb: vocab.Deregister, CallerIdentity: worst,
 		Requested:      &audit.Requested{ServiceName: invalid, Host: worst, Instance: audit.MaxInstance},
 		RegistrationID: strings.Repeat("a", audit.MaxRegistrationIDBytes),
-		Outcome:        &audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonSpecIdentityDisagreement, Detail: worst},
+		Outcome:        &audit.Outcome{Class: vocab.ClassRefused, Reason: vocab.ReasonSpecIdentityDisagreement, Detail: worst},
 	}
 	in := *out
 	in.Phase, in.Outcome = audit.PhaseIntent, nil
-	lim := limited(limiter.PredecisionRefusal, ^uint64(0))
-	lim.Verb, lim.CallerIdentity, lim.TS, lim.WindowEnd = limiter.Deregister, worst, maxTS, maxTS
+	lim := limited(vocab.PredecisionRefusal, ^uint64(0))
+	lim.Verb, lim.CallerIdentity, lim.TS, lim.WindowEnd = vocab.Deregister, worst, maxTS, maxTS
 
 	// full_bytes is at most 20 digits; a 600-byte original has 3.
 	const unusedDigits = 20 - 3
@@ -387,7 +387,7 @@ func TestHostileStringsStayOneLine(t *testing.T) {
 	for _, f := range fields {
 		for i, p := range payloads {
 			t.Run(f.name+"/"+string(rune('a'+i)), func(t *testing.T) {
-				r := outcome("q1", audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonInvalidHost, Detail: "d"})
+				r := outcome("q1", audit.Outcome{Class: vocab.ClassRefused, Reason: vocab.ReasonInvalidHost, Detail: "d"})
 				f.set(r, p)
 				line := mustMarshal(t, r)
 				if n := bytes.Count(line, []byte{'\n'}); n != 1 || line[len(line)-1] != '\n' {

@@ -4,13 +4,13 @@ import (
 	"math"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // IdentityLimited is one (caller identity, bucket)'s limited records.
 type IdentityLimited struct {
 	CallerIdentity string
-	Bucket         limiter.Bucket
+	Bucket         vocab.Bucket
 	LimitedSummary
 }
 
@@ -38,15 +38,15 @@ type Report struct {
 	Malformed []MalformedLine
 
 	// Limited summarises the limited (counted) records in the window,
-	// indexed by limiter.Bucket.
-	Limited [limiter.NumBuckets]LimitedSummary
+	// indexed by vocab.Bucket.
+	Limited [vocab.NumBuckets]LimitedSummary
 
 	// LimitedByIdentity (with ScanOptions.ByIdentity) is Limited per
 	// (caller identity, bucket), the most limited invocations first (then
 	// the most records, then identity and bucket order). Keys past
 	// MaxScanIdentities are summed in LimitedOtherIdentities instead.
 	LimitedByIdentity      []IdentityLimited
-	LimitedOtherIdentities [limiter.NumBuckets]LimitedSummary
+	LimitedOtherIdentities [vocab.NumBuckets]LimitedSummary
 
 	// Records counts the well-formed records in the window, by phase
 	// (index Phase-1: intent, outcome, limited).

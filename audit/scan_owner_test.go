@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // The attack of issue 27, item 3: a uid that could write the record
@@ -23,7 +24,7 @@ func TestScanReportsAForgedGenerationOfAnotherUID(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("chown to another uid needs root")
 	}
-	rec := line(t, intent("a"), now.Add(-time.Hour)) + line(t, outcome("a", audit.Outcome{Class: audit.ClassFirstMint}), now.Add(-time.Hour))
+	rec := line(t, intent("a"), now.Add(-time.Hour)) + line(t, outcome("a", audit.Outcome{Class: vocab.ClassFirstMint}), now.Add(-time.Hour))
 	dir := writeStore(t, rec)
 	// The store is the daemon's (uid 65534); root scans it.
 	must(t, os.Chown(dir, 65534, 65534))
@@ -32,7 +33,7 @@ func TestScanReportsAForgedGenerationOfAnotherUID(t *testing.T) {
 		t.Fatalf("the daemon's own store: anomalies %v, want clean", kinds(rep))
 	}
 	forged := gen("20260823T000000Z", "000001")
-	must(t, os.WriteFile(filepath.Join(dir, forged), []byte(line(t, outcome("b", audit.Outcome{Class: audit.ClassFirstMint}), now.Add(-2*time.Hour))), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, forged), []byte(line(t, outcome("b", audit.Outcome{Class: vocab.ClassFirstMint}), now.Add(-2*time.Hour))), 0o600))
 	must(t, os.Chown(filepath.Join(dir, forged), 4242, 4242))
 
 	rep := scan(t, dir)
@@ -71,7 +72,7 @@ func scanAs(t *testing.T, dir string, uid int) *audit.Report {
 }
 
 func TestScanReportsAGroupOrWorldWritableDirectoryOrFile(t *testing.T) {
-	dir := writeStore(t, line(t, intent("a"), now.Add(-time.Hour))+line(t, outcome("a", audit.Outcome{Class: audit.ClassFirstMint}), now.Add(-time.Hour)))
+	dir := writeStore(t, line(t, intent("a"), now.Add(-time.Hour))+line(t, outcome("a", audit.Outcome{Class: vocab.ClassFirstMint}), now.Add(-time.Hour)))
 	must(t, os.Chmod(dir, 0o777))
 	must(t, os.WriteFile(filepath.Join(dir, "notes.txt"), nil, 0o600))
 	must(t, os.Chmod(filepath.Join(dir, "notes.txt"), 0o620))

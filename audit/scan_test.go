@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // now is the scan instant of these tests: well after t0.
@@ -43,7 +43,7 @@ func scan(t *testing.T, dir string) *audit.Report {
 func TestScanClassifiesEachLine(t *testing.T) {
 	old := now.Add(-2 * time.Minute) // older than the 60 s grace
 	fresh := now.Add(-10 * time.Second)
-	paired := line(t, intent("p1"), old) + line(t, outcome("p1", audit.Outcome{Class: audit.ClassFirstMint}), old)
+	paired := line(t, intent("p1"), old) + line(t, outcome("p1", audit.Outcome{Class: vocab.ClassFirstMint}), old)
 	cases := []struct {
 		name      string
 		content   string
@@ -54,7 +54,7 @@ func TestScanClassifiesEachLine(t *testing.T) {
 		{"a paired intent and outcome", paired, 0, 0, ""},
 		{"a crash mid-mint: intent older than the grace", paired + line(t, intent("c1"), old), 1, 0, ""},
 		{"a fresh intent inside the grace", paired + line(t, intent("c1"), fresh), 0, 0, ""},
-		{"an outcome alone (its intent trimmed)", line(t, outcome("o1", audit.Outcome{Class: audit.ClassFirstMint}), old), 0, 0, ""},
+		{"an outcome alone (its intent trimmed)", line(t, outcome("o1", audit.Outcome{Class: vocab.ClassFirstMint}), old), 0, 0, ""},
 		{"a torn final line", paired + goodIntent[:50], 0, 1, audit.RuleTornFinalLine},
 		{"invalid JSON", paired + "{not json}\n", 0, 1, audit.RuleInvalidJSON},
 		{"an unknown key", paired + sub(t, goodLimited, `"count":3`, `"count":3,"extra":true`) + "\n", 0, 1, audit.RuleUnknownKey},
@@ -62,7 +62,7 @@ func TestScanClassifiesEachLine(t *testing.T) {
 		{"a +00:00 timestamp", paired + sub(t, goodLimited, `"ts":"2026-08-23T12:35:57.789Z"`, `"ts":"2026-08-23T12:35:57.789+00:00"`) + "\n", 0, 1, audit.RuleNonCanonicalTimestamp},
 		{"a phase inconsistency", paired + sub(t, goodLimited, `"verb"`, `"request_id":"z","verb"`) + "\n", 0, 1, audit.RulePhaseInconsistency},
 		{"a duplicate intent request_id, paired", paired + line(t, intent("p1"), old), 0, 1, audit.RuleDuplicateRequestID},
-		{"a duplicate outcome request_id", paired + line(t, outcome("p1", audit.Outcome{Class: audit.ClassFirstMint}), old), 0, 1, audit.RuleDuplicateRequestID},
+		{"a duplicate outcome request_id", paired + line(t, outcome("p1", audit.Outcome{Class: vocab.ClassFirstMint}), old), 0, 1, audit.RuleDuplicateRequestID},
 		{"a duplicate never hides an unpaired intent", line(t, intent("d1"), old) + line(t, intent("d1"), old), 1, 1, audit.RuleDuplicateRequestID},
 		{"three intents, no outcome", line(t, intent("d1"), old) + line(t, intent("d1"), old) + line(t, intent("d1"), old), 1, 2, audit.RuleDuplicateRequestID},
 		{"an empty line", paired + "\n", 0, 1, audit.RuleInvalidJSON},
@@ -103,7 +103,7 @@ func TestScanCountedRecords(t *testing.T) {
 	s, dir := openStore(t, audit.Options{}, audit.TestHooks{})
 	const floods = 50
 	for i := range floods {
-		r := limited(limiter.Bucket(i%2), uint64(i+1))
+		r := limited(vocab.Bucket(i%2), uint64(i+1))
 		r.TS = now.Add(-time.Duration(floods-i) * time.Minute)
 		r.WindowStart, r.WindowEnd = r.TS.Add(-time.Minute), r.TS
 		if i%7 == 0 {
@@ -116,7 +116,7 @@ func TestScanCountedRecords(t *testing.T) {
 		t.Fatalf("counted records alone: got intent_without_outcome %d, malformed %d (%+v); want 0, 0",
 			rep.IntentWithoutOutcome, rep.MalformedRecords, rep.Malformed)
 	}
-	var want [limiter.NumBuckets]audit.LimitedSummary
+	var want [vocab.NumBuckets]audit.LimitedSummary
 	for i := range floods {
 		want[i%2].Records++
 		want[i%2].Count += uint64(i + 1)
@@ -135,7 +135,7 @@ func TestScanCountedRecords(t *testing.T) {
 	}
 	f.WriteString("{\"record_version\":1,\"phase\":\"limited\",\x00garbage\n")
 	f.Close()
-	r := limited(limiter.Admission, 9)
+	r := limited(vocab.Admission, 9)
 	r.TS = now.Add(-time.Minute)
 	appendOK(t, s, r)
 
@@ -151,7 +151,7 @@ func TestScanCountedRecords(t *testing.T) {
 
 func TestScanWindow(t *testing.T) {
 	dir := writeStore(t, line(t, intent("ancient"), now.Add(-31*24*time.Hour))+
-		line(t, limited(limiter.Admission, 4), now.Add(-40*24*time.Hour)))
+		line(t, limited(vocab.Admission, 4), now.Add(-40*24*time.Hour)))
 	// A generation rotated before the window is not even read.
 	oldGen := "registrar-audit-20200101T000000Z-000000.jsonl"
 	must(t, os.WriteFile(filepath.Join(dir, oldGen), []byte("garbage\n"), 0o600))
@@ -163,7 +163,7 @@ func TestScanWindow(t *testing.T) {
 	if rep.IntentWithoutOutcome != 1 || rep.Unpaired[0].RequestID != "recent" || rep.MalformedRecords != 0 {
 		t.Errorf("got %d unpaired %+v, %d malformed; want only \"recent\"", rep.IntentWithoutOutcome, rep.Unpaired, rep.MalformedRecords)
 	}
-	if rep.Limited[limiter.Admission].Records != 0 {
+	if rep.Limited[vocab.Admission].Records != 0 {
 		t.Errorf("a limited record older than the window was counted: %+v", rep.Limited)
 	}
 	if want := []string{newGen, audit.ActiveFileName}; strings.Join(rep.Files, ",") != strings.Join(want, ",") {
@@ -175,7 +175,7 @@ func TestScanWindow(t *testing.T) {
 }
 
 func TestScanPairsAcrossGenerations(t *testing.T) {
-	dir := writeStore(t, line(t, outcome("x", audit.Outcome{Class: audit.ClassFirstMint}), now.Add(-time.Minute*2)))
+	dir := writeStore(t, line(t, outcome("x", audit.Outcome{Class: vocab.ClassFirstMint}), now.Add(-time.Minute*2)))
 	gen := "registrar-audit-" + now.Add(-time.Minute*3).UTC().Format("20060102T150405Z") + "-000000.jsonl"
 	must(t, os.WriteFile(filepath.Join(dir, gen), []byte(line(t, intent("x"), now.Add(-time.Minute*4))), 0o600))
 	if rep := scan(t, dir); rep.IntentWithoutOutcome != 0 || rep.MalformedRecords != 0 {
@@ -230,7 +230,7 @@ func TestScanUnreadableStore(t *testing.T) {
 func TestScanSkipsOversizedLinesWithoutHoldingThem(t *testing.T) {
 	const huge = 16 << 20
 	old := now.Add(-time.Hour)
-	content := line(t, intent("a"), old) + strings.Repeat("x", huge) + "\n" + line(t, outcome("a", audit.Outcome{Class: audit.ClassFirstMint}), old) +
+	content := line(t, intent("a"), old) + strings.Repeat("x", huge) + "\n" + line(t, outcome("a", audit.Outcome{Class: vocab.ClassFirstMint}), old) +
 		strings.Repeat("y", huge) // and an oversized torn final line
 	dir := writeStore(t, content)
 	content = ""
@@ -286,7 +286,7 @@ func kinds(rep *audit.Report) []string {
 }
 
 func TestScanListsEveryFileItDidNotReadWithTheReason(t *testing.T) {
-	dir := writeStore(t, line(t, intent("a"), now.Add(-time.Hour))+line(t, outcome("a", audit.Outcome{Class: audit.ClassFirstMint}), now.Add(-time.Hour)))
+	dir := writeStore(t, line(t, intent("a"), now.Add(-time.Hour))+line(t, outcome("a", audit.Outcome{Class: vocab.ClassFirstMint}), now.Add(-time.Hour)))
 	must(t, os.WriteFile(filepath.Join(dir, audit.ActiveFileName+".1"), []byte("rotated by logrotate\n"), 0o600))
 	must(t, os.WriteFile(filepath.Join(dir, "notes.txt"), nil, 0o600))
 	must(t, os.Mkdir(filepath.Join(dir, "sub"), 0o700))
@@ -332,7 +332,7 @@ func TestScanReportsRecordsThatStopWithoutAnActiveFile(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := writeStore(t, line(t, intent("a"), now.Add(-time.Hour)))
 			g := gen(now.Add(-2*time.Hour).UTC().Format("20060102T150405Z"), "000007")
-			must(t, os.WriteFile(filepath.Join(dir, g), []byte(line(t, outcome("z", audit.Outcome{Class: audit.ClassFirstMint}), now.Add(-2*time.Hour))), 0o600))
+			must(t, os.WriteFile(filepath.Join(dir, g), []byte(line(t, outcome("z", audit.Outcome{Class: vocab.ClassFirstMint}), now.Add(-2*time.Hour))), 0o600))
 			setup(dir)
 			rep := scan(t, dir)
 			if got := kinds(rep); len(got) != 1 || got[0] != "missing_active_file "+audit.ActiveFileName {
@@ -435,7 +435,7 @@ func TestScanListsAnUnreadableFile(t *testing.T) {
 	must(t, os.Chmod(base, 0o755))
 	dir := filepath.Join(base, "audit")
 	must(t, os.Mkdir(dir, 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, audit.ActiveFileName), []byte(line(t, intent("a"), now.Add(-time.Hour))+line(t, outcome("a", audit.Outcome{Class: audit.ClassFirstMint}), now.Add(-time.Hour))), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, audit.ActiveFileName), []byte(line(t, intent("a"), now.Add(-time.Hour))+line(t, outcome("a", audit.Outcome{Class: vocab.ClassFirstMint}), now.Add(-time.Hour))), 0o644))
 	locked := gen(now.Add(-2*time.Hour).UTC().Format("20060102T150405Z"), "000001")
 	must(t, os.WriteFile(filepath.Join(dir, locked), []byte("x\n"), 0o000))
 	if os.Geteuid() != 0 {
@@ -506,17 +506,17 @@ func nobody() *syscall.SysProcAttr {
 // unchanged, and without ByIdentity there is no breakdown.
 func TestScanByIdentitySumsLimitedRecordsPerIdentityAndBucket(t *testing.T) {
 	s, dir := openStore(t, audit.Options{}, audit.TestHooks{})
-	rec := func(id string, b limiter.Bucket, n uint64) *audit.Record {
+	rec := func(id string, b vocab.Bucket, n uint64) *audit.Record {
 		r := limited(b, n)
 		r.CallerIdentity = id
 		return r
 	}
 	for _, r := range []*audit.Record{
-		rec("unix-peer:uid=1000", limiter.Admission, 5),
-		rec("unix-peer:uid=2000", limiter.Admission, 40),
-		rec("unix-peer:uid=1000", limiter.PredecisionRefusal, 3),
-		rec("unix-peer:uid=1000", limiter.Admission, 2),
-		rec("unix-peer:uid=3000", limiter.PredecisionRefusal, 7),
+		rec("unix-peer:uid=1000", vocab.Admission, 5),
+		rec("unix-peer:uid=2000", vocab.Admission, 40),
+		rec("unix-peer:uid=1000", vocab.PredecisionRefusal, 3),
+		rec("unix-peer:uid=1000", vocab.Admission, 2),
+		rec("unix-peer:uid=3000", vocab.PredecisionRefusal, 7),
 	} {
 		appendOK(t, s, r)
 	}
@@ -526,15 +526,15 @@ func TestScanByIdentitySumsLimitedRecordsPerIdentityAndBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []audit.IdentityLimited{
-		{CallerIdentity: "unix-peer:uid=2000", Bucket: limiter.Admission, LimitedSummary: audit.LimitedSummary{Records: 1, Count: 40}},
-		{CallerIdentity: "unix-peer:uid=1000", Bucket: limiter.Admission, LimitedSummary: audit.LimitedSummary{Records: 2, Count: 7}},
-		{CallerIdentity: "unix-peer:uid=3000", Bucket: limiter.PredecisionRefusal, LimitedSummary: audit.LimitedSummary{Records: 1, Count: 7}},
-		{CallerIdentity: "unix-peer:uid=1000", Bucket: limiter.PredecisionRefusal, LimitedSummary: audit.LimitedSummary{Records: 1, Count: 3}},
+		{CallerIdentity: "unix-peer:uid=2000", Bucket: vocab.Admission, LimitedSummary: audit.LimitedSummary{Records: 1, Count: 40}},
+		{CallerIdentity: "unix-peer:uid=1000", Bucket: vocab.Admission, LimitedSummary: audit.LimitedSummary{Records: 2, Count: 7}},
+		{CallerIdentity: "unix-peer:uid=3000", Bucket: vocab.PredecisionRefusal, LimitedSummary: audit.LimitedSummary{Records: 1, Count: 7}},
+		{CallerIdentity: "unix-peer:uid=1000", Bucket: vocab.PredecisionRefusal, LimitedSummary: audit.LimitedSummary{Records: 1, Count: 3}},
 	}
 	if !slices.Equal(rep.LimitedByIdentity, want) {
 		t.Errorf("LimitedByIdentity =\n%+v\nwant\n%+v", rep.LimitedByIdentity, want)
 	}
-	if got := rep.Limited[limiter.Admission]; got != (audit.LimitedSummary{Records: 3, Count: 47}) {
+	if got := rep.Limited[vocab.Admission]; got != (audit.LimitedSummary{Records: 3, Count: 47}) {
 		t.Errorf("admission total %+v, want 3 records, 47 invocations", got)
 	}
 	rep, err = audit.Scan(context.Background(), audit.ScanOptions{Dir: dir, Now: now})
@@ -553,7 +553,7 @@ func TestScanByIdentityIsBounded(t *testing.T) {
 	const extra = 10
 	recs := make([]*audit.Record, audit.MaxScanIdentities+extra)
 	for i := range recs {
-		r := limited(limiter.Admission, 1)
+		r := limited(vocab.Admission, 1)
 		r.CallerIdentity = fmt.Sprintf("unix-peer:uid=%d", i)
 		recs[i] = r
 	}
@@ -569,7 +569,7 @@ func TestScanByIdentityIsBounded(t *testing.T) {
 	if n := len(rep.LimitedByIdentity); n != audit.MaxScanIdentities {
 		t.Errorf("%d keys kept, want %d", n, audit.MaxScanIdentities)
 	}
-	if got := rep.LimitedOtherIdentities[limiter.Admission]; got != (audit.LimitedSummary{Records: extra, Count: extra}) {
+	if got := rep.LimitedOtherIdentities[vocab.Admission]; got != (audit.LimitedSummary{Records: extra, Count: extra}) {
 		t.Errorf("other identities %+v, want %d records and invocations", got, extra)
 	}
 }

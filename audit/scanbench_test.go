@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // scanBenchLines is the size of the benchmark store: a million lines,
@@ -137,15 +137,15 @@ func scanBenchStore(tb testing.TB) (dir string, lines, unpaired uint64) {
 		id := "Zm9vYmFyYmF6." + strconv.FormatUint(seq, 10)
 		caller := "unix-peer:uid=" + strconv.Itoa(1000+int(seq%64))
 		req := &audit.Requested{ServiceName: "review", Host: "host-" + strconv.Itoa(int(seq%97)), Instance: uint32(1 + seq%999)}
-		write(&audit.Record{Phase: audit.PhaseIntent, TS: ts, RequestID: id, Verb: limiter.Mint, CallerIdentity: caller, Requested: req})
+		write(&audit.Record{Phase: audit.PhaseIntent, TS: ts, RequestID: id, Verb: vocab.Mint, CallerIdentity: caller, Requested: req})
 		if lines%10_000 == 5_000 && lines/10_000 < 100 {
 			unpaired++
 			continue // a crash mid-mint: no outcome
 		}
-		write(&audit.Record{Phase: audit.PhaseOutcome, TS: ts.Add(3 * time.Millisecond), RequestID: id, Verb: limiter.Mint, CallerIdentity: caller,
-			Requested: req, RegistrationID: req.Host + "-review-" + fmt.Sprintf("%03d", req.Instance), Outcome: &audit.Outcome{Class: audit.ClassIdempotentRemint}})
+		write(&audit.Record{Phase: audit.PhaseOutcome, TS: ts.Add(3 * time.Millisecond), RequestID: id, Verb: vocab.Mint, CallerIdentity: caller,
+			Requested: req, RegistrationID: req.Host + "-review-" + fmt.Sprintf("%03d", req.Instance), Outcome: &audit.Outcome{Class: vocab.ClassIdempotentRemint}})
 		if lines%50 == 0 {
-			write(&audit.Record{Phase: audit.PhaseLimited, TS: ts, Verb: limiter.Mint, CallerIdentity: caller, LimitedBucket: limiter.Admission,
+			write(&audit.Record{Phase: audit.PhaseLimited, TS: ts, Verb: vocab.Mint, CallerIdentity: caller, LimitedBucket: vocab.Admission,
 				Count: 1234, WindowStart: ts.Add(-time.Minute), WindowEnd: ts})
 		}
 	}

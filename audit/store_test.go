@@ -17,7 +17,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 var errInjected = errors.New("injected fault")
@@ -169,7 +169,7 @@ func intent(id string) *audit.Record {
 		Phase:          audit.PhaseIntent,
 		TS:             t0,
 		RequestID:      id,
-		Verb:           limiter.Mint,
+		Verb:           vocab.Mint,
 		CallerIdentity: "unix-peer:uid=1000",
 		Requested:      &audit.Requested{ServiceName: "review", Host: "h1", Instance: 7},
 	}
@@ -184,11 +184,11 @@ func outcome(id string, o audit.Outcome) *audit.Record {
 	return r
 }
 
-func limited(bucket limiter.Bucket, count uint64) *audit.Record {
+func limited(bucket vocab.Bucket, count uint64) *audit.Record {
 	return &audit.Record{
 		Phase:          audit.PhaseLimited,
 		TS:             t0.Add(61 * time.Second),
-		Verb:           limiter.Mint,
+		Verb:           vocab.Mint,
 		CallerIdentity: "unix-peer:uid=1000",
 		LimitedBucket:  bucket,
 		Count:          count,

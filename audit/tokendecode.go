@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // unmarshalTokens is Unmarshal by encoding/json's tokenizer: every rule
@@ -233,7 +234,7 @@ func (d *decoder) topValue(r *Record, k int) error {
 	case keyRequestID:
 		r.RequestID, err = d.nonEmpty(name)
 	case keyVerb:
-		r.Verb, err = enum(d, name, limiter.ParseVerb, "is not mint or deregister")
+		r.Verb, err = enum(d, name, vocab.ParseVerb, "is not mint or deregister")
 	case keyCallerIdentity:
 		r.CallerIdentity, err = d.str(name)
 	case keyRequested:
@@ -243,7 +244,7 @@ func (d *decoder) topValue(r *Record, k int) error {
 	case keyOutcome:
 		r.Outcome, err = d.outcome()
 	case keyLimitedBucket:
-		r.LimitedBucket, err = enum(d, name, limiter.ParseBucket, "is not predecision_refusal or admission")
+		r.LimitedBucket, err = enum(d, name, vocab.ParseBucket, "is not predecision_refusal or admission")
 	case keyCount:
 		r.Count, err = d.uint(name)
 	case keyWindowStart:
@@ -295,9 +296,9 @@ func (d *decoder) outcome() (*Outcome, error) {
 	err := d.object(parent, outcomeKeys[:], seen[:], func(k int) (err error) {
 		switch k {
 		case outClass:
-			o.Class, err = enum(d, "outcome.class", ParseOutcomeClass, "")
+			o.Class, err = enum(d, "outcome.class", vocab.ParseOutcomeClass, "")
 		case outReason:
-			o.Reason, err = enum(d, "outcome.reason", ParseReason, "")
+			o.Reason, err = enum(d, "outcome.reason", vocab.ParseReason, "")
 		case outDetail:
 			o.Detail, err = d.nonEmpty("outcome.detail")
 		}
@@ -368,8 +369,13 @@ func enum[T any](d *decoder, field string, parse func(string) (T, error), why st
 	}
 	v, err := parse(s)
 	if err != nil {
-		if why != "" {
+		var unknown *vocab.UnknownError
+		switch {
+		case why != "":
 			err = errors.New(why)
+		case errors.As(err, &unknown):
+			// The store's own wording, without the list of every spelling.
+			err = fmt.Errorf("audit: unknown %s %s", unknown.Kind, quoteBounded(unknown.Value))
 		}
 		return v, &DecodeError{Rule: RuleInvalidValue, Field: field, Err: err}
 	}

@@ -3,6 +3,8 @@ package audit
 import (
 	"time"
 	"unicode/utf8"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // Validate checks r's phase consistency and the rules of every field the
@@ -106,7 +108,7 @@ func (r *Record) validateOutcome(stored bool) error {
 	if !o.Class.Valid() {
 		return &FieldError{Field: "outcome.class", Problem: "is not a known outcome class"}
 	}
-	if o.Class == ClassRefused {
+	if o.Class == vocab.ClassRefused {
 		if o.Reason == 0 {
 			return &PhaseError{Phase: r.Phase, Field: "outcome.reason", Missing: true, Problem: "is required on a refused outcome"}
 		}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"github.com/sethvargo/go-limiter/memorystore"
 	"golang.org/x/time/rate"
 )
@@ -67,7 +68,7 @@ func newOursBurst(tb testing.TB, burst uint32) *ours {
 }
 
 func (o *ours) charge(k *benchKey) bool {
-	return o.l.Charge(context.Background(), k.identity, limiter.Mint, limiter.Admission).Allowed
+	return o.l.Charge(context.Background(), k.identity, vocab.Mint, vocab.Admission).Allowed
 }
 
 type xrate struct {

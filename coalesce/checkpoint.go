@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // The evidence checkpoint: the coalescer's windows whose counted records
@@ -148,8 +148,8 @@ func DecodeCheckpoint(b []byte) (*Checkpoint, error) {
 		w := OpenWindow{
 			Start:    time.Unix(0, int64(binary.LittleEndian.Uint64(p))),
 			Count:    binary.LittleEndian.Uint64(p[8:]),
-			Verb:     limiter.Verb(p[16]),
-			Bucket:   limiter.Bucket(p[17]),
+			Verb:     vocab.Verb(p[16]),
+			Bucket:   vocab.Bucket(p[17]),
 			Identity: string(p[checkpointEntryFixed : checkpointEntryFixed+idLen]),
 		}
 		if !w.Verb.Valid() || !w.Bucket.Valid() || w.Count == 0 {

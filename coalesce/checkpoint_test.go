@@ -16,6 +16,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // powerFS is a checkpointFS whose disk is a map, with a fault seam: when
@@ -124,7 +125,7 @@ func (f *fixture) openStore() {
 
 func (f *fixture) limited(id string, n int) {
 	for range n {
-		f.sink.Limited(context.Background(), limiter.Event{Identity: id, Verb: limiter.Mint, Bucket: limiter.Admission})
+		f.sink.Limited(context.Background(), limiter.Event{Identity: id, Verb: vocab.Mint, Bucket: vocab.Admission})
 	}
 }
 
@@ -167,8 +168,8 @@ func (f *fixture) counted() (sum, records uint64) {
 
 func TestACheckpointRoundTripsAndEveryCutIsDetected(t *testing.T) {
 	c := Checkpoint{Seq: 7, Instant: ckptT0.Add(time.Second), Started: ckptT0, Windows: []OpenWindow{
-		{Identity: "uid:1000", Verb: limiter.Mint, Bucket: limiter.Admission, Start: ckptT0, Count: 3},
-		{Identity: strings.Repeat("é", 256), Verb: limiter.Deregister, Bucket: limiter.PredecisionRefusal, Start: ckptT0.Add(time.Millisecond), Count: 1 << 40},
+		{Identity: "uid:1000", Verb: vocab.Mint, Bucket: vocab.Admission, Start: ckptT0, Count: 3},
+		{Identity: strings.Repeat("é", 256), Verb: vocab.Deregister, Bucket: vocab.PredecisionRefusal, Start: ckptT0.Add(time.Millisecond), Count: 1 << 40},
 	}}
 	b := AppendCheckpoint(nil, &c)
 	got, err := DecodeCheckpoint(b)
@@ -203,14 +204,14 @@ func TestTheCheckpointBoundIsTheStatedBytes(t *testing.T) {
 	}
 	ws := make([]OpenWindow, MaxCheckpointWindows)
 	for i := range ws {
-		ws[i] = OpenWindow{Identity: strings.Repeat("x", MaxCheckpointIdentityBytes+100), Verb: limiter.Mint, Bucket: limiter.Admission, Start: ckptT0, Count: 1}
+		ws[i] = OpenWindow{Identity: strings.Repeat("x", MaxCheckpointIdentityBytes+100), Verb: vocab.Mint, Bucket: vocab.Admission, Start: ckptT0, Count: 1}
 	}
 	if n := len(AppendCheckpoint(nil, &Checkpoint{Windows: ws})); n != MaxCheckpointBytes {
 		t.Fatalf("a full checkpoint is %d bytes, want %d", n, MaxCheckpointBytes)
 	}
 	fleet := make([]OpenWindow, MaxOpenWindows)
 	for i := range fleet {
-		fleet[i] = OpenWindow{Identity: strings.Repeat("y", 64), Verb: limiter.Mint, Bucket: limiter.Admission, Start: ckptT0, Count: 1}
+		fleet[i] = OpenWindow{Identity: strings.Repeat("y", 64), Verb: vocab.Mint, Bucket: vocab.Admission, Start: ckptT0, Count: 1}
 	}
 	if n := len(AppendCheckpoint(nil, &Checkpoint{Windows: fleet})); n != 344_104 {
 		t.Fatalf("a fleet checkpoint is %d bytes, the docs say 344,104", n)
@@ -359,7 +360,7 @@ func TestASnapshotTakenWhileTheWriterWritesStillHoldsItsBatch(t *testing.T) {
 	done := make(chan struct{})
 	go func() { sink.Run(ctx); close(done) }()
 	for i := range MaxOpenWindows + 1 { // one early flush
-		sink.Limited(ctx, limiter.Event{Identity: fmt.Sprintf("uid:%d", i), Verb: limiter.Mint, Bucket: limiter.Admission})
+		sink.Limited(ctx, limiter.Event{Identity: fmt.Sprintf("uid:%d", i), Verb: vocab.Mint, Bucket: vocab.Admission})
 	}
 	<-bs.entered // Run took the hand-off and is writing
 	ws, gen := sink.Snapshot(nil)
@@ -399,8 +400,8 @@ func BenchmarkCheckpointTick(b *testing.B) {
 			}
 			ctx := context.Background()
 			for _, id := range ids {
-				for _, v := range []limiter.Verb{limiter.Mint, limiter.Deregister} {
-					for _, bk := range []limiter.Bucket{limiter.PredecisionRefusal, limiter.Admission} {
+				for _, v := range []vocab.Verb{vocab.Mint, vocab.Deregister} {
+					for _, bk := range []vocab.Bucket{vocab.PredecisionRefusal, vocab.Admission} {
 						sink.Limited(ctx, limiter.Event{Identity: id, Verb: v, Bucket: bk})
 					}
 				}
@@ -425,7 +426,7 @@ func BenchmarkCheckpointTick(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				sink.Limited(ctx, limiter.Event{Identity: ids[0], Verb: limiter.Mint, Bucket: limiter.Admission})
+				sink.Limited(ctx, limiter.Event{Identity: ids[0], Verb: vocab.Mint, Bucket: vocab.Admission})
 				if err := c.Tick(ctx, time.Now()); err != nil {
 					b.Fatal(err)
 				}

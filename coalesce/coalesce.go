@@ -52,6 +52,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // MaxOpenWindows caps the open-window map, for the same reason the
@@ -102,8 +103,8 @@ type Options struct {
 
 type key struct {
 	identity string
-	verb     limiter.Verb
-	bucket   limiter.Bucket
+	verb     vocab.Verb
+	bucket   vocab.Bucket
 }
 
 type window struct {
@@ -161,7 +162,7 @@ type Sink struct {
 	// gen counts changes to the windows not yet written (snapshot.go).
 	gen uint64
 
-	records       [limiter.NumBuckets]atomic.Uint64
+	records       [vocab.NumBuckets]atomic.Uint64
 	earlyFlushes  atomic.Uint64
 	writeFailures atomic.Uint64
 	handoffWaits  atomic.Uint64
@@ -464,7 +465,7 @@ type Stats struct {
 	// most MaxPending.
 	Pending int
 	// Records counts counted records written, per bucket, since start.
-	Records [limiter.NumBuckets]uint64
+	Records [vocab.NumBuckets]uint64
 	// EarlyFlushes counts windows flushed early at the cap.
 	EarlyFlushes uint64
 	// WriteFailures counts counted records that could not be written.

@@ -23,6 +23,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // clock is a settable clock. Its readings carry no monotonic reading, so
@@ -59,7 +60,7 @@ func newRig(t testing.TB, window time.Duration) *rig {
 	return r
 }
 
-func (r *rig) flood(id string, v limiter.Verb, b limiter.Bucket, n int) {
+func (r *rig) flood(id string, v vocab.Verb, b vocab.Bucket, n int) {
 	for range n {
 		r.s.Limited(context.Background(), limiter.Event{Identity: id, Verb: v, Bucket: b, RetryAfterSeconds: 1})
 	}
@@ -88,8 +89,8 @@ func TestFloodMakesOneRecordPerWindowPerKey(t *testing.T) {
 			r := newRig(t, time.Minute)
 			id := "unix-peer:uid=1000"
 			for i := range n {
-				r.flood(id, limiter.Mint, limiter.PredecisionRefusal, 1)
-				r.flood(id, limiter.Mint, limiter.Admission, 1)
+				r.flood(id, vocab.Mint, vocab.PredecisionRefusal, 1)
+				r.flood(id, vocab.Mint, vocab.Admission, 1)
 				if i == 0 {
 					r.clk.advance(time.Second) // the rest arrive a second later
 				}
@@ -100,9 +101,9 @@ func TestFloodMakesOneRecordPerWindowPerKey(t *testing.T) {
 			if len(recs) != 2 {
 				t.Fatalf("%d records for a flood of %d per bucket, want 2 (one per key): the store must not grow with the flood", len(recs), n)
 			}
-			seen := map[limiter.Bucket]bool{}
+			seen := map[vocab.Bucket]bool{}
 			for _, rec := range recs {
-				if rec.Phase != audit.PhaseLimited || rec.Count != uint64(n) || rec.Verb != limiter.Mint || rec.CallerIdentity != id {
+				if rec.Phase != audit.PhaseLimited || rec.Count != uint64(n) || rec.Verb != vocab.Mint || rec.CallerIdentity != id {
 					t.Fatalf("record %+v, want limited, count %d, mint, %s", rec, n, id)
 				}
 				if !rec.WindowStart.Equal(t0) || !rec.WindowEnd.Equal(t0.Add(time.Minute)) {
@@ -113,7 +114,7 @@ func TestFloodMakesOneRecordPerWindowPerKey(t *testing.T) {
 				}
 				seen[rec.LimitedBucket] = true
 			}
-			if !seen[limiter.PredecisionRefusal] || !seen[limiter.Admission] {
+			if !seen[vocab.PredecisionRefusal] || !seen[vocab.Admission] {
 				t.Fatalf("buckets merged: %v", seen)
 			}
 			// Every event was forwarded to the counting sink first.
@@ -126,10 +127,10 @@ func TestFloodMakesOneRecordPerWindowPerKey(t *testing.T) {
 
 func TestKeysAreIdentityVerbAndBucket(t *testing.T) {
 	r := newRig(t, time.Minute)
-	r.flood("a", limiter.Mint, limiter.Admission, 3)
-	r.flood("b", limiter.Mint, limiter.Admission, 4)
-	r.flood("a", limiter.Deregister, limiter.Admission, 5)
-	r.flood("a", limiter.Mint, limiter.PredecisionRefusal, 6)
+	r.flood("a", vocab.Mint, vocab.Admission, 3)
+	r.flood("b", vocab.Mint, vocab.Admission, 4)
+	r.flood("a", vocab.Deregister, vocab.Admission, 5)
+	r.flood("a", vocab.Mint, vocab.PredecisionRefusal, 6)
 	r.s.Tick(context.Background(), t0.Add(time.Minute))
 	recs := r.store.Records()
 	if len(recs) != 4 || sumCounts(recs) != 18 {
@@ -139,7 +140,7 @@ func TestKeysAreIdentityVerbAndBucket(t *testing.T) {
 
 func TestLateTickStampsTheDeadline(t *testing.T) {
 	r := newRig(t, time.Minute)
-	r.flood("a", limiter.Mint, limiter.Admission, 5)
+	r.flood("a", vocab.Mint, vocab.Admission, 5)
 	// A tick before the deadline writes nothing.
 	r.s.Tick(context.Background(), t0.Add(59*time.Second))
 	if n := len(r.store.Records()); n != 0 {
@@ -160,9 +161,9 @@ func TestLateTickStampsTheDeadline(t *testing.T) {
 
 func TestEventsAfterTheDeadlineOpenTheNextWindow(t *testing.T) {
 	r := newRig(t, time.Minute)
-	r.flood("a", limiter.Mint, limiter.Admission, 5)
+	r.flood("a", vocab.Mint, vocab.Admission, 5)
 	r.clk.advance(90 * time.Second) // past the deadline, no tick yet
-	r.flood("a", limiter.Mint, limiter.Admission, 7)
+	r.flood("a", vocab.Mint, vocab.Admission, 7)
 	r.s.Tick(context.Background(), r.clk.now())
 	recs := r.store.Records()
 	if len(recs) != 1 || recs[0].Count != 5 {
@@ -181,7 +182,7 @@ func TestCapFlushesOldestEarlyAndLosesNothing(t *testing.T) {
 	total := 0
 	for i := range keys {
 		n := 1 + i%3
-		r.flood("unix-peer:pid="+strconv.Itoa(i), limiter.Mint, limiter.PredecisionRefusal, n)
+		r.flood("unix-peer:pid="+strconv.Itoa(i), vocab.Mint, vocab.PredecisionRefusal, n)
 		total += n
 		if st := r.s.Stats(); st.OpenWindows > MaxOpenWindows {
 			t.Fatalf("%d open windows, cap %d", st.OpenWindows, MaxOpenWindows)
@@ -219,9 +220,9 @@ func TestCapFlushesOldestEarlyAndLosesNothing(t *testing.T) {
 
 func TestFlushWritesEveryOpenWindowAtTheFlushInstant(t *testing.T) {
 	r := newRig(t, time.Minute)
-	r.flood("a", limiter.Mint, limiter.Admission, 3)
+	r.flood("a", vocab.Mint, vocab.Admission, 3)
 	r.clk.advance(10 * time.Second)
-	r.flood("b", limiter.Deregister, limiter.PredecisionRefusal, 2)
+	r.flood("b", vocab.Deregister, vocab.PredecisionRefusal, 2)
 	r.clk.advance(5 * time.Second)
 	r.s.Flush(context.Background(), r.clk.now())
 	recs := r.store.Records()
@@ -240,7 +241,7 @@ func TestFlushWritesEveryOpenWindowAtTheFlushInstant(t *testing.T) {
 
 func TestWallClockStepCannotInvertAWindow(t *testing.T) {
 	r := newRig(t, time.Minute)
-	r.flood("a", limiter.Mint, limiter.Admission, 1)
+	r.flood("a", vocab.Mint, vocab.Admission, 1)
 	// A flush instant before the window's start (a clock stepped back)
 	// is clamped to the start: the record stays valid.
 	r.s.Flush(context.Background(), t0.Add(-time.Hour))
@@ -255,7 +256,7 @@ func TestFailedWriteIsLoggedCountedAndRefusesNothing(t *testing.T) {
 		t.Run(close, func(t *testing.T) {
 			r := newRig(t, time.Minute)
 			r.store.FailPhase(audit.PhaseLimited, errors.New("disk full"))
-			r.flood("a", limiter.Mint, limiter.Admission, 4)
+			r.flood("a", vocab.Mint, vocab.Admission, 4)
 			switch close {
 			case "tick":
 				r.s.Tick(context.Background(), t0.Add(time.Minute))
@@ -263,7 +264,7 @@ func TestFailedWriteIsLoggedCountedAndRefusesNothing(t *testing.T) {
 				r.s.Flush(context.Background(), t0)
 			case "early":
 				for i := range MaxOpenWindows {
-					r.flood("k"+strconv.Itoa(i), limiter.Mint, limiter.Admission, 1)
+					r.flood("k"+strconv.Itoa(i), vocab.Mint, vocab.Admission, 1)
 				}
 				r.s.Tick(context.Background(), t0) // writes the hand-off
 			}
@@ -276,9 +277,9 @@ func TestFailedWriteIsLoggedCountedAndRefusesNothing(t *testing.T) {
 			// The sink keeps working, and every event still reached the
 			// counting sink.
 			r.store.FailPhase(audit.PhaseLimited, nil)
-			r.flood("a", limiter.Mint, limiter.Admission, 1)
+			r.flood("a", vocab.Mint, vocab.Admission, 1)
 			r.s.Flush(context.Background(), t0.Add(time.Second))
-			if c := r.count.Count(limiter.Admission); c < 5 {
+			if c := r.count.Count(vocab.Admission); c < 5 {
 				t.Fatalf("counting sink saw %d events, want every one", c)
 			}
 		})
@@ -291,7 +292,7 @@ func TestConcurrentEventsAreAllCounted(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 1000 {
-				r.flood("id"+strconv.Itoa((g*1000+i)%300), limiter.Verb(i%2), limiter.Bucket(g%2), 1)
+				r.flood("id"+strconv.Itoa((g*1000+i)%300), vocab.Verb(i%2), vocab.Bucket(g%2), 1)
 			}
 		})
 	}
@@ -342,9 +343,9 @@ func TestTheNextSinkSeesEveryEventBeforeTheCoalescerCountsIt(t *testing.T) {
 	p.s = s
 	ctx := context.Background()
 	for i := range 4 {
-		s.Limited(ctx, limiter.Event{Identity: "uid:1000", Verb: limiter.Mint, Bucket: limiter.Bucket(i % 2)})
+		s.Limited(ctx, limiter.Event{Identity: "uid:1000", Verb: vocab.Mint, Bucket: vocab.Bucket(i % 2)})
 	}
-	s.Limited(ctx, limiter.Event{Identity: "uid:1000", Verb: limiter.Verb(99), Bucket: limiter.Admission})
+	s.Limited(ctx, limiter.Event{Identity: "uid:1000", Verb: vocab.Verb(99), Bucket: vocab.Admission})
 	if want := []uint64{0, 1, 2, 3, 4}; !slices.Equal(p.seen, want) {
 		t.Fatalf("counted before each forward: %v, want %v (the next sink first, every event)", p.seen, want)
 	}
@@ -357,7 +358,7 @@ func TestTheNextSinkSeesEveryEventBeforeTheCoalescerCountsIt(t *testing.T) {
 func TestAnOverdueWindowNeverClaimsMoreThanTheWindow(t *testing.T) {
 	t.Run("shutdown flush", func(t *testing.T) {
 		r := newRig(t, time.Minute)
-		r.flood("a", limiter.Mint, limiter.Admission, 3)
+		r.flood("a", vocab.Mint, vocab.Admission, 3)
 		r.clk.advance(5 * time.Minute) // overdue, no tick
 		r.s.Flush(context.Background(), r.clk.now())
 		recs := r.store.Records()
@@ -371,10 +372,10 @@ func TestAnOverdueWindowNeverClaimsMoreThanTheWindow(t *testing.T) {
 	t.Run("early flush at the cap", func(t *testing.T) {
 		r := newRig(t, time.Minute)
 		for i := range MaxOpenWindows {
-			r.flood("pid="+strconv.Itoa(i), limiter.Mint, limiter.PredecisionRefusal, 1)
+			r.flood("pid="+strconv.Itoa(i), vocab.Mint, vocab.PredecisionRefusal, 1)
 		}
 		r.clk.advance(5 * time.Minute) // every window overdue, no tick
-		r.flood("newcomer", limiter.Mint, limiter.PredecisionRefusal, 1)
+		r.flood("newcomer", vocab.Mint, vocab.PredecisionRefusal, 1)
 		if st := r.s.Stats(); st.EarlyFlushes != 1 {
 			t.Fatalf("early flushes %d, want 1", st.EarlyFlushes)
 		}
@@ -396,9 +397,9 @@ func TestAnOverdueWindowNeverClaimsMoreThanTheWindow(t *testing.T) {
 // key's next window, as the tick treats the deadline as closed.
 func TestAnEventAtTheDeadlineOpensTheNextWindow(t *testing.T) {
 	r := newRig(t, time.Minute)
-	r.flood("a", limiter.Mint, limiter.Admission, 2)
+	r.flood("a", vocab.Mint, vocab.Admission, 2)
 	r.clk.advance(time.Minute) // exactly the deadline
-	r.flood("a", limiter.Mint, limiter.Admission, 3)
+	r.flood("a", vocab.Mint, vocab.Admission, 3)
 	r.s.Tick(context.Background(), r.clk.now())
 	recs := r.store.Records()
 	if len(recs) != 1 || recs[0].Count != 2 || !recs[0].WindowEnd.Equal(t0.Add(time.Minute)) {
@@ -437,12 +438,12 @@ func BenchmarkLimitedAtTheCap(b *testing.B) {
 		ids[i] = fmt.Sprintf("spiffe://fleet/host-%06d", i)
 	}
 	for i := range MaxOpenWindows {
-		s.Limited(ctx, limiter.Event{Identity: ids[i%len(ids)] + "/fill", Verb: limiter.Mint, Bucket: limiter.Admission})
+		s.Limited(ctx, limiter.Event{Identity: ids[i%len(ids)] + "/fill", Verb: vocab.Mint, Bucket: vocab.Admission})
 	}
 	i := 0
 	b.ReportAllocs()
 	for b.Loop() {
-		s.Limited(ctx, limiter.Event{Identity: ids[i%len(ids)], Verb: limiter.Verb(i / len(ids) % 2), Bucket: limiter.Admission})
+		s.Limited(ctx, limiter.Event{Identity: ids[i%len(ids)], Verb: vocab.Verb(i / len(ids) % 2), Bucket: vocab.Admission})
 		i++
 	}
 }
@@ -475,9 +476,9 @@ func TestAFleetOf1024IdentitiesKeepsOneWindowPerKey(t *testing.T) {
 	const ids, perKey = 1024, 5
 	for range perKey {
 		for i := range ids {
-			for v := range limiter.NumVerbs {
-				for b := range limiter.NumBuckets {
-					r.flood(fleetID(i), limiter.Verb(v), limiter.Bucket(b), 1)
+			for v := range vocab.NumVerbs {
+				for b := range vocab.NumBuckets {
+					r.flood(fleetID(i), vocab.Verb(v), vocab.Bucket(b), 1)
 				}
 			}
 		}
@@ -503,7 +504,7 @@ func TestEarlyFlushWritesNothingOnTheLimitedCall(t *testing.T) {
 		go func() {
 			defer close(done)
 			for i := range MaxOpenWindows + 10 {
-				s.Limited(context.Background(), limiter.Event{Identity: fleetID(i), Verb: limiter.Mint, Bucket: limiter.Admission})
+				s.Limited(context.Background(), limiter.Event{Identity: fleetID(i), Verb: vocab.Mint, Bucket: vocab.Admission})
 			}
 		}()
 		synctest.Wait()
@@ -537,7 +538,7 @@ func TestRunWritesTheHandoffAsItFills(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Go(func() { s.Run(ctx) })
 		for i := range MaxOpenWindows + 300 {
-			s.Limited(context.Background(), limiter.Event{Identity: fleetID(i), Verb: limiter.Mint, Bucket: limiter.Admission})
+			s.Limited(context.Background(), limiter.Event{Identity: fleetID(i), Verb: vocab.Mint, Bucket: vocab.Admission})
 		}
 		synctest.Wait()
 		if n, st := store.Len(), s.Stats(); n != 300 || st.Pending != 0 || store.Batches() > 300 {
@@ -564,7 +565,7 @@ func TestAFullHandoffMakesTheLimitedCallWaitAndLosesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev := func(i int) limiter.Event {
-			return limiter.Event{Identity: fleetID(i), Verb: limiter.Deregister, Bucket: limiter.PredecisionRefusal}
+			return limiter.Event{Identity: fleetID(i), Verb: vocab.Deregister, Bucket: vocab.PredecisionRefusal}
 		}
 		full := MaxOpenWindows + MaxPending
 		for i := range full {
@@ -600,14 +601,14 @@ func TestAFullHandoffMakesTheLimitedCallWaitAndLosesNothing(t *testing.T) {
 func TestTickAndFlushWriteEverythingAsOneBatch(t *testing.T) {
 	r := newRig(t, time.Minute)
 	for i := range 256 {
-		r.flood(fleetID(i), limiter.Mint, limiter.Admission, 3)
+		r.flood(fleetID(i), vocab.Mint, vocab.Admission, 3)
 	}
 	r.s.Tick(context.Background(), t0.Add(time.Minute))
 	if n, b := r.store.Len(), r.store.Batches(); n != 256 || b != 1 {
 		t.Fatalf("tick of 256 due windows: %d records in %d batches, want 256 in one", n, b)
 	}
 	for i := range 300 {
-		r.flood(fleetID(i), limiter.Deregister, limiter.Admission, 1)
+		r.flood(fleetID(i), vocab.Deregister, vocab.Admission, 1)
 	}
 	r.s.Flush(context.Background(), t0.Add(2*time.Minute))
 	if n, b := r.store.Len(), r.store.Batches(); n != 556 || b != 2 {
@@ -618,7 +619,7 @@ func TestTickAndFlushWriteEverythingAsOneBatch(t *testing.T) {
 func TestShutdownFlushWritesTheHandoffToo(t *testing.T) {
 	r := newRig(t, time.Hour)
 	for i := range MaxOpenWindows + 5 {
-		r.flood(fleetID(i), limiter.Mint, limiter.Admission, 2)
+		r.flood(fleetID(i), vocab.Mint, vocab.Admission, 2)
 	}
 	if st := r.s.Stats(); st.Pending != 5 {
 		t.Fatalf("stats %+v, want 5 handed off", st)
@@ -633,7 +634,7 @@ func TestAFailedBatchIsLoggedOnceAndCountedPerRecord(t *testing.T) {
 	r := newRig(t, time.Minute)
 	r.store.FailPhase(audit.PhaseLimited, errors.New("disk full"))
 	for i := range 10 {
-		r.flood(fleetID(i), limiter.Mint, limiter.PredecisionRefusal, 3)
+		r.flood(fleetID(i), vocab.Mint, vocab.PredecisionRefusal, 3)
 	}
 	r.s.Tick(context.Background(), t0.Add(time.Minute))
 	if st := r.s.Stats(); st.WriteFailures != 10 || st.Records != [2]uint64{} || st.OpenWindows != 0 {
@@ -643,7 +644,7 @@ func TestAFailedBatchIsLoggedOnceAndCountedPerRecord(t *testing.T) {
 		t.Fatalf("log %q, want one warning naming 10 records and the error", out)
 	}
 	// Nothing was refused: every event reached the counting sink.
-	if c := r.count.Count(limiter.PredecisionRefusal); c != 30 {
+	if c := r.count.Count(vocab.PredecisionRefusal); c != 30 {
 		t.Fatalf("counting sink saw %d, want 30", c)
 	}
 }
@@ -662,7 +663,7 @@ func wallRig(t *testing.T, window time.Duration) (*Sink, *audittest.AuditLog) {
 }
 
 func at(id string, when time.Time) limiter.Event {
-	return limiter.Event{Identity: id, Verb: limiter.Mint, Bucket: limiter.Admission, RetryAfterSeconds: 1, At: when}
+	return limiter.Event{Identity: id, Verb: vocab.Mint, Bucket: vocab.Admission, RetryAfterSeconds: 1, At: when}
 }
 
 // TestAnEventsInstantOpensItsWindow: on the wall clock, a window opens at
@@ -710,15 +711,15 @@ func TestALateReadInstantNeverOpensAWindowBeforeAClosedOneEnds(t *testing.T) {
 
 func TestSetWindowKeepsOpenWindowsAndSizesNewOnes(t *testing.T) {
 	r := newRig(t, time.Minute)
-	r.flood("old", limiter.Mint, limiter.Admission, 3) // deadline t0+60s
+	r.flood("old", vocab.Mint, vocab.Admission, 3) // deadline t0+60s
 	if err := r.s.SetWindow(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
 	r.clk.advance(5 * time.Second)
-	r.flood("new", limiter.Mint, limiter.Admission, 2) // deadline t0+15s
-	r.clk.advance(10 * time.Second)                    // t0+15s
-	r.flood("old", limiter.Mint, limiter.Admission, 1) // still in its 60 s window
-	r.flood("new", limiter.Mint, limiter.Admission, 4) // past its 10 s: the key's next window
+	r.flood("new", vocab.Mint, vocab.Admission, 2) // deadline t0+15s
+	r.clk.advance(10 * time.Second)                // t0+15s
+	r.flood("old", vocab.Mint, vocab.Admission, 1) // still in its 60 s window
+	r.flood("new", vocab.Mint, vocab.Admission, 4) // past its 10 s: the key's next window
 	r.s.Tick(context.Background(), r.clk.now())
 	if got := len(r.store.Records()); got != 0 {
 		t.Fatalf("%d records at +15 s, want 0 (the ring closes in opening order; the old window is open till +60 s)", got)
@@ -767,7 +768,7 @@ func TestCountedRecordsThroughTheRealStoreAreNoAnomaly(t *testing.T) {
 	for range 10 {
 		for i := range perWindow {
 			id := "unix-peer:uid=" + strconv.Itoa(1000+i%3)
-			s.Limited(ctx, limiter.Event{Identity: id, Verb: limiter.Mint, Bucket: limiter.Bucket(i % 2)})
+			s.Limited(ctx, limiter.Event{Identity: id, Verb: vocab.Mint, Bucket: vocab.Bucket(i % 2)})
 		}
 		clk.advance(time.Minute)
 		s.Tick(ctx, clk.now())
@@ -787,9 +788,9 @@ func TestCountedRecordsThroughTheRealStoreAreNoAnomaly(t *testing.T) {
 	if got := rep.Records[audit.PhaseLimited-1]; got != 60 {
 		t.Fatalf("%d counted records, want 60", got)
 	}
-	for b := range limiter.NumBuckets {
+	for b := range vocab.NumBuckets {
 		if got := rep.Limited[b].Count; got != 10*perWindow/2 {
-			t.Fatalf("%v: counted %d limited invocations, want %d", limiter.Bucket(b), got, 10*perWindow/2)
+			t.Fatalf("%v: counted %d limited invocations, want %d", vocab.Bucket(b), got, 10*perWindow/2)
 		}
 	}
 	if c := counts.Counts(); c.PredecisionRefusal != 2500 || c.Admission != 2500 {
@@ -803,7 +804,7 @@ func TestCountedRecordsThroughTheRealStoreAreNoAnomaly(t *testing.T) {
 	}
 	if err := store.Append(ctx, &audit.Record{
 		Phase: audit.PhaseIntent, TS: time.Now().Add(-10 * time.Minute), RequestID: "crash.1",
-		Verb: limiter.Mint, CallerIdentity: "unix-peer:uid=1000",
+		Verb: vocab.Mint, CallerIdentity: "unix-peer:uid=1000",
 		Requested: &audit.Requested{ServiceName: "review", Host: "h1", Instance: 7},
 	}); err != nil {
 		t.Fatal(err)
@@ -907,7 +908,7 @@ func FuzzCoalescerInvariants(f *testing.F) {
 		wg.Go(func() { s.Run(ctx) }) // the writer: a full hand-off never deadlocks
 		fresh := 0
 		ev := func(id string, x byte) {
-			s.Limited(ctx, limiter.Event{Identity: id, Verb: limiter.Verb(x & 1), Bucket: limiter.Bucket(x >> 1 & 1)})
+			s.Limited(ctx, limiter.Event{Identity: id, Verb: vocab.Verb(x & 1), Bucket: vocab.Bucket(x >> 1 & 1)})
 		}
 		for _, op := range ops {
 			switch op >> 4 {
@@ -948,8 +949,8 @@ func FuzzCoalescerInvariants(f *testing.F) {
 		var sum uint64
 		type k struct {
 			id string
-			v  limiter.Verb
-			b  limiter.Bucket
+			v  vocab.Verb
+			b  vocab.Bucket
 		}
 		byKey := map[k][]audit.Record{}
 		for _, r := range store.recs {
@@ -1010,7 +1011,7 @@ func TestMemoryIsBoundedAsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		s.Limited(context.Background(), limiter.Event{Identity: id, Verb: limiter.Mint, Bucket: limiter.Admission})
+		s.Limited(context.Background(), limiter.Event{Identity: id, Verb: vocab.Mint, Bucket: vocab.Admission})
 	}
 	if st := s.Stats(); st.OpenWindows != MaxOpenWindows || st.Pending != MaxPending {
 		t.Fatalf("stats %+v, want ring and hand-off full", st)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // Checkpoint states, as recovery found the files (the health member's
@@ -162,8 +162,8 @@ func recoverCheckpoint(ctx context.Context, cfs checkpointFS, store Appender, au
 // the identity as bounded, the start at the store's millisecond.
 type recordKey struct {
 	identity string
-	verb     limiter.Verb
-	bucket   limiter.Bucket
+	verb     vocab.Verb
+	bucket   vocab.Bucket
 	start    int64 // window_start, Unix milliseconds
 }
 

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // OpenWindow is a window whose counted record is not durable yet, as
@@ -14,8 +14,8 @@ import (
 // the count, and nothing of the limiter's buckets.
 type OpenWindow struct {
 	Identity string
-	Verb     limiter.Verb
-	Bucket   limiter.Bucket
+	Verb     vocab.Verb
+	Bucket   vocab.Bucket
 	// Start is the window's start, as its record's window_start.
 	Start time.Time
 	// Count is the number of limited invocations counted so far, ≥ 1.

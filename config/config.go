@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // Registrar is the [registrar] table. Durations carry their unit in the field
@@ -67,7 +69,7 @@ type Registrar struct {
 	MaxWrapTTLSeconds uint32
 	// Components maps a component name (a DNS label) to its multiplicity,
 	// from [registrar.components.<name>] multiplicity = "...".
-	Components map[string]Multiplicity
+	Components map[string]vocab.Multiplicity
 	// UnixMaxConns caps the unix socket's open connections. Default 128,
 	// 1 to MaxConnsLimit. At the cap the oldest idle connection is closed
 	// for a newcomer, which is refused only when all have a request in
@@ -185,11 +187,11 @@ func Default() Config {
 	return cfg
 }
 
-func exampleComponents() map[string]Multiplicity {
-	return map[string]Multiplicity{
-		"review":        ManyPerHost,
-		"edge-proxy":    OnePerHost,
-		"control-plane": OnePerDeployment,
+func exampleComponents() map[string]vocab.Multiplicity {
+	return map[string]vocab.Multiplicity{
+		"review":        vocab.ManyPerHost,
+		"edge-proxy":    vocab.OnePerHost,
+		"control-plane": vocab.OnePerDeployment,
 	}
 }
 

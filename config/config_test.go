@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 func TestDefaultHoldsTheDocumentedValues(t *testing.T) {
@@ -30,7 +32,7 @@ func TestDefaultHoldsTheDocumentedValues(t *testing.T) {
 		{"registrar.rate_limit_coalesce_window_seconds", r.RateLimitCoalesceWindowSeconds, uint32(60)},
 		{"registrar.maintenance_interval_ms", r.MaintenanceIntervalMS, uint32(1000)},
 		{"registrar.max_wrap_ttl_seconds", r.MaxWrapTTLSeconds, uint32(1800)},
-		{"registrar.components", r.Components, map[string]Multiplicity{"review": ManyPerHost, "edge-proxy": OnePerHost, "control-plane": OnePerDeployment}},
+		{"registrar.components", r.Components, map[string]vocab.Multiplicity{"review": vocab.ManyPerHost, "edge-proxy": vocab.OnePerHost, "control-plane": vocab.OnePerDeployment}},
 		{"registrar.extra", r.Extra, map[string]any(nil)},
 		{"telemetry.metrics_listen", tel.MetricsListen, "127.0.0.1:9464"},
 		{"telemetry.otlp_endpoint", tel.OTLPEndpoint, ""},
@@ -49,7 +51,7 @@ func TestDefaultHoldsTheDocumentedValues(t *testing.T) {
 
 func TestDefaultReturnsFreshMapsEachCall(t *testing.T) {
 	a := Default()
-	a.Registrar.Components["extra"] = OnePerHost
+	a.Registrar.Components["extra"] = vocab.OnePerHost
 	delete(a.Registrar.Components, "review")
 	b := Default()
 	if _, ok := b.Registrar.Components["extra"]; ok {
@@ -64,7 +66,7 @@ func TestCloneCopiesTheMaps(t *testing.T) {
 	a := Default()
 	a.Registrar.Extra = map[string]any{"k": int64(1)}
 	b := a.Clone()
-	b.Registrar.Components["new"] = OnePerHost
+	b.Registrar.Components["new"] = vocab.OnePerHost
 	b.Registrar.Extra["k2"] = "v"
 	if len(a.Registrar.Components) != 3 || len(a.Registrar.Extra) != 1 {
 		t.Errorf("mutating a clone changed the original: components %v, extra %v", a.Registrar.Components, a.Registrar.Extra)

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // decoder walks the merged raw map, checking each known key's type and
@@ -166,7 +168,7 @@ func (d *decoder) components(key string, v any, r *Registrar) {
 			text, isText = ev.Text, true
 			d.origin[mkey] = ev
 		}
-		mult, err := ParseMultiplicity(text)
+		mult, err := vocab.ParseMultiplicity(text)
 		if !isText || err != nil {
 			d.fail(mkey, mv, ruleMultiplicity)
 			continue

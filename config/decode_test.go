@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	gotoml "github.com/pelletier/go-toml/v2"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 var integerKeys = []string{
@@ -170,7 +171,7 @@ multiplicity = "one-per-host"
 [registrar.components]
 c.multiplicity = "many-per-host"
 `)
-	want := map[string]Multiplicity{"a": OnePerDeployment, "b-2": OnePerHost, "c": ManyPerHost}
+	want := map[string]vocab.Multiplicity{"a": vocab.OnePerDeployment, "b-2": vocab.OnePerHost, "c": vocab.ManyPerHost}
 	if !reflect.DeepEqual(cfg.Registrar.Components, want) {
 		t.Errorf("components = %v, want %v", cfg.Registrar.Components, want)
 	}

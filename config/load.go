@@ -13,6 +13,7 @@ import (
 	"github.com/knadh/koanf/providers/env/v2"
 	"github.com/knadh/koanf/v2"
 	gotoml "github.com/pelletier/go-toml/v2"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // EnvPrefix starts every environment variable that overrides a key.
@@ -81,7 +82,7 @@ func load(source string, fileProvider koanf.Provider, environ []string, logger *
 	if fileProvider != nil {
 		// A file states the components; the examples are not merged in, so
 		// an operator can remove them.
-		cfg.Registrar.Components = map[string]Multiplicity{}
+		cfg.Registrar.Components = map[string]vocab.Multiplicity{}
 	}
 
 	envVars, errs := scanEnv(environ)

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // mustLoadBytes loads a TOML document given inline and fails on any error.
@@ -55,7 +57,7 @@ func TestAnEmptyFileLoadsTheDefaultsWithoutComponents(t *testing.T) {
 	cfg := mustLoadBytes(t, "")
 	want := Default()
 	want.Source = "test.toml"
-	want.Registrar.Components = map[string]Multiplicity{}
+	want.Registrar.Components = map[string]vocab.Multiplicity{}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("empty file = %+v\nwant %+v", cfg, want)
 	}
@@ -66,7 +68,7 @@ func TestComponentsOfAFileReplaceTheExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]Multiplicity{"review": ManyPerHost}
+	want := map[string]vocab.Multiplicity{"review": vocab.ManyPerHost}
 	if !reflect.DeepEqual(cfg.Registrar.Components, want) {
 		t.Errorf("components = %v, want %v (the examples must not be merged into a file's)", cfg.Registrar.Components, want)
 	}
@@ -99,8 +101,8 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 			RateLimitCoalesceWindowSeconds:              120,
 			MaintenanceIntervalMS:                       500,
 			MaxWrapTTLSeconds:                           900,
-			Components: map[string]Multiplicity{
-				"review": ManyPerHost, "edge-proxy": OnePerHost, "control-plane": OnePerDeployment,
+			Components: map[string]vocab.Multiplicity{
+				"review": vocab.ManyPerHost, "edge-proxy": vocab.OnePerHost, "control-plane": vocab.OnePerDeployment,
 			},
 			UnixMaxConns:          256,
 			TLSMaxConns:           512,
@@ -322,11 +324,11 @@ otlp_endpoint = "http://collector:4318"
 			func(c Config) (any, any) { return c.Telemetry.TraceSamplePerMillion, uint32(125_000) }},
 		{"component added", []string{"REGISTRAR_OTEL_REGISTRAR__COMPONENTS__EDGE__MULTIPLICITY=one-per-host"},
 			func(c Config) (any, any) {
-				return c.Registrar.Components, map[string]Multiplicity{"review": ManyPerHost, "edge": OnePerHost}
+				return c.Registrar.Components, map[string]vocab.Multiplicity{"review": vocab.ManyPerHost, "edge": vocab.OnePerHost}
 			}},
 		{"component changed", []string{"REGISTRAR_OTEL_REGISTRAR__COMPONENTS__REVIEW__MULTIPLICITY=one-per-host"},
 			func(c Config) (any, any) {
-				return c.Registrar.Components, map[string]Multiplicity{"review": OnePerHost}
+				return c.Registrar.Components, map[string]vocab.Multiplicity{"review": vocab.OnePerHost}
 			}},
 		{"unknown registrar key kept as text", []string{"REGISTRAR_OTEL_REGISTRAR__AUDIT_STORE_MAX_SEGMENTS=12"},
 			func(c Config) (any, any) { return c.Registrar.Extra, map[string]any{"audit_store_max_segments": "12"} }},
@@ -355,7 +357,7 @@ func TestEnvironmentOverridesTheDefaultsWithoutAFile(t *testing.T) {
 	if got := cfg.Registrar.RateLimitAdmissionBurst; got != 600 {
 		t.Errorf("rate_limit_admission_burst = %d, want 600", got)
 	}
-	want := map[string]Multiplicity{"review": ManyPerHost, "edge-proxy": OnePerHost, "control-plane": OnePerDeployment, "edge": OnePerHost}
+	want := map[string]vocab.Multiplicity{"review": vocab.ManyPerHost, "edge-proxy": vocab.OnePerHost, "control-plane": vocab.OnePerDeployment, "edge": vocab.OnePerHost}
 	if !reflect.DeepEqual(cfg.Registrar.Components, want) {
 		t.Errorf("components = %v, want the examples plus edge: %v", cfg.Registrar.Components, want)
 	}

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // Reload classes: whether a changed key can be put in force by a reload
@@ -26,7 +28,7 @@ type Change struct {
 }
 
 // showComponents is the components table on one line, sorted by name.
-func showComponents(m map[string]Multiplicity) string {
+func showComponents(m map[string]vocab.Multiplicity) string {
 	parts := make([]string, 0, len(m))
 	for _, name := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, name+"="+m[name].String())

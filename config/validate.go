@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // Limits of the checked values.
@@ -160,7 +162,7 @@ func noNUL(_ *Config, key, v string, add func(*KeyError)) {
 	}
 }
 
-func checkComponents(components map[string]Multiplicity, add func(*KeyError)) {
+func checkComponents(components map[string]vocab.Multiplicity, add func(*KeyError)) {
 	for _, name := range slices.Sorted(maps.Keys(components)) {
 		if e := checkComponentName(name); e != nil {
 			add(e)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // keyErrorFor returns the Validate error naming key, or nil.
@@ -79,7 +81,7 @@ func TestValidateReportsEveryRuleOfAHandBuiltConfig(t *testing.T) {
 	r.StateDir = "var/\x00lib"
 	r.AuditMaxRetainedFiles = 0
 	r.RateLimitCoalesceWindowSeconds = 0
-	r.Components["Bad"] = ManyPerHost
+	r.Components["Bad"] = vocab.ManyPerHost
 	r.Components["zero"] = 0
 	cfg.Telemetry.ServiceName = " "
 	cfg.Telemetry.TraceSamplePerMillion = 1_000_001

@@ -19,6 +19,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/internal/testing/vaulttest"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -200,7 +201,7 @@ func TestAServerThatStopsAnsweringIsAnsweredWithinTheTimeoutOverTheSocket(t *tes
 		if !slices.Equal(phases, []audit.Phase{audit.PhaseIntent, audit.PhaseOutcome}) || outcome == nil {
 			t.Fatalf("records of %s: %v, want an intent and an outcome", c.resp.RequestID, phases)
 		}
-		if outcome.Class != audit.ClassRefused || outcome.Reason != audit.ReasonBackendUnavailable ||
+		if outcome.Class != vocab.ClassRefused || outcome.Reason != vocab.ReasonBackendUnavailable ||
 			strings.HasPrefix(outcome.Detail, "partial:") != c.partial {
 			t.Errorf("outcome of %s: %+v, want refused backend_unavailable, partial %v", c.resp.RequestID, outcome, c.partial)
 		}

@@ -25,9 +25,11 @@ import (
 	"github.com/registrar-otel/registrar-otel/internal/testing/cputime"
 	"github.com/registrar-otel/registrar-otel/internal/testing/floodtest"
 	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 	"github.com/registrar-otel/registrar-otel/telemetry"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"github.com/registrar-otel/registrar-otel/wire"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -233,7 +235,7 @@ func TestEveryLimitedInvocationReachesTheCoalescerTheOTelSinkAndTheCountingSink(
 		t.Errorf("OTel sink: registrar_limited_predecision_refusal_total %v, want 3", got)
 	}
 	r.stop(t)
-	if got := scanDir(t, cfg.Registrar.AuditRecordDir).Limited[limiter.PredecisionRefusal].Count; got != 3 {
+	if got := scanDir(t, cfg.Registrar.AuditRecordDir).Limited[vocab.PredecisionRefusal].Count; got != 3 {
 		t.Errorf("coalescer: counted records sum to %d, want 3", got)
 	}
 }
@@ -522,7 +524,7 @@ func startFloor(b *testing.B, f *floodtest.Floor) string {
 	}
 	b.Cleanup(func() { os.RemoveAll(dir) })
 	path := filepath.Join(dir, "f.sock")
-	l, err := wire.ListenUnix(path)
+	l, err := server.ListenUnix(path)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -573,7 +575,7 @@ func BenchmarkProductionChain(b *testing.B) {
 			}
 			evs := make([]limiter.Event, tc.keys)
 			for i := range evs {
-				evs[i] = limiter.Event{Identity: "unix-peer:uid=" + strconv.Itoa(1000+i), Verb: limiter.Verb(i % 2), Bucket: limiter.Admission, RetryAfterSeconds: 1}
+				evs[i] = limiter.Event{Identity: "unix-peer:uid=" + strconv.Itoa(1000+i), Verb: vocab.Verb(i % 2), Bucket: vocab.Admission, RetryAfterSeconds: 1}
 			}
 			ctx := context.Background()
 			i := 0
@@ -638,7 +640,7 @@ func BenchmarkProductionChainDefaultConfig(b *testing.B) {
 				Remote:     true,
 			}))
 		}
-		for _, bucket := range []limiter.Bucket{limiter.Admission, limiter.PredecisionRefusal} {
+		for _, bucket := range []vocab.Bucket{vocab.Admission, vocab.PredecisionRefusal} {
 			b.Run(tc.name+"/bucket="+bucket.String(), func(b *testing.B) {
 				o, err := otelsink.New(counting.New(), tel.MeterProvider())
 				if err != nil {
@@ -648,7 +650,7 @@ func BenchmarkProductionChainDefaultConfig(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				ev := limiter.Event{Identity: "unix-peer:uid=1000", Verb: limiter.Mint, Bucket: bucket, RetryAfterSeconds: 1}
+				ev := limiter.Event{Identity: "unix-peer:uid=1000", Verb: vocab.Mint, Bucket: bucket, RetryAfterSeconds: 1}
 				tracer := tc.tp.Tracer("bench")
 				const batch = 4096
 				var (

@@ -12,7 +12,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/coalesce"
 	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // plantCheckpoint leaves in stateDir what a SIGKILLed run leaves: a
@@ -33,8 +33,8 @@ func TestAnUncleanStopIsRecoveredBeforeServingLoggedOnceAndCarriedInHealth(t *te
 	cfg := testConfig(t)
 	instant := time.Now().Add(-3 * time.Second)
 	plantCheckpoint(t, cfg.Registrar.StateDir, 41, instant,
-		coalesce.OpenWindow{Identity: "uid:1000", Verb: limiter.Mint, Bucket: limiter.Admission, Start: instant.Add(-2 * time.Second), Count: 120},
-		coalesce.OpenWindow{Identity: "uid:1001", Verb: limiter.Deregister, Bucket: limiter.PredecisionRefusal, Start: instant.Add(-time.Second), Count: 3})
+		coalesce.OpenWindow{Identity: "uid:1000", Verb: vocab.Mint, Bucket: vocab.Admission, Start: instant.Add(-2 * time.Second), Count: 120},
+		coalesce.OpenWindow{Identity: "uid:1001", Verb: vocab.Deregister, Bucket: vocab.PredecisionRefusal, Start: instant.Add(-time.Second), Count: 3})
 	var logs logtest.Buffer
 	d, err := New(cfg, slog.New(slog.NewJSONHandler(&logs, nil)))
 	if err != nil {
@@ -45,7 +45,7 @@ func TestAnUncleanStopIsRecoveredBeforeServingLoggedOnceAndCarriedInHealth(t *te
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rep.Limited; got[limiter.Admission].Count != 120 || got[limiter.PredecisionRefusal].Count != 3 || rep.Anomalies() {
+	if got := rep.Limited; got[vocab.Admission].Count != 120 || got[vocab.PredecisionRefusal].Count != 3 || rep.Anomalies() {
 		t.Fatalf("store after recovery %+v, want 120 admission and 3 refusals, no anomaly", rep.Limited)
 	}
 	errLines := 0
@@ -105,7 +105,7 @@ func TestAnUncleanStopIsRecoveredBeforeServingLoggedOnceAndCarriedInHealth(t *te
 		t.Fatalf("after a clean stop: %+v, log %s", m, logs.String())
 	}
 	rep, _ = audit.Scan(context.Background(), audit.ScanOptions{Dir: cfg.Registrar.AuditRecordDir})
-	if got := rep.Limited[limiter.Admission].Count; got != 120 {
+	if got := rep.Limited[vocab.Admission].Count; got != 120 {
 		t.Fatalf("after the clean restart Σ admission %d, want 120 (nothing written twice)", got)
 	}
 }

@@ -22,8 +22,8 @@ import (
 	"sync/atomic"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // Container is the registrar_health object. Its JSON encoding is the known
@@ -251,8 +251,8 @@ type Source func(*Container)
 func LimiterSource(c *counting.Sink) Source {
 	return func(h *Container) {
 		h.Limiter = LimiterMember{
-			LimitedPredecisionRefusal: c.Count(limiter.PredecisionRefusal),
-			LimitedAdmission:          c.Count(limiter.Admission),
+			LimitedPredecisionRefusal: c.Count(vocab.PredecisionRefusal),
+			LimitedAdmission:          c.Count(vocab.Admission),
 		}
 	}
 }

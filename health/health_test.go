@@ -3,10 +3,12 @@ package health_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/registrar-otel/registrar-otel/audit"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/vocab"
 
 	"github.com/registrar-otel/registrar-otel/health"
 	"github.com/registrar-otel/registrar-otel/limiter"
@@ -30,9 +32,9 @@ func TestHolderServesTheLastRefreshOnly(t *testing.T) {
 		t.Fatalf("initial snapshot %s, want %s", got, want)
 	}
 	for range 3 {
-		c.Limited(context.Background(), limiter.Event{Bucket: limiter.PredecisionRefusal})
+		c.Limited(context.Background(), limiter.Event{Bucket: vocab.PredecisionRefusal})
 	}
-	c.Limited(context.Background(), limiter.Event{Bucket: limiter.Admission})
+	c.Limited(context.Background(), limiter.Event{Bucket: vocab.Admission})
 	// No refresh: the served container is unchanged.
 	if got := h.Current().Container.Limiter; got != (health.LimiterMember{}) {
 		t.Fatalf("snapshot moved without a refresh: %+v", got)
@@ -46,7 +48,7 @@ func TestHolderServesTheLastRefreshOnly(t *testing.T) {
 }
 
 func TestEachBucketMovesOnlyItsField(t *testing.T) {
-	for _, b := range []limiter.Bucket{limiter.PredecisionRefusal, limiter.Admission} {
+	for _, b := range []vocab.Bucket{vocab.PredecisionRefusal, vocab.Admission} {
 		c := counting.New()
 		h, _ := health.NewHolder(health.LimiterSource(c))
 		for range 5 {
@@ -55,7 +57,7 @@ func TestEachBucketMovesOnlyItsField(t *testing.T) {
 		h.Refresh()
 		got := h.Current().Container.Limiter
 		want := health.LimiterMember{LimitedPredecisionRefusal: 5}
-		if b == limiter.Admission {
+		if b == vocab.Admission {
 			want = health.LimiterMember{LimitedAdmission: 5}
 		}
 		if got != want {
@@ -95,7 +97,7 @@ func TestAuditCapacityIsReadFromTheProbesLastResultOnRefreshOnly(t *testing.T) {
 	if first.State == "" || first.BudgetBytes != 4<<20 || first.StoreBytes != 0 || first.FreeBytes == 0 {
 		t.Fatalf("initial member %+v, want a state, budget 4 MiB, an empty store and some free space", first)
 	}
-	if err := store.Append(context.Background(), &audit.Record{Phase: audit.PhaseIntent, RequestID: "r1", Verb: limiter.Mint,
+	if err := store.Append(context.Background(), &audit.Record{Phase: audit.PhaseIntent, RequestID: "r1", Verb: vocab.Mint,
 		CallerIdentity: "uid=1", Requested: &audit.Requested{ServiceName: "s", Host: "h"}}); err != nil {
 		t.Fatal(err)
 	}

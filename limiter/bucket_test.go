@@ -6,18 +6,20 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 func TestTokensNeverExceedBurst(t *testing.T) {
 	l := mustNew(t, cfg(5, time.Second, 5, time.Second), nil)
-	admitted(l, "c", Mint, Admission, 0, 5)
+	admitted(l, "c", vocab.Mint, vocab.Admission, 0, 5)
 	// A long idle accrues far more than the burst; only the burst is usable.
-	if got := admitted(l, "c", Mint, Admission, 1000*sec, 100); got != 5 {
+	if got := admitted(l, "c", vocab.Mint, vocab.Admission, 1000*sec, 100); got != 5 {
 		t.Fatalf("after a long idle admitted %d, want the burst 5", got)
 	}
 	// And time spent full earns no credit: right after, only whole
 	// intervals since the drain count.
-	if got := admitted(l, "c", Mint, Admission, 1000*sec+sec-1, 1); got != 0 {
+	if got := admitted(l, "c", vocab.Mint, vocab.Admission, 1000*sec+sec-1, 1); got != 0 {
 		t.Fatalf("admitted %d just under one interval after the drain, want 0", got)
 	}
 }
@@ -26,15 +28,15 @@ func TestDrainedAtBoundaryGetsNoSecondBurst(t *testing.T) {
 	// A fixed window would hand out a second full budget right after the
 	// boundary; a token bucket hands out only what accrued.
 	l := mustNew(t, cfg(10, time.Second, 10, time.Second), nil)
-	if got := admitted(l, "c", Mint, Admission, sec-1, 10); got != 10 {
+	if got := admitted(l, "c", vocab.Mint, vocab.Admission, sec-1, 10); got != 10 {
 		t.Fatalf("first burst admitted %d, want 10", got)
 	}
 	for _, at := range []Instant{sec, sec + 1, 2*sec - 2} {
-		if got := admitted(l, "c", Mint, Admission, at, 10); got != 0 {
+		if got := admitted(l, "c", vocab.Mint, vocab.Admission, at, 10); got != 0 {
 			t.Fatalf("at %v admitted %d, want 0 (no interval elapsed since the drain)", time.Duration(at), got)
 		}
 	}
-	if got := admitted(l, "c", Mint, Admission, 2*sec-1, 10); got != 1 {
+	if got := admitted(l, "c", vocab.Mint, vocab.Admission, 2*sec-1, 10); got != 1 {
 		t.Fatalf("one interval after the drain admitted %d, want exactly 1", got)
 	}
 }
@@ -44,7 +46,7 @@ func TestPartialIntervalsAreBanked(t *testing.T) {
 	// reaches its burst banks nothing (time spent full earns no credit).
 	l := mustNew(t, cfg(2, time.Second, 2, time.Second), nil)
 	ctx := context.Background()
-	admitted(l, "c", Mint, Admission, 0, 2) // drain
+	admitted(l, "c", vocab.Mint, vocab.Admission, 0, 2) // drain
 	steps := []struct {
 		at   Instant
 		want bool
@@ -55,7 +57,7 @@ func TestPartialIntervalsAreBanked(t *testing.T) {
 		{2000 * Instant(time.Millisecond), true},  // banked 0.2 s + 0.8 s = 1 interval
 	}
 	for _, s := range steps {
-		if got := l.ChargeAt(ctx, "c", Mint, Admission, s.at).Allowed; got != s.want {
+		if got := l.ChargeAt(ctx, "c", vocab.Mint, vocab.Admission, s.at).Allowed; got != s.want {
 			t.Fatalf("at %v: allowed = %v, want %v", time.Duration(s.at), got, s.want)
 		}
 	}
@@ -108,7 +110,7 @@ func TestOddIntervalsMatchExactReference(t *testing.T) {
 			// which is where rounding loss would show.
 			for now < int64(tc.horizon) {
 				now += rng.Int64N(int64(tc.interval) * 2 / 3)
-				a := l.ChargeAt(context.Background(), "c", Mint, Admission, Instant(now)).Allowed
+				a := l.ChargeAt(context.Background(), "c", vocab.Mint, vocab.Admission, Instant(now)).Allowed
 				r := ref.charge(now)
 				if a != r {
 					t.Fatalf("at %v: limiter allowed=%v, reference allowed=%v", time.Duration(now), a, r)
@@ -136,15 +138,15 @@ func TestOddIntervalsMatchExactReference(t *testing.T) {
 func TestOutOfOrderInstantAddsNoTokens(t *testing.T) {
 	l := mustNew(t, cfg(2, time.Second, 2, time.Second), nil)
 	ctx := context.Background()
-	admitted(l, "c", Mint, Admission, 10*sec, 2) // drained at 10 s
-	e, ok := l.lookup("c", Mint, Admission)
+	admitted(l, "c", vocab.Mint, vocab.Admission, 10*sec, 2) // drained at 10 s
+	e, ok := l.lookup("c", vocab.Mint, vocab.Admission)
 	if !ok {
 		t.Fatal("entry missing after charges")
 	}
 	before := e.tb.accruedAt
 	// A charge whose clock was read earlier (outside the lock, under
 	// contention) presents an instant before the last accrual.
-	d := l.ChargeAt(ctx, "c", Mint, Admission, 3*sec)
+	d := l.ChargeAt(ctx, "c", vocab.Mint, vocab.Admission, 3*sec)
 	if d.Allowed {
 		t.Fatal("an earlier instant was admitted from a drained bucket")
 	}
@@ -155,10 +157,10 @@ func TestOutOfOrderInstantAddsNoTokens(t *testing.T) {
 	if d.RetryAfterSeconds != 8 {
 		t.Fatalf("retry-after at 3 s for a token due at 11 s = %d, want 8", d.RetryAfterSeconds)
 	}
-	if l.ChargeAt(ctx, "c", Mint, Admission, 11*sec-1).Allowed {
+	if l.ChargeAt(ctx, "c", vocab.Mint, vocab.Admission, 11*sec-1).Allowed {
 		t.Fatal("admitted before one interval after the drain")
 	}
-	if !l.ChargeAt(ctx, "c", Mint, Admission, 11*sec).Allowed {
+	if !l.ChargeAt(ctx, "c", vocab.Mint, vocab.Admission, 11*sec).Allowed {
 		t.Fatal("not admitted one interval after the drain")
 	}
 }
@@ -184,9 +186,9 @@ func TestRetryAfter(t *testing.T) {
 		t.Run(fmt.Sprintf("%v+%v", tc.interval, time.Duration(tc.after)), func(t *testing.T) {
 			l := mustNew(t, cfg(1, tc.interval, 1, tc.interval), nil)
 			ctx := context.Background()
-			l.ChargeAt(ctx, "c", Mint, Admission, 0) // drain at 0
+			l.ChargeAt(ctx, "c", vocab.Mint, vocab.Admission, 0) // drain at 0
 			now := tc.after
-			d := l.ChargeAt(ctx, "c", Mint, Admission, now)
+			d := l.ChargeAt(ctx, "c", vocab.Mint, vocab.Admission, now)
 			if d.Allowed {
 				t.Fatalf("admitted at %v, want limited", time.Duration(now))
 			}
@@ -197,7 +199,7 @@ func TestRetryAfter(t *testing.T) {
 				t.Fatalf("RetryAfter() = %v, want %d s", d.RetryAfter(), tc.want)
 			}
 			// Waiting exactly the returned retry-after is enough.
-			if next := l.ChargeAt(ctx, "c", Mint, Admission, now+Instant(d.RetryAfter())); !next.Allowed {
+			if next := l.ChargeAt(ctx, "c", vocab.Mint, vocab.Admission, now+Instant(d.RetryAfter())); !next.Allowed {
 				t.Fatalf("a charge after waiting the retry-after was limited: %+v", next)
 			}
 		})
@@ -209,10 +211,10 @@ func TestRetryAfterTracksAccrual(t *testing.T) {
 	// s; with a 10 s interval it counts down as the bucket accrues.
 	l := mustNew(t, cfg(1, time.Second, 3, 10*time.Second), nil)
 	ctx := context.Background()
-	admitted(l, "c", Mint, Admission, 0, 3)
+	admitted(l, "c", vocab.Mint, vocab.Admission, 0, 3)
 	var got []uint64
 	for at := Instant(0); at < 10*sec; at += 2 * sec {
-		got = append(got, l.ChargeAt(ctx, "c", Mint, Admission, at).RetryAfterSeconds)
+		got = append(got, l.ChargeAt(ctx, "c", vocab.Mint, vocab.Admission, at).RetryAfterSeconds)
 	}
 	want := []uint64{10, 8, 6, 4, 2}
 	if fmt.Sprint(got) != fmt.Sprint(want) {

@@ -3,6 +3,8 @@ package limiter
 import (
 	"context"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // The limiter's clock: Instants on the runtime's monotonic clock, and the
@@ -45,7 +47,7 @@ func (l *Limiter) Now() Instant { return l.now() }
 // There is no exported way to charge at an instant the caller makes up:
 // the limiter's instants come from its own clock or from a monotonic
 // reading of the runtime's.
-func (l *Limiter) ChargeTime(ctx context.Context, identity string, verb Verb, bucket Bucket, t time.Time) Decision {
+func (l *Limiter) ChargeTime(ctx context.Context, identity string, verb vocab.Verb, bucket vocab.Bucket, t time.Time) Decision {
 	if !l.wallClock {
 		return l.chargeAt(ctx, identity, verb, bucket, l.now(), time.Time{})
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // stepWall returns t with its wall reading moved by d (whole seconds) and
@@ -59,10 +61,10 @@ func TestProductionClockIgnoresAWallClockStep(t *testing.T) {
 	// arithmetic gains nothing from a day's wall step.
 	l := mustNew(t, cfg(1, time.Hour, 1, time.Hour), nil)
 	ctx := context.Background()
-	if d := l.ChargeAt(ctx, "c", Mint, Admission, monotonicSince(now)); !d.Allowed {
+	if d := l.ChargeAt(ctx, "c", vocab.Mint, vocab.Admission, monotonicSince(now)); !d.Allowed {
 		t.Fatalf("first charge %+v, want admitted", d)
 	}
-	if d := l.ChargeAt(ctx, "c", Mint, Admission, monotonicSince(stepWall(t, now, 24*time.Hour))); d.Allowed {
+	if d := l.ChargeAt(ctx, "c", vocab.Mint, vocab.Admission, monotonicSince(stepWall(t, now, 24*time.Hour))); d.Allowed {
 		t.Fatalf("admitted after a wall step of a day: %+v", d)
 	}
 }
@@ -77,11 +79,11 @@ func TestWallClockJumpAddsNoTokens(t *testing.T) {
 	l := mustNew(t, c, nil)
 	ctx := context.Background()
 	for range 512 {
-		l.Charge(ctx, "c", Mint, Admission)
+		l.Charge(ctx, "c", vocab.Mint, vocab.Admission)
 	}
 	clk.wall = clk.wall.Add(24 * time.Hour) // wall clock jumps a day ahead
 	clk.mono += Instant(time.Millisecond)   // 1 ms of real time passes
-	if d := l.Charge(ctx, "c", Mint, Admission); d.Allowed {
+	if d := l.Charge(ctx, "c", vocab.Mint, vocab.Admission); d.Allowed {
 		t.Fatalf("admitted after a wall-clock jump: %+v", d)
 	}
 	if !strings.Contains(processOrigin.String(), "m=") {
@@ -107,13 +109,13 @@ func TestChargeTimeChargesAtTheGivenInstantOnTheDefaultClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	if d := l.ChargeTime(ctx, "a", Mint, Admission, t0); !d.Allowed {
+	if d := l.ChargeTime(ctx, "a", vocab.Mint, vocab.Admission, t0); !d.Allowed {
 		t.Fatal("first charge denied")
 	}
-	if d := l.ChargeTime(ctx, "a", Mint, Admission, t0.Add(time.Minute)); d.Allowed || d.RetryAfterSeconds != 3540 {
+	if d := l.ChargeTime(ctx, "a", vocab.Mint, vocab.Admission, t0.Add(time.Minute)); d.Allowed || d.RetryAfterSeconds != 3540 {
 		t.Fatalf("a minute later: %+v, want denied with retry after 3540 s", d)
 	}
-	if d := l.ChargeTime(ctx, "a", Mint, Admission, t0.Add(time.Hour)); !d.Allowed {
+	if d := l.ChargeTime(ctx, "a", vocab.Mint, vocab.Admission, t0.Add(time.Hour)); !d.Allowed {
 		t.Fatalf("an hour later (by the given instant): %+v, want allowed", d)
 	}
 
@@ -122,8 +124,8 @@ func TestChargeTimeChargesAtTheGivenInstantOnTheDefaultClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.ChargeTime(ctx, "a", Mint, Admission, t0)
-	if d := l.ChargeTime(ctx, "a", Mint, Admission, t0.Add(time.Hour)); d.Allowed {
+	l.ChargeTime(ctx, "a", vocab.Mint, vocab.Admission, t0)
+	if d := l.ChargeTime(ctx, "a", vocab.Mint, vocab.Admission, t0.Add(time.Hour)); d.Allowed {
 		t.Fatal("an injected clock standing still: the given instant refilled the bucket")
 	}
 }
@@ -151,12 +153,12 @@ func TestChargeTimeEventsCarryTheInstant(t *testing.T) {
 			t.Fatal(err)
 		}
 		t0 := time.Now()
-		l.ChargeTime(ctx, "a", Mint, Admission, t0)
-		l.ChargeTime(ctx, "a", Mint, Admission, t0)
+		l.ChargeTime(ctx, "a", vocab.Mint, vocab.Admission, t0)
+		l.ChargeTime(ctx, "a", vocab.Mint, vocab.Admission, t0)
 		if want := !injected; sink.ev.At.Equal(t0) != want || (injected && !sink.ev.At.IsZero()) {
 			t.Errorf("injected clock %v: event At %v, want %v", injected, sink.ev.At, map[bool]string{true: "t0", false: "zero"}[want])
 		}
-		l.Charge(ctx, "a", Mint, Admission)
+		l.Charge(ctx, "a", vocab.Mint, vocab.Admission)
 		if !sink.ev.At.IsZero() {
 			t.Errorf("injected clock %v: Charge's event carries At %v, want zero", injected, sink.ev.At)
 		}
@@ -194,11 +196,11 @@ func TestChargeTimeIgnoresAWallOnlyTime(t *testing.T) {
 				t.Fatal(err)
 			}
 			now := time.Now()
-			if d := l.ChargeTime(ctx, "a", Mint, Admission, now); !d.Allowed {
+			if d := l.ChargeTime(ctx, "a", vocab.Mint, vocab.Admission, now); !d.Allowed {
 				t.Fatal("first charge denied")
 			}
 			at := tc.at(now)
-			d := l.ChargeTime(ctx, "a", Mint, Admission, at)
+			d := l.ChargeTime(ctx, "a", vocab.Mint, vocab.Admission, at)
 			if d.Allowed {
 				t.Fatalf("charge at wall-only %v after draining: allowed, want limited (a wall time minted a token)", at)
 			}

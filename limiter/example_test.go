@@ -7,6 +7,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 func Example() {
@@ -25,15 +26,15 @@ func Example() {
 	ctx := context.Background()
 	id := "unix-peer:uid=1000"
 	for i := range 3 {
-		d := l.Charge(ctx, id, limiter.Mint, limiter.Admission)
+		d := l.Charge(ctx, id, vocab.Mint, vocab.Admission)
 		fmt.Printf("charge %d: allowed=%v retry_after=%ds\n", i+1, d.Allowed, d.RetryAfterSeconds)
 	}
 	// Waiting the returned retry-after is enough.
 	now += limiter.Instant(2 * time.Second)
-	d := l.Charge(ctx, id, limiter.Mint, limiter.Admission)
+	d := l.Charge(ctx, id, vocab.Mint, vocab.Admission)
 	fmt.Printf("after 2 s: allowed=%v\n", d.Allowed)
 	fmt.Printf("limited: predecision_refusal=%d admission=%d\n",
-		counts.Count(limiter.PredecisionRefusal), counts.Count(limiter.Admission))
+		counts.Count(vocab.PredecisionRefusal), counts.Count(vocab.Admission))
 	// Output:
 	// charge 1: allowed=true retry_after=0s
 	// charge 2: allowed=true retry_after=0s

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // FuzzLimiterInvariants drives a limiter with arbitrary traffic: identities
@@ -37,8 +39,8 @@ func FuzzLimiterInvariants(f *testing.F) {
 		now := Instant(0)
 		for ops := data[4:]; len(ops) >= 4; ops = ops[4:] {
 			id := "id" + strconv.Itoa(int(ops[0])*3%301)
-			v := Verb(ops[1] & 1)
-			b := Bucket(ops[1] >> 1 & 1)
+			v := vocab.Verb(ops[1] & 1)
+			b := vocab.Bucket(ops[1] >> 1 & 1)
 			// A signed step in milliseconds: negative steps present an
 			// instant earlier than the last one.
 			step := int16(binary.BigEndian.Uint16(ops[2:4]))

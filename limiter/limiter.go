@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // BucketConfig sizes one kind of bucket.
@@ -78,7 +80,7 @@ type Stats struct {
 	Reclaimed uint64
 	// OverflowCharges counts charges that fell on each overflow bucket,
 	// both pools'.
-	OverflowCharges [NumVerbs][NumBuckets]uint64
+	OverflowCharges [vocab.NumVerbs][vocab.NumBuckets]uint64
 }
 
 // Limiter bounds how fast each client identity may drive each verb, with one
@@ -94,7 +96,7 @@ type Limiter struct {
 	// for Params; the request path reads each shard's own copy (and
 	// overflowParams) under that shard's lock instead, so Reconfigure can
 	// move the shards one at a time. Written under reconfMu.
-	params   [NumBuckets]params
+	params   [vocab.NumBuckets]params
 	reconfMu sync.Mutex
 	now      func() Instant
 	// wallClock: now is MonotonicNow (Config.Now was nil), so a caller's
@@ -114,9 +116,9 @@ type Limiter struct {
 	reclaimed atomic.Uint64
 
 	overflowMu     sync.Mutex
-	overflowParams [NumBuckets]params // under overflowMu
-	overflow       [numPools][NumVerbs][NumBuckets]tokenBucket
-	overflowed     [numPools][NumVerbs][NumBuckets]atomic.Uint64
+	overflowParams [vocab.NumBuckets]params // under overflowMu
+	overflow       [numPools][vocab.NumVerbs][vocab.NumBuckets]tokenBucket
+	overflowed     [numPools][vocab.NumVerbs][vocab.NumBuckets]atomic.Uint64
 }
 
 // New returns a Limiter with every overflow bucket full. sink receives one
@@ -159,10 +161,10 @@ func New(cfg Config, sink Sink) (*Limiter, error) {
 }
 
 // newParams checks cfg's two bucket sizes (cfg.Now is not looked at).
-func newParams(cfg Config) ([NumBuckets]params, error) {
+func newParams(cfg Config) ([vocab.NumBuckets]params, error) {
 	var errs []error
-	for b, bc := range [NumBuckets]BucketConfig{PredecisionRefusal: cfg.PredecisionRefusal, Admission: cfg.Admission} {
-		name := Bucket(b).String()
+	for b, bc := range [vocab.NumBuckets]BucketConfig{vocab.PredecisionRefusal: cfg.PredecisionRefusal, vocab.Admission: cfg.Admission} {
+		name := vocab.Bucket(b).String()
 		if bc.Burst == 0 {
 			errs = append(errs, fmt.Errorf("%w: %s burst must be greater than 0", ErrInvalidConfig, name))
 		}
@@ -171,11 +173,11 @@ func newParams(cfg Config) ([NumBuckets]params, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return [NumBuckets]params{}, errors.Join(errs...)
+		return [vocab.NumBuckets]params{}, errors.Join(errs...)
 	}
-	return [NumBuckets]params{
-		PredecisionRefusal: {burst: cfg.PredecisionRefusal.Burst, interval: int64(cfg.PredecisionRefusal.RefillInterval)},
-		Admission:          {burst: cfg.Admission.Burst, interval: int64(cfg.Admission.RefillInterval)},
+	return [vocab.NumBuckets]params{
+		vocab.PredecisionRefusal: {burst: cfg.PredecisionRefusal.Burst, interval: int64(cfg.PredecisionRefusal.RefillInterval)},
+		vocab.Admission:          {burst: cfg.Admission.Burst, interval: int64(cfg.Admission.RefillInterval)},
 	}, nil
 }
 
@@ -195,7 +197,7 @@ func newParams(cfg Config) ([NumBuckets]params, error) {
 //
 // A verb or bucket outside the two defined values is denied (fail closed,
 // RetryAfterSeconds 1) without an event; it is a programming error.
-func (l *Limiter) Charge(ctx context.Context, identity string, verb Verb, bucket Bucket) Decision {
+func (l *Limiter) Charge(ctx context.Context, identity string, verb vocab.Verb, bucket vocab.Bucket) Decision {
 	return l.chargeAt(ctx, identity, verb, bucket, l.now(), time.Time{})
 }
 
@@ -220,7 +222,7 @@ func (l *Limiter) Charge(ctx context.Context, identity string, verb Verb, bucket
 //
 // A verb or bucket outside the two defined values is denied (fail closed,
 // RetryAfterSeconds 1) without an event; it is a programming error.
-func (l *Limiter) chargeAt(ctx context.Context, identity string, verb Verb, bucket Bucket, now Instant, at time.Time) Decision {
+func (l *Limiter) chargeAt(ctx context.Context, identity string, verb vocab.Verb, bucket vocab.Bucket, now Instant, at time.Time) Decision {
 	if !verb.Valid() || !bucket.Valid() {
 		return Decision{RetryAfterSeconds: 1}
 	}

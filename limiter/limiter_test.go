@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 const sec = Instant(time.Second)
@@ -49,15 +51,15 @@ func mustNew(t testing.TB, c Config, s Sink) *Limiter {
 
 // pair is one of an identity's four (verb, bucket) keys.
 type pair struct {
-	v Verb
-	b Bucket
+	v vocab.Verb
+	b vocab.Bucket
 }
 
 // everyPair lists the four.
-var everyPair = []pair{{Mint, Admission}, {Mint, PredecisionRefusal}, {Deregister, Admission}, {Deregister, PredecisionRefusal}}
+var everyPair = []pair{{vocab.Mint, vocab.Admission}, {vocab.Mint, vocab.PredecisionRefusal}, {vocab.Deregister, vocab.Admission}, {vocab.Deregister, vocab.PredecisionRefusal}}
 
 // admitted charges n times at now and returns how many were allowed.
-func admitted(l *Limiter, id string, v Verb, b Bucket, now Instant, n int) int {
+func admitted(l *Limiter, id string, v vocab.Verb, b vocab.Bucket, now Instant, n int) int {
 	got := 0
 	for range n {
 		if l.ChargeAt(context.Background(), id, v, b, now).Allowed {
@@ -82,10 +84,10 @@ func TestNewRejectsZeroBurstAndInterval(t *testing.T) {
 
 func TestFreshLimiterAdmitsFullBurstThenLimits(t *testing.T) {
 	l := mustNew(t, defaults(), nil)
-	if got := admitted(l, "unix-peer:uid=0", Mint, Admission, 0, 600); got != 512 {
+	if got := admitted(l, "unix-peer:uid=0", vocab.Mint, vocab.Admission, 0, 600); got != 512 {
 		t.Fatalf("admitted %d of 600 at one instant, want the burst 512", got)
 	}
-	d := l.ChargeAt(context.Background(), "unix-peer:uid=0", Mint, Admission, 0)
+	d := l.ChargeAt(context.Background(), "unix-peer:uid=0", vocab.Mint, vocab.Admission, 0)
 	if d.Allowed || d.RetryAfterSeconds != 1 {
 		t.Fatalf("after the burst got %+v, want limited with retry-after 1 s (500 ms rounded up)", d)
 	}
@@ -93,10 +95,10 @@ func TestFreshLimiterAdmitsFullBurstThenLimits(t *testing.T) {
 
 func TestRestartedLimiterStartsFull(t *testing.T) {
 	l := mustNew(t, defaults(), nil)
-	admitted(l, "c", Mint, Admission, 0, 512)
+	admitted(l, "c", vocab.Mint, vocab.Admission, 0, 512)
 	// Nothing is persisted: a new limiter (a restart) starts full.
 	l = mustNew(t, defaults(), nil)
-	if got := admitted(l, "c", Mint, Admission, 0, 512); got != 512 {
+	if got := admitted(l, "c", vocab.Mint, vocab.Admission, 0, 512); got != 512 {
 		t.Fatalf("restarted limiter admitted %d, want 512", got)
 	}
 }
@@ -113,8 +115,8 @@ func TestBucketsAndVerbsAreIndependent(t *testing.T) {
 		t.Run(drained.v.String()+"/"+drained.b.String(), func(t *testing.T) {
 			l := mustNew(t, cfg(4, time.Second, 4, time.Second), nil)
 			admitted(l, "c", drained.v, drained.b, 0, 100)
-			for _, v := range []Verb{Mint, Deregister} {
-				for _, b := range []Bucket{PredecisionRefusal, Admission} {
+			for _, v := range []vocab.Verb{vocab.Mint, vocab.Deregister} {
+				for _, b := range []vocab.Bucket{vocab.PredecisionRefusal, vocab.Admission} {
 					want := 4
 					if v == drained.v && b == drained.b {
 						want = 0
@@ -137,13 +139,13 @@ func TestRefusalFloodNeverTouchesAdmission(t *testing.T) {
 	l := mustNew(t, defaults(), rec)
 	ctx := context.Background()
 	for i := range 100_000 {
-		l.ChargeAt(ctx, "attacker", Mint, PredecisionRefusal, Instant(i)*Instant(time.Millisecond))
+		l.ChargeAt(ctx, "attacker", vocab.Mint, vocab.PredecisionRefusal, Instant(i)*Instant(time.Millisecond))
 	}
-	if got := admitted(l, "attacker", Mint, Admission, 100*sec, 512); got != 512 {
+	if got := admitted(l, "attacker", vocab.Mint, vocab.Admission, 100*sec, 512); got != 512 {
 		t.Fatalf("after a refusal flood the same identity's admission bucket admitted %d, want 512", got)
 	}
 	for _, ev := range rec.events {
-		if ev.Bucket != PredecisionRefusal {
+		if ev.Bucket != vocab.PredecisionRefusal {
 			t.Fatalf("refusal flood produced an event on %v", ev.Bucket)
 		}
 	}
@@ -154,7 +156,7 @@ func TestLegitimateBringUpWaveIsNotThrottled(t *testing.T) {
 	// plane identity, all at once.
 	rec := &recorder{}
 	l := mustNew(t, defaults(), rec)
-	if got := admitted(l, "registrar-client:spiffe://ctl", Mint, Admission, 0, 64*8); got != 512 {
+	if got := admitted(l, "registrar-client:spiffe://ctl", vocab.Mint, vocab.Admission, 0, 64*8); got != 512 {
 		t.Fatalf("bring-up wave admitted %d of 512", got)
 	}
 	if rec.len() != 0 {
@@ -168,7 +170,7 @@ func TestLargerWaveCompletesInSizedTime(t *testing.T) {
 	ctx := context.Background()
 	now, done := Instant(0), 0
 	for done < 1600 {
-		d := l.ChargeAt(ctx, "c", Mint, Admission, now)
+		d := l.ChargeAt(ctx, "c", vocab.Mint, vocab.Admission, now)
 		if d.Allowed {
 			done++
 			continue

@@ -4,6 +4,8 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // The keyed entry map: sharded open-addressing tables, one entry per
@@ -24,7 +26,7 @@ type shard struct {
 	// params sizes the shard's entries; written by Reconfigure under mu,
 	// after it re-expressed every entry, so an entry is always charged in
 	// the parameters its state is expressed in.
-	params [NumBuckets]params
+	params [vocab.NumBuckets]params
 	// reclaimAt is a lower bound on the instant at which some entry of the
 	// shard could be full again; it is written under mu and read without
 	// it. Charging an entry only delays the instant it fills, so the bound
@@ -43,13 +45,13 @@ type entry struct {
 	identity string
 	hash     uint64
 	tb       tokenBucket
-	verb     Verb
-	bucket   Bucket
+	verb     vocab.Verb
+	bucket   vocab.Bucket
 	pool     uint8
 	used     bool
 }
 
-func (l *Limiter) hash(identity string, verb Verb, bucket Bucket) uint64 {
+func (l *Limiter) hash(identity string, verb vocab.Verb, bucket vocab.Bucket) uint64 {
 	h := maphash.String(l.seed, identity)
 	h ^= (uint64(verb)<<1 | uint64(bucket) + 1) * 0x9e3779b97f4a7c15
 	h ^= h >> 29
@@ -63,7 +65,7 @@ func (l *Limiter) shardOf(h uint64) *shard { return &l.shards[h>>(64-3)] }
 // chargeEntry charges the key's own entry, inserting it if a slot can be
 // reserved below the cap. It reports false when the key is absent and the
 // map is at the cap.
-func (l *Limiter) chargeEntry(identity string, h uint64, verb Verb, bucket Bucket, pool uint8, now Instant) (Decision, bool) {
+func (l *Limiter) chargeEntry(identity string, h uint64, verb vocab.Verb, bucket vocab.Bucket, pool uint8, now Instant) (Decision, bool) {
 	s := l.shardOf(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -96,7 +98,7 @@ func (l *Limiter) chargeEntry(identity string, h uint64, verb Verb, bucket Bucke
 // find returns the slot holding the key, or the empty slot where it would be
 // inserted. A shard never holds more than MaxEntries + MaxLocalEntries
 // entries in its tableSlots slots (load ≤ 1/2), so the probe terminates.
-func (s *shard) find(identity string, h uint64, verb Verb, bucket Bucket) (int, bool) {
+func (s *shard) find(identity string, h uint64, verb vocab.Verb, bucket vocab.Bucket) (int, bool) {
 	const mask = tableSlots - 1
 	i := int(h & mask)
 	for {

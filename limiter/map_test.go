@@ -7,12 +7,14 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 type key struct {
 	id string
-	v  Verb
-	b  Bucket
+	v  vocab.Verb
+	b  vocab.Bucket
 }
 
 // snapshot returns every entry's key and tokens after a refill at now,
@@ -31,7 +33,7 @@ func (l *Limiter) entries() []*entry {
 }
 
 // lookup finds the key's entry.
-func (l *Limiter) lookup(identity string, v Verb, b Bucket) (*entry, bool) {
+func (l *Limiter) lookup(identity string, v vocab.Verb, b vocab.Bucket) (*entry, bool) {
 	h := l.hash(identity, v, b)
 	s := l.shardOf(h)
 	i, ok := s.find(identity, h, v, b)
@@ -69,7 +71,7 @@ func checkInvariants(t testing.TB, l *Limiter) {
 	for v := range l.overflow[0] {
 		for b := range l.overflow[0][v] {
 			if l.overflow[0][v][b].tokens > l.params[b].burst {
-				t.Fatalf("overflow bucket %v/%v above its burst", Verb(v), Bucket(b))
+				t.Fatalf("overflow bucket %v/%v above its burst", vocab.Verb(v), vocab.Bucket(b))
 			}
 		}
 	}
@@ -77,7 +79,7 @@ func checkInvariants(t testing.TB, l *Limiter) {
 
 // chargeChecked charges and asserts that every entry that disappeared was
 // at its full burst at that instant: no path removes an entry below full.
-func chargeChecked(t testing.TB, l *Limiter, id string, v Verb, b Bucket, now Instant) Decision {
+func chargeChecked(t testing.TB, l *Limiter, id string, v vocab.Verb, b vocab.Bucket, now Instant) Decision {
 	t.Helper()
 	before := snapshot(l, now)
 	d := l.ChargeAt(context.Background(), id, v, b, now)
@@ -99,7 +101,7 @@ func TestManyIdentitiesStayWithinCap(t *testing.T) {
 	ctx := context.Background()
 	for i := range 100_000 {
 		id := "unix-peer:pid=" + strconv.Itoa(i) // an unstable identity
-		l.ChargeAt(ctx, id, Verb(i%2), Bucket(i/2%2), Instant(i)*Instant(time.Millisecond))
+		l.ChargeAt(ctx, id, vocab.Verb(i%2), vocab.Bucket(i/2%2), Instant(i)*Instant(time.Millisecond))
 		if l.count[0].Load() > MaxEntries {
 			t.Fatalf("after %d identities the map holds %d entries, cap %d", i+1, l.count[0].Load(), MaxEntries)
 		}
@@ -113,13 +115,13 @@ func TestManyIdentitiesStayWithinCap(t *testing.T) {
 func TestCapReclaimsEveryFullEntryAndAdmitsNewKey(t *testing.T) {
 	l := mustNew(t, cfg(2, time.Second, 2, time.Second), nil)
 	for i := range MaxEntries {
-		chargeChecked(t, l, "id"+strconv.Itoa(i), Mint, Admission, 0) // 1 of 2 tokens left
+		chargeChecked(t, l, "id"+strconv.Itoa(i), vocab.Mint, vocab.Admission, 0) // 1 of 2 tokens left
 	}
 	if l.count[0].Load() != MaxEntries {
 		t.Fatalf("count %d, want %d", l.count[0].Load(), MaxEntries)
 	}
 	// One interval later every entry is back at its full burst.
-	d := chargeChecked(t, l, "newcomer", Deregister, PredecisionRefusal, sec)
+	d := chargeChecked(t, l, "newcomer", vocab.Deregister, vocab.PredecisionRefusal, sec)
 	if !d.Allowed || d.Overflow {
 		t.Fatalf("newcomer got %+v, want admitted on its own entry", d)
 	}
@@ -133,19 +135,19 @@ func TestCapReclaimsOnlyFullEntries(t *testing.T) {
 	// Half the entries are drained (2 charges), half hold 1 of 2 tokens.
 	for i := range MaxEntries {
 		id := "id" + strconv.Itoa(i)
-		chargeChecked(t, l, id, Mint, Admission, 0)
+		chargeChecked(t, l, id, vocab.Mint, vocab.Admission, 0)
 		if i%2 == 0 {
-			chargeChecked(t, l, id, Mint, Admission, 0)
+			chargeChecked(t, l, id, vocab.Mint, vocab.Admission, 0)
 		}
 	}
 	// After one interval the odd ones are full, the even ones hold 1.
-	chargeChecked(t, l, "newcomer", Mint, Admission, sec)
+	chargeChecked(t, l, "newcomer", vocab.Mint, vocab.Admission, sec)
 	if s := l.Stats(); s.Entries != MaxEntries/2+1 || s.Reclaimed != MaxEntries/2 {
 		t.Fatalf("stats %+v, want %d entries after reclaiming the %d full ones", s, MaxEntries/2+1, MaxEntries/2)
 	}
 	for i := 0; i < MaxEntries; i += 2 {
 		id := "id" + strconv.Itoa(i)
-		if _, ok := l.lookup(id, Mint, Admission); !ok {
+		if _, ok := l.lookup(id, vocab.Mint, vocab.Admission); !ok {
 			t.Fatalf("entry %s below full was removed", id)
 		}
 	}
@@ -157,7 +159,7 @@ func saturateDrained(t testing.TB, l *Limiter, now Instant) {
 	t.Helper()
 	for i := range MaxEntries {
 		id := "drained" + strconv.Itoa(i)
-		for l.ChargeAt(context.Background(), id, Mint, Admission, now).Allowed {
+		for l.ChargeAt(context.Background(), id, vocab.Mint, vocab.Admission, now).Allowed {
 		}
 	}
 	if l.count[0].Load() != MaxEntries {
@@ -188,10 +190,10 @@ func TestDrainedCapChargesOverflowBucketOfThePair(t *testing.T) {
 				t.Fatalf("stats %+v, want %d entries and 5 overflow charges on %v/%v", s, MaxEntries, pair.v, pair.b)
 			}
 			// The other overflow buckets are untouched and full.
-			for v := range NumVerbs {
-				for b := range NumBuckets {
-					if (Verb(v) != pair.v || Bucket(b) != pair.b) && l.overflow[0][v][b].tokens != 3 {
-						t.Fatalf("overflow %v/%v holds %d, want 3", Verb(v), Bucket(b), l.overflow[0][v][b].tokens)
+			for v := range vocab.NumVerbs {
+				for b := range vocab.NumBuckets {
+					if (vocab.Verb(v) != pair.v || vocab.Bucket(b) != pair.b) && l.overflow[0][v][b].tokens != 3 {
+						t.Fatalf("overflow %v/%v holds %d, want 3", vocab.Verb(v), vocab.Bucket(b), l.overflow[0][v][b].tokens)
 					}
 				}
 			}
@@ -202,11 +204,11 @@ func TestDrainedCapChargesOverflowBucketOfThePair(t *testing.T) {
 func TestOverflowRefillsAndRetryAfterHolds(t *testing.T) {
 	l := mustNew(t, cfg(1, 4*time.Second, 1, 4*time.Second), nil)
 	saturateDrained(t, l, 0)
-	d := chargeChecked(t, l, "x", Mint, PredecisionRefusal, sec)
+	d := chargeChecked(t, l, "x", vocab.Mint, vocab.PredecisionRefusal, sec)
 	if !d.Allowed || !d.Overflow {
 		t.Fatalf("first overflow charge %+v, want admitted", d)
 	}
-	d = chargeChecked(t, l, "y", Mint, PredecisionRefusal, sec)
+	d = chargeChecked(t, l, "y", vocab.Mint, vocab.PredecisionRefusal, sec)
 	if d.Allowed || d.RetryAfterSeconds != 4 {
 		t.Fatalf("second overflow charge %+v, want limited with retry-after 4", d)
 	}
@@ -225,7 +227,7 @@ func TestMapProperty(t *testing.T) {
 			at -= Instant(rng.Int64N(int64(time.Second)))
 		}
 		id := "id" + strconv.Itoa(rng.IntN(400))
-		chargeChecked(t, l, id, Verb(rng.IntN(2)), Bucket(rng.IntN(2)), at)
+		chargeChecked(t, l, id, vocab.Verb(rng.IntN(2)), vocab.Bucket(rng.IntN(2)), at)
 	}
 }
 
@@ -235,7 +237,7 @@ func TestOneEventPerLimitedChargeNonePerAdmitted(t *testing.T) {
 	ctx := context.Background()
 	limited := 0
 	for range 20 {
-		if !l.ChargeAt(ctx, "c", Deregister, Admission, 0).Allowed {
+		if !l.ChargeAt(ctx, "c", vocab.Deregister, vocab.Admission, 0).Allowed {
 			limited++
 		}
 	}
@@ -243,7 +245,7 @@ func TestOneEventPerLimitedChargeNonePerAdmitted(t *testing.T) {
 		t.Fatalf("limited %d charges and published %d events, want 15 and 15", limited, rec.len())
 	}
 	ev := rec.events[0]
-	want := Event{Identity: "c", Verb: Deregister, Bucket: Admission, RetryAfterSeconds: 1}
+	want := Event{Identity: "c", Verb: vocab.Deregister, Bucket: vocab.Admission, RetryAfterSeconds: 1}
 	if ev != want {
 		t.Fatalf("event %+v, want %+v", ev, want)
 	}
@@ -252,7 +254,7 @@ func TestOneEventPerLimitedChargeNonePerAdmitted(t *testing.T) {
 func TestDiscardSinkWorks(t *testing.T) {
 	for _, s := range []Sink{nil, Discard} {
 		l := mustNew(t, cfg(1, time.Second, 1, time.Second), s)
-		if got := admitted(l, "c", Mint, Admission, 0, 3); got != 1 {
+		if got := admitted(l, "c", vocab.Mint, vocab.Admission, 0, 3); got != 1 {
 			t.Fatalf("with sink %v admitted %d, want 1", s, got)
 		}
 	}
@@ -269,7 +271,7 @@ func (r *reentrant) Limited(ctx context.Context, ev Event) {
 	_ = r.l.Stats()
 	if r.depth == 0 {
 		r.depth++
-		r.l.ChargeAt(ctx, "sink", ev.Verb, PredecisionRefusal, 0)
+		r.l.ChargeAt(ctx, "sink", ev.Verb, vocab.PredecisionRefusal, 0)
 		r.depth--
 	}
 }
@@ -278,15 +280,15 @@ func TestEventPublishedAfterLockReleased(t *testing.T) {
 	r := &reentrant{}
 	l := mustNew(t, cfg(1, time.Second, 1, time.Second), r)
 	r.l = l
-	admitted(l, "c", Mint, Admission, 0, 3) // returns only if the lock was free
+	admitted(l, "c", vocab.Mint, vocab.Admission, 0, 3) // returns only if the lock was free
 }
 
 func TestInvalidVerbOrBucketFailsClosed(t *testing.T) {
 	rec := &recorder{}
 	l := mustNew(t, defaults(), rec)
 	for _, d := range []Decision{
-		l.ChargeAt(context.Background(), "c", Verb(9), Admission, 0),
-		l.ChargeAt(context.Background(), "c", Mint, Bucket(9), 0),
+		l.ChargeAt(context.Background(), "c", vocab.Verb(9), vocab.Admission, 0),
+		l.ChargeAt(context.Background(), "c", vocab.Mint, vocab.Bucket(9), 0),
 	} {
 		if d.Allowed {
 			t.Fatal("an invalid verb or bucket was admitted")

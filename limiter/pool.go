@@ -1,5 +1,7 @@
 package limiter
 
+import "github.com/registrar-otel/registrar-otel/vocab"
+
 // The map's two pools, remote and local, each with its cap and its own
 // overflow buckets.
 
@@ -51,7 +53,7 @@ func (l *Limiter) reserve(pool uint8) bool {
 	}
 }
 
-func (l *Limiter) chargeOverflow(verb Verb, bucket Bucket, pool uint8, now Instant) Decision {
+func (l *Limiter) chargeOverflow(verb vocab.Verb, bucket vocab.Bucket, pool uint8, now Instant) Decision {
 	l.overflowed[pool][verb][bucket].Add(1)
 	l.overflowMu.Lock()
 	d := l.overflow[pool][verb][bucket].take(&l.overflowParams[bucket], now)

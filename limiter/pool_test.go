@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // localPrefix marks the local identities of these tests, as the daemon's
@@ -24,7 +26,7 @@ func newPooled(t *testing.T, now *Instant, burst uint32) *Limiter {
 
 // drain charges identity's admission bucket until it is limited.
 func drain(l *Limiter, identity string) {
-	for l.Charge(context.Background(), identity, Mint, Admission).Allowed {
+	for l.Charge(context.Background(), identity, vocab.Mint, vocab.Admission).Allowed {
 	}
 }
 
@@ -40,10 +42,10 @@ func TestRemoteIdentitiesNeverDisplaceALocalCaller(t *testing.T) {
 	for i := range MaxEntries + 44 {
 		drain(l, "registrar-client:dns:attacker-"+strconv.Itoa(i))
 	}
-	if d := l.Charge(context.Background(), "registrar-client:dns:one-more", Mint, Admission); d.Allowed || !d.Overflow {
+	if d := l.Charge(context.Background(), "registrar-client:dns:one-more", vocab.Mint, vocab.Admission); d.Allowed || !d.Overflow {
 		t.Fatalf("a new remote identity at the drained cap: %+v, want the drained overflow bucket", d)
 	}
-	d := l.Charge(context.Background(), localPrefix+"uid=0", Mint, Admission)
+	d := l.Charge(context.Background(), localPrefix+"uid=0", vocab.Mint, vocab.Admission)
 	if !d.Allowed || d.Overflow {
 		t.Fatalf("the local caller's first mint: %+v, want admitted from its own entry", d)
 	}
@@ -64,16 +66,16 @@ func TestTheLocalPoolKeepsTheRulesOfTheMap(t *testing.T) {
 		drain(l, localPrefix+"uid="+strconv.Itoa(i))
 	}
 	// The remote pool is empty, so a remote charge gets an entry.
-	if d := l.Charge(context.Background(), "remote", Mint, Admission); !d.Allowed || d.Overflow {
+	if d := l.Charge(context.Background(), "remote", vocab.Mint, vocab.Admission); !d.Allowed || d.Overflow {
 		t.Fatalf("a remote charge beside a full local pool: %+v, want its own entry", d)
 	}
 	for i := range 2 {
-		d := l.Charge(context.Background(), localPrefix+"uid=new", Mint, Admission)
+		d := l.Charge(context.Background(), localPrefix+"uid=new", vocab.Mint, vocab.Admission)
 		if d.Allowed != (i < 2) || !d.Overflow {
 			t.Fatalf("charge %d of a new local identity at the drained local cap: %+v, want the local overflow bucket", i, d)
 		}
 	}
-	if d := l.Charge(context.Background(), localPrefix+"uid=new2", Mint, Admission); d.Allowed || !d.Overflow {
+	if d := l.Charge(context.Background(), localPrefix+"uid=new2", vocab.Mint, vocab.Admission); d.Allowed || !d.Overflow {
 		t.Fatalf("after draining the local overflow: %+v, want limited on it", d)
 	}
 	// Nothing was full: nothing reclaimed, every drained entry still held.
@@ -83,7 +85,7 @@ func TestTheLocalPoolKeepsTheRulesOfTheMap(t *testing.T) {
 	// Once the entries are full again, they are reclaimed and a new local
 	// identity gets an entry.
 	now += Instant(2 * time.Hour)
-	if d := l.Charge(context.Background(), localPrefix+"uid=later", Mint, Admission); !d.Allowed || d.Overflow {
+	if d := l.Charge(context.Background(), localPrefix+"uid=later", vocab.Mint, vocab.Admission); !d.Allowed || d.Overflow {
 		t.Fatalf("after the refill: %+v, want a reclaimed slot", d)
 	}
 	if st := l.Stats(); st.LocalEntries != 1 || st.Entries != 1 || st.Reclaimed != MaxLocalEntries+1 {
@@ -111,7 +113,7 @@ func TestReconfigureMovesTheOverflowBucketsOfBothPools(t *testing.T) {
 	for _, prefix := range []string{localPrefix + "new", "remote-new"} {
 		got := 0
 		for i := range 10 {
-			d := l.Charge(context.Background(), prefix+strconv.Itoa(i), Mint, Admission)
+			d := l.Charge(context.Background(), prefix+strconv.Itoa(i), vocab.Mint, vocab.Admission)
 			if !d.Overflow {
 				t.Fatalf("%s charge %d: %+v, want the overflow bucket", prefix, i, d)
 			}
@@ -147,7 +149,7 @@ func TestChargeAllocatesNothingInEitherPool(t *testing.T) {
 		i := 0
 		// AllocsPerRun runs f once more than asked, to warm up.
 		if n := testing.AllocsPerRun(pool.cap-1, func() {
-			l.Charge(context.Background(), ids[i], Mint, Admission)
+			l.Charge(context.Background(), ids[i], vocab.Mint, vocab.Admission)
 			i++
 		}); n != 0 {
 			t.Errorf("%sinserting a new entry allocated %v times per charge, want 0", pool.prefix, n)
@@ -155,12 +157,12 @@ func TestChargeAllocatesNothingInEitherPool(t *testing.T) {
 		extra := pool.prefix + "extra"
 		for what, id := range map[string]string{"an entry": ids[0], "the overflow bucket": extra} {
 			if n := testing.AllocsPerRun(100, func() {
-				l.Charge(context.Background(), id, Mint, Admission)
+				l.Charge(context.Background(), id, vocab.Mint, vocab.Admission)
 			}); n != 0 {
 				t.Errorf("%scharging %s allocated %v times per charge, want 0", pool.prefix, what, n)
 			}
 		}
-		if d := l.Charge(context.Background(), extra, Mint, Admission); !d.Overflow {
+		if d := l.Charge(context.Background(), extra, vocab.Mint, vocab.Admission); !d.Overflow {
 			t.Fatalf("%s: %+v, want the pool at its cap and the charge on its overflow bucket", pool.prefix, d)
 		}
 	}
@@ -172,15 +174,15 @@ func TestChargeAllocatesNothingInEitherPool(t *testing.T) {
 func TestOverflowBucketsAreSizedPerBucket(t *testing.T) {
 	const prBurst, admBurst = 2, 7
 	prInt, admInt := 3*time.Second, 5*time.Second
-	for _, v := range []Verb{Mint, Deregister} {
+	for _, v := range []vocab.Verb{vocab.Mint, vocab.Deregister} {
 		l := mustNew(t, cfg(prBurst, prInt, admBurst, admInt), nil)
 		saturateDrained(t, l, 0)
 		for _, tc := range []struct {
-			b        Bucket
+			b        vocab.Bucket
 			burst    int
 			interval time.Duration
 			retry    uint64
-		}{{PredecisionRefusal, prBurst, prInt, 3}, {Admission, admBurst, admInt, 5}} {
+		}{{vocab.PredecisionRefusal, prBurst, prInt, 3}, {vocab.Admission, admBurst, admInt, 5}} {
 			n := 0
 			var last Decision
 			for i := range 20 {

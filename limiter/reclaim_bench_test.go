@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/internal/testing/cputime"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // BenchmarkReclaimWorstCase is a reclaim's worst case: the map at the cap
@@ -36,7 +37,7 @@ func BenchmarkReclaimWorstCase(b *testing.B) {
 		var now Instant
 		for i := range MaxEntries {
 			now = Instant(i) * dt
-			if d := l.ChargeAt(ctx, "seed"+strconv.Itoa(i), Mint, Admission, now); !d.Allowed {
+			if d := l.ChargeAt(ctx, "seed"+strconv.Itoa(i), vocab.Mint, vocab.Admission, now); !d.Allowed {
 				b.Fatal("seeding charge denied")
 			}
 		}
@@ -50,7 +51,7 @@ func BenchmarkReclaimWorstCase(b *testing.B) {
 		cpu := cputime.Now()
 		for b.Loop() {
 			now += dt
-			if d := l.ChargeAt(ctx, pool[i&(len(pool)-1)], Mint, Admission, now); !d.Allowed || d.Overflow {
+			if d := l.ChargeAt(ctx, pool[i&(len(pool)-1)], vocab.Mint, vocab.Admission, now); !d.Allowed || d.Overflow {
 				b.Fatalf("miss %d: %+v, want a reclaimed slot", i, d)
 			}
 			i++
@@ -65,7 +66,7 @@ func BenchmarkReclaimWorstCase(b *testing.B) {
 		b.ReportAllocs()
 		cpu := cputime.Now()
 		for b.Loop() {
-			l.ChargeAt(ctx, "seed0", Mint, Admission, now)
+			l.ChargeAt(ctx, "seed0", vocab.Mint, vocab.Admission, now)
 		}
 		b.ReportMetric(float64(cputime.Now()-cpu)/float64(b.N), "cpu-ns/op")
 	})

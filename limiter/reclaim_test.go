@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // checkShardIndex asserts each shard's in-use bitmap matches its slots and
@@ -55,9 +57,9 @@ func TestReclaimDeletesInPlace(t *testing.T) {
 		for i := 0; l.Stats().Entries < MaxEntries; i++ {
 			id := "r" + strconv.Itoa(round) + "-" + strconv.Itoa(i)
 			keys = append(keys, id)
-			l.ChargeAt(ctx, id, Mint, Admission, now)
+			l.ChargeAt(ctx, id, vocab.Mint, vocab.Admission, now)
 			if i%3 == 0 {
-				l.ChargeAt(ctx, id, Mint, Admission, now)
+				l.ChargeAt(ctx, id, vocab.Mint, vocab.Admission, now)
 			}
 		}
 		checkInvariants(t, l)
@@ -67,7 +69,7 @@ func TestReclaimDeletesInPlace(t *testing.T) {
 		checkShardIndex(t, l)
 		gone := 0
 		for i, id := range keys {
-			_, found := l.lookup(id, Mint, Admission)
+			_, found := l.lookup(id, vocab.Mint, vocab.Admission)
 			switch {
 			case i%3 == 0 && !found:
 				t.Fatalf("round %d: drained key %s was reclaimed", round, id)
@@ -96,9 +98,9 @@ func TestSweepRemovesOnlyFullEntriesBelowTheCap(t *testing.T) {
 	l := mustNew(t, c, nil)
 	for i := range 10 {
 		id := "id" + strconv.Itoa(i)
-		l.ChargeAt(context.Background(), id, Mint, Admission, 0)
+		l.ChargeAt(context.Background(), id, vocab.Mint, vocab.Admission, 0)
 		if i < 4 {
-			l.ChargeAt(context.Background(), id, Mint, Admission, 0) // drained
+			l.ChargeAt(context.Background(), id, vocab.Mint, vocab.Admission, 0) // drained
 		}
 	}
 	if got := l.Sweep(); got != 0 {
@@ -112,7 +114,7 @@ func TestSweepRemovesOnlyFullEntriesBelowTheCap(t *testing.T) {
 		t.Fatalf("stats %+v, want 4 entries left", s)
 	}
 	for i := range 4 {
-		if _, ok := l.lookup("id"+strconv.Itoa(i), Mint, Admission); !ok {
+		if _, ok := l.lookup("id"+strconv.Itoa(i), vocab.Mint, vocab.Admission); !ok {
 			t.Fatalf("a drained entry id%d was swept", i)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"math"
 	mathbits "math/bits"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // Params returns the bucket sizes in force: those given to New, or to the
@@ -14,7 +16,7 @@ func (l *Limiter) Params() Config {
 	bc := func(p params) BucketConfig {
 		return BucketConfig{Burst: p.burst, RefillInterval: time.Duration(p.interval)}
 	}
-	return Config{PredecisionRefusal: bc(l.params[PredecisionRefusal]), Admission: bc(l.params[Admission])}
+	return Config{PredecisionRefusal: bc(l.params[vocab.PredecisionRefusal]), Admission: bc(l.params[vocab.Admission])}
 }
 
 // Reconfigure is ReconfigureAt at the limiter's clock.
@@ -76,7 +78,7 @@ func (l *Limiter) ReconfigureAt(cfg Config, now Instant) error {
 
 // reexpress re-expresses every entry of the shard in np, puts np in force
 // for the shard and recomputes its reclaimAt exactly; s.mu is held.
-func (s *shard) reexpress(np *[NumBuckets]params, now Instant) {
+func (s *shard) reexpress(np *[vocab.NumBuckets]params, now Instant) {
 	next := Instant(math.MaxInt64)
 	for w := range s.inUse {
 		for bits := s.inUse[w]; bits != 0; bits &= bits - 1 {

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // BenchmarkChargeDuringReconfigure is a charge of a present key with the
@@ -24,7 +26,7 @@ func BenchmarkChargeDuringReconfigure(b *testing.B) {
 	full := func(b *testing.B) *Limiter {
 		l := mustNew(b, c1, nil)
 		for i := range MaxEntries {
-			l.Charge(ctx, "seed"+strconv.Itoa(i), Mint, Admission)
+			l.Charge(ctx, "seed"+strconv.Itoa(i), vocab.Mint, vocab.Admission)
 		}
 		return l
 	}
@@ -51,7 +53,7 @@ func BenchmarkChargeDuringReconfigure(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				l.Charge(ctx, "seed7", Mint, Admission)
+				l.Charge(ctx, "seed7", vocab.Mint, vocab.Admission)
 			}
 			stop.Store(true)
 			wg.Wait()

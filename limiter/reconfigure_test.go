@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 const ms = Instant(time.Millisecond)
@@ -21,26 +23,26 @@ func mustReconfigure(t testing.TB, l *Limiter, c Config, now Instant) {
 func TestReconfigureKeepsADrainedBucketDrained(t *testing.T) {
 	l := mustNew(t, cfg(4, time.Second, 8, 500*time.Millisecond), nil)
 	t0 := 10 * sec
-	if got := admitted(l, "drained", Mint, Admission, t0, 20); got != 8 {
+	if got := admitted(l, "drained", vocab.Mint, vocab.Admission, t0, 20); got != 8 {
 		t.Fatalf("old burst: %d admitted, want 8", got)
 	}
 	mustReconfigure(t, l, cfg(4, time.Second, 64, 100*time.Millisecond), t0)
-	if d := l.ChargeAt(context.Background(), "drained", Mint, Admission, t0); d.Allowed {
+	if d := l.ChargeAt(context.Background(), "drained", vocab.Mint, vocab.Admission, t0); d.Allowed {
 		t.Fatal("a bucket drained before the reload was charged at once after it: the reload minted a token")
 	}
 	// It accrues under the new interval: one token 100 ms later, not 500.
-	if got := admitted(l, "drained", Mint, Admission, t0+99*ms, 5); got != 0 {
+	if got := admitted(l, "drained", vocab.Mint, vocab.Admission, t0+99*ms, 5); got != 0 {
 		t.Fatalf("%d admitted at +99 ms, want 0", got)
 	}
-	if got := admitted(l, "drained", Mint, Admission, t0+100*ms, 5); got != 1 {
+	if got := admitted(l, "drained", vocab.Mint, vocab.Admission, t0+100*ms, 5); got != 1 {
 		t.Fatalf("%d admitted at +100 ms, want 1 (one new interval)", got)
 	}
 	// It fills to the new burst, not the old.
-	if got := admitted(l, "drained", Mint, Admission, t0+100*ms+64*100*ms, 100); got != 64 {
+	if got := admitted(l, "drained", vocab.Mint, vocab.Admission, t0+100*ms+64*100*ms, 100); got != 64 {
 		t.Fatalf("%d admitted once refilled, want the new burst 64", got)
 	}
 	// A new identity gets the new burst at once.
-	if got := admitted(l, "fresh", Mint, Admission, t0, 100); got != 64 {
+	if got := admitted(l, "fresh", vocab.Mint, vocab.Admission, t0, 100); got != 64 {
 		t.Fatalf("new identity: %d admitted, want the new burst 64", got)
 	}
 	if p := l.Params(); p.Admission.Burst != 64 || p.Admission.RefillInterval != 100*time.Millisecond {
@@ -50,11 +52,11 @@ func TestReconfigureKeepsADrainedBucketDrained(t *testing.T) {
 
 func TestReconfigureCapsTokensAtTheNewBurst(t *testing.T) {
 	l := mustNew(t, cfg(32, time.Second, 64, time.Second), nil)
-	if got := admitted(l, "a", Deregister, Admission, sec, 1); got != 1 {
+	if got := admitted(l, "a", vocab.Deregister, vocab.Admission, sec, 1); got != 1 {
 		t.Fatal("first charge denied")
 	}
 	mustReconfigure(t, l, cfg(2, time.Second, 8, time.Second), sec)
-	if got := admitted(l, "a", Deregister, Admission, sec, 100); got != 8 {
+	if got := admitted(l, "a", vocab.Deregister, vocab.Admission, sec, 100); got != 8 {
 		t.Fatalf("%d admitted after shrinking the burst to 8 with 63 held, want 8", got)
 	}
 }
@@ -62,15 +64,15 @@ func TestReconfigureCapsTokensAtTheNewBurst(t *testing.T) {
 func TestReconfigureKeepsTheBankedFractionWithoutAddingAToken(t *testing.T) {
 	l := mustNew(t, cfg(1, time.Second, 1, time.Second), nil)
 	t0 := 5 * sec
-	admitted(l, "a", Mint, PredecisionRefusal, t0, 1) // drained at t0, 0.6 s banked at t0+600ms
+	admitted(l, "a", vocab.Mint, vocab.PredecisionRefusal, t0, 1) // drained at t0, 0.6 s banked at t0+600ms
 	mustReconfigure(t, l, cfg(1, 500*time.Millisecond, 1, time.Second), t0+600*ms)
 	// 0.6 of a token is 300 ms of the new 500 ms interval: the next token
 	// at t0+800ms, not at once (the new interval had passed since t0) and
 	// not at t0+1s (the banked time kept).
-	if got := admitted(l, "a", Mint, PredecisionRefusal, t0+799*ms, 1); got != 0 {
+	if got := admitted(l, "a", vocab.Mint, vocab.PredecisionRefusal, t0+799*ms, 1); got != 0 {
 		t.Fatal("admitted at +799 ms: the reload added to the banked fraction")
 	}
-	if got := admitted(l, "a", Mint, PredecisionRefusal, t0+800*ms, 1); got != 1 {
+	if got := admitted(l, "a", vocab.Mint, vocab.PredecisionRefusal, t0+800*ms, 1); got != 1 {
 		t.Fatal("denied at +800 ms: the banked fraction was dropped")
 	}
 }
@@ -78,7 +80,7 @@ func TestReconfigureKeepsTheBankedFractionWithoutAddingAToken(t *testing.T) {
 func TestReconfigureMovesTheOverflowBuckets(t *testing.T) {
 	l := mustNew(t, cfg(32, time.Second, 1, time.Second), nil)
 	saturateDrained(t, l, 0)
-	if d := l.ChargeAt(context.Background(), "late0", Mint, Admission, 0); !d.Allowed || !d.Overflow {
+	if d := l.ChargeAt(context.Background(), "late0", vocab.Mint, vocab.Admission, 0); !d.Allowed || !d.Overflow {
 		t.Fatalf("first overflow charge: %+v, want allowed on the overflow bucket", d)
 	}
 	mustReconfigure(t, l, cfg(32, time.Second, 4, time.Millisecond), 0)
@@ -88,7 +90,7 @@ func TestReconfigureMovesTheOverflowBuckets(t *testing.T) {
 	// is reclaimed and the charges stay on the overflow bucket).
 	got := 0
 	for i := range 10 {
-		d := l.ChargeAt(context.Background(), "late"+strconv.Itoa(i), Mint, Admission, 3*ms)
+		d := l.ChargeAt(context.Background(), "late"+strconv.Itoa(i), vocab.Mint, vocab.Admission, 3*ms)
 		if !d.Overflow {
 			t.Fatalf("charge %d at +3 ms: %+v, want the overflow bucket", i, d)
 		}
@@ -105,7 +107,7 @@ func TestReconfigureMovesTheOverflowBuckets(t *testing.T) {
 	mustReconfigure(t, l2, cfg(32, time.Second, 2, time.Second), 0)
 	got = 0
 	for i := range 20 {
-		d := l2.ChargeAt(context.Background(), "x"+strconv.Itoa(i), Deregister, Admission, 0)
+		d := l2.ChargeAt(context.Background(), "x"+strconv.Itoa(i), vocab.Deregister, vocab.Admission, 0)
 		if !d.Overflow {
 			t.Fatalf("charge %d did not fall on the overflow bucket", i)
 		}
@@ -121,13 +123,13 @@ func TestReconfigureMovesTheOverflowBuckets(t *testing.T) {
 func TestReconfigureOverflowUsesTheNewInterval(t *testing.T) {
 	l := mustNew(t, cfg(32, time.Second, 1, time.Hour), nil)
 	saturateDrained(t, l, 0)
-	if !l.ChargeAt(context.Background(), "o", Deregister, Admission, 0).Allowed {
+	if !l.ChargeAt(context.Background(), "o", vocab.Deregister, vocab.Admission, 0).Allowed {
 		t.Fatal("full overflow bucket denied")
 	}
 	// Burst 2, so the drained entries (1 of 2 a second later) stay below
 	// full and the charge stays on the overflow bucket.
 	mustReconfigure(t, l, cfg(32, time.Second, 2, time.Second), 0)
-	d := l.ChargeAt(context.Background(), "o", Deregister, Admission, sec)
+	d := l.ChargeAt(context.Background(), "o", vocab.Deregister, vocab.Admission, sec)
 	if !d.Allowed || !d.Overflow {
 		t.Fatalf("overflow charge one new interval later: %+v, want allowed (the old interval was an hour)", d)
 	}
@@ -136,14 +138,14 @@ func TestReconfigureOverflowUsesTheNewInterval(t *testing.T) {
 func TestReconfigureMakesEntriesFullAtTheNewBurstReclaimable(t *testing.T) {
 	l := mustNew(t, cfg(32, time.Second, 8, time.Hour), nil)
 	for i := range MaxEntries {
-		admitted(l, "e"+strconv.Itoa(i), Mint, Admission, 0, 1) // 7 of 8 left
+		admitted(l, "e"+strconv.Itoa(i), vocab.Mint, vocab.Admission, 0, 1) // 7 of 8 left
 	}
-	if d := l.ChargeAt(context.Background(), "new", Mint, Admission, 0); !d.Overflow {
+	if d := l.ChargeAt(context.Background(), "new", vocab.Mint, vocab.Admission, 0); !d.Overflow {
 		t.Fatalf("before the reload: %+v, want the overflow bucket (no entry is full)", d)
 	}
 	mustReconfigure(t, l, cfg(32, time.Second, 4, time.Hour), 0)
 	checkShardIndex(t, l)
-	if d := l.ChargeAt(context.Background(), "new2", Mint, Admission, 0); d.Overflow || !d.Allowed {
+	if d := l.ChargeAt(context.Background(), "new2", vocab.Mint, vocab.Admission, 0); d.Overflow || !d.Allowed {
 		t.Fatalf("after shrinking the burst to 4: %+v, want a reclaimed slot (every entry is full now)", d)
 	}
 }
@@ -158,7 +160,7 @@ func TestReconfigureRejectsZeroAndChangesNothing(t *testing.T) {
 	if p := l.Params(); p.Admission != (BucketConfig{8, time.Second}) || p.PredecisionRefusal != (BucketConfig{4, time.Second}) {
 		t.Fatalf("Params after refused reloads = %+v", p)
 	}
-	if got := admitted(l, "a", Mint, Admission, 0, 20); got != 8 {
+	if got := admitted(l, "a", vocab.Mint, vocab.Admission, 0, 20); got != 8 {
 		t.Fatalf("%d admitted, want the old burst 8", got)
 	}
 }
@@ -173,7 +175,7 @@ func TestReconfigureWithTheSameSizesChangesNoDecision(t *testing.T) {
 		if i%7 == 0 {
 			mustReconfigure(t, b, c, now)
 		}
-		id, v, bk := "id"+strconv.Itoa(r.IntN(5)), Verb(r.IntN(2)), Bucket(r.IntN(2))
+		id, v, bk := "id"+strconv.Itoa(r.IntN(5)), vocab.Verb(r.IntN(2)), vocab.Bucket(r.IntN(2))
 		da := a.ChargeAt(context.Background(), id, v, bk, now)
 		db := b.ChargeAt(context.Background(), id, v, bk, now)
 		if da != db {
@@ -275,6 +277,6 @@ func TestReconfigureDuringChargesStaysConsistent(t *testing.T) {
 		}
 		var b [8]byte
 		binary.LittleEndian.PutUint64(b[:], uint64(i%600))
-		l.Charge(context.Background(), string(b[:]), Verb(i&1), Bucket(i>>1&1))
+		l.Charge(context.Background(), string(b[:]), vocab.Verb(i&1), vocab.Bucket(i>>1&1))
 	}
 }

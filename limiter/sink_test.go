@@ -7,6 +7,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 func newLimiter(t testing.TB, prBurst, admBurst uint32, interval time.Duration, sink limiter.Sink) *limiter.Limiter {
@@ -21,23 +22,23 @@ func newLimiter(t testing.TB, prBurst, admBurst uint32, interval time.Duration, 
 	return l
 }
 
-func charge(l *limiter.Limiter, id string, v limiter.Verb, b limiter.Bucket, n int) {
+func charge(l *limiter.Limiter, id string, v vocab.Verb, b vocab.Bucket, n int) {
 	for range n {
 		l.ChargeAt(context.Background(), id, v, b, 0)
 	}
 }
 
 func TestCountingSinkCountsOnlyItsBucket(t *testing.T) {
-	for _, b := range []limiter.Bucket{limiter.PredecisionRefusal, limiter.Admission} {
+	for _, b := range []vocab.Bucket{vocab.PredecisionRefusal, vocab.Admission} {
 		t.Run(b.String(), func(t *testing.T) {
 			s := counting.New()
 			l := newLimiter(t, 32, 512, time.Second, s)
 			burst := 32
-			if b == limiter.Admission {
+			if b == vocab.Admission {
 				burst = 512
 			}
-			charge(l, "c", limiter.Mint, b, burst+100)
-			charge(l, "c", limiter.Deregister, b, burst+23)
+			charge(l, "c", vocab.Mint, b, burst+100)
+			charge(l, "c", vocab.Deregister, b, burst+23)
 			if got := s.Count(b); got != 123 {
 				t.Fatalf("%v counter = %d, want 123", b, got)
 			}
@@ -64,8 +65,8 @@ func TestForwardingWrapperStillMovesBothCounters(t *testing.T) {
 	c := counting.New()
 	w := &forward{next: c}
 	l := newLimiter(t, 2, 4, time.Second, w)
-	charge(l, "c", limiter.Mint, limiter.PredecisionRefusal, 12)
-	charge(l, "c", limiter.Mint, limiter.Admission, 7)
+	charge(l, "c", vocab.Mint, vocab.PredecisionRefusal, 12)
+	charge(l, "c", vocab.Mint, vocab.Admission, 7)
 	got := c.Counts()
 	if got.PredecisionRefusal != 10 || got.Admission != 3 || w.seen != 13 {
 		t.Fatalf("counts %+v, wrapper saw %d; want 10 and 3, 13 seen", got, w.seen)
@@ -81,7 +82,7 @@ func TestConcurrentChargesRespectBurst(t *testing.T) {
 		go func() {
 			n := 0
 			for range 500 {
-				if l.Charge(context.Background(), "c", limiter.Mint, limiter.Admission).Allowed {
+				if l.Charge(context.Background(), "c", vocab.Mint, vocab.Admission).Allowed {
 					n++
 				}
 			}
@@ -92,7 +93,7 @@ func TestConcurrentChargesRespectBurst(t *testing.T) {
 	for range workers {
 		total += <-results
 	}
-	if total != 1000 || c.Count(limiter.Admission) != 3000 {
-		t.Fatalf("%d workers admitted %d and limited %d, want exactly the burst 1000 and 3000", workers, total, c.Count(limiter.Admission))
+	if total != 1000 || c.Count(vocab.Admission) != 3000 {
+		t.Fatalf("%d workers admitted %d and limited %d, want exactly the burst 1000 and 3000", workers, total, c.Count(vocab.Admission))
 	}
 }

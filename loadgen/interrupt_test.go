@@ -9,8 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/loadgen"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -79,7 +79,7 @@ func TestInterruptLetsCallsInFlightFinish(t *testing.T) {
 			go func() {
 				var rep loadgen.Report
 				if flood {
-					rep, _ = loadgen.Flood(ctx, c, loadgen.FloodOptions{Bucket: limiter.Admission, Requests: 10, Concurrency: 1})
+					rep, _ = loadgen.Flood(ctx, c, loadgen.FloodOptions{Bucket: vocab.Admission, Requests: 10, Concurrency: 1})
 				} else {
 					rep, _ = loadgen.Wave(ctx, c, loadgen.WaveOptions{Hosts: 1, ModulesPerHost: 10, Concurrency: 1})
 				}

@@ -32,7 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"github.com/registrar-otel/registrar-otel/wire"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -134,7 +134,7 @@ const MaxRetryJitter = 250 * time.Millisecond
 
 // FloodOptions configure a flood of one bucket.
 type FloodOptions struct {
-	Bucket      limiter.Bucket
+	Bucket      vocab.Bucket
 	Requests    int
 	Concurrency int
 	Component   string
@@ -394,7 +394,7 @@ func Flood(ctx context.Context, c Client, o FloodOptions) (Report, error) {
 		Spec:            wire.Spec{Component: o.Component, ServiceName: o.Component, Reload: "systemctl reload " + o.Component},
 		WrapTTL:         300,
 	}
-	if o.Bucket == limiter.PredecisionRefusal {
+	if o.Bucket == vocab.PredecisionRefusal {
 		// Not a DNS label: refused before derivation, at no backend cost.
 		req.ServiceName = "Flood!"
 		req.Spec.ServiceName = req.ServiceName

@@ -10,6 +10,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/loadgen"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"github.com/registrar-otel/registrar-otel/wire"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -48,7 +49,7 @@ func (f *fakeRegistrar) Mint(ctx context.Context, req wire.MintRequest) (*wire.R
 	if req.ServiceName != req.Component {
 		return &wire.Response{StatusCode: http.StatusUnprocessableEntity, Class: wire.Permanent, ErrorID: wire.ServiceLabelInvalid}, nil
 	}
-	d := f.lim.Charge(ctx, "c", limiter.Mint, limiter.Admission)
+	d := f.lim.Charge(ctx, "c", vocab.Mint, vocab.Admission)
 	if !d.Allowed {
 		return &wire.Response{StatusCode: http.StatusTooManyRequests, Class: wire.Retryable, ErrorID: wire.RegistrarBusy, RetryAfter: d.RetryAfterSeconds}, nil
 	}
@@ -114,14 +115,14 @@ func TestLargerWaveCompletesInTheSizedExtraTime(t *testing.T) {
 func TestFloodEachBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(t, 5, time.Hour)
-		rep, err := loadgen.Flood(context.Background(), f, loadgen.FloodOptions{Bucket: limiter.Admission, Requests: 40, Concurrency: 4})
+		rep, err := loadgen.Flood(context.Background(), f, loadgen.FloodOptions{Bucket: vocab.Admission, Requests: 40, Concurrency: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if rep.Admitted != 5 || rep.Throttled != 35 || rep.Requests != 40 || rep.ByID[wire.RegistrarBusy] != 35 {
 			t.Fatalf("admission flood %+v, want 5 admitted and 35 throttled (no retries)", rep)
 		}
-		rep, err = loadgen.Flood(context.Background(), f, loadgen.FloodOptions{Bucket: limiter.PredecisionRefusal, Requests: 30, Concurrency: 3})
+		rep, err = loadgen.Flood(context.Background(), f, loadgen.FloodOptions{Bucket: vocab.PredecisionRefusal, Requests: 30, Concurrency: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +136,7 @@ func TestBadOptions(t *testing.T) {
 	if _, err := loadgen.Wave(context.Background(), nil, loadgen.WaveOptions{Hosts: 1, ModulesPerHost: 1000}); err == nil {
 		t.Error("1000 modules per host accepted")
 	}
-	if _, err := loadgen.Flood(context.Background(), nil, loadgen.FloodOptions{Bucket: limiter.Admission}); err == nil {
+	if _, err := loadgen.Flood(context.Background(), nil, loadgen.FloodOptions{Bucket: vocab.Admission}); err == nil {
 		t.Error("a flood of 0 requests accepted")
 	}
 }
@@ -147,7 +148,7 @@ func TestFloodWithATracerIsOneTrace(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	f := newFake(t, 5, time.Hour)
 	rep, err := loadgen.Flood(context.Background(), f, loadgen.FloodOptions{
-		Bucket: limiter.Admission, Requests: 20, Concurrency: 4, Tracer: tp.Tracer("test"),
+		Bucket: vocab.Admission, Requests: 20, Concurrency: 4, Tracer: tp.Tracer("test"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +166,7 @@ func TestFloodWithATracerIsOneTrace(t *testing.T) {
 	}
 	// Untraced, a flood carries no trace context and reports none.
 	g := newFake(t, 5, time.Hour)
-	rep, err = loadgen.Flood(context.Background(), g, loadgen.FloodOptions{Bucket: limiter.Admission, Requests: 3})
+	rep, err = loadgen.Flood(context.Background(), g, loadgen.FloodOptions{Bucket: vocab.Admission, Requests: 3})
 	if err != nil || rep.TraceID != "" || g.traceIDs[trace.TraceID{}] != 3 {
 		t.Errorf("untraced flood: err %v, trace %q, contexts %v", err, rep.TraceID, g.traceIDs)
 	}

@@ -2,9 +2,10 @@ package registrar
 
 import (
 	"context"
-	"github.com/registrar-otel/registrar-otel/internal/enumname"
 	"strings"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // Backend stores bindings (registration id → host, spec) and issues
@@ -72,18 +73,18 @@ const (
 )
 
 var (
-	mintStatusNames       = [...]string{MintCreated: "MintCreated", MintReissued: "MintReissued", MintCollision: "MintCollision", MintSpecConflict: "MintSpecConflict"}
-	deregisterStatusNames = [...]string{DeregisterRemoved: "DeregisterRemoved", DeregisterAbsent: "DeregisterAbsent", DeregisterHostMismatch: "DeregisterHostMismatch"}
+	mintStatusNames       = vocab.NewEnum[MintStatus]("MintStatus", "MintStatus", []string{MintCreated: "MintCreated", MintReissued: "MintReissued", MintCollision: "MintCollision", MintSpecConflict: "MintSpecConflict"})
+	deregisterStatusNames = vocab.NewEnum[DeregisterStatus]("DeregisterStatus", "DeregisterStatus", []string{DeregisterRemoved: "DeregisterRemoved", DeregisterAbsent: "DeregisterAbsent", DeregisterHostMismatch: "DeregisterHostMismatch"})
 )
 
 // String returns the constant's name, or MintStatus(N) for a value outside
 // the set (a backend bug the contract suite reports by name).
-func (s MintStatus) String() string { return enumname.Of(mintStatusNames[:], "MintStatus", s) }
+func (s MintStatus) String() string { return mintStatusNames.String(s) }
 
 // String returns the constant's name, or DeregisterStatus(N) for a value
 // outside the set.
 func (s DeregisterStatus) String() string {
-	return enumname.Of(deregisterStatusNames[:], "DeregisterStatus", s)
+	return deregisterStatusNames.String(s)
 }
 
 // PartialError is a backend failure after a call that changed, or may have

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // ReservedPrefix is the service-name prefix reserved for the registrar's
@@ -18,26 +18,26 @@ const MaxInstance = 999
 // preDerivation runs the pure pre-derivation checks, in the spec's order:
 // no I/O, no lock. It returns the first failing check's reason, or 0 when
 // every check passed. spec and wrapTTL are checked for mint only.
-func (v *Verbs) preDerivation(comps map[string]config.Multiplicity, serviceName, host, component string, instance uint32, mint *MintRequest) audit.Reason {
+func (v *Verbs) preDerivation(comps map[string]vocab.Multiplicity, serviceName, host, component string, instance uint32, mint *MintRequest) vocab.Reason {
 	switch {
-	case !config.IsDNSLabel(serviceName):
-		return audit.ReasonInvalidServiceName
-	case !config.IsDNSLabel(host):
-		return audit.ReasonInvalidHost
+	case !vocab.IsDNSLabel(serviceName):
+		return vocab.ReasonInvalidServiceName
+	case !vocab.IsDNSLabel(host):
+		return vocab.ReasonInvalidHost
 	case hasReservedPrefix(serviceName):
-		return audit.ReasonReservedServiceName
+		return vocab.ReasonReservedServiceName
 	case mint != nil && mint.Spec.ServiceName != serviceName:
-		return audit.ReasonSpecIdentityDisagreement
+		return vocab.ReasonSpecIdentityDisagreement
 	}
 	m, ok := comps[component]
 	if !ok {
-		return audit.ReasonComponentNotConfigured
+		return vocab.ReasonComponentNotConfigured
 	}
-	if (m == config.ManyPerHost) != (instance != 0) || instance > MaxInstance {
-		return audit.ReasonServiceInstanceMismatch
+	if (m == vocab.ManyPerHost) != (instance != 0) || instance > MaxInstance {
+		return vocab.ReasonServiceInstanceMismatch
 	}
 	if mint != nil && (mint.WrapTTLSeconds < 1 || mint.WrapTTLSeconds > uint64(v.maxWrapTTLSeconds)) {
-		return audit.ReasonInvalidWrapTTL
+		return vocab.ReasonInvalidWrapTTL
 	}
 	return 0
 }
@@ -50,14 +50,14 @@ func hasReservedPrefix(s string) bool {
 // one-per-deployment → <component>; one-per-host → <host>-<component>;
 // many-per-host → <host>-<component>-<NNN>. It reports false when the
 // result is not 1–131 octets of [a-z0-9-] (derived_key_invalid).
-func derive(m config.Multiplicity, host, component string, instance uint32) (string, bool) {
+func derive(m vocab.Multiplicity, host, component string, instance uint32) (string, bool) {
 	var id string
 	switch m {
-	case config.OnePerDeployment:
+	case vocab.OnePerDeployment:
 		id = component
-	case config.OnePerHost:
+	case vocab.OnePerHost:
 		id = host + "-" + component
-	case config.ManyPerHost:
+	case vocab.ManyPerHost:
 		n := strconv.FormatUint(uint64(instance), 10)
 		for len(n) < 3 {
 			n = "0" + n

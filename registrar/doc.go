@@ -52,7 +52,7 @@
 // ResultOf, and Result for the metrics' spelling):
 //
 //   - *RefusedError: permanent, retrying the same request cannot succeed.
-//     Reason is an audit.Reason: the seven pre-derivation reasons above,
+//     Reason is an vocab.Reason: the seven pre-derivation reasons above,
 //     derived_key_invalid, and the backend's determined answers
 //     registration_id_collision and stored_spec_conflict (mint) and
 //     host_mismatch (deregister).

@@ -3,14 +3,13 @@ package registrar
 import (
 	"errors"
 	"fmt"
-	"github.com/registrar-otel/registrar-otel/internal/enumname"
 
-	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // The verbs answer every failure with exactly one of three error types:
 //
-//   - *RefusedError: a permanent refusal with its audit.Reason (determined;
+//   - *RefusedError: a permanent refusal with its vocab.Reason (determined;
 //     retrying the same request cannot succeed);
 //   - *ThrottledError: the admission throttle, the only retryable answer;
 //   - *UnavailableError: the registrar could not do or record the work.
@@ -23,7 +22,7 @@ type RefusedError struct {
 	RequestID string
 	// RegistrationID is set when the refusal came after derivation.
 	RegistrationID string
-	Reason         audit.Reason
+	Reason         vocab.Reason
 	// Limited reports that the limiter suppressed this invocation's audit
 	// records (a pre-derivation refusal past its bucket). The caller's
 	// answer is the same either way.
@@ -67,14 +66,14 @@ const (
 )
 
 // String returns the wire spelling, e.g. "AuditUnwritable".
-var unavailableReasonNames = [...]string{
+var unavailableReasonNames = vocab.NewEnum[UnavailableReason]("UnavailableReason", "UnavailableReason", []string{
 	AuditUnwritable:      "AuditUnwritable",
 	PostMintUnrecordable: "PostMintUnrecordable",
 	BackendUnavailable:   "BackendUnavailable",
-}
+})
 
 func (r UnavailableReason) String() string {
-	return enumname.Of(unavailableReasonNames[:], "UnavailableReason", r)
+	return unavailableReasonNames.String(r)
 }
 
 // UnavailableError reports that the registrar could not do or record the

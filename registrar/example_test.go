@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // memoryLog is an audit log in memory.
@@ -74,7 +74,7 @@ func Example() {
 	}
 	log := &memoryLog{}
 	verbs, err := registrar.New(
-		registrar.Config{Components: map[string]config.Multiplicity{"web": config.OnePerDeployment}, MaxWrapTTLSeconds: 600},
+		registrar.Config{Components: map[string]vocab.Multiplicity{"web": vocab.OnePerDeployment}, MaxWrapTTLSeconds: 600},
 		registrar.Deps{Limiter: lim, Audit: log, Backend: &memoryBackend{bindings: map[string]string{}}},
 	)
 	if err != nil {

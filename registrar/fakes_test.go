@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // recSink records limited events and forwards them to a counting sink.
@@ -41,11 +41,11 @@ type harness struct {
 	sink *recSink
 }
 
-var testComponents = map[string]config.Multiplicity{
-	"review":        config.ManyPerHost,
-	"edge-proxy":    config.OnePerHost,
-	"control-plane": config.OnePerDeployment,
-	"Bad_Component": config.OnePerHost, // not a label: derivation fails
+var testComponents = map[string]vocab.Multiplicity{
+	"review":        vocab.ManyPerHost,
+	"edge-proxy":    vocab.OnePerHost,
+	"control-plane": vocab.OnePerDeployment,
+	"Bad_Component": vocab.OnePerHost, // not a label: derivation fails
 }
 
 func newHarness(t testing.TB, prBurst, admBurst uint32, backend registrar.Backend) *harness {

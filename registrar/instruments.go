@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -103,13 +103,13 @@ type Observer interface {
 	// Finished is called once per invocation, after its answer is
 	// decided: verb ended in result, elapsed after it reached the verb
 	// layer. ctx carries the invocation's span (sampled or not).
-	Finished(ctx context.Context, verb limiter.Verb, result Result, elapsed time.Duration)
+	Finished(ctx context.Context, verb vocab.Verb, result Result, elapsed time.Duration)
 	// Unrecordable is called when an invocation changed the registry but
 	// its outcome record could not be written (PostMintUnrecordable).
-	Unrecordable(ctx context.Context, verb limiter.Verb)
+	Unrecordable(ctx context.Context, verb vocab.Verb)
 	// Partial is called when the backend failed after changing, or
 	// possibly changing, the registry (a *PartialError).
-	Partial(ctx context.Context, verb limiter.Verb)
+	Partial(ctx context.Context, verb vocab.Verb)
 }
 
 // NumResults is the number of results: Result values are 0 to
@@ -118,14 +118,14 @@ const NumResults = numResults
 
 // Possible reports whether verb can end in r (a mint never removes, a
 // deregister never mints), so that an observer creates only real series.
-func Possible(verb limiter.Verb, r Result) bool { return possible(verb, r) }
+func Possible(verb vocab.Verb, r Result) bool { return possible(verb, r) }
 
 // nopObserver is the Observer of Deps without one.
 type nopObserver struct{}
 
-func (nopObserver) Finished(context.Context, limiter.Verb, Result, time.Duration) {}
-func (nopObserver) Unrecordable(context.Context, limiter.Verb)                    {}
-func (nopObserver) Partial(context.Context, limiter.Verb)                         {}
+func (nopObserver) Finished(context.Context, vocab.Verb, Result, time.Duration) {}
+func (nopObserver) Unrecordable(context.Context, vocab.Verb)                    {}
+func (nopObserver) Partial(context.Context, vocab.Verb)                         {}
 
 // instruments holds the verbs' tracer, with every span name and attribute
 // precomputed, and the observer their measurements go to. Spans stay here:
@@ -134,8 +134,8 @@ func (nopObserver) Partial(context.Context, limiter.Verb)                       
 type instruments struct {
 	tracer     trace.Tracer
 	obs        Observer
-	spanNames  [limiter.NumVerbs]string
-	verbAttr   [limiter.NumVerbs]attribute.KeyValue
+	spanNames  [vocab.NumVerbs]string
+	verbAttr   [vocab.NumVerbs]attribute.KeyValue
 	startOpts  []trace.SpanStartOption
 	resultAttr [numResults]attribute.KeyValue
 }
@@ -165,8 +165,8 @@ func newInstruments(tp trace.TracerProvider, obs Observer) *instruments {
 	for r := range numResults {
 		in.resultAttr[r] = AttrResult.String(Result(r).String())
 	}
-	for v := range limiter.NumVerbs {
-		verb := limiter.Verb(v)
+	for v := range vocab.NumVerbs {
+		verb := vocab.Verb(v)
 		in.spanNames[v] = "registrar." + verb.String()
 		in.verbAttr[v] = AttrVerb.String(verb.String())
 	}
@@ -175,12 +175,12 @@ func newInstruments(tp trace.TracerProvider, obs Observer) *instruments {
 
 // possible reports whether verb can end in result (a mint never removes,
 // a deregister never mints).
-func possible(verb limiter.Verb, r Result) bool {
+func possible(verb vocab.Verb, r Result) bool {
 	switch r {
 	case ResultFirstMint, ResultIdempotentRemint:
-		return verb == limiter.Mint
+		return verb == vocab.Mint
 	case ResultIdentityRemoved, ResultIdempotentAlreadyAbsent:
-		return verb == limiter.Deregister
+		return verb == vocab.Deregister
 	}
 	return true
 }
@@ -189,7 +189,7 @@ func possible(verb limiter.Verb, r Result) bool {
 // the transport extracted into ctx. Its attributes are all set at finish,
 // in one call: each SetAttributes on a recording span grows its attribute
 // slice, and a sampler or processor has no use for them at start.
-func (in *instruments) start(ctx context.Context, verb limiter.Verb, _ string) (context.Context, trace.Span) {
+func (in *instruments) start(ctx context.Context, verb vocab.Verb, _ string) (context.Context, trace.Span) {
 	return in.tracer.Start(ctx, in.spanNames[verb], in.startOpts...)
 }
 
@@ -237,10 +237,10 @@ func refusedError(err error) (*RefusedError, bool) {
 	return r, ok
 }
 
-func (in *instruments) noteUnrecordable(ctx context.Context, verb limiter.Verb) {
+func (in *instruments) noteUnrecordable(ctx context.Context, verb vocab.Verb) {
 	in.obs.Unrecordable(ctx, verb)
 }
 
-func (in *instruments) notePartial(ctx context.Context, verb limiter.Verb) {
+func (in *instruments) notePartial(ctx context.Context, verb vocab.Verb) {
 	in.obs.Partial(ctx, verb)
 }

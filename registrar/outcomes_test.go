@@ -10,6 +10,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
 	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 func asUnavailable(t testing.TB, err error) *registrar.UnavailableError {
@@ -41,7 +42,7 @@ func TestMintAndDeregisterOutcomes(t *testing.T) {
 	conflict := goodMint()
 	conflict.Spec.Reload = "kill -HUP 1"
 	_, err = h.v.Mint(ctx, conflict)
-	if r := asRefused(t, err); r.Reason != audit.ReasonStoredSpecConflict || r.RegistrationID != "h1-review-007" {
+	if r := asRefused(t, err); r.Reason != vocab.ReasonStoredSpecConflict || r.RegistrationID != "h1-review-007" {
 		t.Fatalf("spec conflict: %+v", r)
 	}
 
@@ -53,7 +54,7 @@ func TestMintAndDeregisterOutcomes(t *testing.T) {
 	}
 	cp.Host = "h2"
 	_, err = h.v.Mint(ctx, cp)
-	if r := asRefused(t, err); r.Reason != audit.ReasonRegistrationIDCollision {
+	if r := asRefused(t, err); r.Reason != vocab.ReasonRegistrationIDCollision {
 		t.Fatalf("collision: %+v", r)
 	}
 
@@ -61,7 +62,7 @@ func TestMintAndDeregisterOutcomes(t *testing.T) {
 	dr.Host = "h2"
 	dr.Component, dr.Instance = "control-plane", 0
 	_, err = h.v.Deregister(ctx, dr)
-	if r := asRefused(t, err); r.Reason != audit.ReasonHostMismatch || r.RegistrationID != "control-plane" {
+	if r := asRefused(t, err); r.Reason != vocab.ReasonHostMismatch || r.RegistrationID != "control-plane" {
 		t.Fatalf("host mismatch: %+v", r)
 	}
 
@@ -79,8 +80,8 @@ func TestMintAndDeregisterOutcomes(t *testing.T) {
 	if len(recs) != 2*8 {
 		t.Fatalf("%d records for 8 invocations, want 16", len(recs))
 	}
-	want := []audit.OutcomeClass{audit.ClassFirstMint, audit.ClassIdempotentRemint, audit.ClassRefused, audit.ClassFirstMint,
-		audit.ClassRefused, audit.ClassRefused, audit.ClassIdentityRemoved, audit.ClassIdempotentAlreadyAbsent}
+	want := []vocab.OutcomeClass{vocab.ClassFirstMint, vocab.ClassIdempotentRemint, vocab.ClassRefused, vocab.ClassFirstMint,
+		vocab.ClassRefused, vocab.ClassRefused, vocab.ClassIdentityRemoved, vocab.ClassIdempotentAlreadyAbsent}
 	for i := 0; i < len(recs); i += 2 {
 		in, out := recs[i], recs[i+1]
 		if in.Phase != audit.PhaseIntent || out.Phase != audit.PhaseOutcome || in.RequestID != out.RequestID {
@@ -100,7 +101,7 @@ func TestDerivedKeyInvalidIsRecorded(t *testing.T) {
 	req := goodMint()
 	req.Component, req.Spec.Component, req.Instance = "Bad_Component", "Bad_Component", 0
 	_, err := h.v.Mint(context.Background(), req)
-	if r := asRefused(t, err); r.Reason != audit.ReasonDerivedKeyInvalid || r.RegistrationID != "" {
+	if r := asRefused(t, err); r.Reason != vocab.ReasonDerivedKeyInvalid || r.RegistrationID != "" {
 		t.Fatalf("got %+v, want derived_key_invalid with no registration id", r)
 	}
 	if h.log.Count(audit.PhaseOutcome) != 1 {
@@ -162,7 +163,7 @@ func TestBackendFailureIsRecordedAndAnsweredUnavailable(t *testing.T) {
 		t.Fatalf("got %+v, want BackendUnavailable wrapping the backend error", u)
 	}
 	recs := h.log.Records()
-	if len(recs) != 2 || recs[1].Outcome.Reason != audit.ReasonBackendUnavailable {
+	if len(recs) != 2 || recs[1].Outcome.Reason != vocab.ReasonBackendUnavailable {
 		t.Fatalf("records %+v, want an outcome refused backend_unavailable", recs)
 	}
 }
@@ -218,21 +219,21 @@ func TestMintAndDeregisterOfOneIDNeverInterleave(t *testing.T) {
 			continue
 		}
 		switch r.Outcome.Class {
-		case audit.ClassFirstMint:
+		case vocab.ClassFirstMint:
 			if bound {
 				t.Fatal("first_mint recorded while bound: outcomes interleaved")
 			}
 			bound = true
-		case audit.ClassIdempotentRemint:
+		case vocab.ClassIdempotentRemint:
 			if !bound {
 				t.Fatal("remint recorded while unbound")
 			}
-		case audit.ClassIdentityRemoved:
+		case vocab.ClassIdentityRemoved:
 			if !bound {
 				t.Fatal("removal recorded while unbound")
 			}
 			bound = false
-		case audit.ClassIdempotentAlreadyAbsent:
+		case vocab.ClassIdempotentAlreadyAbsent:
 			if bound {
 				t.Fatal("already_absent recorded while bound")
 			}
@@ -258,7 +259,7 @@ func TestResultOf(t *testing.T) {
 		want registrar.Result
 	}{
 		{nil, registrar.ResultFirstMint},
-		{&registrar.RefusedError{Reason: audit.ReasonInvalidHost}, registrar.ResultRefused},
+		{&registrar.RefusedError{Reason: vocab.ReasonInvalidHost}, registrar.ResultRefused},
 		{&registrar.ThrottledError{RetryAfterSeconds: 1}, registrar.ResultThrottled},
 		{&registrar.UnavailableError{Reason: registrar.AuditUnwritable}, registrar.ResultUnavailable},
 	} {

@@ -5,10 +5,9 @@ import (
 	"maps"
 	"testing"
 
-	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
 	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 func TestSetComponentsStopsAcceptingARemovedComponent(t *testing.T) {
@@ -25,7 +24,7 @@ func TestSetComponentsStopsAcceptingARemovedComponent(t *testing.T) {
 		func() error { _, err := h.v.Mint(context.Background(), goodMint()); return err }(),
 		func() error { _, err := h.v.Deregister(context.Background(), goodDeregister()); return err }(),
 	} {
-		if r := asRefused(t, err); r.Reason != audit.ReasonComponentNotConfigured {
+		if r := asRefused(t, err); r.Reason != vocab.ReasonComponentNotConfigured {
 			t.Fatalf("after removing review: %+v, want component_not_configured", r)
 		}
 	}
@@ -36,7 +35,7 @@ func TestSetComponentsStopsAcceptingARemovedComponent(t *testing.T) {
 	}()); err != nil {
 		t.Fatalf("a kept component refused: %v", err)
 	}
-	if err := h.v.SetComponents(map[string]config.Multiplicity{"x": 0}); err == nil {
+	if err := h.v.SetComponents(map[string]vocab.Multiplicity{"x": 0}); err == nil {
 		t.Fatal("SetComponents accepted an invalid multiplicity")
 	}
 	if _, err := h.v.Mint(context.Background(), func() registrar.MintRequest {

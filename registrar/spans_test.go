@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
 	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
 	"github.com/registrar-otel/registrar-otel/limiter"
@@ -20,6 +19,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 	"github.com/registrar-otel/registrar-otel/telemetry"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // traced is the verbs with the production sink chain's OTel link
@@ -53,7 +53,7 @@ func instrumented(t testing.TB, tp trace.TracerProvider, mp metric.MeterProvider
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := registrar.New(registrar.Config{Components: map[string]config.Multiplicity{"review": config.ManyPerHost}, MaxWrapTTLSeconds: 1800},
+	v, err := registrar.New(registrar.Config{Components: map[string]vocab.Multiplicity{"review": vocab.ManyPerHost}, MaxWrapTTLSeconds: 1800},
 		registrar.Deps{Limiter: lim, Audit: &audittest.AuditLog{}, Backend: backend, TracerProvider: tp, Observer: obs})
 	if err != nil {
 		t.Fatal(err)

@@ -1,11 +1,10 @@
 package registrar
 
 import (
-	"github.com/registrar-otel/registrar-otel/internal/enumname"
 	"log/slog"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // Spec is the service specification a mint binds to its registration id.
@@ -74,19 +73,19 @@ const (
 )
 
 // String returns the wire spelling: "first_mint" or "idempotent_remint".
-var mintOutcomeNames = [...]string{
+var mintOutcomeNames = vocab.NewEnum[MintOutcome]("MintOutcome", "MintOutcome", []string{
 	FirstMint:        "first_mint",
 	IdempotentRemint: "idempotent_remint",
-}
+})
 
-func (o MintOutcome) String() string { return enumname.Of(mintOutcomeNames[:], "MintOutcome", o) }
+func (o MintOutcome) String() string { return mintOutcomeNames.String(o) }
 
 // AuditClass returns the outcome record's class.
-func (o MintOutcome) AuditClass() audit.OutcomeClass {
+func (o MintOutcome) AuditClass() vocab.OutcomeClass {
 	if o == IdempotentRemint {
-		return audit.ClassIdempotentRemint
+		return vocab.ClassIdempotentRemint
 	}
-	return audit.ClassFirstMint
+	return vocab.ClassFirstMint
 }
 
 // DeregisterOutcome is a successful deregister's outcome.
@@ -100,21 +99,21 @@ const (
 )
 
 // String returns the wire spelling: "removed" or "already_absent".
-var deregisterOutcomeNames = [...]string{
+var deregisterOutcomeNames = vocab.NewEnum[DeregisterOutcome]("DeregisterOutcome", "DeregisterOutcome", []string{
 	Removed:       "removed",
 	AlreadyAbsent: "already_absent",
-}
+})
 
 func (o DeregisterOutcome) String() string {
-	return enumname.Of(deregisterOutcomeNames[:], "DeregisterOutcome", o)
+	return deregisterOutcomeNames.String(o)
 }
 
 // AuditClass returns the outcome record's class.
-func (o DeregisterOutcome) AuditClass() audit.OutcomeClass {
+func (o DeregisterOutcome) AuditClass() vocab.OutcomeClass {
 	if o == AlreadyAbsent {
-		return audit.ClassIdempotentAlreadyAbsent
+		return vocab.ClassIdempotentAlreadyAbsent
 	}
-	return audit.ClassIdentityRemoved
+	return vocab.ClassIdentityRemoved
 }
 
 // MintResult is a successful mint.

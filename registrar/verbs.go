@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -24,7 +24,7 @@ type AuditLog interface {
 // Config is the verbs' share of the [registrar] configuration.
 type Config struct {
 	// Components maps each configured component to its multiplicity.
-	Components map[string]config.Multiplicity
+	Components map[string]vocab.Multiplicity
 	// MaxWrapTTLSeconds bounds a mint's wrap_ttl (registrar.max_wrap_ttl_seconds).
 	MaxWrapTTLSeconds uint32
 }
@@ -57,7 +57,7 @@ type Verbs struct {
 	lim               *limiter.Limiter
 	log               AuditLog
 	backend           Backend
-	components        atomic.Pointer[map[string]config.Multiplicity] // swapped whole by SetComponents
+	components        atomic.Pointer[map[string]vocab.Multiplicity] // swapped whole by SetComponents
 	maxWrapTTLSeconds uint32
 	now               func() time.Time
 	logger            *slog.Logger
@@ -67,8 +67,8 @@ type Verbs struct {
 }
 
 // components copies a components table, checking every multiplicity.
-func components(in map[string]config.Multiplicity) (map[string]config.Multiplicity, error) {
-	comps := make(map[string]config.Multiplicity, len(in))
+func components(in map[string]vocab.Multiplicity) (map[string]vocab.Multiplicity, error) {
+	comps := make(map[string]vocab.Multiplicity, len(in))
 	for name, m := range in {
 		if !m.Valid() {
 			return nil, fmt.Errorf("component %q has invalid multiplicity %d", name, m)
@@ -83,7 +83,7 @@ func components(in map[string]config.Multiplicity) (map[string]config.Multiplici
 // it started with; a component removed is refused with
 // component_not_configured from the next invocation on, for both verbs,
 // and its bindings stay in the backend. On error nothing changes.
-func (v *Verbs) SetComponents(in map[string]config.Multiplicity) error {
+func (v *Verbs) SetComponents(in map[string]vocab.Multiplicity) error {
 	comps, err := components(in)
 	if err != nil {
 		return fmt.Errorf("registrar: SetComponents: %w", err)
@@ -141,7 +141,7 @@ type invocation struct {
 	// own.
 	arrived   time.Time
 	requestID string
-	verb      limiter.Verb
+	verb      vocab.Verb
 	identity  string
 	requested *audit.Requested
 	span      trace.Span
@@ -161,7 +161,7 @@ type invocation struct {
 // nil, *RefusedError, *ThrottledError or *UnavailableError.
 func (v *Verbs) Mint(ctx context.Context, req MintRequest) (MintResult, error) {
 	start := time.Now()
-	inv, ctx := v.begin(ctx, start, limiter.Mint, req.CallerIdentity, req.ServiceName, req.Host, req.Instance)
+	inv, ctx := v.begin(ctx, start, vocab.Mint, req.CallerIdentity, req.ServiceName, req.Host, req.Instance)
 	res, err := v.mint(ctx, inv, &req)
 	res.RequestID = inv.requestID
 	v.tel.finish(ctx, inv, start, res.RegistrationID, mintResult(res.Outcome), err)
@@ -172,14 +172,14 @@ func (v *Verbs) Mint(ctx context.Context, req MintRequest) (MintResult, error) {
 // *ThrottledError or *UnavailableError.
 func (v *Verbs) Deregister(ctx context.Context, req DeregisterRequest) (DeregisterResult, error) {
 	start := time.Now()
-	inv, ctx := v.begin(ctx, start, limiter.Deregister, req.CallerIdentity, req.ServiceName, req.Host, req.Instance)
+	inv, ctx := v.begin(ctx, start, vocab.Deregister, req.CallerIdentity, req.ServiceName, req.Host, req.Instance)
 	res, err := v.deregister(ctx, inv, &req)
 	res.RequestID = inv.requestID
 	v.tel.finish(ctx, inv, start, res.RegistrationID, deregisterResult(res.Outcome), err)
 	return res, err
 }
 
-func (v *Verbs) begin(ctx context.Context, start time.Time, verb limiter.Verb, identity, serviceName, host string, instance uint32) (*invocation, context.Context) {
+func (v *Verbs) begin(ctx context.Context, start time.Time, verb vocab.Verb, identity, serviceName, host string, instance uint32) (*invocation, context.Context) {
 	inv := &invocation{
 		arrived:  start,
 		verb:     verb,
@@ -209,7 +209,7 @@ func (v *Verbs) arrive(ctx context.Context, inv *invocation, component string, m
 	}
 	id, ok := derive(comps[component], r.Host, component, r.Instance)
 	if !ok {
-		return nil, "", nil, v.refuse(wctx, inv, "", audit.ReasonDerivedKeyInvalid, "")
+		return nil, "", nil, v.refuse(wctx, inv, "", vocab.ReasonDerivedKeyInvalid, "")
 	}
 	return wctx, id, v.locks.lock(id), nil
 }
@@ -234,9 +234,9 @@ func (v *Verbs) mint(ctx context.Context, inv *invocation, req *MintRequest) (Mi
 	}
 	switch status {
 	case MintCollision:
-		return res, v.refuse(wctx, inv, id, audit.ReasonRegistrationIDCollision, "")
+		return res, v.refuse(wctx, inv, id, vocab.ReasonRegistrationIDCollision, "")
 	case MintSpecConflict:
-		return res, v.refuse(wctx, inv, id, audit.ReasonStoredSpecConflict, "")
+		return res, v.refuse(wctx, inv, id, vocab.ReasonStoredSpecConflict, "")
 	case MintCreated, MintReissued:
 		res.Outcome = FirstMint
 		if status == MintReissued {
@@ -265,16 +265,16 @@ func (v *Verbs) deregister(ctx context.Context, inv *invocation, req *Deregister
 	}
 	switch status {
 	case DeregisterHostMismatch:
-		return res, v.refuse(wctx, inv, id, audit.ReasonHostMismatch, "")
+		return res, v.refuse(wctx, inv, id, vocab.ReasonHostMismatch, "")
 	case DeregisterAbsent:
 		res.Outcome = AlreadyAbsent
-		if err := v.writeOutcome(wctx, inv, id, &audit.Outcome{Class: audit.ClassIdempotentAlreadyAbsent}); err != nil {
+		if err := v.writeOutcome(wctx, inv, id, &audit.Outcome{Class: vocab.ClassIdempotentAlreadyAbsent}); err != nil {
 			return res, &UnavailableError{RequestID: inv.requestID, RegistrationID: id, Reason: AuditUnwritable, Err: err}
 		}
 		return res, nil
 	case DeregisterRemoved:
 		res.Outcome = Removed
-		if err := v.writeOutcome(wctx, inv, id, &audit.Outcome{Class: audit.ClassIdentityRemoved}); err != nil {
+		if err := v.writeOutcome(wctx, inv, id, &audit.Outcome{Class: vocab.ClassIdentityRemoved}); err != nil {
 			return res, v.unrecordable(wctx, inv, id, res.Outcome.String(), err)
 		}
 		return res, nil
@@ -285,8 +285,8 @@ func (v *Verbs) deregister(ctx context.Context, inv *invocation, req *Deregister
 // refusePreDerivation is check point 1: charge predecision_refusal before
 // the intent write. No token → no records, one limited event (published by
 // the limiter), and the same real permanent refusal.
-func (v *Verbs) refusePreDerivation(ctx context.Context, inv *invocation, reason audit.Reason) error {
-	if d := v.lim.ChargeTime(ctx, inv.identity, inv.verb, limiter.PredecisionRefusal, inv.arrived); !d.Allowed {
+func (v *Verbs) refusePreDerivation(ctx context.Context, inv *invocation, reason vocab.Reason) error {
+	if d := v.lim.ChargeTime(ctx, inv.identity, inv.verb, vocab.PredecisionRefusal, inv.arrived); !d.Allowed {
 		inv.limited = RefusedError{RequestID: inv.requestID, Reason: reason, Limited: true}
 		return &inv.limited
 	}
@@ -304,7 +304,7 @@ func (v *Verbs) refusePreDerivation(ctx context.Context, inv *invocation, reason
 // returned context is not cancelled by the caller hanging up: once the
 // intent is written the work and its outcome record must finish.
 func (v *Verbs) admit(ctx context.Context, inv *invocation) (context.Context, error) {
-	if d := v.lim.ChargeTime(ctx, inv.identity, inv.verb, limiter.Admission, inv.arrived); !d.Allowed {
+	if d := v.lim.ChargeTime(ctx, inv.identity, inv.verb, vocab.Admission, inv.arrived); !d.Allowed {
 		inv.throttled = ThrottledError{RequestID: inv.requestID, RetryAfterSeconds: d.RetryAfterSeconds}
 		return nil, &inv.throttled
 	}
@@ -317,8 +317,8 @@ func (v *Verbs) admit(ctx context.Context, inv *invocation) (context.Context, er
 
 // refuse writes a refused outcome and returns the refusal; a failed write
 // (nothing was changed) answers AuditUnwritable.
-func (v *Verbs) refuse(ctx context.Context, inv *invocation, id string, reason audit.Reason, detail string) error {
-	if err := v.writeOutcome(ctx, inv, id, &audit.Outcome{Class: audit.ClassRefused, Reason: reason, Detail: detail}); err != nil {
+func (v *Verbs) refuse(ctx context.Context, inv *invocation, id string, reason vocab.Reason, detail string) error {
+	if err := v.writeOutcome(ctx, inv, id, &audit.Outcome{Class: vocab.ClassRefused, Reason: reason, Detail: detail}); err != nil {
 		return &UnavailableError{RequestID: inv.requestID, RegistrationID: id, Reason: AuditUnwritable, Err: err}
 	}
 	return &RefusedError{RequestID: inv.requestID, RegistrationID: id, Reason: reason}
@@ -338,7 +338,7 @@ func (v *Verbs) backendFailed(ctx context.Context, inv *invocation, id string, b
 	}
 	v.logger.LogAttrs(ctx, slog.LevelError, msg,
 		slog.String("request_id", inv.requestID), slog.String("registration_id", id), slog.Any("error", berr))
-	if err := v.writeOutcome(ctx, inv, id, &audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonBackendUnavailable, Detail: detail}); err != nil {
+	if err := v.writeOutcome(ctx, inv, id, &audit.Outcome{Class: vocab.ClassRefused, Reason: vocab.ReasonBackendUnavailable, Detail: detail}); err != nil {
 		return &UnavailableError{RequestID: inv.requestID, RegistrationID: id, Reason: AuditUnwritable, Err: errors.Join(berr, err)}
 	}
 	return &UnavailableError{RequestID: inv.requestID, RegistrationID: id, Reason: BackendUnavailable, Err: berr}

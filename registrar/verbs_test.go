@@ -10,8 +10,8 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
-	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 func asRefused(t testing.TB, err error) *registrar.RefusedError {
@@ -27,21 +27,21 @@ func asRefused(t testing.TB, err error) *registrar.RefusedError {
 var preDerivationCases = []struct {
 	name   string
 	mut    func(*registrar.MintRequest)
-	reason audit.Reason
+	reason vocab.Reason
 }{
-	{"service name not a DNS label", func(r *registrar.MintRequest) { r.ServiceName, r.Spec.ServiceName = "Review!", "Review!" }, audit.ReasonInvalidServiceName},
-	{"empty service name", func(r *registrar.MintRequest) { r.ServiceName, r.Spec.ServiceName = "", "" }, audit.ReasonInvalidServiceName},
-	{"service name with trailing dash", func(r *registrar.MintRequest) { r.ServiceName, r.Spec.ServiceName = "review-", "review-" }, audit.ReasonInvalidServiceName},
-	{"64-octet service name", func(r *registrar.MintRequest) { s := strings.Repeat("a", 64); r.ServiceName, r.Spec.ServiceName = s, s }, audit.ReasonInvalidServiceName},
-	{"host not a DNS label", func(r *registrar.MintRequest) { r.Host = "h1.example.com" }, audit.ReasonInvalidHost},
-	{"reserved prefix", func(r *registrar.MintRequest) { r.ServiceName, r.Spec.ServiceName = "registrar-x", "registrar-x" }, audit.ReasonReservedServiceName},
-	{"spec names another service", func(r *registrar.MintRequest) { r.Spec.ServiceName = "other" }, audit.ReasonSpecIdentityDisagreement},
-	{"component not configured", func(r *registrar.MintRequest) { r.Component = "nope" }, audit.ReasonComponentNotConfigured},
-	{"instance missing for many-per-host", func(r *registrar.MintRequest) { r.Instance = 0 }, audit.ReasonServiceInstanceMismatch},
-	{"instance above 999", func(r *registrar.MintRequest) { r.Instance = 1000 }, audit.ReasonServiceInstanceMismatch},
-	{"instance on one-per-host", func(r *registrar.MintRequest) { r.Component, r.Spec.Component = "edge-proxy", "edge-proxy" }, audit.ReasonServiceInstanceMismatch},
-	{"wrap ttl zero", func(r *registrar.MintRequest) { r.WrapTTLSeconds = 0 }, audit.ReasonInvalidWrapTTL},
-	{"wrap ttl above max", func(r *registrar.MintRequest) { r.WrapTTLSeconds = 1801 }, audit.ReasonInvalidWrapTTL},
+	{"service name not a DNS label", func(r *registrar.MintRequest) { r.ServiceName, r.Spec.ServiceName = "Review!", "Review!" }, vocab.ReasonInvalidServiceName},
+	{"empty service name", func(r *registrar.MintRequest) { r.ServiceName, r.Spec.ServiceName = "", "" }, vocab.ReasonInvalidServiceName},
+	{"service name with trailing dash", func(r *registrar.MintRequest) { r.ServiceName, r.Spec.ServiceName = "review-", "review-" }, vocab.ReasonInvalidServiceName},
+	{"64-octet service name", func(r *registrar.MintRequest) { s := strings.Repeat("a", 64); r.ServiceName, r.Spec.ServiceName = s, s }, vocab.ReasonInvalidServiceName},
+	{"host not a DNS label", func(r *registrar.MintRequest) { r.Host = "h1.example.com" }, vocab.ReasonInvalidHost},
+	{"reserved prefix", func(r *registrar.MintRequest) { r.ServiceName, r.Spec.ServiceName = "registrar-x", "registrar-x" }, vocab.ReasonReservedServiceName},
+	{"spec names another service", func(r *registrar.MintRequest) { r.Spec.ServiceName = "other" }, vocab.ReasonSpecIdentityDisagreement},
+	{"component not configured", func(r *registrar.MintRequest) { r.Component = "nope" }, vocab.ReasonComponentNotConfigured},
+	{"instance missing for many-per-host", func(r *registrar.MintRequest) { r.Instance = 0 }, vocab.ReasonServiceInstanceMismatch},
+	{"instance above 999", func(r *registrar.MintRequest) { r.Instance = 1000 }, vocab.ReasonServiceInstanceMismatch},
+	{"instance on one-per-host", func(r *registrar.MintRequest) { r.Component, r.Spec.Component = "edge-proxy", "edge-proxy" }, vocab.ReasonServiceInstanceMismatch},
+	{"wrap ttl zero", func(r *registrar.MintRequest) { r.WrapTTLSeconds = 0 }, vocab.ReasonInvalidWrapTTL},
+	{"wrap ttl above max", func(r *registrar.MintRequest) { r.WrapTTLSeconds = 1801 }, vocab.ReasonInvalidWrapTTL},
 }
 
 func TestPreDerivationRefusalsAreRecordedWhileTheBucketHasTokens(t *testing.T) {
@@ -59,7 +59,7 @@ func TestPreDerivationRefusalsAreRecordedWhileTheBucketHasTokens(t *testing.T) {
 			if len(recs) != 2 || recs[0].Phase != audit.PhaseIntent || recs[1].Phase != audit.PhaseOutcome {
 				t.Fatalf("records %+v, want intent then outcome", recs)
 			}
-			if o := recs[1].Outcome; o.Class != audit.ClassRefused || o.Reason != tc.reason || recs[1].RequestID != r.RequestID {
+			if o := recs[1].Outcome; o.Class != vocab.ClassRefused || o.Reason != tc.reason || recs[1].RequestID != r.RequestID {
 				t.Fatalf("outcome %+v, want refused %v for request %s", o, tc.reason, r.RequestID)
 			}
 		})
@@ -70,10 +70,10 @@ func TestPreDerivationFloodIsLimitedButKeepsItsRealRefusal(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		mut    func(*registrar.MintRequest)
-		reason audit.Reason
+		reason vocab.Reason
 	}{
-		{"non-DNS-label service name", func(r *registrar.MintRequest) { r.ServiceName = "Not A Label" }, audit.ReasonInvalidServiceName},
-		{"unconfigured component", func(r *registrar.MintRequest) { r.Component = "unconfigured" }, audit.ReasonComponentNotConfigured},
+		{"non-DNS-label service name", func(r *registrar.MintRequest) { r.ServiceName = "Not A Label" }, vocab.ReasonInvalidServiceName},
+		{"unconfigured component", func(r *registrar.MintRequest) { r.Component = "unconfigured" }, vocab.ReasonComponentNotConfigured},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const burst, flood = 3, 50
@@ -99,7 +99,7 @@ func TestPreDerivationFloodIsLimitedButKeepsItsRealRefusal(t *testing.T) {
 				t.Fatalf("%d limited events, want one per limited invocation: %d", len(evs), flood-burst)
 			}
 			for _, ev := range evs {
-				if ev.Bucket != limiter.PredecisionRefusal || ev.Verb != limiter.Mint || ev.Identity != req.CallerIdentity {
+				if ev.Bucket != vocab.PredecisionRefusal || ev.Verb != vocab.Mint || ev.Identity != req.CallerIdentity {
 					t.Fatalf("event %+v, want predecision_refusal/mint/%s", ev, req.CallerIdentity)
 				}
 			}
@@ -136,7 +136,7 @@ func TestRefusalFloodDoesNotStarveAConcurrentMint(t *testing.T) {
 	if want := flood - prBurst; limitedRefusals != want {
 		t.Fatalf("flood: %d limited refusals, want %d (the refusal bucket drained after its burst of %d)", limitedRefusals, want, prBurst)
 	}
-	if got := h.sink.count.Count(limiter.PredecisionRefusal); got != flood-prBurst {
+	if got := h.sink.count.Count(vocab.PredecisionRefusal); got != flood-prBurst {
 		t.Fatalf("predecision_refusal counter %d before the good mint, want %d: the bucket is not drained", got, flood-prBurst)
 	}
 	var wg sync.WaitGroup
@@ -156,13 +156,13 @@ func TestRefusalFloodDoesNotStarveAConcurrentMint(t *testing.T) {
 	for _, r := range h.log.Records() {
 		if r.RequestID == res.RequestID {
 			intent = intent || r.Phase == audit.PhaseIntent
-			outcome = outcome || (r.Phase == audit.PhaseOutcome && r.Outcome.Class == audit.ClassFirstMint)
+			outcome = outcome || (r.Phase == audit.PhaseOutcome && r.Outcome.Class == vocab.ClassFirstMint)
 		}
 	}
 	if !intent || !outcome {
 		t.Fatalf("admitted mint recorded intent=%v outcome=%v, want both", intent, outcome)
 	}
-	if got := h.sink.count.Count(limiter.Admission); got != 0 {
+	if got := h.sink.count.Count(vocab.Admission); got != 0 {
 		t.Fatalf("admission counter moved to %d during a refusal flood", got)
 	}
 }
@@ -198,13 +198,13 @@ func TestChargePrecedesIntentWriteOnBothArms(t *testing.T) {
 }
 
 func TestAdmissionThrottle(t *testing.T) {
-	for _, verb := range []limiter.Verb{limiter.Mint, limiter.Deregister} {
+	for _, verb := range []vocab.Verb{vocab.Mint, vocab.Deregister} {
 		t.Run(verb.String(), func(t *testing.T) {
 			b := registrartest.NewBackend(t)
 			h := newHarness(t, 32, 2, b)
 			ctx := context.Background()
 			call := func() error {
-				if verb == limiter.Mint {
+				if verb == vocab.Mint {
 					_, err := h.v.Mint(ctx, goodMint())
 					return err
 				}
@@ -234,7 +234,7 @@ func TestAdmissionThrottle(t *testing.T) {
 				t.Fatalf("throttled invocation reached the backend (%d→%d calls) or wrote records (%d→%d)", calls, b.Calls(), records, len(h.log.Records()))
 			}
 			evs := h.sink.all()
-			if len(evs) != 1 || evs[0].Bucket != limiter.Admission || evs[0].Verb != verb || evs[0].RetryAfterSeconds != thr.RetryAfterSeconds {
+			if len(evs) != 1 || evs[0].Bucket != vocab.Admission || evs[0].Verb != verb || evs[0].RetryAfterSeconds != thr.RetryAfterSeconds {
 				t.Fatalf("events %+v, want one admission event for %v with the same retry-after", evs, verb)
 			}
 		})
@@ -243,7 +243,7 @@ func TestAdmissionThrottle(t *testing.T) {
 
 func TestThrottleRequiresNoBackend(t *testing.T) {
 	h := newHarness(t, 32, 1, registrartest.FailingBackend{T: t})
-	h.lim.Charge(context.Background(), "unix-peer:uid=1000", limiter.Mint, limiter.Admission) // drain
+	h.lim.Charge(context.Background(), "unix-peer:uid=1000", vocab.Mint, vocab.Admission) // drain
 	_, err := h.v.Mint(context.Background(), goodMint())
 	var thr *registrar.ThrottledError
 	if !errors.As(err, &thr) {
@@ -268,7 +268,7 @@ func TestBringUpWaveIsNotThrottled(t *testing.T) {
 			}
 		}
 	}
-	if got := h.sink.count.Count(limiter.Admission); got != 0 {
+	if got := h.sink.count.Count(vocab.Admission); got != 0 {
 		t.Fatalf("the reference wave of 512 mints was limited %d times", got)
 	}
 }

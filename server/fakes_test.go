@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/health"
 	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -76,10 +76,10 @@ var fixedAuditCapacity = health.AuditCapacityMember{
 	State: "ok", FreeBytes: 1 << 30, StoreBytes: 3 << 20, BudgetBytes: 17 * 8 << 20, AppendFailures: 0,
 }
 
-var testComponents = map[string]config.Multiplicity{
-	"review":        config.ManyPerHost,
-	"edge-proxy":    config.OnePerHost,
-	"control-plane": config.OnePerDeployment,
+var testComponents = map[string]vocab.Multiplicity{
+	"review":        vocab.ManyPerHost,
+	"edge-proxy":    vocab.OnePerHost,
+	"control-plane": vocab.OnePerDeployment,
 }
 
 // realVerbs is the real *registrar.Verbs over fakes, with a limiter whose

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/server"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -97,7 +97,7 @@ type responseCase struct {
 
 func responseCases() []responseCase {
 	const rid = "AAAAAAAAAAAA.1"
-	refused := func(id string, r audit.Reason) error {
+	refused := func(id string, r vocab.Reason) error {
 		return &registrar.RefusedError{RequestID: rid, RegistrationID: id, Reason: r}
 	}
 	unavailable := func(id string, r registrar.UnavailableReason) error {
@@ -116,14 +116,14 @@ func responseCases() []responseCase {
 			deregister: deregisterAnswer(registrar.DeregisterResult{RequestID: rid, RegistrationID: "h1-review-007", Outcome: registrar.Removed}, nil)},
 		{name: "deregister_already_absent", method: http.MethodPost, path: wire.PathDeregister, body: deregisterBody, wantStatus: 200,
 			deregister: deregisterAnswer(registrar.DeregisterResult{RequestID: rid, RegistrationID: "h1-review-007", Outcome: registrar.AlreadyAbsent}, nil)},
-		mint("ServiceLabelInvalid", refused("", audit.ReasonInvalidServiceName), 422, wire.ServiceLabelInvalid),
+		mint("ServiceLabelInvalid", refused("", vocab.ReasonInvalidServiceName), 422, wire.ServiceLabelInvalid),
 		// Limited: the records were suppressed, the answer is the same.
-		mint("ServiceInstanceMismatch", &registrar.RefusedError{RequestID: rid, Reason: audit.ReasonComponentNotConfigured, Limited: true}, 422, wire.ServiceInstanceMismatch),
-		mint("ServiceSpecConflict", refused("h1-review-007", audit.ReasonStoredSpecConflict), 409, wire.ServiceSpecConflict),
-		mint("ServiceRequestInvalid", refused("", audit.ReasonInvalidWrapTTL), 422, wire.ServiceRequestInvalid),
-		mint("ServiceNameCollision", refused("h1-review-007", audit.ReasonRegistrationIDCollision), 409, wire.ServiceNameCollision),
+		mint("ServiceInstanceMismatch", &registrar.RefusedError{RequestID: rid, Reason: vocab.ReasonComponentNotConfigured, Limited: true}, 422, wire.ServiceInstanceMismatch),
+		mint("ServiceSpecConflict", refused("h1-review-007", vocab.ReasonStoredSpecConflict), 409, wire.ServiceSpecConflict),
+		mint("ServiceRequestInvalid", refused("", vocab.ReasonInvalidWrapTTL), 422, wire.ServiceRequestInvalid),
+		mint("ServiceNameCollision", refused("h1-review-007", vocab.ReasonRegistrationIDCollision), 409, wire.ServiceNameCollision),
 		{name: "ServiceHostMismatch", method: http.MethodPost, path: wire.PathDeregister, body: deregisterBody, wantStatus: 409, wantID: wire.ServiceHostMismatch,
-			deregister: deregisterAnswer(registrar.DeregisterResult{RequestID: rid}, refused("h1-review-007", audit.ReasonHostMismatch))},
+			deregister: deregisterAnswer(registrar.DeregisterResult{RequestID: rid}, refused("h1-review-007", vocab.ReasonHostMismatch))},
 		mint("RegistrarUnavailable_AuditUnwritable", unavailable("", registrar.AuditUnwritable), 503, wire.RegistrarUnavailable),
 		mint("RegistrarUnavailable_PostMintUnrecordable", unavailable("h1-review-007", registrar.PostMintUnrecordable), 503, wire.RegistrarUnavailable),
 		mint("RegistrarUnavailable_BackendUnavailable", unavailable("h1-review-007", registrar.BackendUnavailable), 503, wire.RegistrarUnavailable),

@@ -13,9 +13,9 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
 	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
-	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/server"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -63,10 +63,10 @@ func TestPreDerivationFloodOverTheSocketKeepsItsRealRefusal(t *testing.T) {
 			if got := rv.log.Len(); got != 2*burst {
 				t.Fatalf("%d records after the flood, want %d (intent and outcome for the burst only)", got, 2*burst)
 			}
-			if got := rv.counts.Count(limiter.PredecisionRefusal); got != flood-burst {
+			if got := rv.counts.Count(vocab.PredecisionRefusal); got != flood-burst {
 				t.Errorf("limited predecision_refusal got %d, want %d", got, flood-burst)
 			}
-			if got := rv.counts.Count(limiter.Admission); got != 0 {
+			if got := rv.counts.Count(vocab.Admission); got != 0 {
 				t.Errorf("limited admission got %d, want 0", got)
 			}
 		})
@@ -115,7 +115,7 @@ func TestThrottleOverTheSocket(t *testing.T) {
 	if got := rv.log.Len(); got != records {
 		t.Errorf("records got %d, want %d: the throttle wrote a record", got, records)
 	}
-	if got := rv.counts.Count(limiter.Admission); got != 1 {
+	if got := rv.counts.Count(vocab.Admission); got != 1 {
 		t.Errorf("limited admission got %d, want 1", got)
 	}
 }
@@ -256,7 +256,7 @@ func TestMalformedRequestsAreNeitherChargedNorRecorded(t *testing.T) {
 	if !res.OK() || res.Outcome != "first_mint" {
 		t.Fatalf("got %d %s, want first_mint: a malformed request spent the token", res.StatusCode, res.ErrorID)
 	}
-	if pr, adm := rv.counts.Count(limiter.PredecisionRefusal), rv.counts.Count(limiter.Admission); pr != 0 || adm != 0 {
+	if pr, adm := rv.counts.Count(vocab.PredecisionRefusal), rv.counts.Count(vocab.Admission); pr != 0 || adm != 0 {
 		t.Fatalf("limited counts got %d/%d, want 0/0", pr, adm)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 	"github.com/registrar-otel/registrar-otel/telemetry"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // The daemon builds one Telemetry from the [telemetry] table, hands its
@@ -44,8 +45,8 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	lim.Charge(ctx, "spiffe://example/caller", limiter.Mint, limiter.Admission)
-	lim.Charge(ctx, "spiffe://example/caller", limiter.Mint, limiter.Admission) // limited: an hour's refill
+	lim.Charge(ctx, "spiffe://example/caller", vocab.Mint, vocab.Admission)
+	lim.Charge(ctx, "spiffe://example/caller", vocab.Mint, vocab.Admission) // limited: an hour's refill
 
 	rec := httptest.NewRecorder()
 	tel.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))

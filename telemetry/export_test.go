@@ -15,6 +15,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 	"github.com/registrar-otel/registrar-otel/telemetry"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // emit records one limited admission inside a sampled span and flushes, so
@@ -26,7 +27,7 @@ func emit(t *testing.T, tel *telemetry.Telemetry) error {
 		t.Fatalf("otelsink.New: %v", err)
 	}
 	ctx, span := tel.TracerProvider().Tracer("test").Start(context.Background(), "registrar.mint")
-	sink.Limited(ctx, limiter.Event{Verb: limiter.Mint, Bucket: limiter.Admission, RetryAfterSeconds: 2})
+	sink.Limited(ctx, limiter.Event{Verb: vocab.Mint, Bucket: vocab.Admission, RetryAfterSeconds: 2})
 	span.End()
 	return tel.ForceFlush(context.Background())
 }

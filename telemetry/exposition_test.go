@@ -19,13 +19,13 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/backend/openbao"
-	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 	"github.com/registrar-otel/registrar-otel/telemetry"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"go.opentelemetry.io/otel/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -126,7 +126,7 @@ func exercise(t *testing.T) exercised {
 		t.Fatalf("limiter.New: %v", err)
 	}
 	verbs, err := registrar.New(
-		registrar.Config{Components: map[string]config.Multiplicity{"web": config.OnePerDeployment}, MaxWrapTTLSeconds: 60},
+		registrar.Config{Components: map[string]vocab.Multiplicity{"web": vocab.OnePerDeployment}, MaxWrapTTLSeconds: 60},
 		registrar.Deps{Limiter: lim, Audit: store, Backend: fakeBackend{}, TracerProvider: tel.TracerProvider(), Observer: verbObserver(t, mp)},
 	)
 	if err != nil {
@@ -306,7 +306,7 @@ func TestOpenMetricsScrapeCarriesTheSpansTraceIDAsExemplar(t *testing.T) {
 	if !span.SpanContext().IsSampled() {
 		t.Fatalf("span not sampled at ratio 1")
 	}
-	sink.Limited(ctx, limiter.Event{Identity: identity, Verb: limiter.Mint, Bucket: limiter.Admission, RetryAfterSeconds: 4})
+	sink.Limited(ctx, limiter.Event{Identity: identity, Verb: vocab.Mint, Bucket: vocab.Admission, RetryAfterSeconds: 4})
 	span.End()
 	traceID := span.SpanContext().TraceID().String()
 

@@ -10,6 +10,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/coalesce"
 	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -141,12 +142,12 @@ func RegisterLimiter(mp metric.MeterProvider, stats func() limiter.Stats) error 
 	reclaimed := r.counter(LimiterReclaimedEntries, "{entry}",
 		"Limiter map entries removed, always at full burst, since start.")
 	pools := byPool()
-	var byKey [limiter.NumVerbs][limiter.NumBuckets][]metric.ObserveOption
-	for v := range limiter.NumVerbs {
-		for b := range limiter.NumBuckets {
+	var byKey [vocab.NumVerbs][vocab.NumBuckets][]metric.ObserveOption
+	for v := range vocab.NumVerbs {
+		for b := range vocab.NumBuckets {
 			byKey[v][b] = attrs(
-				attribute.String(attrVerb, limiter.Verb(v).String()),
-				attribute.String(attrBucket, limiter.Bucket(b).String()))
+				attribute.String(attrVerb, vocab.Verb(v).String()),
+				attribute.String(attrBucket, vocab.Bucket(b).String()))
 		}
 	}
 	return r.observe(func(_ context.Context, o metric.Observer) error {
@@ -155,8 +156,8 @@ func RegisterLimiter(mp metric.MeterProvider, stats func() limiter.Stats) error 
 			o.ObserveInt64(entries, n, pools[p]...)
 		}
 		o.ObserveInt64(reclaimed, toInt64(s.Reclaimed))
-		for v := range limiter.NumVerbs {
-			for b := range limiter.NumBuckets {
+		for v := range vocab.NumVerbs {
+			for b := range vocab.NumBuckets {
 				o.ObserveInt64(overflow, toInt64(s.OverflowCharges[v][b]), byKey[v][b]...)
 			}
 		}
@@ -190,14 +191,14 @@ func RegisterCoalesce(mp metric.MeterProvider, stats func() coalesce.Stats) erro
 		"Coalescing windows written before their deadline because the open-window map was at its cap.")
 	failures := r.counter(CoalesceRecordWriteFailures, "{record}",
 		"Counted limited records that could not be written to the audit store: evidence of a flood was lost.")
-	var byBucket [limiter.NumBuckets][]metric.ObserveOption
-	for b := range limiter.NumBuckets {
-		byBucket[b] = attrs(attribute.String(attrBucket, limiter.Bucket(b).String()))
+	var byBucket [vocab.NumBuckets][]metric.ObserveOption
+	for b := range vocab.NumBuckets {
+		byBucket[b] = attrs(attribute.String(attrBucket, vocab.Bucket(b).String()))
 	}
 	return r.observe(func(_ context.Context, o metric.Observer) error {
 		s := stats()
 		o.ObserveInt64(open, int64(s.OpenWindows))
-		for b := range limiter.NumBuckets {
+		for b := range vocab.NumBuckets {
 			o.ObserveInt64(records, toInt64(s.Records[b]), byBucket[b]...)
 		}
 		o.ObserveInt64(early, toInt64(s.EarlyFlushes))

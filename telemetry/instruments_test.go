@@ -12,6 +12,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 	"github.com/registrar-otel/registrar-otel/telemetry"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -22,16 +23,16 @@ func fakeLimiterStats() limiter.Stats {
 	s.Entries = 17
 	s.LocalEntries = 5
 	s.Reclaimed = 5
-	s.OverflowCharges[limiter.Mint][limiter.Admission] = 3
-	s.OverflowCharges[limiter.Deregister][limiter.PredecisionRefusal] = 1
+	s.OverflowCharges[vocab.Mint][vocab.Admission] = 3
+	s.OverflowCharges[vocab.Deregister][vocab.PredecisionRefusal] = 1
 	return s
 }
 
 func fakeCoalesceStats() coalesce.Stats {
 	var s coalesce.Stats
 	s.OpenWindows = 4
-	s.Records[limiter.PredecisionRefusal] = 9
-	s.Records[limiter.Admission] = 2
+	s.Records[vocab.PredecisionRefusal] = 9
+	s.Records[vocab.Admission] = 2
 	s.EarlyFlushes = 1
 	s.WriteFailures = 6
 	return s

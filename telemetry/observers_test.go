@@ -10,9 +10,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/registrar-otel/registrar-otel/backend/openbao"
-	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/telemetry"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // point is one collected data point: its scope, instrument and attributes,
@@ -138,13 +138,13 @@ func TestVerbObserverCountsByVerbAndResult(t *testing.T) {
 	}
 	ctx := context.Background()
 	for range 3 {
-		o.Finished(ctx, limiter.Mint, registrar.ResultThrottled, time.Millisecond)
+		o.Finished(ctx, vocab.Mint, registrar.ResultThrottled, time.Millisecond)
 	}
-	o.Finished(ctx, limiter.Deregister, registrar.ResultIdentityRemoved, time.Millisecond)
-	o.Finished(ctx, limiter.Mint, registrar.Result(registrar.NumResults), time.Millisecond)
-	o.Unrecordable(ctx, limiter.Deregister)
-	o.Partial(ctx, limiter.Mint)
-	o.Partial(ctx, limiter.Mint)
+	o.Finished(ctx, vocab.Deregister, registrar.ResultIdentityRemoved, time.Millisecond)
+	o.Finished(ctx, vocab.Mint, registrar.Result(registrar.NumResults), time.Millisecond)
+	o.Unrecordable(ctx, vocab.Deregister)
+	o.Partial(ctx, vocab.Mint)
+	o.Partial(ctx, vocab.Mint)
 	got = collectPoints(t, reader)
 	for _, tc := range []struct {
 		p    point
@@ -170,7 +170,7 @@ func TestObserversOnANilProviderAreNoOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v.Finished(context.Background(), limiter.Mint, registrar.ResultFirstMint, time.Millisecond)
+	v.Finished(context.Background(), vocab.Mint, registrar.ResultFirstMint, time.Millisecond)
 	b, err := telemetry.NewOpenBaoObserver(nil)
 	if err != nil {
 		t.Fatal(err)

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/internal/deferredcount"
-	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -48,8 +48,8 @@ type verbObserver struct {
 	// The option slices handed to the variadic SDK calls, hoisted: an
 	// existing slice passed on costs nothing, a fresh one is an allocation
 	// per call.
-	recordByResult [limiter.NumVerbs][registrar.NumResults][]metric.RecordOption
-	addByVerb      [limiter.NumVerbs][]metric.AddOption
+	recordByResult [vocab.NumVerbs][registrar.NumResults][]metric.RecordOption
+	addByVerb      [vocab.NumVerbs][]metric.AddOption
 }
 
 var _ registrar.Observer = (*verbObserver)(nil)
@@ -88,9 +88,9 @@ func NewVerbObserver(mp metric.MeterProvider) (registrar.Observer, error) {
 	if err := r.err(); err != nil {
 		return nil, err
 	}
-	series := make([][]metric.AddOption, 0, limiter.NumVerbs*registrar.NumResults)
-	for v := range limiter.NumVerbs {
-		verb := attribute.String(attrVerb, limiter.Verb(v).String())
+	series := make([][]metric.AddOption, 0, vocab.NumVerbs*registrar.NumResults)
+	for v := range vocab.NumVerbs {
+		verb := attribute.String(attrVerb, vocab.Verb(v).String())
 		o.addByVerb[v] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(verb))}
 		for r := range registrar.NumResults {
 			set := metric.WithAttributeSet(attribute.NewSet(verb, attribute.String(attrResult, registrar.Result(r).String())))
@@ -106,23 +106,23 @@ func NewVerbObserver(mp metric.MeterProvider) (registrar.Observer, error) {
 	// and increase() then see the first event, and a throttle ratio has
 	// its denominator from the start.
 	ctx := context.Background()
-	for v := range limiter.NumVerbs {
+	for v := range vocab.NumVerbs {
 		o.unrecordable.Add(ctx, 0, o.addByVerb[v]...)
 		for r := range registrar.NumResults {
-			if registrar.Possible(limiter.Verb(v), registrar.Result(r)) {
+			if registrar.Possible(vocab.Verb(v), registrar.Result(r)) {
 				o.invocations.Add(ctx, 0, series[v*registrar.NumResults+r]...)
 			}
 		}
 	}
-	for v := range limiter.NumVerbs {
+	for v := range vocab.NumVerbs {
 		o.partial.Add(ctx, 0, o.addByVerb[v]...)
 	}
 	return o, nil
 }
 
 // Finished implements registrar.Observer.
-func (o *verbObserver) Finished(ctx context.Context, verb limiter.Verb, result registrar.Result, elapsed time.Duration) {
-	if uint(verb) >= uint(limiter.NumVerbs) || uint(result) >= uint(registrar.NumResults) {
+func (o *verbObserver) Finished(ctx context.Context, verb vocab.Verb, result registrar.Result, elapsed time.Duration) {
+	if uint(verb) >= uint(vocab.NumVerbs) || uint(result) >= uint(registrar.NumResults) {
 		return
 	}
 	o.invocationsDeferred.Add(ctx, int(verb)*registrar.NumResults+int(result), 1)
@@ -130,15 +130,15 @@ func (o *verbObserver) Finished(ctx context.Context, verb limiter.Verb, result r
 }
 
 // Unrecordable implements registrar.Observer.
-func (o *verbObserver) Unrecordable(ctx context.Context, verb limiter.Verb) {
-	if uint(verb) < uint(limiter.NumVerbs) {
+func (o *verbObserver) Unrecordable(ctx context.Context, verb vocab.Verb) {
+	if uint(verb) < uint(vocab.NumVerbs) {
 		o.unrecordable.Add(ctx, 1, o.addByVerb[verb]...)
 	}
 }
 
 // Partial implements registrar.Observer.
-func (o *verbObserver) Partial(ctx context.Context, verb limiter.Verb) {
-	if uint(verb) < uint(limiter.NumVerbs) {
+func (o *verbObserver) Partial(ctx context.Context, verb vocab.Verb) {
+	if uint(verb) < uint(vocab.NumVerbs) {
 		o.partial.Add(ctx, 1, o.addByVerb[verb]...)
 	}
 }

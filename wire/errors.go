@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // ErrorID is one of the nine error identifiers of the closed set. The class
@@ -99,27 +99,27 @@ func (id ErrorID) HTTPStatus() int {
 }
 
 // IDForReason maps a verb refusal reason to its identifier. It is the one
-// exhaustive switch over audit.Reason: every reason is named and there is
+// exhaustive switch over vocab.Reason: every reason is named and there is
 // no default branch, so a new reason is unmapped (ok false) until it is
 // added here, and the test that walks every reason fails. A pre-derivation
 // refusal maps the same whether or not the limiter suppressed its records.
-// audit.ReasonBackendUnavailable maps to RegistrarUnavailable with the
+// vocab.ReasonBackendUnavailable maps to RegistrarUnavailable with the
 // reason BackendUnavailable.
-func IDForReason(r audit.Reason) (id ErrorID, ok bool) {
+func IDForReason(r vocab.Reason) (id ErrorID, ok bool) {
 	switch r {
-	case audit.ReasonInvalidServiceName, audit.ReasonInvalidHost, audit.ReasonReservedServiceName:
+	case vocab.ReasonInvalidServiceName, vocab.ReasonInvalidHost, vocab.ReasonReservedServiceName:
 		return ServiceLabelInvalid, true
-	case audit.ReasonComponentNotConfigured, audit.ReasonServiceInstanceMismatch:
+	case vocab.ReasonComponentNotConfigured, vocab.ReasonServiceInstanceMismatch:
 		return ServiceInstanceMismatch, true
-	case audit.ReasonSpecIdentityDisagreement, audit.ReasonStoredSpecConflict:
+	case vocab.ReasonSpecIdentityDisagreement, vocab.ReasonStoredSpecConflict:
 		return ServiceSpecConflict, true
-	case audit.ReasonInvalidWrapTTL, audit.ReasonDerivedKeyInvalid:
+	case vocab.ReasonInvalidWrapTTL, vocab.ReasonDerivedKeyInvalid:
 		return ServiceRequestInvalid, true
-	case audit.ReasonRegistrationIDCollision:
+	case vocab.ReasonRegistrationIDCollision:
 		return ServiceNameCollision, true
-	case audit.ReasonHostMismatch:
+	case vocab.ReasonHostMismatch:
 		return ServiceHostMismatch, true
-	case audit.ReasonBackendUnavailable:
+	case vocab.ReasonBackendUnavailable:
 		return RegistrarUnavailable, true
 	}
 	return "", false

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -60,25 +60,25 @@ func TestRegistrarBusyIsTheOnlyRetryableIdentifier(t *testing.T) {
 	}
 }
 
-// TestEveryRefusalReasonMapsToItsIdentifier walks every audit.Reason: a
+// TestEveryRefusalReasonMapsToItsIdentifier walks every vocab.Reason: a
 // reason added without a case in IDForReason fails here.
 func TestEveryRefusalReasonMapsToItsIdentifier(t *testing.T) {
-	want := map[audit.Reason]wire.ErrorID{
-		audit.ReasonInvalidServiceName:       wire.ServiceLabelInvalid,
-		audit.ReasonInvalidHost:              wire.ServiceLabelInvalid,
-		audit.ReasonReservedServiceName:      wire.ServiceLabelInvalid,
-		audit.ReasonSpecIdentityDisagreement: wire.ServiceSpecConflict,
-		audit.ReasonComponentNotConfigured:   wire.ServiceInstanceMismatch,
-		audit.ReasonServiceInstanceMismatch:  wire.ServiceInstanceMismatch,
-		audit.ReasonInvalidWrapTTL:           wire.ServiceRequestInvalid,
-		audit.ReasonDerivedKeyInvalid:        wire.ServiceRequestInvalid,
-		audit.ReasonRegistrationIDCollision:  wire.ServiceNameCollision,
-		audit.ReasonStoredSpecConflict:       wire.ServiceSpecConflict,
-		audit.ReasonHostMismatch:             wire.ServiceHostMismatch,
-		audit.ReasonBackendUnavailable:       wire.RegistrarUnavailable,
+	want := map[vocab.Reason]wire.ErrorID{
+		vocab.ReasonInvalidServiceName:       wire.ServiceLabelInvalid,
+		vocab.ReasonInvalidHost:              wire.ServiceLabelInvalid,
+		vocab.ReasonReservedServiceName:      wire.ServiceLabelInvalid,
+		vocab.ReasonSpecIdentityDisagreement: wire.ServiceSpecConflict,
+		vocab.ReasonComponentNotConfigured:   wire.ServiceInstanceMismatch,
+		vocab.ReasonServiceInstanceMismatch:  wire.ServiceInstanceMismatch,
+		vocab.ReasonInvalidWrapTTL:           wire.ServiceRequestInvalid,
+		vocab.ReasonDerivedKeyInvalid:        wire.ServiceRequestInvalid,
+		vocab.ReasonRegistrationIDCollision:  wire.ServiceNameCollision,
+		vocab.ReasonStoredSpecConflict:       wire.ServiceSpecConflict,
+		vocab.ReasonHostMismatch:             wire.ServiceHostMismatch,
+		vocab.ReasonBackendUnavailable:       wire.RegistrarUnavailable,
 	}
 	n := 0
-	for r := audit.Reason(1); r.Valid(); r++ {
+	for r := vocab.Reason(1); r.Valid(); r++ {
 		n++
 		t.Run(r.String(), func(t *testing.T) {
 			id, ok := wire.IDForReason(r)
@@ -96,7 +96,7 @@ func TestEveryRefusalReasonMapsToItsIdentifier(t *testing.T) {
 	if n != 12 {
 		t.Errorf("walked %d reasons, want 12", n)
 	}
-	for _, r := range []audit.Reason{0, 13, 255} {
+	for _, r := range []vocab.Reason{0, 13, 255} {
 		if id, ok := wire.IDForReason(r); ok {
 			t.Errorf("reason %d outside the set mapped to %s", uint8(r), id)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/backend/openbao"
 	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // hangingServer is a loopback server that holds every request until
@@ -200,7 +201,7 @@ func TestASaturatedMintIsARecordedBackendUnavailableRefusal(t *testing.T) {
 	switch {
 	case outcome == nil:
 		t.Fatalf("no outcome recorded for request %s", ue.RequestID)
-	case outcome.Class != audit.ClassRefused || outcome.Reason != audit.ReasonBackendUnavailable:
+	case outcome.Class != vocab.ClassRefused || outcome.Reason != vocab.ReasonBackendUnavailable:
 		t.Errorf("outcome %+v, want refused backend_unavailable", outcome)
 	case len(outcome.Detail) >= 8 && outcome.Detail[:8] == "partial:":
 		t.Errorf("a saturated mint is recorded partial: %q", outcome.Detail)

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/registrar-otel/registrar-otel/internal/enumname"
 	"net"
 	"strings"
 
 	"github.com/openbao/openbao/api/v2"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 var (
@@ -55,17 +55,17 @@ const (
 
 // kindNames are the label values: "timeout", "server_error",
 // "client_error", "transport", "bad_response" and "saturated".
-var kindNames = [...]string{
+var kindNames = vocab.NewEnum[Kind]("Kind", "Kind", []string{
 	KindTimeout:   "timeout",
 	KindServer:    "server_error",
 	KindClient:    "client_error",
 	KindTransport: "transport",
 	KindResponse:  "bad_response",
 	KindSaturated: "saturated",
-}
+})
 
 // String returns the label value, e.g. "server_error".
-func (k Kind) String() string { return enumname.Of(kindNames[:], "Kind", k) }
+func (k Kind) String() string { return kindNames.String(k) }
 
 // RequestError is one failed request to the server. It never carries the
 // token or a secret.

@@ -12,6 +12,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/backend/openbao"
 	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // errorCount sums registrar.backend.request.errors{kind} over operations.
@@ -71,7 +72,7 @@ func TestASealedServerRefusesEveryMintCleanlyAndUnsealRecovers(t *testing.T) {
 			t.Errorf("mint %d: cause %v, want a 503 server_error", i, err)
 		}
 		o := lastOutcome(t, h, ue.RequestID)
-		if o.Class != audit.ClassRefused || o.Reason != audit.ReasonBackendUnavailable || strings.HasPrefix(o.Detail, "partial:") {
+		if o.Class != vocab.ClassRefused || o.Reason != vocab.ReasonBackendUnavailable || strings.HasPrefix(o.Detail, "partial:") {
 			t.Errorf("mint %d: outcome %+v, want a clean refused backend_unavailable", i, o)
 		}
 	}
@@ -117,7 +118,7 @@ func TestATokenThatLostItsPolicyFailsAsClientError(t *testing.T) {
 	if re, ok := errors.AsType[*openbao.RequestError](err); !ok || re.Kind != openbao.KindClient || re.Status != 403 {
 		t.Errorf("cause %v, want a 403 client_error", err)
 	}
-	if o := lastOutcome(t, h, ue.RequestID); o.Class != audit.ClassRefused || o.Reason != audit.ReasonBackendUnavailable || strings.HasPrefix(o.Detail, "partial:") {
+	if o := lastOutcome(t, h, ue.RequestID); o.Class != vocab.ClassRefused || o.Reason != vocab.ReasonBackendUnavailable || strings.HasPrefix(o.Detail, "partial:") {
 		t.Errorf("outcome %+v, want a clean refused backend_unavailable", o)
 	}
 	if got := errorCount(t, reader, "client_error"); got != 1 {

@@ -16,13 +16,13 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
+	"github.com/registrar-otel/registrar-otel/vocab"
 
 	"github.com/openbao/openbao/api/v2"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/registrar-otel/registrar-otel/backend/openbao"
-	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
 	"github.com/registrar-otel/registrar-otel/internal/testing/vaulttest"
 	"github.com/registrar-otel/registrar-otel/limiter"
@@ -369,7 +369,7 @@ type verbsHarness struct {
 	log *audittest.AuditLog
 }
 
-var testComponents = map[string]config.Multiplicity{"review": config.ManyPerHost, "edge-proxy": config.OnePerHost}
+var testComponents = map[string]vocab.Multiplicity{"review": vocab.ManyPerHost, "edge-proxy": vocab.OnePerHost}
 
 func newVerbs(t *testing.T, b registrar.Backend, admissionBurst uint32, tp trace.TracerProvider) *verbsHarness {
 	t.Helper()

@@ -13,10 +13,9 @@ import (
 
 	"github.com/openbao/openbao/api/v2"
 
-	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/backend/openbao"
-	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // The integration tests run against a real Vault server (internal/testing/vaulttest), which
@@ -498,7 +497,7 @@ func TestTheLimiterLockIsNotHeldAcrossARequest(t *testing.T) {
 	<-e.px.holding // the mint is inside its first request to the server
 	// The same identity, verb and bucket: the very entry the mint charged.
 	// If its lock were held across the request this would block.
-	d := h.lim.Charge(context.Background(), "unix-peer:uid=1000", limiter.Mint, limiter.Admission)
+	d := h.lim.Charge(context.Background(), "unix-peer:uid=1000", vocab.Mint, vocab.Admission)
 	if !d.Allowed {
 		t.Errorf("charge during the held request = %+v, want allowed", d)
 	}
@@ -532,7 +531,7 @@ func TestTimeoutsAnd5xxAnswerBackendUnavailableWithTheCauseLogged(t *testing.T) 
 	// Both failures were recorded as backend_unavailable refusals.
 	n := 0
 	for _, r := range h.log.Records() {
-		if r.Outcome != nil && r.Outcome.Reason == audit.ReasonBackendUnavailable {
+		if r.Outcome != nil && r.Outcome.Reason == vocab.ReasonBackendUnavailable {
 			n++
 		}
 	}
@@ -564,7 +563,7 @@ func TestAPartialMintIsRecordedAsPartialNotAsACleanRefusal(t *testing.T) {
 	}
 	recs := h.log.Records()
 	last := recs[len(recs)-1]
-	if last.Outcome == nil || last.Outcome.Reason != audit.ReasonBackendUnavailable ||
+	if last.Outcome == nil || last.Outcome.Reason != vocab.ReasonBackendUnavailable ||
 		!strings.HasPrefix(last.Outcome.Detail, "partial: may have changed binding claimed, role written (maybe)") {
 		t.Errorf("outcome record %+v, want backend_unavailable with a detail naming the partial changes", last.Outcome)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/internal/testing/vaulttest"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/telemetry"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // faultTimeout is openbao.request_timeout_ms in the fault tests: short,
@@ -275,7 +276,7 @@ func (f *faultEnv) failStep(t *testing.T, instance uint32, fc faultCase, steps [
 		t.Fatalf("records of the failed mint: %+v, want an intent and an outcome", recs)
 	}
 	o := recs[1].Outcome
-	if o.Class != audit.ClassRefused || o.Reason != audit.ReasonBackendUnavailable {
+	if o.Class != vocab.ClassRefused || o.Reason != vocab.ReasonBackendUnavailable {
 		t.Errorf("outcome %+v, want refused backend_unavailable", o)
 	}
 	partial := strings.HasPrefix(o.Detail, "partial:")

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // scanJSON is the stable --json shape. Lists are always arrays, never
@@ -122,7 +122,7 @@ func writeScanJSON(w io.Writer, v scanView) error {
 	for _, u := range rep.Unpaired {
 		out.UnpairedIntents = append(out.UnpairedIntents, scanUnpairedJSON{u.File, u.Line, u.RequestID, u.TS.UTC().Format(audit.TimeLayout)})
 	}
-	for b := range limiter.Bucket(limiter.NumBuckets) {
+	for b := range vocab.Bucket(vocab.NumBuckets) {
 		out.Limited[b.String()] = scanLimJSON(rep.Limited[b])
 	}
 	for p := audit.PhaseIntent; p <= audit.PhaseLimited; p++ {
@@ -139,7 +139,7 @@ func writeScanJSON(w io.Writer, v scanView) error {
 		}
 		out.LimitedByIdentityOmitted = &omitted
 		out.LimitedOtherIdentities = map[string]scanLimJSON{}
-		for b := range limiter.Bucket(limiter.NumBuckets) {
+		for b := range vocab.Bucket(vocab.NumBuckets) {
 			out.LimitedOtherIdentities[b.String()] = scanLimJSON(rep.LimitedOtherIdentities[b])
 		}
 	}

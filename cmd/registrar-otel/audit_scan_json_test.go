@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 func TestGoldenAuditScanJSON(t *testing.T) {
@@ -19,11 +19,11 @@ func TestGoldenAuditScanJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := scanLimited(limiter.Admission, 41)
+	lim := scanLimited(vocab.Admission, 41)
 	lim.WindowStart, lim.WindowEnd = at.Add(-time.Minute), at
 	// A record recovered after an unclean stop: window_end at the
 	// checkpoint, written 30 s later at the restart.
-	recovered := scanLimited(limiter.Admission, 9)
+	recovered := scanLimited(vocab.Admission, 9)
 	recovered.WindowStart, recovered.WindowEnd = at.Add(-40*time.Second), at.Add(-30*time.Second)
 	for _, r := range []*audit.Record{scanIntent("r-1"), scanOutcome("r-1"), scanIntent("r-crashed"), lim, recovered} {
 		if err := s.Append(context.Background(), r); err != nil {

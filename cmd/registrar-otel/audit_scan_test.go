@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // auditStore writes records into a fresh store and returns its directory.
@@ -38,7 +38,7 @@ func auditStore(t *testing.T, recs ...*audit.Record) string {
 
 func scanIntent(id string) *audit.Record {
 	return &audit.Record{
-		Phase: audit.PhaseIntent, RequestID: id, Verb: limiter.Mint, CallerIdentity: "unix-peer:uid=1000",
+		Phase: audit.PhaseIntent, RequestID: id, Verb: vocab.Mint, CallerIdentity: "unix-peer:uid=1000",
 		Requested: &audit.Requested{ServiceName: "review", Host: "h1"},
 	}
 }
@@ -46,14 +46,14 @@ func scanIntent(id string) *audit.Record {
 func scanOutcome(id string) *audit.Record {
 	r := scanIntent(id)
 	r.Phase = audit.PhaseOutcome
-	r.Outcome = &audit.Outcome{Class: audit.ClassRefused, Reason: audit.ReasonComponentNotConfigured}
+	r.Outcome = &audit.Outcome{Class: vocab.ClassRefused, Reason: vocab.ReasonComponentNotConfigured}
 	return r
 }
 
-func scanLimited(b limiter.Bucket, n uint64) *audit.Record {
+func scanLimited(b vocab.Bucket, n uint64) *audit.Record {
 	end := time.Now().Add(-time.Hour)
 	return &audit.Record{
-		Phase: audit.PhaseLimited, Verb: limiter.Mint, CallerIdentity: "unix-peer:uid=1000",
+		Phase: audit.PhaseLimited, Verb: vocab.Mint, CallerIdentity: "unix-peer:uid=1000",
 		LimitedBucket: b, Count: n, WindowStart: end.Add(-time.Minute), WindowEnd: end,
 	}
 }
@@ -65,7 +65,7 @@ func auditScanOutput(args ...string) (code int, stdout, stderr string) {
 }
 
 func TestAuditScanCleanStoreExits0(t *testing.T) {
-	dir := auditStore(t, scanIntent("q1"), scanOutcome("q1"), scanLimited(limiter.Admission, 7))
+	dir := auditStore(t, scanIntent("q1"), scanOutcome("q1"), scanLimited(vocab.Admission, 7))
 	code, out, errs := auditScanOutput("--dir", dir)
 	if code != auditScanClean {
 		t.Fatalf("exit %d, want 0; stderr %s", code, errs)
@@ -101,7 +101,7 @@ func TestAuditScanAnomaliesExit1(t *testing.T) {
 }
 
 func TestAuditScanJSONIsStable(t *testing.T) {
-	dir := auditStore(t, scanIntent("crashed"), scanLimited(limiter.PredecisionRefusal, 3))
+	dir := auditStore(t, scanIntent("crashed"), scanLimited(vocab.PredecisionRefusal, 3))
 	code, out, errs := auditScanOutput("--dir", dir, "--json", "--window", "48h")
 	if code != auditScanAnomalies {
 		t.Fatalf("exit %d, want 1; stderr %s", code, errs)

@@ -13,7 +13,7 @@ import (
 	"unicode"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 func writeScanText(w io.Writer, v scanView) error {
@@ -52,7 +52,7 @@ func writeScanText(w io.Writer, v scanView) error {
 	}
 
 	p.printf("\nlimited (counted records of suppressed invocations):\n")
-	for b := range limiter.Bucket(limiter.NumBuckets) {
+	for b := range vocab.Bucket(vocab.NumBuckets) {
 		s := rep.Limited[b]
 		p.printf("  %-20s %d records, %d invocations\n", b, s.Records, s.Count)
 	}
@@ -71,7 +71,7 @@ func writeScanText(w io.Writer, v scanView) error {
 		for _, r := range rows {
 			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\n", printable(r.CallerIdentity), r.Bucket, r.Records, r.Count)
 		}
-		for b := range limiter.Bucket(limiter.NumBuckets) {
+		for b := range vocab.Bucket(vocab.NumBuckets) {
 			if o := rep.LimitedOtherIdentities[b]; o.Records > 0 {
 				fmt.Fprintf(tw, "  (identities past the first %d)\t%s\t%d\t%d\n", audit.MaxScanIdentities, b, o.Records, o.Count)
 			}

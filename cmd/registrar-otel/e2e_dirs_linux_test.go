@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -261,11 +261,11 @@ func TestAuditScanReportsAForgedGenerationWrittenByAnotherUID(t *testing.T) {
 // records that pass every line rule.
 func forgedMint(t *testing.T, at time.Time) []byte {
 	t.Helper()
-	in := &audit.Record{Phase: audit.PhaseIntent, TS: at, RequestID: "forged-0001", Verb: limiter.Mint,
+	in := &audit.Record{Phase: audit.PhaseIntent, TS: at, RequestID: "forged-0001", Verb: vocab.Mint,
 		CallerIdentity: "unix-peer:uid=1000", Requested: &audit.Requested{ServiceName: "review", Host: "forged", Instance: 1}}
 	out := *in
 	out.Phase, out.TS, out.RegistrationID = audit.PhaseOutcome, at.Add(time.Millisecond), "forged-review-001"
-	out.Outcome = &audit.Outcome{Class: audit.ClassFirstMint}
+	out.Outcome = &audit.Outcome{Class: vocab.ClassFirstMint}
 	var b []byte
 	for _, r := range []*audit.Record{in, &out} {
 		line, err := audit.Marshal(r)

@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // runBin runs the binary in dir with env added to the environment.
@@ -166,15 +166,15 @@ func TestLoadWaveSaysWhereItsTraceWent(t *testing.T) {
 // largest first, in text and JSON; --fail-on-limited N exits 4 when more
 // than N invocations were limited, and anomalies (1) take precedence.
 func TestAuditScanNamesTheFloodingIdentityAndFailsOnLimited(t *testing.T) {
-	lim := func(id string, b limiter.Bucket, n uint64) *audit.Record {
+	lim := func(id string, b vocab.Bucket, n uint64) *audit.Record {
 		r := scanLimited(b, n)
 		r.CallerIdentity = id
 		return r
 	}
 	dir := auditStore(t, scanIntent("q1"), scanOutcome("q1"),
-		lim("unix-peer:uid=1000", limiter.Admission, 7),
-		lim("unix-peer:uid=6666", limiter.PredecisionRefusal, 8000),
-		lim("unix-peer:uid=1000", limiter.Admission, 3))
+		lim("unix-peer:uid=1000", vocab.Admission, 7),
+		lim("unix-peer:uid=6666", vocab.PredecisionRefusal, 8000),
+		lim("unix-peer:uid=1000", vocab.Admission, 3))
 	wd := t.TempDir()
 	out := wantRun(t, wd, nil, []string{"audit", "scan", "--dir", dir, "--by", "identity", "--top", "1"}, exitOK)
 	for _, w := range []string{
@@ -204,6 +204,6 @@ func TestAuditScanNamesTheFloodingIdentityAndFailsOnLimited(t *testing.T) {
 	wantRun(t, wd, nil, []string{"audit", "scan", "--dir", dir, "--fail-on-limited", "0"}, exitLimited)
 	// An anomaly (an intent without outcome) is 1, whatever the threshold.
 	crashed := scanIntent("crashed")
-	bad := auditStore(t, crashed, lim("unix-peer:uid=6666", limiter.Admission, 50))
+	bad := auditStore(t, crashed, lim("unix-peer:uid=6666", vocab.Admission, 50))
 	wantRun(t, wd, nil, []string{"audit", "scan", "--dir", bad, "--fail-on-limited", "0"}, exitFailure)
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/server"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -422,7 +423,7 @@ func remintOutcomes(t *testing.T, dir string) int {
 			if err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
-			if r.Phase == audit.PhaseOutcome && r.Outcome.Class == audit.ClassIdempotentRemint {
+			if r.Phase == audit.PhaseOutcome && r.Outcome.Class == vocab.ClassIdempotentRemint {
 				n++
 			}
 		}

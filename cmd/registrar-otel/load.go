@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/loadgen"
 	"github.com/registrar-otel/registrar-otel/telemetry"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -99,11 +99,11 @@ func runLoadFlood(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, loadFloodUsage, args, stdout, stderr); !ok {
 		return code
 	}
-	buckets := []string{limiter.PredecisionRefusal.String(), limiter.Admission.String()}
+	buckets := []string{vocab.PredecisionRefusal.String(), vocab.Admission.String()}
 	if *bucket == "" {
 		return usageError(stderr, "load flood", "--bucket is required: predecision_refusal or admission; for example: --bucket admission --requests 2000")
 	}
-	b, err := limiter.ParseBucket(*bucket)
+	b, err := vocab.ParseBucket(*bucket)
 	if err != nil {
 		return flagValueError(stderr, loadFloodUsage, "bucket", *bucket, "predecision_refusal or admission"+didYouMean(*bucket, buckets), "--bucket admission")
 	}

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
-	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/loadgen"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // countedRecords reads the counted records of the audit store.
@@ -33,8 +33,8 @@ func countedRecords(dir string, lf *loadFlags) *countedJSON {
 		c.Error = fmt.Sprintf("cannot read %s: %v", dir, err)
 		return c
 	}
-	c.PredecisionRefusal = scanLimJSON(scan.Limited[limiter.PredecisionRefusal])
-	c.Admission = scanLimJSON(scan.Limited[limiter.Admission])
+	c.PredecisionRefusal = scanLimJSON(scan.Limited[vocab.PredecisionRefusal])
+	c.Admission = scanLimJSON(scan.Limited[vocab.Admission])
 	return c
 }
 
@@ -164,8 +164,8 @@ func printSummary(w io.Writer, s *loadSummary) {
 			fmt.Fprintf(w, "counted records: none read: %s\n", c.Error)
 		} else {
 			fmt.Fprintf(w, "counted records in %s (windows still open are written at their deadline or at shutdown):\n", c.Dir)
-			fmt.Fprintf(w, "  %-20s records=%d count=%d\n", limiter.PredecisionRefusal.String(), c.PredecisionRefusal.Records, c.PredecisionRefusal.Count)
-			fmt.Fprintf(w, "  %-20s records=%d count=%d\n", limiter.Admission.String(), c.Admission.Records, c.Admission.Count)
+			fmt.Fprintf(w, "  %-20s records=%d count=%d\n", vocab.PredecisionRefusal.String(), c.PredecisionRefusal.Records, c.PredecisionRefusal.Count)
+			fmt.Fprintf(w, "  %-20s records=%d count=%d\n", vocab.Admission.String(), c.Admission.Records, c.Admission.Count)
 		}
 	}
 }

@@ -1,5 +1,5 @@
 // Package counting provides the default limited-invocation sink: two uint64
-// counters, one per limiter.Bucket, counting limited invocations since the
+// counters, one per vocab.Bucket, counting limited invocations since the
 // process started.
 //
 // The two counters are never summed anywhere: a rising predecision_refusal
@@ -17,12 +17,13 @@ import (
 	"sync/atomic"
 
 	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // Sink counts limited invocations per bucket. The zero value is ready to
 // use. It is safe for concurrent use and Limited does not allocate.
 type Sink struct {
-	counts [limiter.NumBuckets]atomic.Uint64
+	counts [vocab.NumBuckets]atomic.Uint64
 }
 
 var _ limiter.Sink = (*Sink)(nil)
@@ -40,7 +41,7 @@ func (s *Sink) Limited(_ context.Context, ev limiter.Event) {
 
 // Count returns the number of limited invocations on bucket b since start
 // (0 for an invalid bucket).
-func (s *Sink) Count(b limiter.Bucket) uint64 {
+func (s *Sink) Count(b vocab.Bucket) uint64 {
 	if !b.Valid() {
 		return 0
 	}
@@ -57,7 +58,7 @@ type Counts struct {
 // single atomic snapshot, which no reader needs.
 func (s *Sink) Counts() Counts {
 	return Counts{
-		PredecisionRefusal: s.counts[limiter.PredecisionRefusal].Load(),
-		Admission:          s.counts[limiter.Admission].Load(),
+		PredecisionRefusal: s.counts[vocab.PredecisionRefusal].Load(),
+		Admission:          s.counts[vocab.Admission].Load(),
 	}
 }

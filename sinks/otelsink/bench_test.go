@@ -7,6 +7,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -33,7 +34,7 @@ func spanContext(b *testing.B, sampler sdktrace.Sampler) context.Context {
 	return ctx
 }
 
-var benchEvent = limiter.Event{Identity: "spiffe://bench", Verb: limiter.Mint, Bucket: limiter.Admission, RetryAfterSeconds: 2}
+var benchEvent = limiter.Event{Identity: "spiffe://bench", Verb: vocab.Mint, Bucket: vocab.Admission, RetryAfterSeconds: 2}
 
 // BenchmarkCountingPeer is the peer the others are read against: the
 // counting sink alone.
@@ -77,7 +78,7 @@ func BenchmarkLimitedRecordingSpanRefusal(b *testing.B) {
 	s := benchSink(b, nil)
 	ctx := spanContext(b, sdktrace.AlwaysSample())
 	ev := benchEvent
-	ev.Bucket, ev.RetryAfterSeconds = limiter.PredecisionRefusal, 0
+	ev.Bucket, ev.RetryAfterSeconds = vocab.PredecisionRefusal, 0
 	limitedLoop(b, s, ctx, ev)
 }
 
@@ -102,7 +103,7 @@ func TestLimitedDoesNotAllocateWithANonRecordingSpan(t *testing.T) {
 	defer span.End()
 	for _, ev := range []limiter.Event{
 		benchEvent,
-		{Verb: limiter.Deregister, Bucket: limiter.PredecisionRefusal, RetryAfterSeconds: 1},
+		{Verb: vocab.Deregister, Bucket: vocab.PredecisionRefusal, RetryAfterSeconds: 1},
 	} {
 		if n := testing.AllocsPerRun(1000, func() { s.Limited(ctx, ev) }); n != 0 {
 			t.Errorf("Limited(%s, %s) allocates %v times per call, want 0", ev.Verb, ev.Bucket, n)

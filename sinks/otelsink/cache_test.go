@@ -6,6 +6,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -23,13 +24,13 @@ func TestAdmissionEventCacheFollowsRetryAfter(t *testing.T) {
 		t.Fatal(err)
 	}
 	type want struct {
-		verb  limiter.Verb
+		verb  vocab.Verb
 		retry uint64
 	}
-	seq := []want{{limiter.Mint, 3}, {limiter.Mint, 3}, {limiter.Mint, 2}, {limiter.Deregister, 2}, {limiter.Mint, 3}, {limiter.Mint, 1 << 63}, {limiter.Mint, 1}}
+	seq := []want{{vocab.Mint, 3}, {vocab.Mint, 3}, {vocab.Mint, 2}, {vocab.Deregister, 2}, {vocab.Mint, 3}, {vocab.Mint, 1 << 63}, {vocab.Mint, 1}}
 	for _, w := range seq {
 		ctx, span := tp.Tracer("test").Start(context.Background(), "registrar.mint")
-		s.Limited(ctx, limiter.Event{Verb: w.verb, Bucket: limiter.Admission, RetryAfterSeconds: w.retry})
+		s.Limited(ctx, limiter.Event{Verb: w.verb, Bucket: vocab.Admission, RetryAfterSeconds: w.retry})
 		span.End()
 	}
 	ended := rec.Ended()

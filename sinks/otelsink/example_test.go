@@ -7,6 +7,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
@@ -25,9 +26,9 @@ func Example() {
 		return
 	}
 	ctx := context.Background()
-	sink.Limited(ctx, limiter.Event{Identity: "spiffe://example/a", Verb: limiter.Mint, Bucket: limiter.Admission, RetryAfterSeconds: 2})
-	sink.Limited(ctx, limiter.Event{Identity: "spiffe://example/a", Verb: limiter.Mint, Bucket: limiter.Admission, RetryAfterSeconds: 3})
-	sink.Limited(ctx, limiter.Event{Identity: "spiffe://example/b", Verb: limiter.Deregister, Bucket: limiter.PredecisionRefusal, RetryAfterSeconds: 1})
+	sink.Limited(ctx, limiter.Event{Identity: "spiffe://example/a", Verb: vocab.Mint, Bucket: vocab.Admission, RetryAfterSeconds: 2})
+	sink.Limited(ctx, limiter.Event{Identity: "spiffe://example/a", Verb: vocab.Mint, Bucket: vocab.Admission, RetryAfterSeconds: 3})
+	sink.Limited(ctx, limiter.Event{Identity: "spiffe://example/b", Verb: vocab.Deregister, Bucket: vocab.PredecisionRefusal, RetryAfterSeconds: 1})
 
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(ctx, &rm); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/internal/deferredcount"
 	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -36,15 +37,15 @@ const (
 )
 
 // counterSpec names and describes each bucket's counter, indexed by
-// limiter.Bucket.
-var counterSpec = [limiter.NumBuckets]struct{ name, description string }{
-	limiter.PredecisionRefusal: {
+// vocab.Bucket.
+var counterSpec = [vocab.NumBuckets]struct{ name, description string }{
+	vocab.PredecisionRefusal: {
 		PredecisionRefusalCounter,
 		"Invocations that failed a pre-derivation check while their caller's predecision_refusal bucket was empty: " +
 			"no audit records were written, the caller still got its real, permanent refusal. " +
 			"Counted per verb; never summed with registrar.limited.admission.",
 	},
-	limiter.Admission: {
+	vocab.Admission: {
 		AdmissionCounter,
 		"Invocations that passed every pre-derivation check while their caller's admission bucket was empty: " +
 			"throttled, answered RegistrarBusy with a retry-after, no audit records and no backend work. " +
@@ -60,28 +61,28 @@ var counterSpec = [limiter.NumBuckets]struct{ name, description string }{
 // with New.
 type Sink struct {
 	next     limiter.Sink
-	counters [limiter.NumBuckets]metric.Int64Counter
+	counters [vocab.NumBuckets]metric.Int64Counter
 	// deferred is counters for Limited: an increment from a context
 	// without a sampled span is added at the next collection (it carries
 	// no exemplar either way), one from a sampled span at once, with its
 	// exemplar. Series index: the verb.
-	deferred [limiter.NumBuckets]*deferredcount.Counter
+	deferred [vocab.NumBuckets]*deferredcount.Counter
 	// addOpts holds one hoisted option slice per (bucket, verb): passing an
 	// existing slice to a variadic parameter allocates nothing.
-	addOpts [limiter.NumBuckets][limiter.NumVerbs][]metric.AddOption
+	addOpts [vocab.NumBuckets][vocab.NumVerbs][]metric.AddOption
 	// eventAttrs holds the span event's constant attributes per (bucket,
 	// verb); admission appends the retry-after.
-	eventAttrs [limiter.NumBuckets][limiter.NumVerbs][2]attribute.KeyValue
+	eventAttrs [vocab.NumBuckets][vocab.NumVerbs][2]attribute.KeyValue
 	// refusalEvent is the whole, hoisted event option slice of a
 	// predecision_refusal event per verb: it has no per-event value.
-	refusalEvent [limiter.NumVerbs][]trace.EventOption
+	refusalEvent [vocab.NumVerbs][]trace.EventOption
 	// lastAdmission caches the whole event option slice of the last
 	// admission event per verb. A flood against a drained bucket sees the
 	// same retry-after again and again (the refill interval rounded up, or
 	// a countdown changing once a second), so the event costs only the
 	// SDK's own two allocations (its copy of the attributes and the span's
 	// event list).
-	lastAdmission [limiter.NumVerbs]atomic.Pointer[admissionEvent]
+	lastAdmission [vocab.NumVerbs]atomic.Pointer[admissionEvent]
 }
 
 type admissionEvent struct {
@@ -105,7 +106,7 @@ func New(next limiter.Sink, mp metric.MeterProvider) (*Sink, error) {
 	m := mp.Meter(ScopeName)
 	s := &Sink{next: next}
 	var errs []error
-	for b := range limiter.NumBuckets {
+	for b := range vocab.NumBuckets {
 		c, err := m.Int64Counter(counterSpec[b].name,
 			metric.WithUnit("{invocation}"),
 			metric.WithDescription(counterSpec[b].description))
@@ -118,15 +119,15 @@ func New(next limiter.Sink, mp metric.MeterProvider) (*Sink, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	for b := range limiter.NumBuckets {
-		bucket := limiter.Bucket(b).String()
-		for v := range limiter.NumVerbs {
-			verb := limiter.Verb(v).String()
+	for b := range vocab.NumBuckets {
+		bucket := vocab.Bucket(b).String()
+		for v := range vocab.NumVerbs {
+			verb := vocab.Verb(v).String()
 			s.addOpts[b][v] = []metric.AddOption{
 				metric.WithAttributeSet(attribute.NewSet(attribute.String("verb", verb))),
 			}
 			s.eventAttrs[b][v] = [2]attribute.KeyValue{AttrLimitedBucket.String(bucket), AttrVerb.String(verb)}
-			if limiter.Bucket(b) == limiter.PredecisionRefusal {
+			if vocab.Bucket(b) == vocab.PredecisionRefusal {
 				s.refusalEvent[v] = []trace.EventOption{trace.WithAttributes(s.eventAttrs[b][v][:]...)}
 			}
 			// Zero, without a span: creates the series, carries no exemplar.
@@ -159,14 +160,14 @@ func (s *Sink) Limited(ctx context.Context, ev limiter.Event) {
 // small. Its options are hoisted (see lastAdmission): what allocates is
 // the SDK's AddEvent.
 func (s *Sink) annotate(span trace.Span, ev limiter.Event) {
-	if ev.Bucket != limiter.Admission {
+	if ev.Bucket != vocab.Admission {
 		span.AddEvent(EventName, s.refusalEvent[ev.Verb]...)
 		return
 	}
 	span.AddEvent(EventName, s.admissionEvent(ev.Verb, ev.RetryAfterSeconds)...)
 }
 
-func (s *Sink) admissionEvent(verb limiter.Verb, retry uint64) []trace.EventOption {
+func (s *Sink) admissionEvent(verb vocab.Verb, retry uint64) []trace.EventOption {
 	last := &s.lastAdmission[verb]
 	if e := last.Load(); e != nil && e.retry == retry {
 		return e.opts
@@ -175,7 +176,7 @@ func (s *Sink) admissionEvent(verb limiter.Verb, retry uint64) []trace.EventOpti
 	if value > math.MaxInt64 {
 		value = math.MaxInt64
 	}
-	base := s.eventAttrs[limiter.Admission][verb]
+	base := s.eventAttrs[vocab.Admission][verb]
 	e := &admissionEvent{retry: retry, opts: []trace.EventOption{
 		trace.WithAttributes(base[0], base[1], AttrRetryAfter.Int64(int64(value))),
 	}}

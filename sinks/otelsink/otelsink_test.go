@@ -7,6 +7,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -61,14 +62,14 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) (map[string]map[string]int
 	return got, all
 }
 
-var counterOf = [limiter.NumBuckets]string{
-	limiter.PredecisionRefusal: otelsink.PredecisionRefusalCounter,
-	limiter.Admission:          otelsink.AdmissionCounter,
+var counterOf = [vocab.NumBuckets]string{
+	vocab.PredecisionRefusal: otelsink.PredecisionRefusalCounter,
+	vocab.Admission:          otelsink.AdmissionCounter,
 }
 
 func TestLimitedEventsMoveOnlyTheirBucketsCounterPerVerb(t *testing.T) {
-	for b := range limiter.NumBuckets {
-		bucket := limiter.Bucket(b)
+	for b := range vocab.NumBuckets {
+		bucket := vocab.Bucket(b)
 		t.Run(bucket.String(), func(t *testing.T) {
 			mp, r := newReader(t)
 			counts := counting.New()
@@ -78,9 +79,9 @@ func TestLimitedEventsMoveOnlyTheirBucketsCounterPerVerb(t *testing.T) {
 			}
 			ctx := context.Background()
 			for range 3 {
-				s.Limited(ctx, limiter.Event{Identity: "spiffe://a", Verb: limiter.Mint, Bucket: bucket, RetryAfterSeconds: 2})
+				s.Limited(ctx, limiter.Event{Identity: "spiffe://a", Verb: vocab.Mint, Bucket: bucket, RetryAfterSeconds: 2})
 			}
-			s.Limited(ctx, limiter.Event{Identity: "spiffe://b", Verb: limiter.Deregister, Bucket: bucket, RetryAfterSeconds: 1})
+			s.Limited(ctx, limiter.Event{Identity: "spiffe://b", Verb: vocab.Deregister, Bucket: bucket, RetryAfterSeconds: 1})
 
 			got, _ := collect(t, r)
 			other := counterOf[1-b]
@@ -101,7 +102,7 @@ func TestLimitedEventsMoveOnlyTheirBucketsCounterPerVerb(t *testing.T) {
 			if n := counts.Count(bucket); n != 4 {
 				t.Errorf("counting sink saw %d events on %s, want 4 (every event forwarded)", n, bucket)
 			}
-			if n := counts.Count(limiter.Bucket(1 - b)); n != 0 {
+			if n := counts.Count(vocab.Bucket(1 - b)); n != 0 {
 				t.Errorf("counting sink saw %d events on the other bucket, want 0", n)
 			}
 		})
@@ -154,8 +155,8 @@ func TestInvalidEventsAreForwardedButNotCounted(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	s.Limited(context.Background(), limiter.Event{Verb: limiter.Mint, Bucket: limiter.Bucket(7)})
-	s.Limited(context.Background(), limiter.Event{Verb: limiter.Verb(9), Bucket: limiter.Admission})
+	s.Limited(context.Background(), limiter.Event{Verb: vocab.Mint, Bucket: vocab.Bucket(7)})
+	s.Limited(context.Background(), limiter.Event{Verb: vocab.Verb(9), Bucket: vocab.Admission})
 	if fwd.n != 2 {
 		t.Errorf("forwarded %d events, want 2", fwd.n)
 	}
@@ -174,7 +175,7 @@ func TestNilNextAndNilProviderWork(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New(nil, nil): %v", err)
 	}
-	s.Limited(context.Background(), limiter.Event{Verb: limiter.Mint, Bucket: limiter.Admission, RetryAfterSeconds: 1})
+	s.Limited(context.Background(), limiter.Event{Verb: vocab.Mint, Bucket: vocab.Admission, RetryAfterSeconds: 1})
 }
 
 type recordingSink struct{ n int }
@@ -189,7 +190,7 @@ func TestSpanEvent(t *testing.T) {
 	}{
 		{
 			name: "admission carries bucket, verb and retry-after",
-			ev:   limiter.Event{Identity: "spiffe://a", Verb: limiter.Mint, Bucket: limiter.Admission, RetryAfterSeconds: 7},
+			ev:   limiter.Event{Identity: "spiffe://a", Verb: vocab.Mint, Bucket: vocab.Admission, RetryAfterSeconds: 7},
 			wantAttrs: map[attribute.Key]attribute.Value{
 				otelsink.AttrLimitedBucket: attribute.StringValue("admission"),
 				otelsink.AttrVerb:          attribute.StringValue("mint"),
@@ -198,7 +199,7 @@ func TestSpanEvent(t *testing.T) {
 		},
 		{
 			name: "predecision_refusal carries no retry-after",
-			ev:   limiter.Event{Identity: "spiffe://a", Verb: limiter.Deregister, Bucket: limiter.PredecisionRefusal, RetryAfterSeconds: 3},
+			ev:   limiter.Event{Identity: "spiffe://a", Verb: vocab.Deregister, Bucket: vocab.PredecisionRefusal, RetryAfterSeconds: 3},
 			wantAttrs: map[attribute.Key]attribute.Value{
 				otelsink.AttrLimitedBucket: attribute.StringValue("predecision_refusal"),
 				otelsink.AttrVerb:          attribute.StringValue("deregister"),
@@ -261,8 +262,8 @@ func TestNonRecordingSpanGetsNoEvent(t *testing.T) {
 	}
 	spy := &spySpan{Span: tracenoop.Span{}}
 	ctx := trace.ContextWithSpan(context.Background(), spy)
-	for b := range limiter.NumBuckets {
-		s.Limited(ctx, limiter.Event{Verb: limiter.Mint, Bucket: limiter.Bucket(b), RetryAfterSeconds: 1})
+	for b := range vocab.NumBuckets {
+		s.Limited(ctx, limiter.Event{Verb: vocab.Mint, Bucket: vocab.Bucket(b), RetryAfterSeconds: 1})
 	}
 	if spy.events != 0 {
 		t.Errorf("non-recording span got %d events, want 0", spy.events)
@@ -273,7 +274,7 @@ func TestNonRecordingSpanGetsNoEvent(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.NeverSample()))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	ctx, span := tp.Tracer("test").Start(context.Background(), "registrar.mint")
-	s.Limited(ctx, limiter.Event{Verb: limiter.Mint, Bucket: limiter.Admission, RetryAfterSeconds: 1})
+	s.Limited(ctx, limiter.Event{Verb: vocab.Mint, Bucket: vocab.Admission, RetryAfterSeconds: 1})
 	span.End()
 	if n := len(rec.Ended()); n != 0 {
 		t.Errorf("unsampled span was recorded (%d spans), want none", n)
