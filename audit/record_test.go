@@ -17,77 +17,21 @@ import (
 )
 
 func TestEnumSpellingsAreTheSpecs(t *testing.T) {
-	type textEnum interface {
-		MarshalText() ([]byte, error)
-	}
-	cases := []struct {
-		v    textEnum
-		want string
-	}{
-		{audit.PhaseIntent, "intent"},
-		{audit.PhaseOutcome, "outcome"},
-		{audit.PhaseLimited, "limited"},
-		{vocab.ClassFirstMint, "first_mint"},
-		{vocab.ClassIdempotentRemint, "idempotent_remint"},
-		{vocab.ClassIdentityRemoved, "identity_removed"},
-		{vocab.ClassIdempotentAlreadyAbsent, "idempotent_already_absent"},
-		{vocab.ClassRefused, "refused"},
-		{vocab.ReasonInvalidServiceName, "invalid_service_name"},
-		{vocab.ReasonInvalidHost, "invalid_host"},
-		{vocab.ReasonReservedServiceName, "reserved_service_name"},
-		{vocab.ReasonSpecIdentityDisagreement, "spec_identity_disagreement"},
-		{vocab.ReasonComponentNotConfigured, "component_not_configured"},
-		{vocab.ReasonServiceInstanceMismatch, "service_instance_mismatch"},
-		{vocab.ReasonInvalidWrapTTL, "invalid_wrap_ttl"},
-		{vocab.ReasonDerivedKeyInvalid, "derived_key_invalid"},
-		{vocab.ReasonRegistrationIDCollision, "registration_id_collision"},
-		{vocab.ReasonStoredSpecConflict, "stored_spec_conflict"},
-		{vocab.ReasonHostMismatch, "host_mismatch"},
-		{vocab.ReasonBackendUnavailable, "backend_unavailable"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.want, func(t *testing.T) {
-			got, err := tc.v.MarshalText()
-			if err != nil || string(got) != tc.want {
-				t.Fatalf("MarshalText = %q, %v; want %q", got, err, tc.want)
-			}
-		})
-	}
-	// Round trips, and the zero values are not members.
-	for p := audit.PhaseIntent; p <= audit.PhaseLimited; p++ {
-		var got audit.Phase
-		if err := got.UnmarshalText([]byte(p.String())); err != nil || got != p {
-			t.Errorf("UnmarshalText(%q) = %v, %v; want %v", p, got, err, p)
+	for p, want := range map[audit.Phase]string{audit.PhaseIntent: "intent", audit.PhaseOutcome: "outcome", audit.PhaseLimited: "limited"} {
+		got, err := p.MarshalText()
+		if err != nil || string(got) != want {
+			t.Errorf("MarshalText = %q, %v; want %q", got, err, want)
+		}
+		var back audit.Phase
+		if err := back.UnmarshalText([]byte(want)); err != nil || back != p {
+			t.Errorf("UnmarshalText(%q) = %v, %v; want %v", want, back, err, p)
 		}
 	}
-	var c vocab.OutcomeClass
-	var r vocab.Reason
-	if c.UnmarshalText([]byte("refused")) != nil || c != vocab.ClassRefused || r.UnmarshalText([]byte("invalid_host")) != nil || r != vocab.ReasonInvalidHost {
-		t.Errorf("UnmarshalText: got %v, %v; want refused, invalid_host", c, r)
+	if audit.Phase(0).Valid() {
+		t.Error("the zero Phase is valid; want it invalid")
 	}
-	if c.UnmarshalText([]byte("Refused")) == nil || r.UnmarshalText([]byte("other")) == nil {
-		t.Error("UnmarshalText accepted a misspelling")
-	}
-	for c := vocab.ClassFirstMint; c <= vocab.ClassRefused; c++ {
-		if got, err := vocab.ParseOutcomeClass(c.String()); err != nil || got != c {
-			t.Errorf("ParseOutcomeClass(%q) = %v, %v", c, got, err)
-		}
-	}
-	n := 0
-	for r := vocab.ReasonInvalidServiceName; r <= vocab.ReasonBackendUnavailable; r++ {
-		n++
-		if got, err := vocab.ParseReason(r.String()); err != nil || got != r {
-			t.Errorf("ParseReason(%q) = %v, %v", r, got, err)
-		}
-	}
-	if n != 12 {
-		t.Errorf("got %d reasons, want 12", n)
-	}
-	if vocab.Reason(0).Valid() || audit.Phase(0).Valid() || vocab.OutcomeClass(0).Valid() {
-		t.Error("a zero enum value is valid; want the zero values invalid")
-	}
-	if _, err := vocab.Reason(0).MarshalText(); err == nil {
-		t.Error("Reason(0).MarshalText succeeded; want an error")
+	if _, err := audit.Phase(0).MarshalText(); err == nil {
+		t.Error("Phase(0).MarshalText succeeded; want an error")
 	}
 	for _, bad := range []string{"", "Intent", "INTENT", "intent ", "limit"} {
 		if _, err := audit.ParsePhase(bad); err == nil {
