@@ -529,11 +529,7 @@ func TestEarlyFlushWritesNothingOnTheLimitedCall(t *testing.T) {
 
 func TestRunWritesTheHandoffAsItFills(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &audittest.AuditLog{}
-		s, err := New(Options{Store: store, Window: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, store := wallRig(t, time.Hour)
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		wg.Go(func() { s.Run(ctx) })
@@ -559,11 +555,7 @@ func TestRunWritesTheHandoffAsItFills(t *testing.T) {
 // event is in exactly one record.
 func TestAFullHandoffMakesTheLimitedCallWaitAndLosesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &audittest.AuditLog{}
-		s, err := New(Options{Store: store, Window: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, store := wallRig(t, time.Hour)
 		ev := func(i int) limiter.Event {
 			return limiter.Event{Identity: fleetID(i), Verb: vocab.Deregister, Bucket: vocab.PredecisionRefusal}
 		}
