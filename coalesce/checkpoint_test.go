@@ -385,15 +385,7 @@ func TestASnapshotTakenWhileTheWriterWritesStillHoldsItsBatch(t *testing.T) {
 func BenchmarkCheckpointTick(b *testing.B) {
 	for _, where := range []string{"disk", "memory"} {
 		b.Run(where, func(b *testing.B) {
-			store, err := audit.Open(audit.Options{Dir: b.TempDir()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer store.Close()
-			sink, err := New(Options{Store: store, Window: time.Hour})
-			if err != nil {
-				b.Fatal(err)
-			}
+			sink := storeSink(b, b.TempDir())
 			ids := make([]string, MaxOpenWindows/4)
 			for i := range ids {
 				ids[i] = fmt.Sprintf("spiffe://fleet.example/host-%04d/%034d", i, i)[:64]

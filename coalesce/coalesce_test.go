@@ -412,6 +412,22 @@ func TestAnEventAtTheDeadlineOpensTheNextWindow(t *testing.T) {
 	}
 }
 
+// storeSink is a sink with an hour's window on a real audit store in dir,
+// closed when b ends.
+func storeSink(b *testing.B, dir string) *Sink {
+	b.Helper()
+	store, err := audit.Open(audit.Options{Dir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close() })
+	s, err := New(Options{Store: store, Window: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
 // BenchmarkLimitedAtTheCap is the limited call that flushes the oldest
 // window early, with a real store on the test's disk: every iteration is a
 // new key with the ring full. It compiles against the previous commit too
@@ -419,15 +435,7 @@ func TestAnEventAtTheDeadlineOpensTheNextWindow(t *testing.T) {
 // two can be run interleaved; here the writer is started when the sink has
 // one.
 func BenchmarkLimitedAtTheCap(b *testing.B) {
-	store, err := audit.Open(audit.Options{Dir: filepath.Join(b.TempDir(), "audit")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	s, err := New(Options{Store: store, Window: time.Hour})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := storeSink(b, filepath.Join(b.TempDir(), "audit"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if w, ok := any(s).(interface{ Run(context.Context) }); ok {
@@ -529,11 +537,7 @@ func TestEarlyFlushWritesNothingOnTheLimitedCall(t *testing.T) {
 
 func TestRunWritesTheHandoffAsItFills(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &audittest.AuditLog{}
-		s, err := New(Options{Store: store, Window: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, store := wallRig(t, time.Hour)
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		wg.Go(func() { s.Run(ctx) })
@@ -559,11 +563,7 @@ func TestRunWritesTheHandoffAsItFills(t *testing.T) {
 // event is in exactly one record.
 func TestAFullHandoffMakesTheLimitedCallWaitAndLosesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &audittest.AuditLog{}
-		s, err := New(Options{Store: store, Window: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, store := wallRig(t, time.Hour)
 		ev := func(i int) limiter.Event {
 			return limiter.Event{Identity: fleetID(i), Verb: vocab.Deregister, Bucket: vocab.PredecisionRefusal}
 		}

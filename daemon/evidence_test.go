@@ -11,6 +11,8 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/coalesce"
+	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/health"
 	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
 	"github.com/registrar-otel/registrar-otel/vocab"
 )
@@ -96,18 +98,25 @@ func TestAnUncleanStopIsRecoveredBeforeServingLoggedOnceAndCarriedInHealth(t *te
 		}
 	}
 	logs = logtest.Buffer{}
-	d2, err := New(cfg, slog.New(slog.NewJSONHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d2.close()
-	if m := d2.health.Current().Container.Restart; m.Unclean || m.Checkpoint != "none" || strings.Contains(logs.String(), `"level":"ERROR"`) {
+	if m := restartFound(t, cfg, slog.New(slog.NewJSONHandler(&logs, nil))); m.Unclean || m.Checkpoint != "none" || strings.Contains(logs.String(), `"level":"ERROR"`) {
 		t.Fatalf("after a clean stop: %+v, log %s", m, logs.String())
 	}
 	rep, _ = audit.Scan(context.Background(), audit.ScanOptions{Dir: cfg.Registrar.AuditRecordDir})
 	if got := rep.Limited[vocab.Admission].Count; got != 120 {
 		t.Fatalf("after the clean restart Σ admission %d, want 120 (nothing written twice)", got)
 	}
+}
+
+// restartFound starts a second daemon on cfg, open until t ends, and
+// returns what its start found of the previous run.
+func restartFound(t *testing.T, cfg config.Config, logger *slog.Logger) health.RestartMember {
+	t.Helper()
+	d, err := New(cfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.close)
+	return d.health.Current().Container.Restart
 }
 
 func TestTheTickCheckpointsWhatIsOpenAndAStartWithoutFlushRecoversIt(t *testing.T) {
@@ -130,12 +139,7 @@ func TestTheTickCheckpointsWhatIsOpenAndAStartWithoutFlushRecoversIt(t *testing.
 		}
 		os.WriteFile(filepath.Join(cfg2.Registrar.StateDir, coalesce.CheckpointFile(i)), b, 0o600)
 	}
-	d2, err := New(cfg2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d2.close()
-	if m := d2.health.Current().Container.Restart; !m.Unclean || m.RecoveredCount != 7 || m.RecoveredRecords != 1 {
+	if m := restartFound(t, cfg2, nil); !m.Unclean || m.RecoveredCount != 7 || m.RecoveredRecords != 1 {
 		t.Fatalf("restart member %+v, want the 7 throttled mints recovered in one record", m)
 	}
 }

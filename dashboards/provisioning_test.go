@@ -30,6 +30,17 @@ func yamlLines(t *testing.T, path string) []string {
 	return out
 }
 
+// wantLines reports each pattern in want that matches no line of path's
+// lines.
+func wantLines(t *testing.T, path string, lines []string, want ...string) {
+	t.Helper()
+	for _, re := range want {
+		if !hasLine(lines, re) {
+			t.Errorf("%s: no line matching %q", path, re)
+		}
+	}
+}
+
 func hasLine(lines []string, re string) bool {
 	r := regexp.MustCompile(`^` + re + `$`)
 	for _, l := range lines {
@@ -45,7 +56,7 @@ func hasLine(lines []string, re string) bool {
 // daemon's exemplars carry (trace_id, TestOpenMetricsScrapeCarriesTheSpansTraceIDAsExemplar).
 func TestProvisionedDataSourceLinksExemplarsToTraces(t *testing.T) {
 	lines := yamlLines(t, "provisioning/datasources.yaml")
-	for _, want := range []string{
+	wantLines(t, "provisioning/datasources.yaml", lines,
 		`apiVersion: 1`,
 		`datasources:`,
 		`type: prometheus`,
@@ -53,11 +64,7 @@ func TestProvisionedDataSourceLinksExemplarsToTraces(t *testing.T) {
 		`exemplarTraceIdDestinations:`,
 		`name: trace_id`,
 		`datasourceUid: \$\{TRACING_DATASOURCE_UID\}`,
-	} {
-		if !hasLine(lines, want) {
-			t.Errorf("provisioning/datasources.yaml: no line matching %q", want)
-		}
-	}
+	)
 	// The trace id label and the destination belong to one entry.
 	for i, l := range lines {
 		if l == "name: trace_id" && (i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "datasourceUid: ")) {
@@ -70,16 +77,12 @@ func TestProvisionedDataSourceLinksExemplarsToTraces(t *testing.T) {
 // the UI from changing them.
 func TestProvisionedDashboardProviderIsReadOnly(t *testing.T) {
 	lines := yamlLines(t, "provisioning/dashboards.yaml")
-	for _, want := range []string{
+	wantLines(t, "provisioning/dashboards.yaml", lines,
 		`apiVersion: 1`,
 		`providers:`,
 		`type: file`,
 		`allowUiUpdates: false`,
 		`disableDeletion: true`,
 		`path: /\S+`,
-	} {
-		if !hasLine(lines, want) {
-			t.Errorf("provisioning/dashboards.yaml: no line matching %q", want)
-		}
-	}
+	)
 }

@@ -104,10 +104,7 @@ func TestChargeTimeChargesAtTheGivenInstantOnTheDefaultClock(t *testing.T) {
 		Admission:          BucketConfig{Burst: 1, RefillInterval: time.Hour},
 	}
 	ctx := context.Background()
-	l, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustNew(t, cfg, nil)
 	t0 := time.Now()
 	if d := l.ChargeTime(ctx, "a", vocab.Mint, vocab.Admission, t0); !d.Allowed {
 		t.Fatal("first charge denied")
@@ -120,10 +117,7 @@ func TestChargeTimeChargesAtTheGivenInstantOnTheDefaultClock(t *testing.T) {
 	}
 
 	cfg.Now = func() Instant { return 0 }
-	l, err = New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l = mustNew(t, cfg, nil)
 	l.ChargeTime(ctx, "a", vocab.Mint, vocab.Admission, t0)
 	if d := l.ChargeTime(ctx, "a", vocab.Mint, vocab.Admission, t0.Add(time.Hour)); d.Allowed {
 		t.Fatal("an injected clock standing still: the given instant refilled the bucket")
@@ -148,10 +142,7 @@ func TestChargeTimeEventsCarryTheInstant(t *testing.T) {
 			cfg.Now = func() Instant { return 0 }
 		}
 		sink := &lastEvent{}
-		l, err := New(cfg, sink)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustNew(t, cfg, sink)
 		t0 := time.Now()
 		l.ChargeTime(ctx, "a", vocab.Mint, vocab.Admission, t0)
 		l.ChargeTime(ctx, "a", vocab.Mint, vocab.Admission, t0)
@@ -191,10 +182,7 @@ func TestChargeTimeIgnoresAWallOnlyTime(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &lastEvent{}
-			l, err := New(cfg, sink)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := mustNew(t, cfg, sink)
 			now := time.Now()
 			if d := l.ChargeTime(ctx, "a", vocab.Mint, vocab.Admission, now); !d.Allowed {
 				t.Fatal("first charge denied")

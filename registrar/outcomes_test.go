@@ -13,13 +13,19 @@ import (
 	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
+// errorAs is err as an E (errors.As); t fails if err is not one.
+func errorAs[E error](t testing.TB, err error) E {
+	t.Helper()
+	var e E
+	if !errors.As(err, &e) {
+		t.Fatalf("got %T %v, want %T", err, err, e)
+	}
+	return e
+}
+
 func asUnavailable(t testing.TB, err error) *registrar.UnavailableError {
 	t.Helper()
-	var u *registrar.UnavailableError
-	if !errors.As(err, &u) {
-		t.Fatalf("got %T %v, want *UnavailableError", err, err)
-	}
-	return u
+	return errorAs[*registrar.UnavailableError](t, err)
 }
 
 func TestMintAndDeregisterOutcomes(t *testing.T) {

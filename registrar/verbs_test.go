@@ -16,11 +16,7 @@ import (
 
 func asRefused(t testing.TB, err error) *registrar.RefusedError {
 	t.Helper()
-	var r *registrar.RefusedError
-	if !errors.As(err, &r) {
-		t.Fatalf("got %T %v, want *RefusedError", err, err)
-	}
-	return r
+	return errorAs[*registrar.RefusedError](t, err)
 }
 
 // preDerivationCases covers every pre-derivation check, in order.

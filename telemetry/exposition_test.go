@@ -87,10 +87,7 @@ func exercise(t *testing.T) exercised {
 	if err := telemetry.RegisterWire(mp, func() server.Stats { return server.Stats{} }); err != nil {
 		t.Fatalf("RegisterWire: %v", err)
 	}
-	bao, err := telemetry.NewOpenBaoObserver(mp)
-	if err != nil {
-		t.Fatalf("NewOpenBaoObserver: %v", err)
-	}
+	bao := newObserver(t, mp, telemetry.NewOpenBaoObserver)
 	bao.Request(context.Background(), openbao.OpBindingRead, 2*time.Millisecond)
 	if err := telemetry.RegisterOpenBaoToken(mp, func() openbao.TokenStats {
 		return openbao.TokenStats{Known: true, Renewable: true, Expiry: time.Unix(1_800_000_000, 0)}
@@ -103,10 +100,7 @@ func exercise(t *testing.T) exercised {
 	if err := telemetry.RegisterDirectories(mp, func() telemetry.DirectoryStats { return telemetry.DirectoryStats{} }); err != nil {
 		t.Fatalf("RegisterDirectories: %v", err)
 	}
-	obs, err := telemetry.NewAuditObserver(mp)
-	if err != nil {
-		t.Fatalf("NewAuditObserver: %v", err)
-	}
+	obs := newObserver(t, mp, telemetry.NewAuditObserver)
 	store, err := audit.Open(audit.Options{Dir: filepath.Join(t.TempDir(), "audit"), Observer: obs})
 	if err != nil {
 		t.Fatalf("audit.Open: %v", err)
@@ -346,9 +340,6 @@ func TestOpenMetricsScrapeCarriesTheSpansTraceIDAsExemplar(t *testing.T) {
 // verbObserver is telemetry.NewVerbObserver(mp), failing t on error.
 func verbObserver(t *testing.T, mp metric.MeterProvider) registrar.Observer {
 	t.Helper()
-	o, err := telemetry.NewVerbObserver(mp)
-	if err != nil {
-		t.Fatalf("NewVerbObserver: %v", err)
-	}
+	o := newObserver(t, mp, telemetry.NewVerbObserver)
 	return o
 }

@@ -67,10 +67,7 @@ func registerAll(t *testing.T) (*sdkmetric.ManualReader, *otelsink.Sink, audit.O
 	if err := telemetry.RegisterCoalesce(mp, fakeCoalesceStats); err != nil {
 		t.Fatalf("RegisterCoalesce: %v", err)
 	}
-	obs, err := telemetry.NewAuditObserver(mp)
-	if err != nil {
-		t.Fatalf("NewAuditObserver: %v", err)
-	}
+	obs := newObserver(t, mp, telemetry.NewAuditObserver)
 	sink, err := otelsink.New(nil, mp)
 	if err != nil {
 		t.Fatalf("otelsink.New: %v", err)

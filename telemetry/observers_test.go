@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -63,16 +64,23 @@ func newReader(t *testing.T) (*sdkmetric.ManualReader, *sdkmetric.MeterProvider)
 	return reader, mp
 }
 
+// newObserver is the observer build makes on mp; t fails if build does.
+func newObserver[O any](t *testing.T, mp metric.MeterProvider, build func(metric.MeterProvider) (O, error)) O {
+	t.Helper()
+	o, err := build(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
 // The OpenBao observer records each request's duration by operation and
 // each failure by operation and kind, in the backend's scope; every error
 // series exists at zero before the first failure, and an operation or kind
 // out of range is ignored.
 func TestOpenBaoObserverRecordsRequestsAndFailures(t *testing.T) {
 	reader, mp := newReader(t)
-	o, err := telemetry.NewOpenBaoObserver(mp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newObserver(t, mp, telemetry.NewOpenBaoObserver)
 	got := collectPoints(t, reader)
 	zeros := 0
 	for p, v := range got {
@@ -117,10 +125,7 @@ func TestOpenBaoObserverRecordsRequestsAndFailures(t *testing.T) {
 // series exist at zero from the start.
 func TestVerbObserverCountsByVerbAndResult(t *testing.T) {
 	reader, mp := newReader(t)
-	o, err := telemetry.NewVerbObserver(mp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newObserver(t, mp, telemetry.NewVerbObserver)
 	got := collectPoints(t, reader)
 	for _, p := range []point{
 		{registrar.ScopeName, telemetry.RegistrarBackendPartial, attrSet("verb", "mint")},

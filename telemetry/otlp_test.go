@@ -7,6 +7,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/internal/testing/otlptest"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 	"github.com/registrar-otel/registrar-otel/telemetry"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 )
 
 // newReceiver starts the shared test collector for t and checks at the
@@ -23,6 +24,15 @@ func newReceiver(t *testing.T) *otlptest.Receiver {
 }
 
 var attrString = otlptest.AttrString
+
+// wantServiceName checks the service.name of one exported resource; what
+// names the signal ("span", "metric") in the failure.
+func wantServiceName(t *testing.T, what string, attrs []*commonpb.KeyValue, want string) {
+	t.Helper()
+	if name, _ := attrString(attrs, "service.name"); name != want {
+		t.Errorf("%s resource service.name %q, want %q", what, name, want)
+	}
+}
 
 func TestOTLPExportReachesTheCollector(t *testing.T) {
 	rcv := newReceiver(t)
@@ -42,9 +52,7 @@ func TestOTLPExportReachesTheCollector(t *testing.T) {
 	var spans int
 	for _, req := range traces {
 		for _, rs := range req.GetResourceSpans() {
-			if name, _ := attrString(rs.GetResource().GetAttributes(), "service.name"); name != cfg.ServiceName {
-				t.Errorf("span resource service.name %q, want %q", name, cfg.ServiceName)
-			}
+			wantServiceName(t, "span", rs.GetResource().GetAttributes(), cfg.ServiceName)
 			if v, _ := attrString(rs.GetResource().GetAttributes(), "service.version"); v != "v1.2.3" {
 				t.Errorf("span resource service.version %q, want v1.2.3", v)
 			}
@@ -71,9 +79,7 @@ func TestOTLPExportReachesTheCollector(t *testing.T) {
 	var found bool
 	for _, req := range metrics {
 		for _, rm := range req.GetResourceMetrics() {
-			if name, _ := attrString(rm.GetResource().GetAttributes(), "service.name"); name != cfg.ServiceName {
-				t.Errorf("metric resource service.name %q, want %q", name, cfg.ServiceName)
-			}
+			wantServiceName(t, "metric", rm.GetResource().GetAttributes(), cfg.ServiceName)
 			for _, sm := range rm.GetScopeMetrics() {
 				for _, m := range sm.GetMetrics() {
 					if m.GetName() != otelsink.AdmissionCounter {

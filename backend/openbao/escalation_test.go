@@ -72,9 +72,7 @@ func TestTheDocumentedTokenCannotEscalate(t *testing.T) {
 	// A role made by the backend, so the refusals below concern an existing
 	// role as well as a new one.
 	op := mintOp("h1-review-040", "h1", "review")
-	if _, _, err := e.b.Mint(ctx, op); err != nil {
-		t.Fatal(err)
-	}
+	e.mustMint(t, ctx, op)
 	c := e.clientWith(t, e.token)
 	existing := "auth/approle/role/" + openbao.RoleName(op.RegistrationID)
 	fresh := "auth/approle/role/" + openbao.RoleName("h9-review-001")

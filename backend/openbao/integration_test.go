@@ -134,9 +134,7 @@ func TestCollisionAndSpecConflictChangeNothing(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
 	op := mintOp("control-plane", "h1", "control-plane")
-	if _, _, err := e.b.Mint(ctx, op); err != nil {
-		t.Fatal(err)
-	}
+	e.mustMint(t, ctx, op)
 	before := e.state(t, op.RegistrationID)
 
 	other := op
@@ -171,9 +169,7 @@ func TestDeregisterRemovesRolePolicyAndBindingAndAnswersAbsentAndHostMismatch(t 
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
 	op := mintOp("h1-review-002", "h1", "review")
-	if _, _, err := e.b.Mint(ctx, op); err != nil {
-		t.Fatal(err)
-	}
+	e.mustMint(t, ctx, op)
 	if status, err := e.b.Deregister(ctx, registrar.DeregisterOp{RegistrationID: op.RegistrationID, Host: "h2"}); err != nil || status != registrar.DeregisterHostMismatch {
 		t.Fatalf("deregister from another host = %v, %v; want DeregisterHostMismatch", status, err)
 	}
@@ -195,6 +191,14 @@ func TestDeregisterRemovesRolePolicyAndBindingAndAnswersAbsentAndHostMismatch(t 
 	// The binding's metadata went with it, so the id can be minted afresh.
 	if status, _, err := e.b.Mint(ctx, op); err != nil || status != registrar.MintCreated {
 		t.Errorf("mint after deregister = %v, %v; want MintCreated", status, err)
+	}
+}
+
+// mustMint mints op on e's backend; t fails if the mint errs.
+func (e *env) mustMint(t *testing.T, ctx context.Context, op registrar.MintOp) {
+	t.Helper()
+	if _, _, err := e.b.Mint(ctx, op); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -82,22 +82,10 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	var resp proto.Message
 	switch req.URL.Path {
 	case "/v1/traces":
-		m := new(coltracepb.ExportTraceServiceRequest)
-		if err := proto.Unmarshal(raw, m); err != nil {
-			r.fail(fmt.Errorf("decoding ExportTraceServiceRequest: %w", err))
-		}
-		r.mu.Lock()
-		r.traces = append(r.traces, m)
-		r.mu.Unlock()
+		keep(r, raw, new(coltracepb.ExportTraceServiceRequest), "ExportTraceServiceRequest", &r.traces)
 		resp = new(coltracepb.ExportTraceServiceResponse)
 	case "/v1/metrics":
-		m := new(colmetricpb.ExportMetricsServiceRequest)
-		if err := proto.Unmarshal(raw, m); err != nil {
-			r.fail(fmt.Errorf("decoding ExportMetricsServiceRequest: %w", err))
-		}
-		r.mu.Lock()
-		r.metrics = append(r.metrics, m)
-		r.mu.Unlock()
+		keep(r, raw, new(colmetricpb.ExportMetricsServiceRequest), "ExportMetricsServiceRequest", &r.metrics)
 		resp = new(colmetricpb.ExportMetricsServiceResponse)
 	default:
 		r.fail(fmt.Errorf("unexpected path %s", req.URL.Path))
@@ -107,6 +95,18 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	out, _ := proto.Marshal(resp)
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	_, _ = w.Write(out)
+}
+
+// keep decodes raw, an export request named name, into m and appends it to
+// the requests r received of its signal; a request that does not decode is
+// a protocol error, kept all the same.
+func keep[M proto.Message](r *Receiver, raw []byte, m M, name string, to *[]M) {
+	if err := proto.Unmarshal(raw, m); err != nil {
+		r.fail(fmt.Errorf("decoding %s: %w", name, err))
+	}
+	r.mu.Lock()
+	*to = append(*to, m)
+	r.mu.Unlock()
 }
 
 // Errors returns every protocol error the receiver saw.
