@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -250,10 +249,7 @@ type observed struct {
 func BenchmarkAppend(b *testing.B) {
 	for _, writers := range []int{1, 16} {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
-			s, err := audit.Open(audit.Options{Dir: filepath.Join(b.TempDir(), "audit")})
-			if err != nil {
-				b.Fatal(err)
-			}
+			s := openBenchStore(b)
 			defer s.Close()
 			ctx := context.Background()
 			b.ReportAllocs()

@@ -348,10 +348,7 @@ func TestTickOf256DueWindowsCostsOneFsync(t *testing.T) {
 // the previous behaviour of one durable Append per window, in the same run.
 func BenchmarkTickOf256DueWindows(b *testing.B) {
 	b.Run("batch", func(b *testing.B) {
-		store, err := audit.Open(audit.Options{Dir: filepath.Join(b.TempDir(), "audit")})
-		if err != nil {
-			b.Fatal(err)
-		}
+		store := openBenchStore(b)
 		defer store.Close()
 		start := time.Now()
 		s, err := coalesce.New(coalesce.Options{Store: store, Window: time.Minute, Now: func() time.Time { return start }})
@@ -367,10 +364,7 @@ func BenchmarkTickOf256DueWindows(b *testing.B) {
 		}
 	})
 	b.Run("append-each", func(b *testing.B) {
-		store, err := audit.Open(audit.Options{Dir: filepath.Join(b.TempDir(), "audit")})
-		if err != nil {
-			b.Fatal(err)
-		}
+		store := openBenchStore(b)
 		defer store.Close()
 		recs := limitedN(256)
 		b.ReportAllocs()

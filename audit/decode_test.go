@@ -1,7 +1,12 @@
 package audit_test
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -176,5 +181,116 @@ func TestDecodeErrorsStayShort(t *testing.T) {
 	_, err = audit.Unmarshal([]byte(sub(t, goodIntent, `"mint"`, `"`+strings.Repeat("m", 3000)+`"`)))
 	if err == nil || len(err.Error()) > 200 {
 		t.Errorf("got a %d-byte error for a long verb; want a short one", len(err.Error()))
+	}
+}
+
+// verdictLines are every golden and malformed fixture line, and lines aimed
+// at where a single pass could differ from the tokenizer: escapes, white
+// space, spellings of numbers, truncated records.
+func verdictLines(t testing.TB) []struct{ name, line string } {
+	var out []struct{ name, line string }
+	add := func(name, line string) { out = append(out, struct{ name, line string }{name, line}) }
+	for _, tc := range decodeCases(t) {
+		add("case/"+tc.name, tc.line)
+	}
+	for _, gc := range goldenCases() {
+		b, err := os.ReadFile(filepath.Join("testdata", gc.name+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		add("golden/"+gc.name, strings.TrimSuffix(string(b), "\n"))
+	}
+	for _, l := range []struct{ name, old, new string }{
+		{"escaped caller", `"unix-peer:uid=1000"`, `"unix-peer:uid\u003d1000"`},
+		{"escaped slash", `"unix-peer:uid=1000"`, `"unix-peer\/uid=1000"`},
+		{"space after colon", `"verb":"mint"`, `"verb": "mint"`},
+		{"space before brace", `"instance":7}`, `"instance":7 }`},
+		{"instance leading zero", `"instance":7`, `"instance":07`},
+		{"instance exponent", `"instance":7`, `"instance":7e0`},
+		{"instance zero", `"instance":7`, `"instance":0`},
+		{"instance negative", `"instance":7`, `"instance":-7`},
+		{"empty request_id", `"request_id":"q1"`, `"request_id":""`},
+		{"raw U+2028", `"unix-peer:uid=1000"`, "\"unix-peer\u2028\""},
+		{"raw DEL", `"unix-peer:uid=1000"`, "\"unix-peer\x7f\""},
+		{"raw U+FFFD", `"unix-peer:uid=1000"`, "\"unix-peer\ufffd\""},
+		{"phase unknown", `"phase":"intent"`, `"phase":"intents"`},
+		{"verb unknown", `"verb":"mint"`, `"verb":"Mint"`},
+	} {
+		add("variant/"+l.name, sub(t, goodIntent, l.old, l.new))
+	}
+	add("variant/trailing newline", goodIntent+"\n")
+	add("variant/two newlines", goodIntent+"\n\n")
+	add("variant/count leading zero", sub(t, goodLimited, `"count":3`, `"count":03`))
+	add("variant/count huge", sub(t, goodLimited, `"count":3`, `"count":18446744073709551616`))
+	add("variant/outcome without class", sub(t, goodOutcome, `"class":"refused","reason":"host_mismatch",`, ``))
+	add("variant/outcome empty detail", sub(t, goodOutcome, `"detail":"x"`, `"detail":""`))
+	return out
+}
+
+func verdict(r *audit.Record, err error) string {
+	if err != nil {
+		var de *audit.DecodeError
+		if !errors.As(err, &de) {
+			return "error " + err.Error()
+		}
+		return fmt.Sprintf("reject rule=%s field=%q detail=%q", de.Rule, de.Field, de.Error())
+	}
+	return "accept " + strings.TrimSuffix(string(audit.Encode(r)), "\n")
+}
+
+// TestGoldenDecodeVerdicts pins the token decoder's verdict (the reader's
+// behaviour before the single-pass decoder) on every fixture line in
+// testdata/decode_verdicts.txt, and checks Unmarshal against it: the same
+// rule, field and message for every rejected line, the same record for
+// every accepted one. -update rewrites the file from the token decoder,
+// never from the new one.
+func TestGoldenDecodeVerdicts(t *testing.T) {
+	path := filepath.Join("testdata", "decode_verdicts.txt")
+	var want bytes.Buffer
+	for _, l := range verdictLines(t) {
+		fmt.Fprintf(&want, "%s\t%q\n\t%s\n", l.name, l.line, verdict(audit.UnmarshalTokens([]byte(l.line))))
+	}
+	if *update {
+		if err := os.WriteFile(path, want.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pinned, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading fixture (run with -update to create it): %v", err)
+	}
+	if !bytes.Equal(pinned, want.Bytes()) {
+		t.Fatalf("the token decoder's verdicts differ from %s (run with -update and review the diff)", path)
+	}
+	var got bytes.Buffer
+	for _, l := range verdictLines(t) {
+		r, err := audit.Unmarshal([]byte(l.line))
+		fmt.Fprintf(&got, "%s\t%q\n\t%s\n", l.name, l.line, verdict(r, err))
+		if err == nil {
+			tr, terr := audit.UnmarshalTokens([]byte(l.line))
+			if terr != nil || !reflect.DeepEqual(r, tr) {
+				t.Errorf("%s: Unmarshal gives %+v, the token decoder %+v, %v", l.name, r, tr, terr)
+			}
+		}
+	}
+	if g, w := got.String(), string(pinned); g != w {
+		gl, wl := strings.Split(g, "\n"), strings.Split(w, "\n")
+		for i := range min(len(gl), len(wl)) {
+			if gl[i] != wl[i] {
+				t.Fatalf("Unmarshal's verdict differs from the pinned one at line %d:\n got %s\nwant %s", i+1, gl[i], wl[i])
+			}
+		}
+		t.Fatal("Unmarshal's verdicts differ from the pinned ones")
+	}
+	// The single pass must take the canonical lines, or it is not the
+	// fast path it claims to be.
+	for _, gc := range goldenCases() {
+		if gc.name == "escaping" || strings.HasPrefix(gc.name, "truncated") || strings.Contains(gc.name, "truncated") {
+			continue // escapes and truncated objects are the token decoder's
+		}
+		b, _ := os.ReadFile(filepath.Join("testdata", gc.name+".jsonl"))
+		if audit.DecodeCanonical(b) == nil {
+			t.Errorf("golden %s: the single pass did not take it", gc.name)
+		}
 	}
 }

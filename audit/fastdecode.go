@@ -25,7 +25,7 @@ import (
 // The figure that justifies writing it by hand: the peer is encoding/json,
 // whose Decoder.Token tokenizer the token decoder (tokendecode.go) is built on,
 // as the scan used it on every line before this decoder (ScanReference in
-// scanref_test.go, which also keeps every request id: the figures are of
+// export_test.go, which also keeps every request id: the figures are of
 // the whole scan, decoder and per-request state together).
 // BenchmarkScanMillionLines scans a 1,000,001-line, 255 MB store in a
 // child process with each and reports lines/s and peak RSS:

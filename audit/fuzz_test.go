@@ -9,6 +9,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -236,4 +237,39 @@ func FuzzScanDirectory(f *testing.F) {
 			t.Error("store anomalies without Anomalies()")
 		}
 	})
+}
+
+func checkDecodeAgree(t *testing.T, line []byte) {
+	t.Helper()
+	r, err := audit.Unmarshal(line)
+	tr, terr := audit.UnmarshalTokens(line)
+	if verdict(r, err) != verdict(tr, terr) || (err == nil && !reflect.DeepEqual(r, tr)) {
+		t.Fatalf("line %q:\nUnmarshal:     %s\ntoken decoder: %s", line, verdict(r, err), verdict(tr, terr))
+	}
+	if c := audit.DecodeCanonical(line); c != nil && (terr != nil || !reflect.DeepEqual(c, tr)) {
+		t.Fatalf("line %q: the single pass took %+v, the token decoder says %s", line, c, verdict(tr, terr))
+	}
+}
+
+// FuzzDecodeAgreesWithTokens: on any line, Unmarshal (single pass, token
+// decoder behind it) and the token decoder alone give the same verdict and
+// record, and the single pass never takes a line the token decoder
+// rejects.
+func FuzzDecodeAgreesWithTokens(f *testing.F) {
+	for _, l := range verdictLines(f) {
+		f.Add([]byte(l.line))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) { checkDecodeAgree(t, line) })
+}
+
+// FuzzScanAgreesWithReference: on any file content, both scans report the
+// same.
+func FuzzScanAgreesWithReference(f *testing.F) {
+	for _, tc := range decodeCases(f) {
+		f.Add([]byte(tc.line + "\n"))
+	}
+	f.Add([]byte(goodIntent + "\n" + goodOutcome + "\n" + goodLimited + "\n" + goodIntent))
+	f.Add([]byte(goodIntent + "\n" + goodIntent + "\n" + goodOutcome + "\n" + goodOutcome + "\n"))
+	f.Add([]byte(goodOutcome + "\n" + goodIntent + "\n" + goodOutcome + "\n"))
+	f.Fuzz(func(t *testing.T, content []byte) { agreeScan(t, string(content)) })
 }

@@ -378,10 +378,7 @@ func TestCheckDirMarksTheStoreUnwritableBeforeAnyAppend(t *testing.T) {
 // comparison.
 func BenchmarkIdentityCheck(b *testing.B) {
 	b.Run("append_fsynced", func(b *testing.B) {
-		s, err := audit.Open(audit.Options{Dir: filepath.Join(b.TempDir(), "audit")})
-		if err != nil {
-			b.Fatal(err)
-		}
+		s := openBenchStore(b)
 		defer s.Close()
 		r := intent("bench.1")
 		b.ReportAllocs()
@@ -392,10 +389,7 @@ func BenchmarkIdentityCheck(b *testing.B) {
 		}
 	})
 	b.Run("check_only", func(b *testing.B) {
-		s, err := audit.Open(audit.Options{Dir: filepath.Join(b.TempDir(), "audit")})
-		if err != nil {
-			b.Fatal(err)
-		}
+		s := openBenchStore(b)
 		defer s.Close()
 		b.ReportAllocs()
 		for b.Loop() {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -610,4 +611,84 @@ func TestScanDetailNamesTheFieldAndItsProblem(t *testing.T) {
 			}
 		})
 	}
+}
+
+// agreeScan runs both scans over a store made of the given files (oldest
+// first, the last one active) and compares their whole reports.
+func agreeScan(t *testing.T, files ...string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "audit")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for i, content := range files {
+		name := audit.ActiveFileName
+		if i < len(files)-1 {
+			name = "registrar-audit-" + now.Add(-time.Hour).Add(time.Duration(i)*time.Second).UTC().Format("20060102T150405Z") + "-000000.jsonl"
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := audit.ScanOptions{Dir: dir, Now: now}
+	got, err := audit.Scan(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := audit.ScanReference(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("scan reports differ:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestScanAgreesWithReference: the scan with the single-pass decoder and
+// waiting-only state reports exactly what the reference scan (token decoder,
+// every request_id in a map) reports: duplicates of paired and unpaired
+// ids, outcomes before their intent, ids outside the registrar's form,
+// malformed lines, across generations.
+func TestScanAgreesWithReference(t *testing.T) {
+	at := func(r *audit.Record, min int) string { return line(t, r, t0.Add(time.Duration(min)*time.Minute)) }
+	var lines []string
+	for _, tc := range decodeCases(t) {
+		lines = append(lines, tc.line)
+	}
+	malformed := strings.Join(lines, "\n") + "\n"
+	ids := []string{"AAAAAAAAAAAA.1", "AAAAAAAAAAAA.2", "AAAAAAAAAAAA.70000", "BBBBBBBBBBBB.1", "q1", "no-dot", "x.01", "AAAAAAAAAAAA.18446744073709551615"}
+	var a, b strings.Builder
+	for i, id := range ids {
+		a.WriteString(at(intent(id), i))
+		if i%2 == 0 {
+			a.WriteString(at(outcome(id, audit.Outcome{Class: vocab.ClassFirstMint}), i))
+		}
+	}
+	for i, id := range ids {
+		b.WriteString(at(outcome(id, audit.Outcome{Class: vocab.ClassFirstMint}), i)) // pairs the odd ones, duplicates the even ones
+		b.WriteString(at(intent(id), i))                                              // a duplicate intent each
+	}
+	b.WriteString(at(outcome("CCCCCCCCCCCC.5", audit.Outcome{Class: vocab.ClassFirstMint}), 1)) // outcome first
+	b.WriteString(at(intent("CCCCCCCCCCCC.5"), 2))
+	b.WriteString(at(intent("CCCCCCCCCCCC.6"), 9)) // within the grace: not unpaired
+	old := intent("DDDDDDDDDDDD.1")
+	b.WriteString(line(t, old, t0.Add(-40*24*time.Hour))) // before the window
+	agreeScan(t, a.String(), b.String())
+	agreeScan(t, malformed, a.String()+malformed)
+	agreeScan(t, goodIntent+"\n"+goodIntent+"\n"+goodOutcome+"\n"+goodOutcome+"\n"+goodLimited+"\n"+goodIntent)
+	// Many ids in one chunk of the compact set, out of order: past the
+	// sorted array's size, into the bitmap.
+	var big strings.Builder
+	for i := 9000; i > 0; i-- { // ids up to 63000: one chunk of 2^16
+		id := fmt.Sprintf("EEEEEEEEEEEE.%d", i*7)
+		big.WriteString(at(intent(id), 0))
+		if i%3 != 0 {
+			big.WriteString(at(outcome(id, audit.Outcome{Class: vocab.ClassFirstMint}), 0))
+		}
+		if i%500 == 0 {
+			big.WriteString(at(intent(id), 0))
+			big.WriteString(at(outcome(id, audit.Outcome{Class: vocab.ClassFirstMint}), 0))
+		}
+	}
+	agreeScan(t, big.String())
 }

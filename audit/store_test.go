@@ -242,6 +242,17 @@ func openStore(t *testing.T, opts audit.Options, th audit.TestHooks) (*audit.Sto
 	return s, opts.Dir
 }
 
+// openBenchStore opens a store on the benchmark's disk, with the real
+// clock and no test hooks; the caller closes it.
+func openBenchStore(b *testing.B) *audit.Store {
+	b.Helper()
+	s, err := audit.Open(audit.Options{Dir: filepath.Join(b.TempDir(), "audit")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
 func appendOK(t testing.TB, s *audit.Store, r *audit.Record) {
 	t.Helper()
 	if err := s.Append(context.Background(), r); err != nil {

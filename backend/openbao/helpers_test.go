@@ -409,3 +409,12 @@ func mintRequest(host string, instance uint32) registrar.MintRequest {
 		WrapTTLSeconds: 300,
 	}
 }
+
+func newTestBackend(t *testing.T) *openbao.Backend {
+	t.Helper()
+	b, err := openbao.New(openbao.Options{Address: "https://openbao.internal:8200", Token: "t", KVMount: "kv", KVPrefix: "bootroot/registrar"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

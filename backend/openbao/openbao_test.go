@@ -209,3 +209,16 @@ func TestASaturatedMintIsARecordedBackendUnavailableRefusal(t *testing.T) {
 	srv.unblock()
 	<-held
 }
+
+func TestNewRefusesWhatCannotWork(t *testing.T) {
+	for _, o := range []openbao.Options{
+		{Token: "t"},
+		{Address: "https://x:8200"},
+		{Address: "ftp://x", Token: "t"},
+		{Address: "::", Token: "t"},
+	} {
+		if _, err := openbao.New(o); err == nil {
+			t.Errorf("New(%+v) succeeded", o)
+		}
+	}
+}

@@ -280,3 +280,46 @@ func TestCheckPolicyPassesTheDocumentedTokenOnly(t *testing.T) {
 		t.Errorf("the checks left roles on the server: %v", roles)
 	}
 }
+
+func TestTheServicePolicyGrantsReadOnTheServicesOwnSecretsOnly(t *testing.T) {
+	b := newTestBackend(t)
+	got := openbao.ServicePolicy("kv", "bootroot/registrar", "review")
+	want := `# registrar-otel-service-review: written once by the operator, attached by registrar-otel
+# to the AppRole role of every registration of service review.
+path "kv/data/bootroot/registrar/services/review/*" {
+  capabilities = ["read"]
+}
+`
+	if got != want {
+		t.Errorf("policy =\n%s\nwant\n%s", got, want)
+	}
+	if b.BindingPath("web1-review-003") != "bootroot/registrar/bindings/web1-review-003" {
+		t.Errorf("binding path %q", b.BindingPath("web1-review-003"))
+	}
+}
+
+// The token policy grants no write on any policy, only exact values on
+// role writes, and the token's own lookup and renewal.
+func TestTheTokenPolicyWritesNoPolicyAndFixesEveryRoleParameter(t *testing.T) {
+	got := openbao.TokenPolicy("secret", "registrar-otel", "approle", 90*time.Minute, 3)
+	for _, want := range []string{
+		`"secret_id_ttl"      = ["5400s"]`,
+		`"secret_id_num_uses" = ["3"]`,
+		`"token_policies"     = ["registrar-otel-service-*"]`,
+		`"token_policies" = ["*,*"]`,
+		`"bind_secret_id"     = [true]`,
+		`min_wrapping_ttl = "1s"`,
+		`path "auth/token/lookup-self"`,
+		`path "auth/token/renew-self"`,
+		`path "auth/approle/role/+"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the token policy lacks %s:\n%s", want, got)
+		}
+	}
+	for _, bad := range []string{"sys/policies", "custom-secret-id", "services", "*\" {"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("the token policy mentions %s:\n%s", bad, got)
+		}
+	}
+}
