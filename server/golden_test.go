@@ -313,3 +313,45 @@ func jsonString(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// Every response fixture carries registrar_health with the limiter member
+// byte for byte as before audit_capacity joined it, followed by the
+// audit_capacity member with its five fields.
+func TestEveryResponseFixtureCarriesAuditCapacityBesideAnUnchangedLimiter(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(goldenDir, "response_*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no response fixtures: %v", err)
+	}
+	const limiterBytes = `{"limited_predecision_refusal":3,"limited_admission":5}`
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resp struct {
+			Health map[string]json.RawMessage `json:"registrar_health"`
+		}
+		if err := json.Unmarshal(body, &resp); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if got := string(resp.Health["limiter"]); got != limiterBytes {
+			t.Errorf("%s: limiter member %s, want the unchanged %s", f, got, limiterBytes)
+		}
+		var ac map[string]json.RawMessage
+		if err := json.Unmarshal(resp.Health["audit_capacity"], &ac); err != nil {
+			t.Errorf("%s: audit_capacity: %v", f, err)
+			continue
+		}
+		for _, k := range []string{"state", "free_bytes", "store_bytes", "budget_bytes", "append_failures"} {
+			if _, ok := ac[k]; !ok {
+				t.Errorf("%s: audit_capacity lacks %s", f, k)
+			}
+		}
+		if len(ac) != 5 {
+			t.Errorf("%s: audit_capacity has %d members, want 5", f, len(ac))
+		}
+		if want := `"registrar_health":{"limiter":` + limiterBytes + `,"audit_capacity":`; !bytes.Contains(body, []byte(want)) {
+			t.Errorf("%s: members not in the order limiter, audit_capacity", f)
+		}
+	}
+}

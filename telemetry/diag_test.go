@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
 	"github.com/registrar-otel/registrar-otel/telemetry"
 )
 
@@ -116,5 +119,53 @@ func TestDiagnosticsForgetsQuietKindsToMakeRoomForNewOnes(t *testing.T) {
 	d.Handle(errors.New("another new kind"))
 	if n := len(diagLines(t, &buf)); n != 67 {
 		t.Errorf("%d lines, want 67 (65, then both new kinds)", n)
+	}
+}
+
+// lockedBuffer is the shared test log destination.
+type lockedBuffer = logtest.Buffer
+
+// The SDK logs a malformed OTEL_EXPORTER_OTLP_HEADERS with the header
+// values in it; through the diagnostics New installs none of them appears.
+func TestOTelSDKDiagnosticsNeverCarryHeaderValues(t *testing.T) {
+	var out lockedBuffer
+	t.Cleanup(func() { telemetry.InstallDiagnostics(nil) })
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%ZZs3cretvalue,x-tenant-token s3cretnoequals")
+	cfg := config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000, OTLPEndpoint: "http://127.0.0.1:1"}
+	tel, err := telemetry.New(context.Background(), cfg, telemetry.Options{Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = tel.Shutdown(context.Background())
+	logged := out.String()
+	if !strings.Contains(logged, "OpenTelemetry SDK") {
+		t.Fatalf("the SDK's diagnostics did not reach the logger:\n%s", logged)
+	}
+	for _, secret := range []string{"s3cret", "Bearer", "%ZZ", "x-tenant-token"} {
+		if strings.Contains(logged, secret) {
+			t.Errorf("the log carries %q:\n%s", secret, logged)
+		}
+	}
+}
+
+// TestSDKInfoAndWarningLinesNeverCarryASecret holds that the SDK's info
+// and warning lines (logr's Info at V(0) and V(1)) are redacted like its
+// errors: a URL's user-info and query, and quoted input, never reach the
+// log.
+func TestSDKInfoAndWarningLinesNeverCarryASecret(t *testing.T) {
+	var out lockedBuffer
+	d := telemetry.NewDiagnostics(slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
+	l := d.Logger()
+	l.Info("exporting to https://user:s3cretpw@collector:4318/v1/traces?token=s3crettoken", "endpoint", "s3cretvalue")
+	l.V(1).Info(`header "authorization=Bearer s3cretbearer" ignored`)
+	logged := out.String()
+	if got := strings.Count(logged, "OpenTelemetry SDK"); got != 2 {
+		t.Fatalf("%d SDK lines logged, want 2:\n%s", got, logged)
+	}
+	if !strings.Contains(logged, "level=INFO") || !strings.Contains(logged, "level=WARN") || !strings.Contains(logged, "collector:4318/v1/traces") {
+		t.Errorf("the lines lost their level or the endpoint's host:\n%s", logged)
+	}
+	if strings.Contains(logged, "s3cret") || strings.Contains(logged, "Bearer") {
+		t.Errorf("an SDK info or warning line carries a secret:\n%s", logged)
 	}
 }

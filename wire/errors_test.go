@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/vocab"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
@@ -116,5 +117,24 @@ func TestMalformedErrorDetailIsBounded(t *testing.T) {
 	}
 	if http.StatusText(wire.RequestMalformed.HTTPStatus()) != "Bad Request" {
 		t.Errorf("RequestMalformed is not 400")
+	}
+}
+
+func TestThrottleWithoutARetryAfterAdvertisesOneSecond(t *testing.T) {
+	status, body, retryAfter, err := wire.RefusalFor(&registrar.ThrottledError{RequestID: "r.1"})
+	if err != nil || status != 429 || retryAfter != 1 || body.Error.RetryAfter != 1 {
+		t.Fatalf("got %d %+v retry-after %d, %v; want 429 with 1 s in both", status, body, retryAfter, err)
+	}
+}
+
+func TestUnmappableVerbAnswersAreInternal(t *testing.T) {
+	for _, err := range []error{
+		errors.New("plain"),
+		&registrar.RefusedError{RequestID: "r.1", Reason: 200},
+		&registrar.UnavailableError{RequestID: "r.1", Reason: 200},
+	} {
+		if _, _, _, ierr := wire.RefusalFor(err); !errors.Is(ierr, wire.ErrUnmappable) {
+			t.Errorf("%v: got %v, want wire.ErrUnmappable", err, ierr)
+		}
 	}
 }

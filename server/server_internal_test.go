@@ -18,7 +18,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/health"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
@@ -217,47 +216,6 @@ func TestShutdownLetsAnInFlightInvocationFinish(t *testing.T) {
 		c.Close()
 		late.Close()
 	})
-}
-
-func TestBudgetsAndTimeoutsHaveTheirDefaults(t *testing.T) {
-	h, err := health.NewHolder()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Options{Verbs: stubVerbs{}, Health: h})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := s.opts
-	if o.UnixMaxConns != DefaultUnixMaxConns || o.TLSMaxConns != DefaultTLSMaxConns || o.TLSHandshakeMaxConns != DefaultTLSHandshakeMaxConns ||
-		o.TLSHandshakeTimeout != DefaultTLSHandshakeTimeout || o.MaxConnsPerIdentity != DefaultMaxConnsPerIdentity ||
-		o.RejectionLogInterval != DefaultRejectionLogInterval {
-		t.Errorf("budgets got %+v, want the defaults", o)
-	}
-	if s.srv.ReadHeaderTimeout != wire.DefaultReadHeaderTimeout || s.srv.ReadTimeout != wire.DefaultReadTimeout ||
-		s.srv.WriteTimeout != wire.DefaultWriteTimeout || s.srv.IdleTimeout != wire.DefaultIdleTimeout || s.srv.MaxHeaderBytes != wire.MaxHeaderBytes {
-		t.Errorf("timeouts got %v/%v/%v/%v, header bound %d; want the defaults",
-			s.srv.ReadHeaderTimeout, s.srv.ReadTimeout, s.srv.WriteTimeout, s.srv.IdleTimeout, s.srv.MaxHeaderBytes)
-	}
-}
-
-func TestThrottleWithoutARetryAfterAdvertisesOneSecond(t *testing.T) {
-	status, body, retryAfter, err := wire.RefusalFor(&registrar.ThrottledError{RequestID: "r.1"})
-	if err != nil || status != 429 || retryAfter != 1 || body.Error.RetryAfter != 1 {
-		t.Fatalf("got %d %+v retry-after %d, %v; want 429 with 1 s in both", status, body, retryAfter, err)
-	}
-}
-
-func TestUnmappableVerbAnswersAreInternal(t *testing.T) {
-	for _, err := range []error{
-		errors.New("plain"),
-		&registrar.RefusedError{RequestID: "r.1", Reason: 200},
-		&registrar.UnavailableError{RequestID: "r.1", Reason: 200},
-	} {
-		if _, _, _, ierr := wire.RefusalFor(err); !errors.Is(ierr, wire.ErrUnmappable) {
-			t.Errorf("%v: got %v, want wire.ErrUnmappable", err, ierr)
-		}
-	}
 }
 
 // Shutdown past its grace period, over pipes in a synctest bubble: a verb
