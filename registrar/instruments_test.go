@@ -9,12 +9,12 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/exemplar"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
+	"github.com/registrar-otel/registrar-otel/internal/testing/metrictest"
 	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
@@ -200,63 +200,36 @@ func TestInvocationCountersAreExactSampledOrNot(t *testing.T) {
 				PredecisionRefusal: limiter.BucketConfig{Burst: 32, RefillInterval: time.Second},
 				Admission:          limiter.BucketConfig{Burst: 2, RefillInterval: time.Hour},
 			}, registrartest.NewBackend(t))
-			type key struct{ name, verb, result string }
-			collect := func() map[key]int64 {
-				var rm metricdata.ResourceMetrics
-				if err := reader.Collect(context.Background(), &rm); err != nil {
-					t.Fatal(err)
-				}
-				got := map[key]int64{}
-				for _, sm := range rm.ScopeMetrics {
-					for _, md := range sm.Metrics {
-						switch data := md.Data.(type) {
-						case metricdata.Sum[int64]:
-							for _, dp := range data.DataPoints {
-								verb, _ := dp.Attributes.Value("verb")
-								result, _ := dp.Attributes.Value("result")
-								got[key{md.Name, verb.AsString(), result.AsString()}] = dp.Value
-							}
-						case metricdata.Histogram[float64]:
-							for _, dp := range data.DataPoints {
-								verb, _ := dp.Attributes.Value("verb")
-								result, _ := dp.Attributes.Value("result")
-								got[key{md.Name, verb.AsString(), result.AsString()}] = int64(dp.Count)
-							}
-						}
-					}
-				}
-				return got
-			}
 			ctx := context.Background()
 			for range 7 { // first_mint, idempotent_remint, then 5 throttled
 				v.Mint(ctx, goodMint())
 			}
-			want := map[key]int64{
-				{"registrar.invocations", "mint", "first_mint"}:                1,
-				{"registrar.invocations", "mint", "idempotent_remint"}:         1,
-				{"registrar.invocations", "mint", "throttled"}:                 5,
-				{"registrar.invocation.duration", "mint", "throttled"}:         5,
-				{"registrar.limited.admission", "mint", ""}:                    5,
-				{"registrar.limited.admission", "deregister", ""}:              0,
-				{"registrar.invocations", "deregister", "throttled"}:           0,
-				{"registrar.limited.predecision_refusal", "mint", ""}:          0,
-				{"registrar.invocation.duration", "mint", "idempotent_remint"}: 1,
+			want := map[metrictest.Point]int64{
+				metrictest.At(registrar.ScopeName, "registrar.invocations", "verb", "mint", "result", "first_mint"):                1,
+				metrictest.At(registrar.ScopeName, "registrar.invocations", "verb", "mint", "result", "idempotent_remint"):         1,
+				metrictest.At(registrar.ScopeName, "registrar.invocations", "verb", "mint", "result", "throttled"):                 5,
+				metrictest.At(registrar.ScopeName, "registrar.invocation.duration", "verb", "mint", "result", "throttled"):         5,
+				metrictest.At(otelsink.ScopeName, "registrar.limited.admission", "verb", "mint"):                                   5,
+				metrictest.At(otelsink.ScopeName, "registrar.limited.admission", "verb", "deregister"):                             0,
+				metrictest.At(registrar.ScopeName, "registrar.invocations", "verb", "deregister", "result", "throttled"):           0,
+				metrictest.At(otelsink.ScopeName, "registrar.limited.predecision_refusal", "verb", "mint"):                         0,
+				metrictest.At(registrar.ScopeName, "registrar.invocation.duration", "verb", "mint", "result", "idempotent_remint"): 1,
 			}
 			check := func(when string) {
 				t.Helper()
-				got := collect()
-				for k, n := range want {
-					if got[k] != n {
-						t.Errorf("%s: %s{verb=%s,result=%s} = %d, want %d", when, k.name, k.verb, k.result, got[k], n)
+				got := metrictest.Collect(t, reader)
+				for p, n := range want {
+					if got[p] != n {
+						t.Errorf("%s: %s{%s} = %d, want %d", when, p.Name, p.Attrs, got[p], n)
 					}
 				}
 			}
 			check("first collection")
 			check("second collection, no call between")
 			v.Mint(ctx, goodMint())
-			want[key{"registrar.invocations", "mint", "throttled"}]++
-			want[key{"registrar.invocation.duration", "mint", "throttled"}]++
-			want[key{"registrar.limited.admission", "mint", ""}]++
+			want[metrictest.At(registrar.ScopeName, "registrar.invocations", "verb", "mint", "result", "throttled")]++
+			want[metrictest.At(registrar.ScopeName, "registrar.invocation.duration", "verb", "mint", "result", "throttled")]++
+			want[metrictest.At(otelsink.ScopeName, "registrar.limited.admission", "verb", "mint")]++
 			check("after one more throttled call")
 		})
 	}

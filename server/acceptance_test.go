@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/registrar-otel/registrar-otel/internal/testing/wiretest"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/wire"
@@ -93,7 +94,7 @@ func idleConns(t *testing.T, n int, dial func() (net.Conn, error)) []net.Conn {
 func timedMint(t *testing.T, c *wire.Client) time.Duration {
 	t.Helper()
 	start := time.Now()
-	res, err := c.Mint(context.Background(), goodMint())
+	res, err := c.Mint(context.Background(), wiretest.GoodMint())
 	took := time.Since(start)
 	if err != nil {
 		t.Fatalf("mint: %v", err)
@@ -420,7 +421,7 @@ func TestOverLongStoredFieldsAreMalformedAndNeverReachTheVerbs(t *testing.T) {
 	defer c.CloseIdleConnections()
 	for _, b := range wire.FieldBounds() {
 		t.Run(b.Member, func(t *testing.T) {
-			req := goodMint()
+			req := wiretest.GoodMint()
 			long := strings.Repeat("a", b.MaxBytes+1)
 			switch b.Member {
 			case "service_name":
@@ -494,7 +495,7 @@ func TestAClientBusierThanItsIdentityCapLosesNoCall(t *testing.T) {
 		var wg sync.WaitGroup
 		for range workers {
 			wg.Go(func() {
-				res, err := c.Mint(context.Background(), goodMint())
+				res, err := c.Mint(context.Background(), wiretest.GoodMint())
 				if err != nil {
 					errs <- err
 					return

@@ -8,6 +8,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
 	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
+	"github.com/registrar-otel/registrar-otel/internal/testing/wiretest"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/telemetry"
@@ -25,7 +26,7 @@ func BenchmarkMintOverSocket(b *testing.B) {
 	run := func(b *testing.B, c *wire.Client, wantStatus int) {
 		b.Helper()
 		b.ReportAllocs()
-		req := goodMint()
+		req := wiretest.GoodMint()
 		for b.Loop() {
 			res, err := c.Mint(ctx, req)
 			if err != nil {
@@ -75,7 +76,7 @@ func BenchmarkMintOverSocket(b *testing.B) {
 		defer c.CloseIdleConnections()
 		// Spend the one admission token; the limiter's clock stands still,
 		// so none comes back.
-		if res, err := c.Mint(ctx, goodMint()); err != nil || !res.OK() {
+		if res, err := c.Mint(ctx, wiretest.GoodMint()); err != nil || !res.OK() {
 			b.Fatalf("draining mint: %+v, %v", res, err)
 		}
 		calls := backend.Calls()

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/sinks/counting"
 	"github.com/registrar-otel/registrar-otel/vocab"
-	"github.com/registrar-otel/registrar-otel/wire"
 )
 
 // fakeVerbs answers with the functions it is given; a nil function fails
@@ -155,35 +153,4 @@ func newServer(t testing.TB, v server.Verbs, h *health.Holder) *server.Server {
 		t.Fatal(err)
 	}
 	return s
-}
-
-func goodMint() wire.MintRequest {
-	return wire.MintRequest{
-		ServiceName: "review",
-		Host:        "h1",
-		Instance:    7,
-		Component:   "review",
-		Spec:        wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"},
-		WrapTTL:     300,
-	}
-}
-
-func goodDeregister() wire.DeregisterRequest {
-	return wire.DeregisterRequest{ServiceName: "review", Host: "h1", Instance: 7, Component: "review"}
-}
-
-// The request bodies of the handler tests (the same as wire's decoder
-// tests use).
-const (
-	mintBody = `{"protocol_version":1,"service_name":"review","host":"h1","instance":7,"component":"review",` +
-		`"spec":{"component":"review","service_name":"review","reload":"systemctl reload review"},"wrap_ttl":300,"idempotency_key":"k1"}`
-	deregisterBody = `{"protocol_version":1,"service_name":"review","host":"h1","instance":7,"component":"review","idempotency_key":"k1"}`
-)
-
-// replaceMember returns body with the first occurrence of old replaced.
-func replaceMember(body, old, new string) string {
-	if !strings.Contains(body, old) {
-		panic("replaceMember: " + old + " not in body")
-	}
-	return strings.Replace(body, old, new, 1)
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/registrar-otel/registrar-otel/internal/testing/wiretest"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/vocab"
@@ -104,17 +105,17 @@ func responseCases() []responseCase {
 		return &registrar.UnavailableError{RequestID: rid, RegistrationID: id, Reason: r, Err: errors.New("disk full")}
 	}
 	mint := func(name string, err error, status int, id wire.ErrorID) responseCase {
-		return responseCase{name: name, method: http.MethodPost, path: wire.PathMint, body: mintBody,
+		return responseCase{name: name, method: http.MethodPost, path: wire.PathMint, body: wiretest.MintBody,
 			mint: mintAnswer(registrar.MintResult{RequestID: rid}, err), wantStatus: status, wantID: id}
 	}
 	return []responseCase{
-		{name: "mint_first_mint", method: http.MethodPost, path: wire.PathMint, body: mintBody, wantStatus: 200,
+		{name: "mint_first_mint", method: http.MethodPost, path: wire.PathMint, body: wiretest.MintBody, wantStatus: 200,
 			mint: mintAnswer(registrar.MintResult{RequestID: rid, RegistrationID: "h1-review-007", Outcome: registrar.FirstMint, Material: goldenMaterial}, nil)},
-		{name: "mint_idempotent_remint", method: http.MethodPost, path: wire.PathMint, body: mintBody, wantStatus: 200,
+		{name: "mint_idempotent_remint", method: http.MethodPost, path: wire.PathMint, body: wiretest.MintBody, wantStatus: 200,
 			mint: mintAnswer(registrar.MintResult{RequestID: rid, RegistrationID: "h1-review-007", Outcome: registrar.IdempotentRemint, Material: goldenMaterial}, nil)},
-		{name: "deregister_removed", method: http.MethodPost, path: wire.PathDeregister, body: deregisterBody, wantStatus: 200,
+		{name: "deregister_removed", method: http.MethodPost, path: wire.PathDeregister, body: wiretest.DeregisterBody, wantStatus: 200,
 			deregister: deregisterAnswer(registrar.DeregisterResult{RequestID: rid, RegistrationID: "h1-review-007", Outcome: registrar.Removed}, nil)},
-		{name: "deregister_already_absent", method: http.MethodPost, path: wire.PathDeregister, body: deregisterBody, wantStatus: 200,
+		{name: "deregister_already_absent", method: http.MethodPost, path: wire.PathDeregister, body: wiretest.DeregisterBody, wantStatus: 200,
 			deregister: deregisterAnswer(registrar.DeregisterResult{RequestID: rid, RegistrationID: "h1-review-007", Outcome: registrar.AlreadyAbsent}, nil)},
 		mint("ServiceLabelInvalid", refused("", vocab.ReasonInvalidServiceName), 422, wire.ServiceLabelInvalid),
 		// Limited: the records were suppressed, the answer is the same.
@@ -122,17 +123,17 @@ func responseCases() []responseCase {
 		mint("ServiceSpecConflict", refused("h1-review-007", vocab.ReasonStoredSpecConflict), 409, wire.ServiceSpecConflict),
 		mint("ServiceRequestInvalid", refused("", vocab.ReasonInvalidWrapTTL), 422, wire.ServiceRequestInvalid),
 		mint("ServiceNameCollision", refused("h1-review-007", vocab.ReasonRegistrationIDCollision), 409, wire.ServiceNameCollision),
-		{name: "ServiceHostMismatch", method: http.MethodPost, path: wire.PathDeregister, body: deregisterBody, wantStatus: 409, wantID: wire.ServiceHostMismatch,
+		{name: "ServiceHostMismatch", method: http.MethodPost, path: wire.PathDeregister, body: wiretest.DeregisterBody, wantStatus: 409, wantID: wire.ServiceHostMismatch,
 			deregister: deregisterAnswer(registrar.DeregisterResult{RequestID: rid}, refused("h1-review-007", vocab.ReasonHostMismatch))},
 		mint("RegistrarUnavailable_AuditUnwritable", unavailable("", registrar.AuditUnwritable), 503, wire.RegistrarUnavailable),
 		mint("RegistrarUnavailable_PostMintUnrecordable", unavailable("h1-review-007", registrar.PostMintUnrecordable), 503, wire.RegistrarUnavailable),
 		mint("RegistrarUnavailable_BackendUnavailable", unavailable("h1-review-007", registrar.BackendUnavailable), 503, wire.RegistrarUnavailable),
-		{name: "RegistrarBusy", method: http.MethodPost, path: wire.PathMint, body: mintBody, wantStatus: 429, wantID: wire.RegistrarBusy, wantRetryAfter: "7",
+		{name: "RegistrarBusy", method: http.MethodPost, path: wire.PathMint, body: wiretest.MintBody, wantStatus: 429, wantID: wire.RegistrarBusy, wantRetryAfter: "7",
 			mint: mintAnswer(registrar.MintResult{RequestID: rid}, &registrar.ThrottledError{RequestID: rid, RetryAfterSeconds: 7})},
-		{name: "RequestMalformed", method: http.MethodPost, path: wire.PathMint, body: replaceMember(mintBody, `"instance":7`, `"instance":null`), wantStatus: 400, wantID: wire.RequestMalformed},
+		{name: "RequestMalformed", method: http.MethodPost, path: wire.PathMint, body: wiretest.ReplaceMember(wiretest.MintBody, `"instance":7`, `"instance":null`), wantStatus: 400, wantID: wire.RequestMalformed},
 		{name: "RequestMalformed_unknown_path", method: http.MethodGet, path: "/v1/nope", wantStatus: 400, wantID: wire.RequestMalformed},
 		{name: "RequestMalformed_wrong_method", method: http.MethodGet, path: wire.PathMint, wantStatus: 400, wantID: wire.RequestMalformed},
-		{name: "internal_error", method: http.MethodPost, path: wire.PathMint, body: mintBody, wantStatus: 500, wantID: wire.RegistrarUnavailable,
+		{name: "internal_error", method: http.MethodPost, path: wire.PathMint, body: wiretest.MintBody, wantStatus: 500, wantID: wire.RegistrarUnavailable,
 			mint: mintAnswer(registrar.MintResult{}, errors.New("an error of a type the wire does not know"))},
 		{name: "health", method: http.MethodGet, path: wire.PathHealth, wantStatus: 200},
 	}
@@ -243,13 +244,13 @@ func TestGoldenRequests(t *testing.T) {
 	defer c.CloseIdleConnections()
 	ctx := context.Background()
 
-	withKey := goodMint()
+	withKey := wiretest.GoodMint()
 	withKey.IdempotencyKey = "bring-up-42"
-	noInstance := goodMint()
+	noInstance := wiretest.GoodMint()
 	noInstance.Component, noInstance.Spec.Component, noInstance.Instance = "edge-proxy", "edge-proxy", 0
-	dereg := goodDeregister()
+	dereg := wiretest.GoodDeregister()
 	dereg.IdempotencyKey = "bring-up-42"
-	deregNoInstance := goodDeregister()
+	deregNoInstance := wiretest.GoodDeregister()
 	deregNoInstance.Component, deregNoInstance.Instance = "edge-proxy", 0
 
 	for _, tc := range []struct {

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/internal/testing/pkitest"
+	"github.com/registrar-otel/registrar-otel/internal/testing/wiretest"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/wire"
@@ -283,7 +284,7 @@ func TestMutualTLSIdentityComesFromTheClientCertificate(t *testing.T) {
 			cert := pki.Issue(t, pkitest.Options{CommonName: "client", URIs: tc.uris, DNS: tc.dns, Usage: x509.ExtKeyUsageClientAuth})
 			c := wire.NewTLSClient(addr, &tls.Config{RootCAs: pki.Pool(), Certificates: []tls.Certificate{cert}})
 			defer c.CloseIdleConnections()
-			res, err := c.Deregister(context.Background(), goodDeregister())
+			res, err := c.Deregister(context.Background(), wiretest.GoodDeregister())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -309,7 +310,7 @@ func TestMutualTLSIdentityComesFromTheClientCertificate(t *testing.T) {
 		before := v.calls.Load()
 		c := wire.NewTLSClient(addr, &tls.Config{RootCAs: pki.Pool()})
 		defer c.CloseIdleConnections()
-		res, err := c.Deregister(context.Background(), goodDeregister())
+		res, err := c.Deregister(context.Background(), wiretest.GoodDeregister())
 		if err == nil {
 			t.Fatalf("got %d %s, want the handshake to fail", res.StatusCode, res.ErrorID)
 		}
@@ -397,7 +398,7 @@ func TestASANSpoofingCertificateNeverGetsTheRealIdentity(t *testing.T) {
 		cert := pki.Issue(t, pkitest.Options{URIs: uris, DNS: dns, Usage: x509.ExtKeyUsageClientAuth})
 		c := wire.NewTLSClient(addr, &tls.Config{RootCAs: pki.Pool(), Certificates: []tls.Certificate{cert}})
 		defer c.CloseIdleConnections()
-		res, err := c.Deregister(context.Background(), goodDeregister())
+		res, err := c.Deregister(context.Background(), wiretest.GoodDeregister())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -225,12 +225,7 @@ func TestShutdownLetsAnInFlightInvocationFinish(t *testing.T) {
 // again, a second invocation on record for one call (the restart test of
 // issue 20 saw 16 of them: 370 answers, 386 intent/outcome pairs).
 
-const mintBody = `{"protocol_version":1,"service_name":"review","host":"h1","instance":7,"component":"review","spec":{"component":"review","service_name":"review","reload":"r"},"wrap_ttl":300}`
-
-func mintRequestBytes() string {
-	return "POST /v1/mint HTTP/1.1\r\nHost: registrar\r\nContent-Type: application/json\r\nContent-Length: " +
-		strconv.Itoa(len(mintBody)) + "\r\n\r\n" + mintBody
-}
+// The pipelined mint of these tests is budget_test.go's mintRequest.
 
 // blockedMint is a verb whose calls signal entered and wait for release;
 // calls counts them, returned those that came back.
@@ -263,7 +258,7 @@ func (b *blockedMint) verbs() stubVerbs {
 func mintAnswer(c net.Conn) <-chan error {
 	out := make(chan error, 1)
 	go func() {
-		if _, err := io.WriteString(c, mintRequestBytes()); err != nil {
+		if _, err := io.WriteString(c, mintRequest); err != nil {
 			out <- err
 			return
 		}
@@ -355,7 +350,7 @@ func TestShutdownPastItsGraceBoundsAnAnswerNobodyReads(t *testing.T) {
 		defer b.unblock()
 		s, l, served := pipeServer(t, Options{Verbs: b.verbs(), WriteTimeout: time.Hour})
 		c := l.dial()
-		if _, err := io.WriteString(c, mintRequestBytes()); err != nil { // and never reads
+		if _, err := io.WriteString(c, mintRequest); err != nil { // and never reads
 			t.Fatal(err)
 		}
 		<-b.entered

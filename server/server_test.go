@@ -23,6 +23,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/health"
 	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
 	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
+	"github.com/registrar-otel/registrar-otel/internal/testing/wiretest"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/vocab"
@@ -57,7 +58,7 @@ func TestMalformedRequestsNeverReachTheVerbs(t *testing.T) {
 	holder := fixedHolder(t, 1, 2)
 	s := newServer(t, unreachableVerbs(t), holder)
 	hc := rawUnixClient(t, serveUnix(t, s))
-	huge := replaceMember(mintBody, `"wrap_ttl":300`, `"wrap_ttl":300,"pad":"`+strings.Repeat("p", wire.MaxBodyBytes)+`"`)
+	huge := wiretest.ReplaceMember(wiretest.MintBody, `"wrap_ttl":300`, `"wrap_ttl":300,"pad":"`+strings.Repeat("p", wire.MaxBodyBytes)+`"`)
 
 	for _, tc := range []struct {
 		name        string
@@ -69,21 +70,21 @@ func TestMalformedRequestsNeverReachTheVerbs(t *testing.T) {
 		wantDetail  string
 	}{
 		{"bad JSON", "POST", wire.PathMint, "application/json", strings.NewReader(`{"protocol_version":1,`), 400, "not valid JSON"},
-		{"wrong protocol_version", "POST", wire.PathMint, "application/json", strings.NewReader(replaceMember(mintBody, `"protocol_version":1`, `"protocol_version":3`)), 400, "protocol_version: must be 1"},
-		{"null instance", "POST", wire.PathMint, "application/json", strings.NewReader(replaceMember(mintBody, `"instance":7`, `"instance":null`)), 400, "instance: must not be null"},
-		{"negative instance", "POST", wire.PathDeregister, "application/json", strings.NewReader(replaceMember(deregisterBody, `"instance":7`, `"instance":-7`)), 400, "instance: must be a non-negative integer"},
-		{"string wrap_ttl", "POST", wire.PathMint, "application/json", strings.NewReader(replaceMember(mintBody, `"wrap_ttl":300`, `"wrap_ttl":"300"`)), 400, "wrap_ttl: must be a non-negative integer, got a string"},
-		{"missing service_name", "POST", wire.PathDeregister, "application/json", strings.NewReader(replaceMember(deregisterBody, `"service_name":"review",`, ``)), 400, "service_name: required"},
+		{"wrong protocol_version", "POST", wire.PathMint, "application/json", strings.NewReader(wiretest.ReplaceMember(wiretest.MintBody, `"protocol_version":1`, `"protocol_version":3`)), 400, "protocol_version: must be 1"},
+		{"null instance", "POST", wire.PathMint, "application/json", strings.NewReader(wiretest.ReplaceMember(wiretest.MintBody, `"instance":7`, `"instance":null`)), 400, "instance: must not be null"},
+		{"negative instance", "POST", wire.PathDeregister, "application/json", strings.NewReader(wiretest.ReplaceMember(wiretest.DeregisterBody, `"instance":7`, `"instance":-7`)), 400, "instance: must be a non-negative integer"},
+		{"string wrap_ttl", "POST", wire.PathMint, "application/json", strings.NewReader(wiretest.ReplaceMember(wiretest.MintBody, `"wrap_ttl":300`, `"wrap_ttl":"300"`)), 400, "wrap_ttl: must be a non-negative integer, got a string"},
+		{"missing service_name", "POST", wire.PathDeregister, "application/json", strings.NewReader(wiretest.ReplaceMember(wiretest.DeregisterBody, `"service_name":"review",`, ``)), 400, "service_name: required"},
 		{"oversize body with its length", "POST", wire.PathMint, "application/json", strings.NewReader(huge), 400, "exceeds 65536 bytes"},
 		{"oversize body without its length", "POST", wire.PathMint, "application/json", chunked{strings.NewReader(huge)}, 400, "exceeds 65536 bytes"},
-		{"missing Content-Type", "POST", wire.PathMint, "", strings.NewReader(mintBody), 400, "Content-Type: required"},
-		{"form Content-Type", "POST", wire.PathMint, "application/x-www-form-urlencoded", strings.NewReader(mintBody), 400, "Content-Type: want application/json"},
-		{"latin-1 charset", "POST", wire.PathDeregister, "application/json; charset=latin1", strings.NewReader(deregisterBody), 400, "charset must be utf-8"},
+		{"missing Content-Type", "POST", wire.PathMint, "", strings.NewReader(wiretest.MintBody), 400, "Content-Type: required"},
+		{"form Content-Type", "POST", wire.PathMint, "application/x-www-form-urlencoded", strings.NewReader(wiretest.MintBody), 400, "Content-Type: want application/json"},
+		{"latin-1 charset", "POST", wire.PathDeregister, "application/json; charset=latin1", strings.NewReader(wiretest.DeregisterBody), 400, "charset must be utf-8"},
 		{"GET on mint", "GET", wire.PathMint, "", nil, 400, "accepts POST only"},
-		{"PUT on deregister", "PUT", wire.PathDeregister, "application/json", strings.NewReader(deregisterBody), 400, "accepts POST only"},
+		{"PUT on deregister", "PUT", wire.PathDeregister, "application/json", strings.NewReader(wiretest.DeregisterBody), 400, "accepts POST only"},
 		{"POST on health", "POST", wire.PathHealth, "application/json", strings.NewReader(`{}`), 400, "accepts GET only"},
-		{"unknown path", "POST", "/v1/mint/", "application/json", strings.NewReader(mintBody), 400, "unknown path"},
-		{"unknown version path", "POST", "/v2/mint", "application/json", strings.NewReader(mintBody), 400, "unknown path"},
+		{"unknown path", "POST", "/v1/mint/", "application/json", strings.NewReader(wiretest.MintBody), 400, "unknown path"},
+		{"unknown version path", "POST", "/v2/mint", "application/json", strings.NewReader(wiretest.MintBody), 400, "unknown path"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, err := http.NewRequest(tc.method, "http://registrar"+tc.path, tc.body)
@@ -130,7 +131,7 @@ func TestMalformedRequestsNeverReachTheVerbs(t *testing.T) {
 
 func TestARequestWithoutAnIdentityNeverReachesTheVerbs(t *testing.T) {
 	s := newServer(t, unreachableVerbs(t), fixedHolder(t, 0, 0))
-	req, err := http.NewRequest("POST", wire.PathMint, strings.NewReader(mintBody))
+	req, err := http.NewRequest("POST", wire.PathMint, strings.NewReader(wiretest.MintBody))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestAcceptedContentTypes(t *testing.T) {
 		t.Run(ct, func(t *testing.T) {
 			v := &fakeVerbs{t: t, deregister: deregisterAnswer(registrar.DeregisterResult{RequestID: "r.1", RegistrationID: "h1-review-007", Outcome: registrar.Removed}, nil)}
 			s := newServer(t, v, fixedHolder(t, 0, 0))
-			rec := do(s, "POST", wire.PathDeregister, deregisterBody, http.Header{"Content-Type": {ct}})
+			rec := do(s, "POST", wire.PathDeregister, wiretest.DeregisterBody, http.Header{"Content-Type": {ct}})
 			if rec.Code != 200 || v.calls.Load() != 1 {
 				t.Fatalf("got %d %s after %d verb calls, want 200 after one", rec.Code, rec.Body, v.calls.Load())
 			}
@@ -214,17 +215,17 @@ func TestRegistrarHealthIsTheSharedSnapshot(t *testing.T) {
 	defer c.CloseIdleConnections()
 	hc := rawUnixClient(t, path)
 	ctx := context.Background()
-	refused := goodMint()
+	refused := wiretest.GoodMint()
 	refused.ServiceName = "refuse"
-	malformed := goodDeregister()
+	malformed := wiretest.GoodDeregister()
 	malformed.ProtocolVersion = 2
 
 	shapes := []struct {
 		name string
 		call func() (*wire.Response, error)
 	}{
-		{"mint success", func() (*wire.Response, error) { return c.Mint(ctx, goodMint()) }},
-		{"deregister success", func() (*wire.Response, error) { return c.Deregister(ctx, goodDeregister()) }},
+		{"mint success", func() (*wire.Response, error) { return c.Mint(ctx, wiretest.GoodMint()) }},
+		{"deregister success", func() (*wire.Response, error) { return c.Deregister(ctx, wiretest.GoodDeregister()) }},
 		{"refusal", func() (*wire.Response, error) { return c.Mint(ctx, refused) }},
 		{"malformed", func() (*wire.Response, error) { return c.Deregister(ctx, malformed) }},
 		{"health", func() (*wire.Response, error) { return c.Health(ctx) }},
@@ -292,7 +293,7 @@ func TestTraceparentIsTheVerbsRemoteParent(t *testing.T) {
 		return registrar.MintResult{RequestID: "r.1", RegistrationID: "h1-review-007", Outcome: registrar.FirstMint, Material: goldenMaterial}, nil
 	}}
 	s := newServer(t, v, fixedHolder(t, 0, 0))
-	rec := do(s, "POST", wire.PathMint, mintBody, http.Header{
+	rec := do(s, "POST", wire.PathMint, wiretest.MintBody, http.Header{
 		"Traceparent": {"00-" + testTraceID + "-" + testSpanID + "-01"},
 		"Tracestate":  {"vendor=opaque"},
 	})
@@ -320,7 +321,7 @@ func TestClientPropagatesItsCallersSpan(t *testing.T) {
 	tid, _ := trace.TraceIDFromHex(testTraceID)
 	sid, _ := trace.SpanIDFromHex(testSpanID)
 	ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
-	res, err := c.Deregister(ctx, goodDeregister())
+	res, err := c.Deregister(ctx, wiretest.GoodDeregister())
 	if err != nil || !res.OK() {
 		t.Fatalf("got %+v, %v, want a success", res, err)
 	}
@@ -436,7 +437,7 @@ func TestShutdownPastItsGraceAnswersTheMintItRecorded(t *testing.T) {
 	answered := make(chan result, 1)
 	c := wire.NewUnixClient(path, wire.WithoutKeepAlive())
 	go func() {
-		resp, err := c.Mint(context.Background(), goodMint())
+		resp, err := c.Mint(context.Background(), wiretest.GoodMint())
 		answered <- result{resp, err}
 	}()
 	<-inBackend
@@ -488,7 +489,7 @@ func TestPreDerivationFloodOverTheSocketKeepsItsRealRefusal(t *testing.T) {
 			s := newServer(t, rv.v, fixedHolder(t, 0, 0))
 			c := wire.NewUnixClient(serveUnix(t, s))
 			defer c.CloseIdleConnections()
-			req := goodMint()
+			req := wiretest.GoodMint()
 			tc.mut(&req)
 			for i := range flood {
 				res, err := c.Mint(context.Background(), req)
@@ -533,7 +534,7 @@ func TestThrottleOverTheSocket(t *testing.T) {
 	ctx := context.Background()
 
 	for i, want := range []string{"first_mint", "idempotent_remint"} {
-		res, err := c.Mint(ctx, goodMint())
+		res, err := c.Mint(ctx, wiretest.GoodMint())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -546,7 +547,7 @@ func TestThrottleOverTheSocket(t *testing.T) {
 	}
 	records, calls := rv.log.Len(), backend.Calls()
 
-	res, err := c.Mint(ctx, goodMint())
+	res, err := c.Mint(ctx, wiretest.GoodMint())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -600,7 +601,7 @@ func TestTwoConnectionsOfOneCallerSpendOneBucket(t *testing.T) {
 	ctx := context.Background()
 
 	first := wire.NewUnixClient(path, wire.WithoutKeepAlive())
-	res, err := first.Mint(ctx, goodMint())
+	res, err := first.Mint(ctx, wiretest.GoodMint())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -608,7 +609,7 @@ func TestTwoConnectionsOfOneCallerSpendOneBucket(t *testing.T) {
 		t.Fatalf("first connection: got %d %s %s, want first_mint", res.StatusCode, res.ErrorID, res.Outcome)
 	}
 	second := wire.NewUnixClient(path, wire.WithoutKeepAlive())
-	res, err = second.Mint(ctx, goodMint())
+	res, err = second.Mint(ctx, wiretest.GoodMint())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -635,10 +636,10 @@ func TestUnixCallerIsIdentifiedByItsUID(t *testing.T) {
 	s := newServer(t, v, fixedHolder(t, 0, 0))
 	c := wire.NewUnixClient(serveUnix(t, s))
 	defer c.CloseIdleConnections()
-	if _, err := c.Mint(context.Background(), goodMint()); err != nil {
+	if _, err := c.Mint(context.Background(), wiretest.GoodMint()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Deregister(context.Background(), goodDeregister()); err != nil {
+	if _, err := c.Deregister(context.Background(), wiretest.GoodDeregister()); err != nil {
 		t.Fatal(err)
 	}
 	want := "unix-peer:uid=" + strconv.Itoa(os.Getuid())
@@ -662,7 +663,7 @@ func TestRequestFieldsReachTheVerbs(t *testing.T) {
 		return registrar.MintResult{RequestID: "r.1", RegistrationID: "x", Outcome: registrar.FirstMint}, nil
 	}}
 	s := newServer(t, v, fixedHolder(t, 0, 0))
-	rec := do(s, "POST", wire.PathMint, mintBody, nil)
+	rec := do(s, "POST", wire.PathMint, wiretest.MintBody, nil)
 	if rec.Code != 200 {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
@@ -685,7 +686,7 @@ func TestMalformedRequestsAreNeitherChargedNorRecorded(t *testing.T) {
 	c := wire.NewUnixClient(serveUnix(t, s))
 	defer c.CloseIdleConnections()
 	ctx := context.Background()
-	bad := goodMint()
+	bad := wiretest.GoodMint()
 	bad.ProtocolVersion = 2
 	for i := range 10 {
 		res, err := c.Mint(ctx, bad)
@@ -699,7 +700,7 @@ func TestMalformedRequestsAreNeitherChargedNorRecorded(t *testing.T) {
 	if got := rv.log.Len(); got != 0 {
 		t.Fatalf("%d records after malformed requests, want 0", got)
 	}
-	res, err := c.Mint(ctx, goodMint())
+	res, err := c.Mint(ctx, wiretest.GoodMint())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/backend/openbao"
+	"github.com/registrar-otel/registrar-otel/internal/testing/metrictest"
 	"github.com/registrar-otel/registrar-otel/telemetry"
 )
 
@@ -16,10 +17,10 @@ import (
 func TestOpenBaoObserverRecordsRequestsAndFailures(t *testing.T) {
 	reader, mp := newReader(t)
 	o := newObserver(t, mp, telemetry.NewOpenBaoObserver)
-	got := collectPoints(t, reader)
+	got := metrictest.Collect(t, reader)
 	zeros := 0
 	for p, v := range got {
-		if p.name == telemetry.BackendRequestErrors && p.scope == openbao.ScopeName && v == 0 {
+		if p.Name == telemetry.BackendRequestErrors && p.Scope == openbao.ScopeName && v == 0 {
 			zeros++
 		}
 	}
@@ -34,22 +35,22 @@ func TestOpenBaoObserverRecordsRequestsAndFailures(t *testing.T) {
 	o.Failed(ctx, openbao.Operation(openbao.NumOperations), openbao.KindTimeout)
 	o.Failed(ctx, openbao.OpBindingClaim, openbao.Kind(0))
 	o.Failed(ctx, openbao.OpBindingClaim, openbao.Kind(openbao.NumKinds+1))
-	got = collectPoints(t, reader)
+	got = metrictest.Collect(t, reader)
 	for _, tc := range []struct {
-		p    point
+		p    metrictest.Point
 		want int64
 	}{
-		{point{openbao.ScopeName, telemetry.BackendRequestDuration, attrSet("backend", "openbao", "operation", "binding_claim")}, 2},
-		{point{openbao.ScopeName, telemetry.BackendRequestErrors, attrSet("backend", "openbao", "kind", "timeout", "operation", "binding_claim")}, 1},
-		{point{openbao.ScopeName, telemetry.BackendRequestErrors, attrSet("backend", "openbao", "kind", "transport", "operation", "binding_claim")}, 0},
+		{metrictest.At(openbao.ScopeName, telemetry.BackendRequestDuration, "backend", "openbao", "operation", "binding_claim"), 2},
+		{metrictest.At(openbao.ScopeName, telemetry.BackendRequestErrors, "backend", "openbao", "kind", "timeout", "operation", "binding_claim"), 1},
+		{metrictest.At(openbao.ScopeName, telemetry.BackendRequestErrors, "backend", "openbao", "kind", "transport", "operation", "binding_claim"), 0},
 	} {
 		if v, ok := got[tc.p]; !ok || v != tc.want {
-			t.Errorf("%s{%s} = %d (present %v), want %d", tc.p.name, tc.p.attrs, v, ok, tc.want)
+			t.Errorf("%s{%s} = %d (present %v), want %d", tc.p.Name, tc.p.Attrs, v, ok, tc.want)
 		}
 	}
 	for p := range got {
-		if p.name == telemetry.BackendRequestDuration && p.attrs != attrSet("backend", "openbao", "operation", "binding_claim") {
-			t.Errorf("a duration series {%s} appeared, want only binding_claim's", p.attrs)
+		if p.Name == telemetry.BackendRequestDuration && p.Attrs != metrictest.Attrs("backend", "openbao", "operation", "binding_claim") {
+			t.Errorf("a duration series {%s} appeared, want only binding_claim's", p.Attrs)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/registrar-otel/registrar-otel/internal/testing/wiretest"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -121,20 +122,20 @@ func TestDecodeAgreesWithReferenceOnEdges(t *testing.T) {
 // BenchmarkDecodeDeregister is BenchmarkDecodeMint's sibling: the
 // deregister body every throttled deregister is decoded from.
 func BenchmarkDecodeDeregister(b *testing.B) {
-	benchDecode(b, deregisterBody, wire.DecodeDeregister)
+	benchDecode(b, wiretest.DeregisterBody, wire.DecodeDeregister)
 }
 
 // BenchmarkDecodeMintEncodingJSON is the standard library's peer of
 // BenchmarkDecodeMint: the same body into the same type by json.Unmarshal,
 // which checks less (no duplicate members, no required ones, no bounds).
 func BenchmarkDecodeMintEncodingJSON(b *testing.B) {
-	benchDecode(b, mintBody, func(body []byte) (req wire.MintRequest, err error) {
+	benchDecode(b, wiretest.MintBody, func(body []byte) (req wire.MintRequest, err error) {
 		return req, json.Unmarshal(body, &req)
 	})
 }
 
 func BenchmarkDecodeMint(b *testing.B) {
-	benchDecode(b, mintBody, wire.DecodeMint)
+	benchDecode(b, wiretest.MintBody, wire.DecodeMint)
 }
 
 // benchDecode measures decode on body, allocations and throughput.
@@ -270,7 +271,7 @@ func TestDecodeMintAllocatesOnlyTheBodyCopy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocation count in -short mode skipped")
 	}
-	body := []byte(mintBody)
+	body := []byte(wiretest.MintBody)
 	if n := testing.AllocsPerRun(200, func() {
 		if _, err := wire.DecodeMint(body); err != nil {
 			t.Fatal(err)
@@ -278,7 +279,7 @@ func TestDecodeMintAllocatesOnlyTheBodyCopy(t *testing.T) {
 	}); n > 1 {
 		t.Fatalf("DecodeMint allocates %v times per call, want at most 1 (the body's one copy)", n)
 	}
-	dbody := []byte(deregisterBody)
+	dbody := []byte(wiretest.DeregisterBody)
 	if n := testing.AllocsPerRun(200, func() {
 		if _, err := wire.DecodeDeregister(dbody); err != nil {
 			t.Fatal(err)
@@ -291,5 +292,5 @@ func TestDecodeMintAllocatesOnlyTheBodyCopy(t *testing.T) {
 // BenchmarkDecodeMintReference is the decoder before the single-pass
 // rewrite, the peer of BenchmarkDecodeMint.
 func BenchmarkDecodeMintReference(b *testing.B) {
-	benchDecode(b, mintBody, wire.RefDecodeMint)
+	benchDecode(b, wiretest.MintBody, wire.RefDecodeMint)
 }

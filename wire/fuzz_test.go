@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/registrar-otel/registrar-otel/internal/testing/wiretest"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -90,7 +91,7 @@ func FuzzDecodeDeregister(f *testing.F) {
 	for _, tc := range deregisterDecodeCases() {
 		f.Add([]byte(tc.body))
 	}
-	f.Add([]byte(mintBody))
+	f.Add([]byte(wiretest.MintBody))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := wire.DecodeDeregister(body)
 		if err != nil {

@@ -7,39 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/registrar-otel/registrar-otel/internal/testing/wiretest"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
-
-const (
-	mintBody = `{"protocol_version":1,"service_name":"review","host":"h1","instance":7,"component":"review",` +
-		`"spec":{"component":"review","service_name":"review","reload":"systemctl reload review"},"wrap_ttl":300,"idempotency_key":"k1"}`
-	deregisterBody = `{"protocol_version":1,"service_name":"review","host":"h1","instance":7,"component":"review","idempotency_key":"k1"}`
-)
-
-// goodMint and goodDeregister are the requests mintBody and deregisterBody
-// spell, without their idempotency key.
-func goodMint() wire.MintRequest {
-	return wire.MintRequest{
-		ServiceName: "review",
-		Host:        "h1",
-		Instance:    7,
-		Component:   "review",
-		Spec:        wire.Spec{Component: "review", ServiceName: "review", Reload: "systemctl reload review"},
-		WrapTTL:     300,
-	}
-}
-
-func goodDeregister() wire.DeregisterRequest {
-	return wire.DeregisterRequest{ServiceName: "review", Host: "h1", Instance: 7, Component: "review"}
-}
-
-// replaceMember returns body with the first occurrence of old replaced.
-func replaceMember(body, old, new string) string {
-	if !strings.Contains(body, old) {
-		panic("replaceMember: " + old + " not in body")
-	}
-	return strings.Replace(body, old, new, 1)
-}
 
 // decodeCase is one body for a decoder: accepted as want, or rejected with
 // a detail containing wantDetail.
@@ -64,7 +34,7 @@ func mutated[R any](r R, mut func(*R)) R {
 }
 
 func wantMint(mut func(*wire.MintRequest)) wire.MintRequest {
-	r := goodMint()
+	r := wiretest.GoodMint()
 	r.ProtocolVersion, r.IdempotencyKey = 1, "k1"
 	return mutated(r, mut)
 }
@@ -72,89 +42,89 @@ func wantMint(mut func(*wire.MintRequest)) wire.MintRequest {
 func mintDecodeCases() []mintDecodeCase {
 	return []mintDecodeCase{
 		// Accepted.
-		{name: "full request", body: mintBody, want: wantMint(nil)},
-		{name: "without instance", body: replaceMember(mintBody, `"instance":7,`, ``), want: wantMint(func(r *wire.MintRequest) { r.Instance = 0 })},
-		{name: "largest instance", body: replaceMember(mintBody, `"instance":7`, `"instance":4294967295`), want: wantMint(func(r *wire.MintRequest) { r.Instance = 4294967295 })},
-		{name: "without idempotency key", body: replaceMember(mintBody, `,"idempotency_key":"k1"`, ``), want: wantMint(func(r *wire.MintRequest) { r.IdempotencyKey = "" })},
-		{name: "wrap ttl zero is the verbs' to refuse", body: replaceMember(mintBody, `"wrap_ttl":300`, `"wrap_ttl":0`), want: wantMint(func(r *wire.MintRequest) { r.WrapTTL = 0 })},
-		{name: "largest wrap ttl", body: replaceMember(mintBody, `"wrap_ttl":300`, `"wrap_ttl":18446744073709551615`), want: wantMint(func(r *wire.MintRequest) { r.WrapTTL = 18446744073709551615 })},
-		{name: "empty strings are the verbs' to refuse", body: replaceMember(mintBody, `"service_name":"review","host"`, `"service_name":"","host"`), want: wantMint(func(r *wire.MintRequest) { r.ServiceName = "" })},
-		{name: "unknown members ignored at every level", body: replaceMember(replaceMember(mintBody, `"wrap_ttl":300`, `"wrap_ttl":300,"future":{"a":[1,{"b":null}]},"x":null`), `"reload":`, `"extra":[true],"reload":`), want: wantMint(nil)},
-		{name: "escaped member names", body: replaceMember(mintBody, `"service_name":"review","host"`, `"service\u005fname":"review","host"`), want: wantMint(nil)},
-		{name: "whitespace around the object", body: " \n\t" + mintBody + "\r\n ", want: wantMint(nil)},
+		{name: "full request", body: wiretest.MintBody, want: wantMint(nil)},
+		{name: "without instance", body: wiretest.ReplaceMember(wiretest.MintBody, `"instance":7,`, ``), want: wantMint(func(r *wire.MintRequest) { r.Instance = 0 })},
+		{name: "largest instance", body: wiretest.ReplaceMember(wiretest.MintBody, `"instance":7`, `"instance":4294967295`), want: wantMint(func(r *wire.MintRequest) { r.Instance = 4294967295 })},
+		{name: "without idempotency key", body: wiretest.ReplaceMember(wiretest.MintBody, `,"idempotency_key":"k1"`, ``), want: wantMint(func(r *wire.MintRequest) { r.IdempotencyKey = "" })},
+		{name: "wrap ttl zero is the verbs' to refuse", body: wiretest.ReplaceMember(wiretest.MintBody, `"wrap_ttl":300`, `"wrap_ttl":0`), want: wantMint(func(r *wire.MintRequest) { r.WrapTTL = 0 })},
+		{name: "largest wrap ttl", body: wiretest.ReplaceMember(wiretest.MintBody, `"wrap_ttl":300`, `"wrap_ttl":18446744073709551615`), want: wantMint(func(r *wire.MintRequest) { r.WrapTTL = 18446744073709551615 })},
+		{name: "empty strings are the verbs' to refuse", body: wiretest.ReplaceMember(wiretest.MintBody, `"service_name":"review","host"`, `"service_name":"","host"`), want: wantMint(func(r *wire.MintRequest) { r.ServiceName = "" })},
+		{name: "unknown members ignored at every level", body: wiretest.ReplaceMember(wiretest.ReplaceMember(wiretest.MintBody, `"wrap_ttl":300`, `"wrap_ttl":300,"future":{"a":[1,{"b":null}]},"x":null`), `"reload":`, `"extra":[true],"reload":`), want: wantMint(nil)},
+		{name: "escaped member names", body: wiretest.ReplaceMember(wiretest.MintBody, `"service_name":"review","host"`, `"service\u005fname":"review","host"`), want: wantMint(nil)},
+		{name: "whitespace around the object", body: " \n\t" + wiretest.MintBody + "\r\n ", want: wantMint(nil)},
 		{name: "members in another order", body: `{"wrap_ttl":300,"spec":{"reload":"r","service_name":"review","component":"review"},"component":"review","host":"h1","service_name":"review","protocol_version":1}`,
 			want: wire.MintRequest{ProtocolVersion: 1, ServiceName: "review", Host: "h1", Component: "review", Spec: wire.Spec{Component: "review", ServiceName: "review", Reload: "r"}, WrapTTL: 300}},
-		{name: "unicode in strings", body: replaceMember(mintBody, `"systemctl reload review"`, `"reload \u00e9 é"`), want: wantMint(func(r *wire.MintRequest) { r.Spec.Reload = "reload é é" })},
+		{name: "unicode in strings", body: wiretest.ReplaceMember(wiretest.MintBody, `"systemctl reload review"`, `"reload \u00e9 é"`), want: wantMint(func(r *wire.MintRequest) { r.Spec.Reload = "reload é é" })},
 
 		// Rejected by the codec.
 		{name: "empty body", body: ``, wantDetail: "request body is empty"},
 		{name: "not JSON", body: `protocol_version=1`, wantDetail: "not valid JSON"},
-		{name: "truncated JSON", body: mintBody[:40], wantDetail: "not valid JSON"},
-		{name: "an array", body: `[` + mintBody + `]`, wantDetail: "must be a JSON object, got an array"},
+		{name: "truncated JSON", body: wiretest.MintBody[:40], wantDetail: "not valid JSON"},
+		{name: "an array", body: `[` + wiretest.MintBody + `]`, wantDetail: "must be a JSON object, got an array"},
 		{name: "null", body: `null`, wantDetail: "must be a JSON object, got null"},
-		{name: "data after the object", body: mintBody + `{}`, wantDetail: "after top-level value"},
-		{name: "invalid UTF-8", body: replaceMember(mintBody, `"h1"`, "\"h\xff\""), wantDetail: "not valid UTF-8"},
-		{name: "missing protocol_version", body: replaceMember(mintBody, `"protocol_version":1,`, ``), wantDetail: "protocol_version: required"},
-		{name: "protocol_version 2", body: replaceMember(mintBody, `"protocol_version":1`, `"protocol_version":2`), wantDetail: "protocol_version: must be 1"},
-		{name: "protocol_version 1.0", body: replaceMember(mintBody, `"protocol_version":1`, `"protocol_version":1.0`), wantDetail: "protocol_version: must be 1"},
-		{name: "protocol_version as a string", body: replaceMember(mintBody, `"protocol_version":1`, `"protocol_version":"1"`), wantDetail: "protocol_version: must be the integer 1, got a string"},
+		{name: "data after the object", body: wiretest.MintBody + `{}`, wantDetail: "after top-level value"},
+		{name: "invalid UTF-8", body: wiretest.ReplaceMember(wiretest.MintBody, `"h1"`, "\"h\xff\""), wantDetail: "not valid UTF-8"},
+		{name: "missing protocol_version", body: wiretest.ReplaceMember(wiretest.MintBody, `"protocol_version":1,`, ``), wantDetail: "protocol_version: required"},
+		{name: "protocol_version 2", body: wiretest.ReplaceMember(wiretest.MintBody, `"protocol_version":1`, `"protocol_version":2`), wantDetail: "protocol_version: must be 1"},
+		{name: "protocol_version 1.0", body: wiretest.ReplaceMember(wiretest.MintBody, `"protocol_version":1`, `"protocol_version":1.0`), wantDetail: "protocol_version: must be 1"},
+		{name: "protocol_version as a string", body: wiretest.ReplaceMember(wiretest.MintBody, `"protocol_version":1`, `"protocol_version":"1"`), wantDetail: "protocol_version: must be the integer 1, got a string"},
 		{name: "wrong protocol_version reported before other problems", body: `{"service_name":5,"protocol_version":2}`, wantDetail: "protocol_version: must be 1"},
-		{name: "missing service_name", body: replaceMember(mintBody, `"service_name":"review","host"`, `"host"`), wantDetail: "service_name: required"},
-		{name: "null service_name", body: replaceMember(mintBody, `"service_name":"review","host"`, `"service_name":null,"host"`), wantDetail: "service_name: must be a string, got null"},
-		{name: "numeric service_name", body: replaceMember(mintBody, `"service_name":"review","host"`, `"service_name":5,"host"`), wantDetail: "service_name: must be a string, got a number"},
-		{name: "missing host", body: replaceMember(mintBody, `"host":"h1",`, ``), wantDetail: "host: required"},
-		{name: "boolean host", body: replaceMember(mintBody, `"host":"h1"`, `"host":true`), wantDetail: "host: must be a string, got a boolean"},
-		{name: "missing component", body: replaceMember(mintBody, `"component":"review","spec"`, `"spec"`), wantDetail: "component: required"},
-		{name: "null instance", body: replaceMember(mintBody, `"instance":7`, `"instance":null`), wantDetail: "instance: must not be null"},
-		{name: "instance zero is not absence", body: replaceMember(mintBody, `"instance":7`, `"instance":0`), wantDetail: "instance: must be 1 or more when present"},
-		{name: "negative instance", body: replaceMember(mintBody, `"instance":7`, `"instance":-1`), wantDetail: "instance: must be a non-negative integer, got a negative number"},
-		{name: "fractional instance", body: replaceMember(mintBody, `"instance":7`, `"instance":7.5`), wantDetail: "instance: must be an integer"},
-		{name: "instance with an exponent", body: replaceMember(mintBody, `"instance":7`, `"instance":7e0`), wantDetail: "instance: must be an integer"},
-		{name: "string instance", body: replaceMember(mintBody, `"instance":7`, `"instance":"7"`), wantDetail: "instance: must be a non-negative integer, got a string"},
-		{name: "instance past 32 bits", body: replaceMember(mintBody, `"instance":7`, `"instance":4294967296`), wantDetail: "instance: out of range"},
-		{name: "missing wrap_ttl", body: replaceMember(mintBody, `,"wrap_ttl":300`, ``), wantDetail: "wrap_ttl: required"},
-		{name: "string wrap_ttl", body: replaceMember(mintBody, `"wrap_ttl":300`, `"wrap_ttl":"300"`), wantDetail: "wrap_ttl: must be a non-negative integer, got a string"},
-		{name: "negative wrap_ttl", body: replaceMember(mintBody, `"wrap_ttl":300`, `"wrap_ttl":-300`), wantDetail: "wrap_ttl: must be a non-negative integer, got a negative number"},
-		{name: "wrap_ttl past 64 bits", body: replaceMember(mintBody, `"wrap_ttl":300`, `"wrap_ttl":18446744073709551616`), wantDetail: "wrap_ttl: out of range"},
-		{name: "null wrap_ttl", body: replaceMember(mintBody, `"wrap_ttl":300`, `"wrap_ttl":null`), wantDetail: "wrap_ttl: must not be null"},
+		{name: "missing service_name", body: wiretest.ReplaceMember(wiretest.MintBody, `"service_name":"review","host"`, `"host"`), wantDetail: "service_name: required"},
+		{name: "null service_name", body: wiretest.ReplaceMember(wiretest.MintBody, `"service_name":"review","host"`, `"service_name":null,"host"`), wantDetail: "service_name: must be a string, got null"},
+		{name: "numeric service_name", body: wiretest.ReplaceMember(wiretest.MintBody, `"service_name":"review","host"`, `"service_name":5,"host"`), wantDetail: "service_name: must be a string, got a number"},
+		{name: "missing host", body: wiretest.ReplaceMember(wiretest.MintBody, `"host":"h1",`, ``), wantDetail: "host: required"},
+		{name: "boolean host", body: wiretest.ReplaceMember(wiretest.MintBody, `"host":"h1"`, `"host":true`), wantDetail: "host: must be a string, got a boolean"},
+		{name: "missing component", body: wiretest.ReplaceMember(wiretest.MintBody, `"component":"review","spec"`, `"spec"`), wantDetail: "component: required"},
+		{name: "null instance", body: wiretest.ReplaceMember(wiretest.MintBody, `"instance":7`, `"instance":null`), wantDetail: "instance: must not be null"},
+		{name: "instance zero is not absence", body: wiretest.ReplaceMember(wiretest.MintBody, `"instance":7`, `"instance":0`), wantDetail: "instance: must be 1 or more when present"},
+		{name: "negative instance", body: wiretest.ReplaceMember(wiretest.MintBody, `"instance":7`, `"instance":-1`), wantDetail: "instance: must be a non-negative integer, got a negative number"},
+		{name: "fractional instance", body: wiretest.ReplaceMember(wiretest.MintBody, `"instance":7`, `"instance":7.5`), wantDetail: "instance: must be an integer"},
+		{name: "instance with an exponent", body: wiretest.ReplaceMember(wiretest.MintBody, `"instance":7`, `"instance":7e0`), wantDetail: "instance: must be an integer"},
+		{name: "string instance", body: wiretest.ReplaceMember(wiretest.MintBody, `"instance":7`, `"instance":"7"`), wantDetail: "instance: must be a non-negative integer, got a string"},
+		{name: "instance past 32 bits", body: wiretest.ReplaceMember(wiretest.MintBody, `"instance":7`, `"instance":4294967296`), wantDetail: "instance: out of range"},
+		{name: "missing wrap_ttl", body: wiretest.ReplaceMember(wiretest.MintBody, `,"wrap_ttl":300`, ``), wantDetail: "wrap_ttl: required"},
+		{name: "string wrap_ttl", body: wiretest.ReplaceMember(wiretest.MintBody, `"wrap_ttl":300`, `"wrap_ttl":"300"`), wantDetail: "wrap_ttl: must be a non-negative integer, got a string"},
+		{name: "negative wrap_ttl", body: wiretest.ReplaceMember(wiretest.MintBody, `"wrap_ttl":300`, `"wrap_ttl":-300`), wantDetail: "wrap_ttl: must be a non-negative integer, got a negative number"},
+		{name: "wrap_ttl past 64 bits", body: wiretest.ReplaceMember(wiretest.MintBody, `"wrap_ttl":300`, `"wrap_ttl":18446744073709551616`), wantDetail: "wrap_ttl: out of range"},
+		{name: "null wrap_ttl", body: wiretest.ReplaceMember(wiretest.MintBody, `"wrap_ttl":300`, `"wrap_ttl":null`), wantDetail: "wrap_ttl: must not be null"},
 		{name: "missing spec", body: `{"protocol_version":1,"service_name":"review","host":"h1","component":"review","wrap_ttl":300}`, wantDetail: "spec: required"},
 		{name: "null spec", body: `{"protocol_version":1,"service_name":"review","host":"h1","component":"review","spec":null,"wrap_ttl":300}`, wantDetail: "spec: must be an object, got null"},
 		{name: "spec as an array", body: `{"protocol_version":1,"service_name":"review","host":"h1","component":"review","spec":[],"wrap_ttl":300}`, wantDetail: "spec: must be an object, got an array"},
-		{name: "spec without reload", body: replaceMember(mintBody, `,"reload":"systemctl reload review"`, ``), wantDetail: "spec.reload: required"},
-		{name: "spec with a numeric reload", body: replaceMember(mintBody, `"reload":"systemctl reload review"`, `"reload":1`), wantDetail: "spec.reload: must be a string, got a number"},
-		{name: "duplicate member in spec", body: replaceMember(mintBody, `"reload":`, `"component":"x","reload":`), wantDetail: `spec: duplicate member "component"`},
-		{name: "duplicate service_name", body: replaceMember(mintBody, `"host":"h1"`, `"host":"h1","service_name":"other"`), wantDetail: `request body: duplicate member "service_name"`},
-		{name: "duplicate protocol_version", body: replaceMember(mintBody, `"host":"h1"`, `"host":"h1","protocol_version":1`), wantDetail: `duplicate member "protocol_version"`},
-		{name: "duplicate member spelt with an escape", body: replaceMember(mintBody, `"host":"h1"`, `"host":"h1","\u0068ost":"h2"`), wantDetail: `duplicate member "host"`},
-		{name: "duplicate unknown member", body: replaceMember(mintBody, `"host":"h1"`, `"host":"h1","x":1,"x":2`), wantDetail: `duplicate member "x"`},
-		{name: "numeric idempotency_key", body: replaceMember(mintBody, `"idempotency_key":"k1"`, `"idempotency_key":1`), wantDetail: "idempotency_key: must be a string, got a number"},
-		{name: "null idempotency_key", body: replaceMember(mintBody, `"idempotency_key":"k1"`, `"idempotency_key":null`), wantDetail: "idempotency_key: must be a string, got null"},
-		{name: "nesting past the decoder's depth", body: replaceMember(mintBody, `"wrap_ttl":300`, `"wrap_ttl":300,"deep":`+strings.Repeat("[", 10001)+strings.Repeat("]", 10001)), wantDetail: "not valid JSON"},
-		{name: "body over 64 KiB", body: replaceMember(mintBody, `"wrap_ttl":300`, `"wrap_ttl":300,"pad":"`+strings.Repeat("p", wire.MaxBodyBytes)+`"`), wantDetail: "request body exceeds 65536 bytes"},
+		{name: "spec without reload", body: wiretest.ReplaceMember(wiretest.MintBody, `,"reload":"systemctl reload review"`, ``), wantDetail: "spec.reload: required"},
+		{name: "spec with a numeric reload", body: wiretest.ReplaceMember(wiretest.MintBody, `"reload":"systemctl reload review"`, `"reload":1`), wantDetail: "spec.reload: must be a string, got a number"},
+		{name: "duplicate member in spec", body: wiretest.ReplaceMember(wiretest.MintBody, `"reload":`, `"component":"x","reload":`), wantDetail: `spec: duplicate member "component"`},
+		{name: "duplicate service_name", body: wiretest.ReplaceMember(wiretest.MintBody, `"host":"h1"`, `"host":"h1","service_name":"other"`), wantDetail: `request body: duplicate member "service_name"`},
+		{name: "duplicate protocol_version", body: wiretest.ReplaceMember(wiretest.MintBody, `"host":"h1"`, `"host":"h1","protocol_version":1`), wantDetail: `duplicate member "protocol_version"`},
+		{name: "duplicate member spelt with an escape", body: wiretest.ReplaceMember(wiretest.MintBody, `"host":"h1"`, `"host":"h1","\u0068ost":"h2"`), wantDetail: `duplicate member "host"`},
+		{name: "duplicate unknown member", body: wiretest.ReplaceMember(wiretest.MintBody, `"host":"h1"`, `"host":"h1","x":1,"x":2`), wantDetail: `duplicate member "x"`},
+		{name: "numeric idempotency_key", body: wiretest.ReplaceMember(wiretest.MintBody, `"idempotency_key":"k1"`, `"idempotency_key":1`), wantDetail: "idempotency_key: must be a string, got a number"},
+		{name: "null idempotency_key", body: wiretest.ReplaceMember(wiretest.MintBody, `"idempotency_key":"k1"`, `"idempotency_key":null`), wantDetail: "idempotency_key: must be a string, got null"},
+		{name: "nesting past the decoder's depth", body: wiretest.ReplaceMember(wiretest.MintBody, `"wrap_ttl":300`, `"wrap_ttl":300,"deep":`+strings.Repeat("[", 10001)+strings.Repeat("]", 10001)), wantDetail: "not valid JSON"},
+		{name: "body over 64 KiB", body: wiretest.ReplaceMember(wiretest.MintBody, `"wrap_ttl":300`, `"wrap_ttl":300,"pad":"`+strings.Repeat("p", wire.MaxBodyBytes)+`"`), wantDetail: "request body exceeds 65536 bytes"},
 	}
 }
 
 func wantDeregister(mut func(*wire.DeregisterRequest)) wire.DeregisterRequest {
-	r := goodDeregister()
+	r := wiretest.GoodDeregister()
 	r.ProtocolVersion, r.IdempotencyKey = 1, "k1"
 	return mutated(r, mut)
 }
 
 func deregisterDecodeCases() []deregisterDecodeCase {
 	return []deregisterDecodeCase{
-		{name: "full request", body: deregisterBody, want: wantDeregister(nil)},
-		{name: "without instance", body: replaceMember(deregisterBody, `"instance":7,`, ``), want: wantDeregister(func(r *wire.DeregisterRequest) { r.Instance = 0 })},
-		{name: "mint members are unknown here and ignored", body: replaceMember(deregisterBody, `"component":"review"`, `"component":"review","spec":null,"wrap_ttl":"x"`), want: wantDeregister(nil)},
+		{name: "full request", body: wiretest.DeregisterBody, want: wantDeregister(nil)},
+		{name: "without instance", body: wiretest.ReplaceMember(wiretest.DeregisterBody, `"instance":7,`, ``), want: wantDeregister(func(r *wire.DeregisterRequest) { r.Instance = 0 })},
+		{name: "mint members are unknown here and ignored", body: wiretest.ReplaceMember(wiretest.DeregisterBody, `"component":"review"`, `"component":"review","spec":null,"wrap_ttl":"x"`), want: wantDeregister(nil)},
 		{name: "empty body", body: ``, wantDetail: "request body is empty"},
 		{name: "bad JSON", body: `{"protocol_version":1,`, wantDetail: "not valid JSON"},
-		{name: "protocol_version 0", body: replaceMember(deregisterBody, `"protocol_version":1`, `"protocol_version":0`), wantDetail: "protocol_version: must be 1"},
-		{name: "missing service_name", body: replaceMember(deregisterBody, `"service_name":"review",`, ``), wantDetail: "service_name: required"},
-		{name: "null instance", body: replaceMember(deregisterBody, `"instance":7`, `"instance":null`), wantDetail: "instance: must not be null"},
-		{name: "instance zero is not absence", body: replaceMember(deregisterBody, `"instance":7`, `"instance":0`), wantDetail: "instance: must be 1 or more when present"},
-		{name: "negative instance", body: replaceMember(deregisterBody, `"instance":7`, `"instance":-7`), wantDetail: "instance: must be a non-negative integer"},
-		{name: "missing host", body: replaceMember(deregisterBody, `"host":"h1",`, ``), wantDetail: "host: required"},
-		{name: "missing component", body: replaceMember(deregisterBody, `"component":"review",`, ``), wantDetail: "component: required"},
-		{name: "duplicate component", body: replaceMember(deregisterBody, `"component":"review"`, `"component":"review","component":"review"`), wantDetail: `duplicate member "component"`},
+		{name: "protocol_version 0", body: wiretest.ReplaceMember(wiretest.DeregisterBody, `"protocol_version":1`, `"protocol_version":0`), wantDetail: "protocol_version: must be 1"},
+		{name: "missing service_name", body: wiretest.ReplaceMember(wiretest.DeregisterBody, `"service_name":"review",`, ``), wantDetail: "service_name: required"},
+		{name: "null instance", body: wiretest.ReplaceMember(wiretest.DeregisterBody, `"instance":7`, `"instance":null`), wantDetail: "instance: must not be null"},
+		{name: "instance zero is not absence", body: wiretest.ReplaceMember(wiretest.DeregisterBody, `"instance":7`, `"instance":0`), wantDetail: "instance: must be 1 or more when present"},
+		{name: "negative instance", body: wiretest.ReplaceMember(wiretest.DeregisterBody, `"instance":7`, `"instance":-7`), wantDetail: "instance: must be a non-negative integer"},
+		{name: "missing host", body: wiretest.ReplaceMember(wiretest.DeregisterBody, `"host":"h1",`, ``), wantDetail: "host: required"},
+		{name: "missing component", body: wiretest.ReplaceMember(wiretest.DeregisterBody, `"component":"review",`, ``), wantDetail: "component: required"},
+		{name: "duplicate component", body: wiretest.ReplaceMember(wiretest.DeregisterBody, `"component":"review"`, `"component":"review","component":"review"`), wantDetail: `duplicate member "component"`},
 	}
 }
 
@@ -203,7 +173,7 @@ func runDecodeCases[R comparable](t *testing.T, cases []decodeCase[R], decode fu
 
 // TestEncodedRequestsDecodeBack: what the client sends, the server reads.
 func TestEncodedRequestsDecodeBack(t *testing.T) {
-	m := goodMint()
+	m := wiretest.GoodMint()
 	m.ProtocolVersion, m.IdempotencyKey = 1, "k"
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -212,7 +182,7 @@ func TestEncodedRequestsDecodeBack(t *testing.T) {
 	if got, err := wire.DecodeMint(b); err != nil || got != m {
 		t.Fatalf("got %+v, %v, want %+v", got, err, m)
 	}
-	d := goodDeregister()
+	d := wiretest.GoodDeregister()
 	d.ProtocolVersion, d.Instance = 1, 0
 	b, err = json.Marshal(d)
 	if err != nil {
