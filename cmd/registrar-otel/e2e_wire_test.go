@@ -9,20 +9,26 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/registrar-otel/registrar-otel/internal/testing/pkitest"
+	"github.com/registrar-otel/registrar-otel/telemetry"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -403,5 +409,315 @@ func TestEndToEndAnOverLongFieldNeverReachesTheRegistry(t *testing.T) {
 	code, rep := d.scan()
 	if code != 0 || rep.Records.Intent != 1 || rep.Records.Outcome != 1 {
 		t.Errorf("audit scan: exit %d, records %+v; want only the one good mint recorded", code, rep.Records)
+	}
+}
+
+// The attack of issue 27, item 4: under a 512-descriptor limit, 500 idle
+// connections to the metrics listener (any local uid reaches it) took
+// every descriptor and `registrar-otel mint` timed out. The listener holds
+// at most telemetry.MetricsMaxConns now, closing the rest at once.
+func TestEndToEndIdleMetricsConnectionsLeaveMintsAnswered(t *testing.T) {
+	bin := buildBinary(t)
+	dir := shortTempDir(t)
+	socket, _, _ := daemonPaths(dir)
+	cfg := writeConfig(t, dir, serveDoc(dir, "", `metrics_listen = "127.0.0.1:0"`+"\n"), 0o600)
+	// The shell sets the soft and hard limit, then becomes the daemon.
+	cmd := exec.Command("/bin/sh", "-c", `ulimit -n 512 && exec "$0" serve --config "$1"`, bin, cfg)
+	p, line := startLogged(t, "daemon", cmd, "registrar-otel serving")
+	m := metricsRE.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("no metrics address in %q", line)
+	}
+	addr := m[1][len("http://") : len(m[1])-len("/metrics")]
+
+	client := func() *wire.Client {
+		// The CLI's patience: a mint that cannot get a descriptor waits
+		// for the idle connections' 10 s header timeout, and fails this.
+		return wire.NewUnixClient(socket, wire.WithoutKeepAlive(), wire.WithTimeout(5*time.Second))
+	}
+	mintOK(t, client()) // warm up: the bbolt file, the audit generation
+
+	var conns []net.Conn
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	for i := range 500 {
+		c, err := net.DialTimeout("tcp", addr, e2eIODeadline)
+		if err != nil {
+			t.Fatalf("metrics connection %d: %v", i, err)
+		}
+		conns = append(conns, c)
+	}
+	for i := range 3 {
+		req := reviewMint(fmt.Sprintf("h%d", i+2), 1)
+		res, err := client().Mint(context.Background(), req)
+		if err != nil || !res.OK() {
+			t.Fatalf("mint %d with 500 idle metrics connections open: %+v, %v; want it answered", i, res, err)
+		}
+	}
+	// The daemon holds the capped few, not the 500: read after the mints,
+	// by which time the connections beyond the cap were accepted and closed.
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fds); n > 100 {
+		t.Errorf("the daemon holds %d descriptors with 500 idle metrics connections open, want at most 100 (the cap is %d)", n, telemetry.MetricsMaxConns)
+	}
+	p.terminate(t, "daemon")
+}
+
+// The attack of issue 27, item 8, against the real daemon: connections
+// evicted while their answer was flushing to a caller that never reads
+// stayed open for the 30 s write timeout (300 such callers held 315
+// descriptors while the gauge said 64). Now the daemon's sockets stay
+// within the cap plus the evicted ones still finishing (at most 8), and
+// those are closed within a second.
+func TestEndToEndCallersThatNeverReadHoldNoDescriptorsPastTheCap(t *testing.T) {
+	const maxConns, callers = 8, 120
+	d := startDaemon(t, fmt.Sprintf("unix_max_conns = %d\n", maxConns), "")
+	d.scrape() // its keep-alive connection is part of the daemon at rest
+	base := d.openSockets()
+	// processed is how many callers the budget has decided on: the cap's
+	// worth admitted, every other one admitted by evicting another or
+	// refused.
+	processed := func() int {
+		m := d.scrape()
+		return maxConns + int(rejectedIn(m, "unix", "idle_evicted")) + int(rejectedIn(m, "unix", "conn_cap"))
+	}
+	peak := 0
+	sample := func() int {
+		n := d.openSockets() - base
+		peak = max(peak, n)
+		return n
+	}
+	// Each caller pipelines health requests and never reads: enough
+	// answers to fill the socket buffers, so the daemon's flush blocks.
+	pipelined := strings.Repeat("GET /v1/health HTTP/1.1\r\nHost: registrar\r\n\r\n", 2000)
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := range callers {
+		c, err := net.Dial("unix", d.socket)
+		if err != nil {
+			t.Fatalf("caller %d: %v", i, err)
+		}
+		conns = append(conns, c)
+		c.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		c.Write([]byte(pipelined)) // stops when the daemon stops reading, or it closes c
+		// The next caller comes once this one's requests are no longer
+		// read: the daemon is stuck flushing an answer to it (or has
+		// closed it), so the budget sees a flushing connection, not one
+		// idle between two pipelined requests.
+		settled(t, c)
+		sample()
+	}
+	// Sampled until the budget has seen every caller (the kernel's backlog
+	// holds the rest meanwhile), bounded far below the 30 s write timeout.
+	deadline := time.Now().Add(20 * time.Second)
+	for processed() < callers {
+		if time.Now().After(deadline) {
+			t.Fatalf("the budget decided on %d of %d callers within 20 s", processed(), callers)
+		}
+		sample()
+		time.Sleep(5 * time.Millisecond)
+	}
+	m := d.scrape()
+	t.Logf("peak %d sockets over %d at rest; idle_evicted %v, conn_cap %v, identity_conn_cap %v", peak, base, rejectedIn(m, "unix", "idle_evicted"), rejectedIn(m, "unix", "conn_cap"), rejectedIn(m, "unix", "identity_conn_cap"))
+	// The bound: the cap, the evicted ones finishing, and one the accept
+	// loop may hold before the budget decides.
+	if bound := maxConns + 8 + 1; peak > bound {
+		t.Fatalf("%d callers that never read: the daemon held %d sockets over its %d at rest, want at most %d (cap %d + 8)",
+			callers, peak, base, bound, maxConns)
+	}
+	if ev := rejectedIn(d.scrape(), "unix", "idle_evicted"); ev < 8 {
+		t.Errorf("idle_evicted %v, want the flushing connections evicted", ev)
+	}
+	// Within a second or so of the last eviction, only the cap's worth is
+	// open.
+	deadline = time.Now().Add(5 * time.Second)
+	for sample() > maxConns {
+		if time.Now().After(deadline) {
+			t.Fatalf("5 s after the last caller: %d sockets over the daemon's %d at rest, want at most the cap %d", sample(), base, maxConns)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// openSockets counts the daemon's open socket descriptors.
+func (d *daemonProc) openSockets() int {
+	d.t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", d.cmd.Process.Pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		d.t.Fatalf("reading the daemon's descriptors: %v", err)
+	}
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.HasPrefix(target, "socket:") {
+			n++
+		}
+	}
+	return n
+}
+
+// settled returns once the daemon has stopped reading what c sent: the
+// bytes c has sent that the daemon has not read (TIOCOUTQ) are the same
+// over three samples 10 ms apart. Bounded at 2 s.
+func settled(t *testing.T, c net.Conn) {
+	t.Helper()
+	raw, err := c.(*net.UnixConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unread := func() int32 {
+		var n int32
+		_ = raw.Control(func(fd uintptr) {
+			_, _, _ = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCOUTQ, uintptr(unsafe.Pointer(&n)))
+		})
+		return n
+	}
+	prev, same := unread(), 0
+	for deadline := time.Now().Add(2 * time.Second); same < 3 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		if n := unread(); n == prev {
+			same++
+		} else {
+			prev, same = n, 0
+		}
+	}
+}
+
+// End-to-end attacks on the identities of mTLS callers (issue 27, items 5
+// and 7): a spoofed certificate is not the real one, and drained
+// certificate identities leave the unix caller its own pool.
+
+// oneMintAnHour is a daemon's [registrar] lines for one admitted mint an
+// hour per identity: a second mint on the same identity is limited.
+const oneMintAnHour = "rate_limit_admission_burst = 1\nrate_limit_admission_refill_interval_ms = 3600000\n"
+
+// The attack of issue 27, item 7, against the real daemon: a certificate
+// with DNS SAN attacker.example.net and a scheme-less URI SAN
+// control-plane.example.net was audited as the real control-plane's
+// identity and spent its buckets. Now it is refused (no_identity), a URI
+// SAN naming that host is an identity of its own, and only a respelling of
+// the real DNS name shares the real certificate's bucket.
+func TestEndToEndASANSpoofingCertificateIsNotTheRealOne(t *testing.T) {
+	p := newE2EPKI(t)
+	// One admitted mint an hour per identity: a second mint on the same
+	// identity is limited, one on a fresh identity admitted.
+	d, addr := startTLSDaemon(t, p, oneMintAnHour)
+	mint := func(t *testing.T, uris, dns []string, instance uint32) *wire.Response {
+		t.Helper()
+		cert := p.Issue(t, pkitest.Options{URIs: uris, DNS: dns, Usage: x509.ExtKeyUsageClientAuth})
+		c := wire.NewTLSClient(addr, p.clientConfig(&cert), wire.WithoutKeepAlive(), wire.WithTimeout(e2eIODeadline))
+		defer c.CloseIdleConnections()
+		res, err := c.Mint(context.Background(), reviewMint("h1", instance))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	if res := mint(t, nil, []string{"control-plane.example.net"}, 1); !res.OK() {
+		t.Fatalf("the real certificate's mint: %d %s %s", res.StatusCode, res.ErrorID, res.Detail)
+	}
+	before := rejectedIn(d.scrape(), "tls", "no_identity")
+	res := mint(t, []string{"control-plane.example.net"}, []string{"attacker.example.net"}, 2)
+	if res.StatusCode != 400 || res.ErrorID != wire.RequestMalformed || !strings.Contains(res.Detail, "no scheme") {
+		t.Fatalf("the spoofing certificate's mint: %d %s %q, want 400 RequestMalformed naming the missing scheme", res.StatusCode, res.ErrorID, res.Detail)
+	}
+	res = mint(t, nil, []string{"control-plane.example.net\n\x1b[0m"}, 2)
+	if res.StatusCode != 400 || !strings.Contains(res.Detail, "control character") {
+		t.Fatalf("a DNS SAN with a newline and ESC: %d %s %q, want refused naming the control character", res.StatusCode, res.ErrorID, res.Detail)
+	}
+	if after := rejectedIn(d.scrape(), "tls", "no_identity"); after != before+2 {
+		t.Errorf("no_identity went from %v to %v, want two more", before, after)
+	}
+	// A URI SAN naming the host is an identity of its own: a fresh bucket.
+	if res := mint(t, []string{"dns://control-plane.example.net"}, []string{"control-plane.example.net"}, 3); !res.OK() {
+		t.Fatalf("the URI certificate's mint: %d %s %s, want admitted on its own bucket", res.StatusCode, res.ErrorID, res.Detail)
+	}
+	// A respelling of the real name is the real identity: its bucket is spent.
+	if res := mint(t, nil, []string{"CONTROL-PLANE.Example.NET."}, 4); res.ErrorID != wire.RegistrarBusy {
+		t.Fatalf("the respelled real name's mint: %d %s %s, want RegistrarBusy on the real identity's spent bucket", res.StatusCode, res.ErrorID, res.Detail)
+	}
+
+	ids := map[string]int{}
+	for _, r := range readAudit(t, d.auditDir) {
+		ids[r.CallerIdentity]++
+	}
+	for _, want := range []string{"registrar-client:dns:control-plane.example.net", "registrar-client:uri:dns://control-plane.example.net"} {
+		if ids[want] == 0 {
+			t.Errorf("no audit record of %q; the records' identities: %v", want, ids)
+		}
+	}
+	for id := range ids {
+		if id == "registrar-client:control-plane.example.net" || strings.Contains(id, "attacker") || strings.ContainsAny(id, "\n\x1b") {
+			t.Errorf("an audit record of identity %q", id)
+		}
+	}
+}
+
+// The attack of issue 27, item 5: client certificates held the limiter's
+// one shared map full of drained entries, drained the overflow bucket,
+// and the unix control plane's next mint was answered RegistrarBusy. The
+// unix socket's callers have a pool of their own now: 300 drained mTLS
+// identities (more than the map's 256 entries) leave it admitted.
+func TestEndToEndDrainedCertificateIdentitiesLeaveTheUnixCallerAdmitted(t *testing.T) {
+	p := newE2EPKI(t)
+	// One token an hour: one admitted mint drains an identity.
+	d, addr := startTLSDaemon(t, p, oneMintAnHour)
+	const identities = 300
+	req := reviewMint("h1", 1)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		busy int
+		next = make(chan int)
+	)
+	for range 4 {
+		wg.Go(func() {
+			for i := range next {
+				cert := p.Client(t, "spiffe://registrar.test/attacker-"+strconv.Itoa(i))
+				c := wire.NewTLSClient(addr, p.clientConfig(&cert), wire.WithoutKeepAlive(), wire.WithTimeout(e2eIODeadline))
+				for range 2 { // the second is limited: the entry is drained
+					res, err := c.Mint(context.Background(), req)
+					if err != nil {
+						t.Errorf("identity %d: %v", i, err)
+						return
+					}
+					if res.ErrorID == wire.RegistrarBusy {
+						mu.Lock()
+						busy++
+						mu.Unlock()
+					}
+				}
+				c.CloseIdleConnections()
+			}
+		})
+	}
+	for i := range identities {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	// Every identity's second mint was limited, and the identities beyond
+	// the map's cap were limited on the drained overflow bucket at once.
+	if busy < identities {
+		t.Fatalf("%d RegistrarBusy answers to the attackers, want at least %d: the map was not drained", busy, identities)
+	}
+	unixCaller := wire.NewUnixClient(d.socket, wire.WithoutKeepAlive(), wire.WithTimeout(e2eIODeadline))
+	res, err := unixCaller.Mint(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ErrorID == wire.RegistrarBusy || !res.OK() {
+		t.Fatalf("the unix caller's mint after %d drained certificate identities: %d %s %s, want admitted", identities, res.StatusCode, res.ErrorID, res.Detail)
 	}
 }
