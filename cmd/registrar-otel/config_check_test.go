@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/internal/testing/pkitest"
 )
 
 // writeConfigForCheck writes a TOML document to a fresh temporary file.
@@ -610,5 +612,108 @@ func TestConfigCheckAcceptsAnExistingSocketGroup(t *testing.T) {
 		if st, d := pathState(res, sock); st != pathCreate || d != "absent; serve creates the socket 0660 in group "+group {
 			t.Errorf("socket_group %q: %s: state %q detail %q; want create, 0660 in the group", group, sock, st, d)
 		}
+	}
+}
+
+// tlsFiles writes a CA (valid 2020 to 2099), a server certificate it
+// signed for localhost (valid from notBefore to notAfter, CN
+// registrar-test) and the server's key into dir as server.crt, server.key
+// and ca.crt, and returns their paths.
+func tlsFiles(t *testing.T, dir string, notBefore, notAfter time.Time) (cert, key, ca string) {
+	t.Helper()
+	pki := pkitest.NewValid(t, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC))
+	srv := pki.Issue(t, pkitest.Options{CommonName: "registrar-test", DNS: []string{"localhost"}, Usage: x509.ExtKeyUsageServerAuth,
+		NotBefore: notBefore, NotAfter: notAfter})
+	ca, cert, key = pki.WriteFiles(t, dir, "server", srv)
+	return cert, key, ca
+}
+
+// validTLSFiles is tlsFiles valid from 2020 to 2099.
+func validTLSFiles(t *testing.T, dir string) (cert, key, ca string) {
+	return tlsFiles(t, dir, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC))
+}
+
+// writeMode writes doc to a fresh file and chmods it (the umask does not
+// apply to chmod).
+func writeMode(t *testing.T, doc string, mode os.FileMode) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "registrar-otel.toml")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// checkDoc is a configuration serve cannot start with (its socket directory
+// cannot be created under /proc): should a check under test ever let the
+// file through, serve fails at once instead of serving until killed.
+const checkDoc = "[registrar]\nsocket_path = \"/proc/registrar-otel-test/r.sock\"\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n"
+
+func TestAWorldWritableConfigIsRefusedByServeAndReportedByConfigCheck(t *testing.T) {
+	path := writeMode(t, checkDoc, 0o666)
+	var out, errb bytes.Buffer
+	if code := runServe([]string{"--config", path}, &out, &errb); code == 0 {
+		t.Fatalf("serve exited 0 with a 0666 configuration file")
+	}
+	for _, want := range []string{path, "mode 0666", "group- or world-writable"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("serve's output does not name %q:\n%s", want, errb.String())
+		}
+	}
+	code, stdout, stderr := configCheckOutput([]string{"--config", path}, nil)
+	if code != configCheckInvalid || stdout != "" {
+		t.Fatalf("config check: exit %d, stdout %q; want 2 and nothing on stdout", code, stdout)
+	}
+	if !strings.Contains(stderr, path) || !strings.Contains(stderr, "mode 0666") {
+		t.Errorf("config check does not report the file and its mode:\n%s", stderr)
+	}
+	// The same file made private passes the check (serve would then fail
+	// on the socket, which is not the point here).
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := configCheckOutput([]string{"--config", path}, nil); code != configCheckOK {
+		t.Fatalf("config check of the 0600 file: exit %d\n%s", code, stderr)
+	}
+}
+
+func TestOTLPCredentialsAreNeverPrintedByServeOrConfigCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		doc     string
+		environ []string
+	}{
+		{"from the file", checkDoc + "[telemetry]\notlp_endpoint = \"https://user:pw@host\"\n", nil},
+		{"from the environment", checkDoc, []string{"REGISTRAR_OTEL_TELEMETRY__OTLP_ENDPOINT=https://user:pw@host"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeMode(t, tc.doc, 0o600)
+			code, stdout, stderr := configCheckOutput([]string{"--config", path}, tc.environ)
+			if code != configCheckInvalid {
+				t.Fatalf("config check: exit %d, want 2", code)
+			}
+			for _, out := range []string{stdout, stderr} {
+				if strings.Contains(out, "user") || strings.Contains(out, "pw") {
+					t.Errorf("config check printed the credentials:\n%s", out)
+				}
+			}
+			if !strings.Contains(stderr, "telemetry.otlp_endpoint") {
+				t.Errorf("config check does not name the key:\n%s", stderr)
+			}
+			for _, kv := range tc.environ {
+				k, v, _ := strings.Cut(kv, "=")
+				t.Setenv(k, v)
+			}
+			var out, errb bytes.Buffer
+			if code := runServe([]string{"--config", path}, &out, &errb); code == 0 {
+				t.Fatal("serve exited 0 with credentials in the endpoint")
+			}
+			if s := out.String() + errb.String(); strings.Contains(s, "user") || strings.Contains(s, "pw") || !strings.Contains(s, "telemetry.otlp_endpoint") {
+				t.Errorf("serve's output:\n%s\nwant the key named and neither the user nor the password", s)
+			}
+		})
 	}
 }
