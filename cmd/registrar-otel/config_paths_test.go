@@ -15,16 +15,7 @@ func TestConfigCheckRefusesAForeignOwnedDirectoryUnderItsKey(t *testing.T) {
 		t.Skip("chown to another uid needs root")
 	}
 	base := t.TempDir()
-	mk := func(name string) string {
-		d := filepath.Join(base, name)
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(d, 4242, 4242); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	mk := func(name string) string { return mkdirOwned(t, filepath.Join(base, name), 0o755, 4242) }
 	run, state, auditDir := mk("run"), mk("state"), mk("audit")
 	code, res := checkJSON(t, "--config", writeConfigForCheck(t, pathsDoc(filepath.Join(run, "registrar.sock"), state, auditDir)))
 	if code != configCheckInvalid || res.OK {
@@ -55,16 +46,9 @@ func TestConfigCheckRefusesAForeignOwnedDirectoryUnderItsKey(t *testing.T) {
 func TestConfigCheckRefusesADirectoryUnderAnUnsafeAncestor(t *testing.T) {
 	base := t.TempDir()
 	open := filepath.Join(base, "open")
-	if err := os.Mkdir(open, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(open, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	mkdirMode(t, open, 0o777)
 	existing := filepath.Join(open, "audit")
-	if err := os.Mkdir(existing, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	mkdirMode(t, existing, 0o700)
 	missing := filepath.Join(open, "lib", "state")
 	sock := filepath.Join(base, "run", "registrar.sock")
 	code, res := checkJSON(t, "--config", writeConfigForCheck(t, pathsDoc(sock, missing, existing)))

@@ -9,7 +9,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -201,12 +200,7 @@ func grep(body, prefix string) string {
 // slog, rate-limited, and nothing but JSON lines.
 func TestJSONLogStaysJSONWithTheCollectorDown(t *testing.T) {
 	bin := buildBinary(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + l.Addr().String()
-	l.Close()
+	closed := "http://" + closedAddr(t)
 	// The standard variables make the SDK export (and fail) every 100 ms.
 	// trace_sample_per_million = 1000000: the mints below send no traceparent, and
 	// their spans must be exported (and fail) too.

@@ -44,13 +44,7 @@ func TestServeAndConfigCheckRefuseAForeignOwnedPrivateDirectory(t *testing.T) {
 	} {
 		t.Run(c.key, func(t *testing.T) {
 			dir := shortTempDir(t)
-			theirs := filepath.Join(dir, c.dir)
-			if err := os.Mkdir(theirs, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chown(theirs, attackerUID, attackerUID); err != nil {
-				t.Fatal(err)
-			}
+			theirs := mkdirOwned(t, filepath.Join(dir, c.dir), 0o755, attackerUID)
 			cfg := writeConfig(t, dir, serveDoc(dir, "", ""), 0o600)
 			want := fmt.Sprintf("is owned by uid %d, not by this user (0) or root", attackerUID)
 			for _, args := range [][]string{{"serve", "--config", cfg}, {"config", "check", "--config", cfg}} {

@@ -162,23 +162,10 @@ func TestServeRefusesAForeignOwnedAuditDirectoryAtStart(t *testing.T) {
 		want  string
 	}{
 		{"owned by another uid", func(dir string) string {
-			a := filepath.Join(dir, "audit")
-			if err := os.Mkdir(a, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chown(a, 4242, 4242); err != nil {
-				t.Fatal(err)
-			}
-			return a
+			return mkdirOwned(t, filepath.Join(dir, "audit"), 0o755, 4242)
 		}, "is owned by uid 4242, not by this user (0) or root"},
 		{"under another uid's directory", func(dir string) string {
-			theirs := filepath.Join(dir, "theirs")
-			if err := os.Mkdir(theirs, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chown(theirs, 4242, 4242); err != nil {
-				t.Fatal(err)
-			}
+			theirs := mkdirOwned(t, filepath.Join(dir, "theirs"), 0o755, 4242)
 			a := filepath.Join(theirs, "audit")
 			if err := os.Mkdir(a, 0o700); err != nil {
 				t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -114,21 +113,14 @@ func TestConfigCheckForeseesTheKeyModeAndATakenPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A fake daemon on the metrics port: its /metrics has registrar_build_info.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenLocal(t)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, `registrar_build_info{version="x"} 1`)
 	})}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Shutdown(context.Background()) })
 	// And a port held by something else.
-	other, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := listenLocal(t)
 	doc := fmt.Sprintf("[registrar]\ntls_listen = %q\ntls_cert_file = %q\ntls_key_file = %q\ntls_client_ca_file = %q\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n[telemetry]\nmetrics_listen = %q\n",
 		other.Addr().String(), cert, key, ca, l.Addr().String())
 	path := filepath.Join(dir, "registrar.toml")
@@ -152,12 +144,7 @@ func TestLoadWaveSaysWhereItsTraceWent(t *testing.T) {
 	if !strings.Contains(out, "NOT exported: no traces endpoint") {
 		t.Errorf("no exporter: summary lacks the not-exported note:\n%s", out)
 	}
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := closed.Addr().String()
-	closed.Close() // nothing listens there now
+	addr := closedAddr(t)
 	wantRun(t, d.dir, []string{"OTEL_EXPORTER_OTLP_TIMEOUT=500"}, append(args, "--otlp-endpoint", "http://"+addr), exitFailure,
 		"registrar-otel load wave: its trace ", "was NOT exported: exporting the spans to http://"+addr+"/v1/traces")
 }

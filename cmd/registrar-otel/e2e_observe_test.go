@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -16,17 +15,6 @@ import (
 	"github.com/registrar-otel/registrar-otel/internal/testing/otlptest"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
-
-// freePort returns a loopback port nothing listens on right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // TestPrometheusScrapesTheDaemonDuringAFlood runs a real Prometheus server
 // (Debian's prometheus package; .ci/run installs it) against a running

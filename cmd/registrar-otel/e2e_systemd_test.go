@@ -439,12 +439,7 @@ var faultsBinary = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(filepath.Dir(plain), "registrar-otel-faults")
-	out, err := exec.Command("go", "build", "-race", "-tags", "registrar_faults", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build -tags registrar_faults: %v\n%s", err, out)
-	}
-	return bin, nil
+	return goBuild(filepath.Join(filepath.Dir(plain), "registrar-otel-faults"), "-tags", "registrar_faults")
 })
 
 func buildFaultsBinary(t *testing.T) string {

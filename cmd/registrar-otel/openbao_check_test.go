@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,12 +137,7 @@ path "auth/approle/role/bootroot-service-*" {
 }
 
 func TestOpenBaoCheckWithNoServerExits3(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := "http://" + l.Addr().String()
-	l.Close()
+	addr := "http://" + closedAddr(t)
 	code, _, errOut := runOpenBaoCheckCmd(t, openbaoCheckConfig(t, addr, "hvs.unused"))
 	if code != exitTransport || !strings.Contains(errOut, "the server gave no answer") {
 		t.Errorf("no server: exit %d, want 3\nstderr:\n%s", code, errOut)

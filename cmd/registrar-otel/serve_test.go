@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,11 +36,7 @@ func TestServeExitsTwoForEveryErrorARestartCannotFix(t *testing.T) {
 			return "", ""
 		}, "is not a socket"},
 		{"a metrics port in use", func(t *testing.T, dir string) (string, string) {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { l.Close() })
+			l := listenLocal(t)
 			return "", fmt.Sprintf("metrics_listen = %q\n", l.Addr())
 		}, "telemetry.metrics_listen"},
 		{"a missing TLS certificate file", func(t *testing.T, dir string) (string, string) {
@@ -56,11 +51,7 @@ func TestServeExitsTwoForEveryErrorARestartCannotFix(t *testing.T) {
 			return tlsLines(dir, "127.0.0.1:0"), ""
 		}, "tls_cert_file"},
 		{"a TLS port in use", func(t *testing.T, dir string) (string, string) {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { l.Close() })
+			l := listenLocal(t)
 			writeTestPKI(t, dir)
 			return tlsLines(dir, l.Addr().String()), ""
 		}, "address already in use"},
@@ -110,6 +101,19 @@ func mkdirMode(t *testing.T, dir string, mode os.FileMode) {
 	if err := os.Chmod(dir, mode); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// mkdirOwned makes dir with mode, owned by uid (and its gid = uid), and
+// returns it: a directory of another user, for the owner rules (root only).
+func mkdirOwned(t *testing.T, dir string, mode os.FileMode, uid int) string {
+	t.Helper()
+	if err := os.Mkdir(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func tlsLines(dir, addr string) string {
