@@ -90,14 +90,9 @@ func TestAuditScanAnomaliesExit1(t *testing.T) {
 	if code != auditScanAnomalies {
 		t.Fatalf("exit %d, want 1:\n%s", code, out)
 	}
-	for _, want := range []string{
+	wantContains(t, "report", out,
 		"intent_without_outcome: 1", "registrar-audit.jsonl:1 request_id crashed",
-		"malformed_records: 1", "registrar-audit.jsonl:4 invalid_json", "ANOMALIES FOUND",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("report lacks %q:\n%s", want, out)
-		}
-	}
+		"malformed_records: 1", "registrar-audit.jsonl:4 invalid_json", "ANOMALIES FOUND")
 }
 
 func TestAuditScanJSONIsStable(t *testing.T) {
@@ -194,17 +189,12 @@ func TestAuditScanListsARenamedActiveFileAndReportsTheMissingOne(t *testing.T) {
 	if code != auditScanAnomalies {
 		t.Fatalf("exit %d, want 1:\n%s", code, out)
 	}
-	for _, want := range []string{
+	wantContains(t, "report", out,
 		"files read: 0, skipped: 1",
 		"skipped registrar-audit.jsonl.1: unrecognised name",
 		"store_anomalies: 1",
 		"missing_active_file registrar-audit.jsonl:",
-		"ANOMALIES FOUND",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("report lacks %q:\n%s", want, out)
-		}
-	}
+		"ANOMALIES FOUND")
 
 	code, out, _ = auditScanOutput("--dir", dir, "--json")
 	var got struct {

@@ -10,6 +10,17 @@ import (
 	"testing"
 )
 
+// wantContains reports as an error each of wants that text lacks; what
+// names the text in the message.
+func wantContains(t *testing.T, what, text string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s lacks %q:\n%s", what, w, text)
+		}
+	}
+}
+
 func runDispatch(args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
 	code = dispatch(args, &out, &errb)
