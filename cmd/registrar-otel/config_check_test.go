@@ -88,17 +88,12 @@ paths (what serve does):
 func TestConfigCheckSummarisesAFileWithItsUnknownKeys(t *testing.T) {
 	dir := t.TempDir()
 	cert, key, ca := validTLSFiles(t, dir)
-	path := writeConfigForCheck(t, fmt.Sprintf(`[registrar]
-tls_listen = ":8443"
-tls_cert_file = %q
-tls_key_file = %q
-tls_client_ca_file = %q
-audit_store_backend = "segmented"
+	path := writeConfigForCheck(t, "[registrar]\n"+tlsListenLines(":8443", cert, key, ca)+`audit_store_backend = "segmented"
 [registrar.components.review]
 multiplicity = "many-per-host"
 [telemetry]
 metrics_listen = ""
-`, cert, key, ca))
+`)
 	code, stdout, stderr := configCheckOutput([]string{"--config", path}, nil)
 	if code != 0 {
 		t.Fatalf("exit status = %d, want 0; stderr:\n%s", code, stderr)
@@ -306,8 +301,14 @@ func TestConfigCheckMisspeltKeyIsAnErrorInAnyMode(t *testing.T) {
 	}
 }
 
+// tlsListenLines are the [registrar] lines of a TLS listener on addr with
+// the server certificate, key and client CA files given.
+func tlsListenLines(addr, cert, key, ca string) string {
+	return fmt.Sprintf("tls_listen = %q\ntls_cert_file = %q\ntls_key_file = %q\ntls_client_ca_file = %q\n", addr, cert, key, ca)
+}
+
 func tlsConfigDoc(cert, key, ca string) string {
-	return fmt.Sprintf("[registrar]\ntls_listen = \"127.0.0.1:8443\"\ntls_cert_file = %q\ntls_key_file = %q\ntls_client_ca_file = %q\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n", cert, key, ca)
+	return "[registrar]\n" + tlsListenLines("127.0.0.1:8443", cert, key, ca) + "[registrar.components.review]\nmultiplicity = \"many-per-host\"\n"
 }
 
 func TestConfigCheckTLSFiles(t *testing.T) {

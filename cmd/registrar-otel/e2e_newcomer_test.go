@@ -121,8 +121,8 @@ func TestConfigCheckForeseesTheKeyModeAndATakenPort(t *testing.T) {
 	t.Cleanup(func() { srv.Shutdown(context.Background()) })
 	// And a port held by something else.
 	other := listenLocal(t)
-	doc := fmt.Sprintf("[registrar]\ntls_listen = %q\ntls_cert_file = %q\ntls_key_file = %q\ntls_client_ca_file = %q\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n[telemetry]\nmetrics_listen = %q\n",
-		other.Addr().String(), cert, key, ca, l.Addr().String())
+	doc := fmt.Sprintf("[registrar]\n%s[registrar.components.review]\nmultiplicity = \"many-per-host\"\n[telemetry]\nmetrics_listen = %q\n",
+		tlsListenLines(other.Addr().String(), cert, key, ca), l.Addr().String())
 	path := filepath.Join(dir, "registrar.toml")
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)

@@ -47,7 +47,7 @@ type e2ePKI struct {
 // tlsLines are the [registrar] lines of a TLS listener on addr with this
 // PKI's server certificate, key and client CA.
 func (p *e2ePKI) tlsLines(addr string) string {
-	return fmt.Sprintf("tls_listen = %q\ntls_cert_file = %q\ntls_key_file = %q\ntls_client_ca_file = %q\n", addr, p.certFile, p.keyFile, p.caFile)
+	return tlsListenLines(addr, p.certFile, p.keyFile, p.caFile)
 }
 
 func newE2EPKI(t *testing.T) *e2ePKI {

@@ -50,11 +50,7 @@ func TestGoldenConfigCheckJSON(t *testing.T) {
 socket_path = %q
 state_dir = %q
 audit_record_dir = %q
-tls_listen = "127.0.0.1:8443"
-tls_cert_file = %q
-tls_key_file = %q
-tls_client_ca_file = %q
-audit_store_backend = "segmented"
+%saudit_store_backend = "segmented"
 %s
 [registrar.components.review]
 multiplicity = "many-per-host"
@@ -63,7 +59,7 @@ multiplicity = "one-per-host"
 [telemetry]
 otlp_endpoint = "http://127.0.0.1:4318"
 trace_sample_per_million = 250000
-`, filepath.Join(dir, "run", "registrar.sock"), filepath.Join(dir, "lib"), filepath.Join(dir, "audit"), cert, key, ca, extra)
+`, filepath.Join(dir, "run", "registrar.sock"), filepath.Join(dir, "lib"), filepath.Join(dir, "audit"), tlsListenLines("127.0.0.1:8443", cert, key, ca), extra)
 	}
 	for _, tc := range []struct {
 		doc  string

@@ -117,8 +117,7 @@ func mkdirOwned(t *testing.T, dir string, mode os.FileMode, uid int) string {
 }
 
 func tlsLines(dir, addr string) string {
-	return fmt.Sprintf("tls_listen = %q\ntls_cert_file = %q\ntls_key_file = %q\ntls_client_ca_file = %q\n",
-		addr, filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "ca.crt"))
+	return tlsListenLines(addr, filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "ca.crt"))
 }
 
 // writeTestPKI writes a valid server certificate, key and client CA as
