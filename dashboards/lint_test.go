@@ -201,15 +201,23 @@ func linterProblems(raw []byte) ([]string, error) {
 	return probs, nil
 }
 
+// mustLint is linterProblems of raw, failing the test at once when raw
+// cannot be linted at all.
+func mustLint(t *testing.T, raw []byte) []string {
+	t.Helper()
+	probs, err := linterProblems(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return probs
+}
+
 func TestDashboardPassesTheLinterAndOnCallRules(t *testing.T) {
 	raw, err := os.ReadFile(dashboardFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	probs, err := linterProblems(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	probs := mustLint(t, raw)
 	for _, p := range probs {
 		t.Error(p)
 	}
@@ -289,10 +297,7 @@ func TestLinterProblemsCatchesEachBreak(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			probs, err := linterProblems(mutated)
-			if err != nil {
-				t.Fatal(err)
-			}
+			probs := mustLint(t, mutated)
 			if !slices.ContainsFunc(probs, func(p string) bool { return strings.Contains(p, tt.want) }) {
 				t.Errorf("a scratch copy with %s: problems %q, want one containing %q", tt.name, probs, tt.want)
 			}
