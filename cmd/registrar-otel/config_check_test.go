@@ -623,10 +623,7 @@ func validTLSFiles(t *testing.T, dir string) (cert, key, ca string) {
 // apply to chmod).
 func writeMode(t *testing.T, doc string, mode os.FileMode) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "registrar-otel.toml")
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfigForCheck(t, doc)
 	if err := os.Chmod(path, mode); err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,7 @@ import (
 // check printed OK. Every one of the three directories now gets serve's
 // owner and ancestor rules, worded as serve refuses them, under its key.
 func TestConfigCheckRefusesAForeignOwnedDirectoryUnderItsKey(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("chown to another uid needs root")
-	}
+	needRoot(t, "chown to another uid")
 	base := t.TempDir()
 	mk := func(name string) string { return mkdirOwned(t, filepath.Join(base, name), 0o755, 4242) }
 	run, state, auditDir := mk("run"), mk("state"), mk("audit")

@@ -23,19 +23,12 @@ import (
 // directories: it is neither root nor the daemon's.
 const attackerUID = 4242
 
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("chown to another uid and running as one need root")
-	}
-}
-
 // Issue 27, item 3, at start: each of the three private directories owned
 // by another uid (at a mode that lets the daemon in, 0755) is refused:
 // serve exits 2 naming the key and the directory, and config check reports
 // it under the same key, also exit 2.
 func TestServeAndConfigCheckRefuseAForeignOwnedPrivateDirectory(t *testing.T) {
-	needRoot(t)
+	needRoot(t, "chown to another uid and running as one")
 	bin := buildBinary(t)
 	for _, c := range []struct{ key, dir string }{
 		{"registrar.audit_record_dir", "audit"},
@@ -148,7 +141,7 @@ func TestALoosenedPrivateDirectoryIsFoundOnTheTickAndRecovers(t *testing.T) {
 // path under a directory that uid owns.
 func startRotatingDaemonAs(t *testing.T) (p *loggedProc, dir, socket, auditDir string) {
 	t.Helper()
-	needRoot(t)
+	needRoot(t, "chown to another uid and running as one")
 	dir, own := daemonUIDDir(t)
 	socket, _, auditDir = daemonPaths(dir)
 	cfg := writeConfig(t, dir, serveDoc(dir, "audit_max_file_bytes = 65536\nrate_limit_admission_burst = 100000", ""), 0o644)

@@ -30,9 +30,7 @@ func asDaemonUID(cmd *exec.Cmd) *exec.Cmd {
 // copied there (the e2e binary's own directory is root's 0700).
 func startDaemonAs(t *testing.T, environ ...string) (*loggedProc, string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("running the daemon as another uid needs root")
-	}
+	needRoot(t, "running the daemon as another uid")
 	dir, own := daemonUIDDir(t)
 	cfg := writeConfig(t, dir, serveDoc(dir, "", `metrics_listen = "127.0.0.1:0"`+"\n"), 0o644) // root's, readable: accepted
 	cmd := asDaemonUID(exec.Command(own, "serve", "--config", cfg))
@@ -152,9 +150,7 @@ func TestAFIFOConfigurationIsRefusedAtOnce(t *testing.T) {
 // forged one. serve now refuses to start, naming the directory and owner;
 // and so for a directory under another uid's directory.
 func TestServeRefusesAForeignOwnedAuditDirectoryAtStart(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("chown to another uid needs root")
-	}
+	needRoot(t, "chown to another uid")
 	bin := buildBinary(t)
 	for _, c := range []struct {
 		name  string

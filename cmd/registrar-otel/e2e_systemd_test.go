@@ -196,9 +196,7 @@ func unusedIDs(t *testing.T, n int) []int {
 
 func TestServePlaysItsPartUnderSystemd(t *testing.T) {
 	bin := buildBinary(t)
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the callers run as two other uids")
-	}
+	needRoot(t, "the callers run as two other uids")
 	ids := unusedIDs(t, 3)
 	gid, uidA, uidB := ids[0], ids[1], ids[2]
 	fs := newFakeSystemd(t, gid)

@@ -103,6 +103,14 @@ func mkdirMode(t *testing.T, dir string, mode os.FileMode) {
 	}
 }
 
+// needRoot skips the test unless it runs as root, saying why it needs to.
+func needRoot(t *testing.T, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: " + why)
+	}
+}
+
 // mkdirOwned makes dir with mode, owned by uid (and its gid = uid), and
 // returns it: a directory of another user, for the owner rules (root only).
 func mkdirOwned(t *testing.T, dir string, mode os.FileMode, uid int) string {
