@@ -472,9 +472,7 @@ func openbaoConfig(t *testing.T, tokenMode os.FileMode, caPEM string) string {
 	if err := os.WriteFile(tok, []byte(checkToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(tok, tokenMode); err != nil {
-		t.Fatal(err)
-	}
+	chmod(t, tok, tokenMode)
 	doc := "[registrar]\nbackend = \"openbao\"\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n" +
 		"[openbao]\naddress = \"https://openbao.internal:8200\"\ntoken_file = \"" + tok + "\"\n"
 	if caPEM != "" {
@@ -624,9 +622,7 @@ func validTLSFiles(t *testing.T, dir string) (cert, key, ca string) {
 func writeMode(t *testing.T, doc string, mode os.FileMode) string {
 	t.Helper()
 	path := writeConfigForCheck(t, doc)
-	if err := os.Chmod(path, mode); err != nil {
-		t.Fatal(err)
-	}
+	chmod(t, path, mode)
 	return path
 }
 
@@ -655,9 +651,7 @@ func TestAWorldWritableConfigIsRefusedByServeAndReportedByConfigCheck(t *testing
 	}
 	// The same file made private passes the check (serve would then fail
 	// on the socket, which is not the point here).
-	if err := os.Chmod(path, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	chmod(t, path, 0o600)
 	if code, _, stderr := configCheckOutput([]string{"--config", path}, nil); code != configCheckOK {
 		t.Fatalf("config check of the 0600 file: exit %d\n%s", code, stderr)
 	}

@@ -62,9 +62,7 @@ func TestConfigCheckRefusesADirectoryUnderAnUnsafeAncestor(t *testing.T) {
 			t.Errorf("%s: state %q detail %q; want refuse, %q", tc.path, st, d, tc.detail)
 		}
 	}
-	if err := os.Chmod(open, 0o777|os.ModeSticky); err != nil {
-		t.Fatal(err)
-	}
+	chmod(t, open, 0o777|os.ModeSticky)
 	code, res = checkJSON(t, "--config", writeConfigForCheck(t, pathsDoc(sock, missing, existing)))
 	if st, _ := pathState(res, existing); code != configCheckOK || st != pathOK {
 		t.Errorf("under a sticky ancestor: exit %d, audit state %q, errors %+v; want 0, ok", code, st, res.Errors)

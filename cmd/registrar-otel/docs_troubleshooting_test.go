@@ -73,9 +73,7 @@ func troubleshootingMessages(t *testing.T) map[string]string {
 	if err := os.Mkdir(unsafe, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(unsafe, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	chmod(t, unsafe, 0o777)
 	if _, err := embedded.Open(unsafe, embedded.Options{}); err == nil {
 		t.Fatal("Open of a world-writable state dir succeeded")
 	} else {

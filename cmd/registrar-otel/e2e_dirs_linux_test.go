@@ -104,9 +104,7 @@ func TestALoosenedPrivateDirectoryIsFoundOnTheTickAndRecovers(t *testing.T) {
 				t.Fatalf("before the chmod of %s: registrar_directory_unsafe{directory=%q} = %v, want 0", c.path, l, got)
 			}
 		}
-		if err := os.Chmod(c.path, 0o777); err != nil {
-			t.Fatal(err)
-		}
+		chmod(t, c.path, 0o777)
 		d.waitGauge(c.label, 1)
 		exp := d.scrape()
 		if !strings.Contains(exp, `registrar_audit_store_state{`) || !regexp.MustCompile(`(?m)^registrar_audit_store_state\{[^}]*state="unwritable"[^}]*\} 1$`).MatchString(exp) {
@@ -124,9 +122,7 @@ func TestALoosenedPrivateDirectoryIsFoundOnTheTickAndRecovers(t *testing.T) {
 		if res.OK() || res.ErrorID != wire.RegistrarUnavailable || res.Reason != "AuditUnwritable" {
 			t.Errorf("a mint with %s at 0777: %+v, want RegistrarUnavailable AuditUnwritable", c.path, res)
 		}
-		if err := os.Chmod(c.path, 0o700); err != nil {
-			t.Fatal(err)
-		}
+		chmod(t, c.path, 0o700)
 		d.waitGauge(c.label, 0)
 		req.Host = fmt.Sprintf("fixed-%d", i)
 		if res, err := caller.Mint(context.Background(), req); err != nil || !res.OK() {
@@ -210,9 +206,7 @@ func TestAuditScanReportsAForgedGenerationWrittenByAnotherUID(t *testing.T) {
 		path string
 		mode os.FileMode
 	}{{dir, 0o755}, {auditDir, 0o777}} {
-		if err := os.Chmod(d.path, d.mode); err != nil {
-			t.Fatal(err)
-		}
+		chmod(t, d.path, d.mode)
 	}
 	attacker := exec.Command("/bin/sh", "-c", `rm -f "$1" && cat > "$1"`, "sh", victim)
 	attacker.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: attackerUID, Gid: attackerUID}}
@@ -221,9 +215,7 @@ func TestAuditScanReportsAForgedGenerationWrittenByAnotherUID(t *testing.T) {
 		t.Fatalf("the attacker's forgery: %v\n%s", err, out)
 	}
 	for _, d := range []string{auditDir, dir} { // the modes put right: only the owner tells
-		if err := os.Chmod(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
+		chmod(t, d, 0o700)
 	}
 
 	for _, asDaemon := range []bool{false, true} {

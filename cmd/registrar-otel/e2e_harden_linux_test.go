@@ -199,9 +199,7 @@ func TestAnAuditDirectoryLoosenedWhileServingFailsAppendsClosed(t *testing.T) {
 	d := startDaemon(t, "maintenance_interval_ms = 100\n", "")
 	unixCaller := wire.NewUnixClient(d.socket, wire.WithoutKeepAlive(), wire.WithTimeout(e2eIODeadline))
 	mintOK(t, unixCaller)
-	if err := os.Chmod(d.auditDir, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	chmod(t, d.auditDir, 0o777)
 	req := reviewMint("h2", 1)
 	res, err := unixCaller.Mint(context.Background(), req)
 	if err != nil {
@@ -219,9 +217,7 @@ func TestAnAuditDirectoryLoosenedWhileServingFailsAppendsClosed(t *testing.T) {
 	if !strings.Contains(d.logs.String(), "level=ERROR") {
 		t.Errorf("the line is not at ERROR")
 	}
-	if err := os.Chmod(d.auditDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	chmod(t, d.auditDir, 0o700)
 	req.Host = "h3"
 	if res, err := unixCaller.Mint(context.Background(), req); err != nil || !res.OK() {
 		t.Fatalf("a mint after the mode was put right: %+v, %v; want it recorded again", res, err)

@@ -80,9 +80,7 @@ func TestAMisspeltVariableIsNamedWithTheDoubleUnderscoreSpelling(t *testing.T) {
 func TestUsageErrorsSayWhatWasWantedAndExit2(t *testing.T) {
 	dir := t.TempDir()
 	open := t.TempDir()
-	if err := os.Chmod(open, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	chmod(t, open, 0o777)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -109,9 +107,7 @@ func TestUsageErrorsSayWhatWasWantedAndExit2(t *testing.T) {
 func TestConfigCheckForeseesTheKeyModeAndATakenPort(t *testing.T) {
 	dir := t.TempDir()
 	cert, key, ca := validTLSFiles(t, dir)
-	if err := os.Chmod(key, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	chmod(t, key, 0o644)
 	// A fake daemon on the metrics port: its /metrics has registrar_build_info.
 	l := listenLocal(t)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -52,9 +52,7 @@ func (d *daemonProc) rewrite(old, new string, mode os.FileMode) {
 	if err := os.WriteFile(d.config, []byte(strings.Replace(string(raw), old, new, 1)), 0o600); err != nil {
 		d.t.Fatal(err)
 	}
-	if err := os.Chmod(d.config, mode); err != nil {
-		d.t.Fatal(err)
-	}
+	chmod(d.t, d.config, mode)
 }
 
 const drainLimits = "rate_limit_admission_burst = 8\nrate_limit_admission_refill_interval_ms = 3600000\n"

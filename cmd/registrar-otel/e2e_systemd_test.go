@@ -49,9 +49,7 @@ type note struct {
 func newFakeSystemd(t *testing.T, gid int) *fakeSystemd {
 	t.Helper()
 	dir := shortTempDir(t)
-	if err := os.Chmod(dir, 0o755); err != nil { // the callers traverse it
-		t.Fatal(err)
-	}
+	chmod(t, dir, 0o755) // the callers traverse it
 	run := filepath.Join(dir, "run")
 	mkdirMode(t, run, 0o750)
 	if err := os.Chown(run, 0, gid); err != nil {
@@ -67,9 +65,7 @@ func newFakeSystemd(t *testing.T, gid int) *fakeSystemd {
 	if err := os.Chown(fs.socket, 0, gid); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(fs.socket, 0o660); err != nil {
-		t.Fatal(err)
-	}
+	chmod(t, fs.socket, 0o660)
 	if fs.file, err = l.File(); err != nil {
 		t.Fatal(err)
 	}
@@ -240,9 +236,7 @@ func TestServePlaysItsPartUnderSystemd(t *testing.T) {
 	}
 
 	// Two uids of the group, two identities.
-	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil { // the callers exec the binary
-		t.Fatal(err)
-	}
+	chmod(t, filepath.Dir(bin), 0o755) // the callers exec the binary
 	for i, uid := range []int{uidA, uidB} {
 		cmd := exec.Command(bin, "mint", "--socket", fs.socket, "--service-name", "review", "--host", "h1",
 			"--instance", strconv.Itoa(i+1), "--component", "review")

@@ -98,7 +98,14 @@ func mkdirMode(t *testing.T, dir string, mode os.FileMode) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(dir, mode); err != nil {
+	chmod(t, dir, mode)
+}
+
+// chmod sets path's mode (the umask does not apply to it), failing the
+// test when it cannot.
+func chmod(t *testing.T, path string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(path, mode); err != nil {
 		t.Fatal(err)
 	}
 }
