@@ -125,9 +125,7 @@ func TestAuditScanJSONIsStable(t *testing.T) {
 
 func TestAuditScanUsageAndUnreadableStoreExit2(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, file, nil, 0o600)
 	cases := []struct {
 		name string
 		args []string
@@ -161,18 +159,14 @@ func TestAuditScanFindsTheDirectoryInTheConfig(t *testing.T) {
 	dir := t.TempDir()
 	records := filepath.Join(dir, "records")
 	cfg := filepath.Join(dir, "registrar.toml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[registrar]\naudit_record_dir = %q\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n", records)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, cfg, []byte(fmt.Sprintf("[registrar]\naudit_record_dir = %q\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n", records)), 0o600)
 	// Missing directory: the scan names it (exit 2), proving it was read
 	// from the configuration.
 	var out, errOut bytes.Buffer
 	if code := runAuditScan([]string{"--config", cfg}, &out, &errOut); code != auditScanFailed || !strings.Contains(errOut.String(), records) {
 		t.Fatalf("exit %d, stderr %q; want 2 naming %s", code, errOut.String(), records)
 	}
-	if err := os.Mkdir(records, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	mkdir(t, records, 0o700)
 	out.Reset()
 	errOut.Reset()
 	if code := runAuditScan([]string{"--config", cfg}, &out, &errOut); code != auditScanClean {
@@ -216,9 +210,7 @@ func TestAuditScanListsARenamedActiveFileAndReportsTheMissingOne(t *testing.T) {
 func TestAuditScanReportsAGenerationGap(t *testing.T) {
 	dir := auditStore(t, scanIntent("q1"), scanOutcome("q1"))
 	for _, g := range []string{"registrar-audit-20260101T000000Z-000003.jsonl", "registrar-audit-20260101T000100Z-000005.jsonl"} {
-		if err := os.WriteFile(filepath.Join(dir, g), nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, filepath.Join(dir, g), nil, 0o600)
 	}
 	code, out, _ := auditScanOutput("--dir", dir, "--window", "87600h")
 	if code != auditScanAnomalies || !strings.Contains(out, "generation_gap registrar-audit-20260101T000100Z-000005.jsonl: generation numbers jump from 000003") ||

@@ -22,9 +22,7 @@ import (
 func writeConfigForCheck(t *testing.T, doc string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "registrar-otel.toml")
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, []byte(doc), 0o600)
 	return path
 }
 
@@ -398,9 +396,7 @@ func pathState(res checkResult, path string) (string, string) {
 func TestConfigCheckPathsAsServeSeesThem(t *testing.T) {
 	base := t.TempDir()
 	sockDir := filepath.Join(base, "run")
-	if err := os.Mkdir(sockDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	mkdir(t, sockDir, 0o700)
 	state := filepath.Join(base, "state")
 	os.Mkdir(state, 0o700)
 	os.Chmod(state, 0o777) // world-writable: refused
@@ -469,17 +465,13 @@ func openbaoConfig(t *testing.T, tokenMode os.FileMode, caPEM string) string {
 	t.Helper()
 	dir := t.TempDir()
 	tok := filepath.Join(dir, "token")
-	if err := os.WriteFile(tok, []byte(checkToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, tok, []byte(checkToken+"\n"), 0o600)
 	chmod(t, tok, tokenMode)
 	doc := "[registrar]\nbackend = \"openbao\"\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n" +
 		"[openbao]\naddress = \"https://openbao.internal:8200\"\ntoken_file = \"" + tok + "\"\n"
 	if caPEM != "" {
 		ca := filepath.Join(dir, "ca.pem")
-		if err := os.WriteFile(ca, []byte(caPEM), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, ca, []byte(caPEM), 0o644)
 		doc += "ca_file = \"" + ca + "\"\n"
 	}
 	return writeConfigForCheck(t, doc)

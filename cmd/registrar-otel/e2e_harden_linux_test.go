@@ -163,9 +163,7 @@ func TestServeRefusesAForeignOwnedAuditDirectoryAtStart(t *testing.T) {
 		{"under another uid's directory", func(dir string) string {
 			theirs := mkdirOwned(t, filepath.Join(dir, "theirs"), 0o755, 4242)
 			a := filepath.Join(theirs, "audit")
-			if err := os.Mkdir(a, 0o700); err != nil {
-				t.Fatal(err)
-			}
+			mkdir(t, a, 0o700)
 			return a
 		}, ", which is owned by uid 4242, not by this user (0) or root"},
 	} {

@@ -58,9 +58,7 @@ func TestDefaultPathsAreNamedAbsoluteAndRelativeToTheWorkingDirectory(t *testing
 func TestARegularFileAtTheSocketPathIsNotCalledAStaleSocket(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "registrar.sock")
-	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, file, []byte("x"), 0o600)
 	_, _, errOut := runBin(t, dir, nil, "mint", "--socket", file, "--service-name", "review", "--host", "h1", "--component", "review", "--instance", "1")
 	if !strings.Contains(errOut, file+" is not a socket (a regular file): serve refuses to replace it") || strings.Contains(errOut, "stale") {
 		t.Errorf("stderr %q: want the regular file named, no stale-socket advice", errOut)
@@ -120,9 +118,7 @@ func TestConfigCheckForeseesTheKeyModeAndATakenPort(t *testing.T) {
 	doc := fmt.Sprintf("[registrar]\n%s[registrar.components.review]\nmultiplicity = \"many-per-host\"\n[telemetry]\nmetrics_listen = %q\n",
 		tlsListenLines(other.Addr().String(), cert, key, ca), l.Addr().String())
 	path := filepath.Join(dir, "registrar.toml")
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, []byte(doc), 0o600)
 	keyWarn := fmt.Sprintf("registrar.tls_key_file %s is readable by its group and every user (mode 0644)", key)
 	wantRun(t, dir, nil, []string{"config", "check", "--config", path}, exitOK,
 		"warning: "+keyWarn,

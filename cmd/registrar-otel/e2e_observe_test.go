@@ -224,9 +224,7 @@ func shortenedRules(t *testing.T, dir string) (path string, alerts []string) {
 	}
 	out := forLine.ReplaceAllString(string(raw), "${1}for: 1s")
 	path = filepath.Join(dir, "alerts.yml")
-	if err := os.WriteFile(path, []byte(out), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, []byte(out), 0o600)
 	return path, alerts
 }
 
@@ -280,9 +278,7 @@ scrape_configs:
 func runPrometheus(t *testing.T, bin, dir, config string, flags ...string) string {
 	t.Helper()
 	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, cfg, []byte(config), 0o600)
 	port := freePort(t)
 	cmd := exec.Command(bin, append([]string{
 		"--config.file=" + cfg,
@@ -748,9 +744,7 @@ service:
       exporters: [file]
 `, port, c.out)
 	cfgPath := filepath.Join(dir, "otelcol.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, cfgPath, []byte(cfg), 0o600)
 	c.loggedProc, _ = startLogged(t, "collector", exec.Command(bin, "--config", cfgPath), "Everything is ready")
 	return c
 }

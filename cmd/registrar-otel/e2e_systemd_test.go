@@ -109,9 +109,7 @@ multiplicity = "many-per-host"
 [telemetry]
 metrics_listen = "127.0.0.1:0"
 `, fs.socket, filepath.Join(fs.dir, "lib"), fs.auditDir(), extra)
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		fs.t.Fatal(err)
-	}
+	writeFile(fs.t, path, []byte(doc), 0o600)
 	return path
 }
 
@@ -475,9 +473,7 @@ func TestWatchdogPingsStopWhileTheTickStalls(t *testing.T) {
 
 	// Stall the tick. A ping of the pass before the stall may still
 	// arrive before the stall's announcement; none may after it.
-	if err := os.WriteFile(stall, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, stall, nil, 0o600)
 	began, _ := fs.next("STATUS=fault: tick stalled")
 	for {
 		n, _ := fs.next("")

@@ -209,12 +209,8 @@ multiplicity = "one-per-host"
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Mkdir(filepath.Join(dir, "lib"), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "lib", "registrar.db"), raw, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		mkdir(t, filepath.Join(dir, "lib"), 0o700)
+		writeFile(t, filepath.Join(dir, "lib", "registrar.db"), raw, 0o600)
 	}
 	var line string
 	d.loggedProc, line = startLogged(t, "daemon", exec.Command(bin, append([]string{"serve", "--config", d.config}, serveFlags...)...), "registrar-otel serving")
@@ -301,9 +297,7 @@ multiplicity = "many-per-host"
 func writeConfig(t *testing.T, dir, doc string, mode os.FileMode) string {
 	t.Helper()
 	path := filepath.Join(dir, "registrar.toml")
-	if err := os.WriteFile(path, []byte(doc), mode); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, []byte(doc), mode)
 	return path
 }
 

@@ -27,9 +27,7 @@ func golden(t *testing.T, name string, got []byte) {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, path, got, 0o644)
 		return
 	}
 	want, err := os.ReadFile(path)
@@ -71,9 +69,7 @@ trace_sample_per_million = 250000
 		{"[registrar]\nrate_limit_admission_burst = 0\nmax_wrap_ttl_seconds = -1\n", configCheckInvalid, "config_check_invalid.json"},
 	} {
 		path := filepath.Join(dir, "registrar.toml")
-		if err := os.WriteFile(path, []byte(tc.doc), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, path, []byte(tc.doc), 0o600)
 		code, out, errOut := configCheckOutput([]string{"--config", path, "--json"}, nil)
 		if code != tc.code || errOut != "" {
 			t.Fatalf("%s: exit %d (want %d), stderr %q", tc.file, code, tc.code, errOut)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,15 +19,11 @@ func openbaoCheckConfig(t *testing.T, addr, token string) string {
 	t.Helper()
 	dir := t.TempDir()
 	tok := filepath.Join(dir, "openbao-token")
-	if err := os.WriteFile(tok, []byte(token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, tok, []byte(token+"\n"), 0o600)
 	doc := "[registrar]\nbackend = \"openbao\"\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n" +
 		"[openbao]\naddress = \"" + addr + "\"\ntoken_file = \"" + tok + "\"\nrequest_timeout_ms = 2000\n"
 	p := filepath.Join(dir, "registrar.toml")
-	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, p, []byte(doc), 0o600)
 	return p
 }
 
@@ -141,9 +136,7 @@ func TestOpenBaoCheckWithNoServerExits3(t *testing.T) {
 
 func TestOpenBaoCheckRefusesAConfigurationWithoutOpenBao(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "registrar.toml")
-	if err := os.WriteFile(p, []byte("[registrar]\nbackend = \"embedded\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, p, []byte("[registrar]\nbackend = \"embedded\"\n"), 0o600)
 	code, _, errOut := runOpenBaoCheckCmd(t, p)
 	if code != exitUsage || !strings.Contains(errOut, `registrar.backend is "embedded", not "openbao"`) {
 		t.Errorf("exit %d, want 2\nstderr:\n%s", code, errOut)

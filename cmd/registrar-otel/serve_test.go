@@ -30,9 +30,7 @@ func TestServeExitsTwoForEveryErrorARestartCannotFix(t *testing.T) {
 		}, "registrar.audit_record_dir"},
 		{"a regular file at the socket path", func(t *testing.T, dir string) (string, string) {
 			mkdirMode(t, filepath.Join(dir, "run"), 0o700)
-			if err := os.WriteFile(filepath.Join(dir, "run", "r.sock"), nil, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			writeFile(t, filepath.Join(dir, "run", "r.sock"), nil, 0o600)
 			return "", ""
 		}, "is not a socket"},
 		{"a metrics port in use", func(t *testing.T, dir string) (string, string) {
@@ -44,9 +42,7 @@ func TestServeExitsTwoForEveryErrorARestartCannotFix(t *testing.T) {
 		}, "registrar.tls_listen"},
 		{"a bad TLS certificate", func(t *testing.T, dir string) (string, string) {
 			for _, f := range []string{"tls.crt", "tls.key", "ca.crt"} {
-				if err := os.WriteFile(filepath.Join(dir, f), []byte("not PEM\n"), 0o600); err != nil {
-					t.Fatal(err)
-				}
+				writeFile(t, filepath.Join(dir, f), []byte("not PEM\n"), 0o600)
 			}
 			return tlsLines(dir, "127.0.0.1:0"), ""
 		}, "tls_cert_file"},
@@ -57,9 +53,7 @@ func TestServeExitsTwoForEveryErrorARestartCannotFix(t *testing.T) {
 		}, "address already in use"},
 		{"an unreadable token file", func(t *testing.T, dir string) (string, string) {
 			tok := filepath.Join(dir, "token")
-			if err := os.Mkdir(tok, 0o700); err != nil { // a directory: no token to read
-				t.Fatal(err)
-			}
+			mkdir(t, tok, 0o700) // a directory: no token to read
 			return `backend = "openbao"`, fmt.Sprintf("[openbao]\naddress = \"https://127.0.0.1:1\"\ntoken_file = %q\n", tok)
 		}, "openbao.token_file"},
 		{"an unknown socket group", func(t *testing.T, dir string) (string, string) {
@@ -101,6 +95,24 @@ func mkdirMode(t *testing.T, dir string, mode os.FileMode) {
 	chmod(t, dir, mode)
 }
 
+// writeFile writes data to path with mode, failing the test when it
+// cannot.
+func writeFile(t *testing.T, path string, data []byte, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, data, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mkdir makes the directory dir with mode, failing the test when it
+// cannot.
+func mkdir(t *testing.T, dir string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Mkdir(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // chmod sets path's mode (the umask does not apply to it), failing the
 // test when it cannot.
 func chmod(t *testing.T, path string, mode os.FileMode) {
@@ -122,9 +134,7 @@ func needRoot(t *testing.T, why string) {
 // returns it: a directory of another user, for the owner rules (root only).
 func mkdirOwned(t *testing.T, dir string, mode os.FileMode, uid int) string {
 	t.Helper()
-	if err := os.Mkdir(dir, mode); err != nil {
-		t.Fatal(err)
-	}
+	mkdir(t, dir, mode)
 	if err := os.Chown(dir, uid, uid); err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +155,6 @@ func writeTestPKI(t *testing.T, dir string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, dst), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, filepath.Join(dir, dst), b, 0o600)
 	}
 }
