@@ -87,10 +87,7 @@ var notFromTheDaemon = []string{"up", "ALERTS", "target_info"}
 // as the plugin's type) is what the tests inspect.
 func loadDashboard(t *testing.T) *dashboard.Dashboard {
 	t.Helper()
-	raw, err := os.ReadFile(dashboardFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := readDashboard(t)
 	if err := checkStrict(raw); err != nil {
 		t.Fatalf("%s: %v", dashboardFile, err)
 	}
@@ -265,13 +262,20 @@ func TestDashboardDecodesStrictlyWithTheFoundationSDK(t *testing.T) {
 	}
 }
 
-// The strict check has teeth: a misspelt key anywhere a Grafana import
-// would silently ignore it is an error.
-func TestStrictCheckRejectsMisspeltKeys(t *testing.T) {
+// readDashboard is the dashboard file's JSON as the repository ships it.
+func readDashboard(t *testing.T) []byte {
+	t.Helper()
 	raw, err := os.ReadFile(dashboardFile)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return raw
+}
+
+// The strict check has teeth: a misspelt key anywhere a Grafana import
+// would silently ignore it is an error.
+func TestStrictCheckRejectsMisspeltKeys(t *testing.T) {
+	raw := readDashboard(t)
 	tests := []struct {
 		name   string
 		mutate func(d map[string]any, panel map[string]any)

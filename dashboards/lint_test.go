@@ -3,7 +3,6 @@ package dashboards
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -87,8 +86,10 @@ type dashPanel struct {
 }
 
 // linterProblems returns what the linter rules above (those not covered by
-// the typed tests) and the on-call rules find wrong in a dashboard's JSON.
-func linterProblems(raw []byte) ([]string, error) {
+// the typed tests) and the on-call rules find wrong in a dashboard's JSON;
+// t fails at once when raw is not a dashboard's JSON at all.
+func linterProblems(t *testing.T, raw []byte) []string {
+	t.Helper()
 	var d struct {
 		Editable   *bool       `json:"editable"`
 		Panels     []dashPanel `json:"panels"`
@@ -106,7 +107,7 @@ func linterProblems(raw []byte) ([]string, error) {
 		} `json:"templating"`
 	}
 	if err := json.Unmarshal(raw, &d); err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
 	var probs []string
 	add := func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) }
@@ -198,18 +199,12 @@ func linterProblems(raw []byte) ([]string, error) {
 	if !sawAuditRow {
 		add("no Audit store row")
 	}
-	return probs, nil
+	return probs
 }
 
 func TestDashboardPassesTheLinterAndOnCallRules(t *testing.T) {
-	raw, err := os.ReadFile(dashboardFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	probs, err := linterProblems(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := readDashboard(t)
+	probs := linterProblems(t, raw)
 	for _, p := range probs {
 		t.Error(p)
 	}
@@ -217,10 +212,7 @@ func TestDashboardPassesTheLinterAndOnCallRules(t *testing.T) {
 
 // Each rule has teeth: a scratch copy breaking it is reported.
 func TestLinterProblemsCatchesEachBreak(t *testing.T) {
-	raw, err := os.ReadFile(dashboardFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := readDashboard(t)
 	panelWhere := func(d map[string]any, pred func(p map[string]any) bool) map[string]any {
 		for _, p := range d["panels"].([]any) {
 			if p := p.(map[string]any); pred(p) {
@@ -289,10 +281,7 @@ func TestLinterProblemsCatchesEachBreak(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			probs, err := linterProblems(mutated)
-			if err != nil {
-				t.Fatal(err)
-			}
+			probs := linterProblems(t, mutated)
 			if !slices.ContainsFunc(probs, func(p string) bool { return strings.Contains(p, tt.want) }) {
 				t.Errorf("a scratch copy with %s: problems %q, want one containing %q", tt.name, probs, tt.want)
 			}

@@ -163,6 +163,26 @@ func loadPage(t *testing.T, lang, name string) *page {
 	return parsePage(t, lang+"/"+name)
 }
 
+// pagesNamed is the page docs/<lang>/name in each language, in langs order.
+func pagesNamed(t *testing.T, name string) []*page {
+	t.Helper()
+	var ps []*page
+	for _, lang := range langs {
+		ps = append(ps, loadPage(t, lang, name))
+	}
+	return ps
+}
+
+// nonEmpty returns list, failing the test at once when it is empty: a
+// check over the names a package lists must not pass vacuously.
+func nonEmpty[T any](t *testing.T, what string, list []T) []T {
+	t.Helper()
+	if len(list) == 0 {
+		t.Fatalf("%s is empty", what)
+	}
+	return list
+}
+
 func TestBothLanguagesHaveTheSamePages(t *testing.T) {
 	en, ko := treeFiles(t, "en"), treeFiles(t, "ko")
 	if !slices.Equal(en, ko) {
@@ -415,12 +435,8 @@ func TestMkdocsListsBothLanguagesAndEveryPage(t *testing.T) {
 }
 
 func TestEveryConfigKeyIsDocumented(t *testing.T) {
-	keys := config.Keys()
-	if len(keys) == 0 {
-		t.Fatal("config.Keys() is empty")
-	}
-	for _, lang := range langs {
-		p := loadPage(t, lang, "configuration.md")
+	keys := nonEmpty(t, "config.Keys()", config.Keys())
+	for _, p := range pagesNamed(t, "configuration.md") {
 		for _, k := range keys {
 			if strings.Contains(k, "<name>") {
 				// The component table: registrar.components.<name>.multiplicity.
@@ -494,8 +510,7 @@ func tomlLeafKeys(t *testing.T, body string) map[string]bool {
 // configuration.md shows at least one complete example: a toml block that
 // sets every key config.Keys() lists.
 func TestConfigurationHasACompleteExample(t *testing.T) {
-	for _, lang := range langs {
-		p := loadPage(t, lang, "configuration.md")
+	for _, p := range pagesNamed(t, "configuration.md") {
 		best, bestMissing := -1, []string(nil)
 		for i, b := range p.blocks {
 			if b.info != "toml" {
@@ -590,8 +605,7 @@ func fixtureMessages(t *testing.T) []string {
 
 func TestConfigErrorMessagesAreQuotedExactly(t *testing.T) {
 	msgs := append(slices.Clone(specMessages), fixtureMessages(t)...)
-	for _, lang := range langs {
-		p := loadPage(t, lang, "configuration.md")
+	for _, p := range pagesNamed(t, "configuration.md") {
 		for _, m := range msgs {
 			if !strings.Contains(p.raw, m) {
 				t.Errorf("%s does not quote the message:\n  %s", p.path, m)
@@ -628,8 +642,7 @@ func TestEveryAlertHasARunbookInBothLanguages(t *testing.T) {
 				t.Errorf("alert %s: runbook_url %q does not end in /metrics.md#%s", name, runbooks[i][1], want)
 			}
 		}
-		for _, lang := range langs {
-			p := loadPage(t, lang, "metrics.md")
+		for _, p := range pagesNamed(t, "metrics.md") {
 			found := false
 			for _, h := range p.headings {
 				if h.anchor == want {
@@ -647,12 +660,8 @@ func TestEveryAlertHasARunbookInBothLanguages(t *testing.T) {
 }
 
 func TestEveryWireIdentifierIsDocumented(t *testing.T) {
-	ids := wire.IDs()
-	if len(ids) == 0 {
-		t.Fatal("wire.IDs() is empty")
-	}
-	for _, lang := range langs {
-		p := loadPage(t, lang, "wire.md")
+	ids := nonEmpty(t, "wire.IDs()", wire.IDs())
+	for _, p := range pagesNamed(t, "wire.md") {
 		for _, id := range ids {
 			if !strings.Contains(p.raw, "`"+string(id)+"`") {
 				t.Errorf("%s does not document `%s`", p.path, id)
@@ -691,8 +700,7 @@ func TestEverySeriesIsDocumented(t *testing.T) {
 	if !slices.Contains(names, "registrar_outcome_unrecordable_total") {
 		names = append(names, "registrar_outcome_unrecordable_total")
 	}
-	for _, lang := range langs {
-		p := loadPage(t, lang, "metrics.md")
+	for _, p := range pagesNamed(t, "metrics.md") {
 		for _, n := range names {
 			if !strings.Contains(p.raw, "`"+n+"`") && !strings.Contains(p.raw, n+"{") {
 				t.Errorf("%s does not document the series %s", p.path, n)

@@ -16,8 +16,7 @@ func TestTheOpenBaoPageShowsTheBackendsOwnPolicies(t *testing.T) {
 		"token policy":   openbao.TokenPolicy("secret", "registrar-otel", "approle", time.Hour, 1),
 		"service policy": openbao.ServicePolicy("secret", "registrar-otel", "review"),
 	}
-	for _, lang := range langs {
-		p := loadPage(t, lang, "openbao.md")
+	for _, p := range pagesNamed(t, "openbao.md") {
 		for name, body := range want {
 			found := false
 			for _, blk := range p.blocks {

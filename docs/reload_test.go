@@ -14,8 +14,7 @@ var keyRow = regexp.MustCompile("(?m)^\\| `((?:registrar|telemetry|openbao)\\.[^
 // for every key in both languages, what config.ReloadClass says: `live`
 // (a reload applies it) or `restart`.
 func TestReloadColumnMatchesTheCode(t *testing.T) {
-	for _, lang := range langs {
-		p := loadPage(t, lang, "configuration.md")
+	for _, p := range pagesNamed(t, "configuration.md") {
 		got := map[string]string{}
 		for _, m := range keyRow.FindAllStringSubmatch(p.raw, -1) {
 			got[m[1]] = m[2]

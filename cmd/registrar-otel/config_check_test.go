@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -14,15 +15,14 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/internal/testing/pkitest"
 )
 
 // writeConfigForCheck writes a TOML document to a fresh temporary file.
 func writeConfigForCheck(t *testing.T, doc string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "registrar-otel.toml")
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, []byte(doc), 0o600)
 	return path
 }
 
@@ -86,35 +86,25 @@ paths (what serve does):
 func TestConfigCheckSummarisesAFileWithItsUnknownKeys(t *testing.T) {
 	dir := t.TempDir()
 	cert, key, ca := validTLSFiles(t, dir)
-	path := writeConfigForCheck(t, fmt.Sprintf(`[registrar]
-tls_listen = ":8443"
-tls_cert_file = %q
-tls_key_file = %q
-tls_client_ca_file = %q
-audit_store_backend = "segmented"
+	path := writeConfigForCheck(t, "[registrar]\n"+tlsListenLines(":8443", cert, key, ca)+`audit_store_backend = "segmented"
 [registrar.components.review]
 multiplicity = "many-per-host"
 [telemetry]
 metrics_listen = ""
-`, cert, key, ca))
+`)
 	code, stdout, stderr := configCheckOutput([]string{"--config", path}, nil)
 	if code != 0 {
 		t.Fatalf("exit status = %d, want 0; stderr:\n%s", code, stderr)
 	}
-	for _, want := range []string{
-		"configuration OK: " + path + "\n",
-		"  tls_listen                  :8443 (cert " + cert + ", key " + key + ", client CA " + ca + ")\n",
-		"  registrar.tls_cert_file       " + cert + `: certificate "CN=registrar-test", valid until 2099-01-01T00:00:00Z` + "\n",
-		"  registrar.tls_key_file        " + key + ": private key matching the certificate\n",
-		"  registrar.tls_client_ca_file  " + ca + ": 1 CA certificate(s)\n",
+	wantContains(t, "stdout", stdout,
+		"configuration OK: "+path+"\n",
+		"  tls_listen                  :8443 (cert "+cert+", key "+key+", client CA "+ca+")\n",
+		"  registrar.tls_cert_file       "+cert+`: certificate "CN=registrar-test", valid until 2099-01-01T00:00:00Z`+"\n",
+		"  registrar.tls_key_file        "+key+": private key matching the certificate\n",
+		"  registrar.tls_client_ca_file  "+ca+": 1 CA certificate(s)\n",
 		"  unknown keys kept           registrar.audit_store_backend\n",
 		"components:\n  review  many-per-host\ntelemetry:\n",
-		"  metrics_listen            (disabled)\n",
-	} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("stdout lacks %q:\n%s", want, stdout)
-		}
-	}
+		"  metrics_listen            (disabled)\n")
 	if want := "warning: registrar.audit_store_backend is not a known key; kept untouched, this version does not use it\n"; stderr != want {
 		t.Errorf("stderr = %q, want the one warning %q", stderr, want)
 	}
@@ -254,16 +244,11 @@ func TestConfigCheckShippedExampleWithTheTLSFilesMissing(t *testing.T) {
 		if code != configCheckInvalid || stdout != "" {
 			t.Fatalf("%s: exit %d, stdout %q; want 2 and nothing on stdout", example, code, stdout)
 		}
-		for _, want := range []string{
+		wantContains(t, example+": stderr", stderr,
 			"registrar.tls_cert_file: cannot read /etc/registrar-otel/tls/server.crt: no such file or directory\n",
 			"registrar.tls_key_file: cannot read /etc/registrar-otel/tls/server.key: no such file or directory\n",
 			"registrar.tls_client_ca_file: cannot read /etc/registrar-otel/tls/clients-ca.crt: no such file or directory\n",
-			"config check: 3 errors in " + example + "\n",
-		} {
-			if !strings.Contains(stderr, want) {
-				t.Errorf("%s: stderr lacks %q:\n%s", example, want, stderr)
-			}
-		}
+			"config check: 3 errors in "+example+"\n")
 	}
 }
 
@@ -314,8 +299,14 @@ func TestConfigCheckMisspeltKeyIsAnErrorInAnyMode(t *testing.T) {
 	}
 }
 
+// tlsListenLines are the [registrar] lines of a TLS listener on addr with
+// the server certificate, key and client CA files given.
+func tlsListenLines(addr, cert, key, ca string) string {
+	return fmt.Sprintf("tls_listen = %q\ntls_cert_file = %q\ntls_key_file = %q\ntls_client_ca_file = %q\n", addr, cert, key, ca)
+}
+
 func tlsConfigDoc(cert, key, ca string) string {
-	return fmt.Sprintf("[registrar]\ntls_listen = \"127.0.0.1:8443\"\ntls_cert_file = %q\ntls_key_file = %q\ntls_client_ca_file = %q\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n", cert, key, ca)
+	return "[registrar]\n" + tlsListenLines("127.0.0.1:8443", cert, key, ca) + "[registrar.components.review]\nmultiplicity = \"many-per-host\"\n"
 }
 
 func TestConfigCheckTLSFiles(t *testing.T) {
@@ -405,9 +396,7 @@ func pathState(res checkResult, path string) (string, string) {
 func TestConfigCheckPathsAsServeSeesThem(t *testing.T) {
 	base := t.TempDir()
 	sockDir := filepath.Join(base, "run")
-	if err := os.Mkdir(sockDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	mkdir(t, sockDir, 0o700)
 	state := filepath.Join(base, "state")
 	os.Mkdir(state, 0o700)
 	os.Chmod(state, 0o777) // world-writable: refused
@@ -476,19 +465,13 @@ func openbaoConfig(t *testing.T, tokenMode os.FileMode, caPEM string) string {
 	t.Helper()
 	dir := t.TempDir()
 	tok := filepath.Join(dir, "token")
-	if err := os.WriteFile(tok, []byte(checkToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(tok, tokenMode); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, tok, []byte(checkToken+"\n"), 0o600)
+	chmod(t, tok, tokenMode)
 	doc := "[registrar]\nbackend = \"openbao\"\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n" +
 		"[openbao]\naddress = \"https://openbao.internal:8200\"\ntoken_file = \"" + tok + "\"\n"
 	if caPEM != "" {
 		ca := filepath.Join(dir, "ca.pem")
-		if err := os.WriteFile(ca, []byte(caPEM), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, ca, []byte(caPEM), 0o644)
 		doc += "ca_file = \"" + ca + "\"\n"
 	}
 	return writeConfigForCheck(t, doc)
@@ -519,19 +502,14 @@ func TestConfigCheckSummarisesTheOpenBaoBackendWithoutTheToken(t *testing.T) {
 	if code != configCheckOK {
 		t.Fatalf("exit status = %d; stderr:\n%s", code, stderr)
 	}
-	for _, want := range []string{
+	wantContains(t, "stdout", stdout,
 		`openbao (registrar.backend = "openbao"):`,
 		"address          https://openbao.internal:8200",
 		"ca_file          (none: the system roots)",
 		"token            from openbao.token_file",
 		"bindings         secret/data/registrar-otel/bindings/<registration_id> (KV v2)",
 		"roles            auth/approle/role/bootroot-service-<registration_id>",
-		"secret ids       ttl 3600 s, 1 use(s)",
-	} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("stdout:\n%s\nlacks %q", stdout, want)
-		}
-	}
+		"secret ids       ttl 3600 s, 1 use(s)")
 	if strings.Contains(stdout+stderr, checkToken) {
 		t.Errorf("config check printed the token:\n%s%s", stdout, stderr)
 	}
@@ -610,5 +588,101 @@ func TestConfigCheckAcceptsAnExistingSocketGroup(t *testing.T) {
 		if st, d := pathState(res, sock); st != pathCreate || d != "absent; serve creates the socket 0660 in group "+group {
 			t.Errorf("socket_group %q: %s: state %q detail %q; want create, 0660 in the group", group, sock, st, d)
 		}
+	}
+}
+
+// tlsFiles writes a CA (valid 2020 to 2099), a server certificate it
+// signed for localhost (valid from notBefore to notAfter, CN
+// registrar-test) and the server's key into dir as server.crt, server.key
+// and ca.crt, and returns their paths.
+func tlsFiles(t *testing.T, dir string, notBefore, notAfter time.Time) (cert, key, ca string) {
+	t.Helper()
+	pki := pkitest.NewValid(t, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC))
+	srv := pki.Issue(t, pkitest.Options{CommonName: "registrar-test", DNS: []string{"localhost"}, Usage: x509.ExtKeyUsageServerAuth,
+		NotBefore: notBefore, NotAfter: notAfter})
+	ca, cert, key = pki.WriteFiles(t, dir, "server", srv)
+	return cert, key, ca
+}
+
+// validTLSFiles is tlsFiles valid from 2020 to 2099.
+func validTLSFiles(t *testing.T, dir string) (cert, key, ca string) {
+	return tlsFiles(t, dir, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC))
+}
+
+// writeMode writes doc to a fresh file and chmods it (the umask does not
+// apply to chmod).
+func writeMode(t *testing.T, doc string, mode os.FileMode) string {
+	t.Helper()
+	path := writeConfigForCheck(t, doc)
+	chmod(t, path, mode)
+	return path
+}
+
+// checkDoc is a configuration serve cannot start with (its socket directory
+// cannot be created under /proc): should a check under test ever let the
+// file through, serve fails at once instead of serving until killed.
+const checkDoc = "[registrar]\nsocket_path = \"/proc/registrar-otel-test/r.sock\"\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n"
+
+func TestAWorldWritableConfigIsRefusedByServeAndReportedByConfigCheck(t *testing.T) {
+	path := writeMode(t, checkDoc, 0o666)
+	var out, errb bytes.Buffer
+	if code := runServe([]string{"--config", path}, &out, &errb); code == 0 {
+		t.Fatalf("serve exited 0 with a 0666 configuration file")
+	}
+	for _, want := range []string{path, "mode 0666", "group- or world-writable"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("serve's output does not name %q:\n%s", want, errb.String())
+		}
+	}
+	code, stdout, stderr := configCheckOutput([]string{"--config", path}, nil)
+	if code != configCheckInvalid || stdout != "" {
+		t.Fatalf("config check: exit %d, stdout %q; want 2 and nothing on stdout", code, stdout)
+	}
+	if !strings.Contains(stderr, path) || !strings.Contains(stderr, "mode 0666") {
+		t.Errorf("config check does not report the file and its mode:\n%s", stderr)
+	}
+	// The same file made private passes the check (serve would then fail
+	// on the socket, which is not the point here).
+	chmod(t, path, 0o600)
+	if code, _, stderr := configCheckOutput([]string{"--config", path}, nil); code != configCheckOK {
+		t.Fatalf("config check of the 0600 file: exit %d\n%s", code, stderr)
+	}
+}
+
+func TestOTLPCredentialsAreNeverPrintedByServeOrConfigCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		doc     string
+		environ []string
+	}{
+		{"from the file", checkDoc + "[telemetry]\notlp_endpoint = \"https://user:pw@host\"\n", nil},
+		{"from the environment", checkDoc, []string{"REGISTRAR_OTEL_TELEMETRY__OTLP_ENDPOINT=https://user:pw@host"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeMode(t, tc.doc, 0o600)
+			code, stdout, stderr := configCheckOutput([]string{"--config", path}, tc.environ)
+			if code != configCheckInvalid {
+				t.Fatalf("config check: exit %d, want 2", code)
+			}
+			for _, out := range []string{stdout, stderr} {
+				if strings.Contains(out, "user") || strings.Contains(out, "pw") {
+					t.Errorf("config check printed the credentials:\n%s", out)
+				}
+			}
+			if !strings.Contains(stderr, "telemetry.otlp_endpoint") {
+				t.Errorf("config check does not name the key:\n%s", stderr)
+			}
+			for _, kv := range tc.environ {
+				k, v, _ := strings.Cut(kv, "=")
+				t.Setenv(k, v)
+			}
+			var out, errb bytes.Buffer
+			if code := runServe([]string{"--config", path}, &out, &errb); code == 0 {
+				t.Fatal("serve exited 0 with credentials in the endpoint")
+			}
+			if s := out.String() + errb.String(); strings.Contains(s, "user") || strings.Contains(s, "pw") || !strings.Contains(s, "telemetry.otlp_endpoint") {
+				t.Errorf("serve's output:\n%s\nwant the key named and neither the user nor the password", s)
+			}
+		})
 	}
 }

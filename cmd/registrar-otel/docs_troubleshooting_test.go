@@ -44,9 +44,7 @@ func troubleshootingMessages(t *testing.T) map[string]string {
 	}
 	syscall.Close(fd)
 	regular := filepath.Join(dir, "regular.sock")
-	if err := os.WriteFile(regular, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, regular, nil, 0o600)
 	at := func(path string, errno error) string {
 		a := addr
 		a.socket = path
@@ -60,9 +58,7 @@ func troubleshootingMessages(t *testing.T) map[string]string {
 	if err := os.MkdirAll(filepath.Dir(notSock), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(notSock, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, notSock, nil, 0o600)
 	if _, err := server.ListenUnix(notSock); err == nil {
 		t.Fatal("ListenUnix on a regular file succeeded")
 	} else {
@@ -70,12 +66,8 @@ func troubleshootingMessages(t *testing.T) map[string]string {
 	}
 	// serve: an unsafe state directory.
 	unsafe := filepath.Join(dir, "state")
-	if err := os.Mkdir(unsafe, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(unsafe, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	mkdir(t, unsafe, 0o700)
+	chmod(t, unsafe, 0o777)
 	if _, err := embedded.Open(unsafe, embedded.Options{}); err == nil {
 		t.Fatal("Open of a world-writable state dir succeeded")
 	} else {
@@ -98,9 +90,7 @@ func troubleshootingMessages(t *testing.T) map[string]string {
 	msgs["locked"] = embedded.ErrLocked.Error()
 	// config: a misspelt key and a single-underscore variable.
 	misspelt := filepath.Join(dir, "misspelt.toml")
-	if err := os.WriteFile(misspelt, []byte("[registrar]\nrate_limit_admision_burst = 64\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, misspelt, []byte("[registrar]\nrate_limit_admision_burst = 64\n"), 0o600)
 	var out, errOut bytes.Buffer
 	runConfigCheck([]string{"--config", misspelt}, &out, &errOut)
 	msgs["misspelt"] = "registrar.rate_limit_admision_burst is not a known key: a likely misspelling of registrar.rate_limit_admission_burst (the default applies until it is fixed)"

@@ -23,19 +23,12 @@ import (
 // directories: it is neither root nor the daemon's.
 const attackerUID = 4242
 
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("chown to another uid and running as one need root")
-	}
-}
-
 // Issue 27, item 3, at start: each of the three private directories owned
 // by another uid (at a mode that lets the daemon in, 0755) is refused:
 // serve exits 2 naming the key and the directory, and config check reports
 // it under the same key, also exit 2.
 func TestServeAndConfigCheckRefuseAForeignOwnedPrivateDirectory(t *testing.T) {
-	needRoot(t)
+	needRoot(t, "chown to another uid and running as one")
 	bin := buildBinary(t)
 	for _, c := range []struct{ key, dir string }{
 		{"registrar.audit_record_dir", "audit"},
@@ -44,13 +37,7 @@ func TestServeAndConfigCheckRefuseAForeignOwnedPrivateDirectory(t *testing.T) {
 	} {
 		t.Run(c.key, func(t *testing.T) {
 			dir := shortTempDir(t)
-			theirs := filepath.Join(dir, c.dir)
-			if err := os.Mkdir(theirs, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chown(theirs, attackerUID, attackerUID); err != nil {
-				t.Fatal(err)
-			}
+			theirs := mkdirOwned(t, filepath.Join(dir, c.dir), 0o755, attackerUID)
 			cfg := writeConfig(t, dir, serveDoc(dir, "", ""), 0o600)
 			want := fmt.Sprintf("is owned by uid %d, not by this user (0) or root", attackerUID)
 			for _, args := range [][]string{{"serve", "--config", cfg}, {"config", "check", "--config", cfg}} {
@@ -117,9 +104,7 @@ func TestALoosenedPrivateDirectoryIsFoundOnTheTickAndRecovers(t *testing.T) {
 				t.Fatalf("before the chmod of %s: registrar_directory_unsafe{directory=%q} = %v, want 0", c.path, l, got)
 			}
 		}
-		if err := os.Chmod(c.path, 0o777); err != nil {
-			t.Fatal(err)
-		}
+		chmod(t, c.path, 0o777)
 		d.waitGauge(c.label, 1)
 		exp := d.scrape()
 		if !strings.Contains(exp, `registrar_audit_store_state{`) || !regexp.MustCompile(`(?m)^registrar_audit_store_state\{[^}]*state="unwritable"[^}]*\} 1$`).MatchString(exp) {
@@ -137,9 +122,7 @@ func TestALoosenedPrivateDirectoryIsFoundOnTheTickAndRecovers(t *testing.T) {
 		if res.OK() || res.ErrorID != wire.RegistrarUnavailable || res.Reason != "AuditUnwritable" {
 			t.Errorf("a mint with %s at 0777: %+v, want RegistrarUnavailable AuditUnwritable", c.path, res)
 		}
-		if err := os.Chmod(c.path, 0o700); err != nil {
-			t.Fatal(err)
-		}
+		chmod(t, c.path, 0o700)
 		d.waitGauge(c.label, 0)
 		req.Host = fmt.Sprintf("fixed-%d", i)
 		if res, err := caller.Mint(context.Background(), req); err != nil || !res.OK() {
@@ -154,7 +137,7 @@ func TestALoosenedPrivateDirectoryIsFoundOnTheTickAndRecovers(t *testing.T) {
 // path under a directory that uid owns.
 func startRotatingDaemonAs(t *testing.T) (p *loggedProc, dir, socket, auditDir string) {
 	t.Helper()
-	needRoot(t)
+	needRoot(t, "chown to another uid and running as one")
 	dir, own := daemonUIDDir(t)
 	socket, _, auditDir = daemonPaths(dir)
 	cfg := writeConfig(t, dir, serveDoc(dir, "audit_max_file_bytes = 65536\nrate_limit_admission_burst = 100000", ""), 0o644)
@@ -223,9 +206,7 @@ func TestAuditScanReportsAForgedGenerationWrittenByAnotherUID(t *testing.T) {
 		path string
 		mode os.FileMode
 	}{{dir, 0o755}, {auditDir, 0o777}} {
-		if err := os.Chmod(d.path, d.mode); err != nil {
-			t.Fatal(err)
-		}
+		chmod(t, d.path, d.mode)
 	}
 	attacker := exec.Command("/bin/sh", "-c", `rm -f "$1" && cat > "$1"`, "sh", victim)
 	attacker.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: attackerUID, Gid: attackerUID}}
@@ -234,9 +215,7 @@ func TestAuditScanReportsAForgedGenerationWrittenByAnotherUID(t *testing.T) {
 		t.Fatalf("the attacker's forgery: %v\n%s", err, out)
 	}
 	for _, d := range []string{auditDir, dir} { // the modes put right: only the owner tells
-		if err := os.Chmod(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
+		chmod(t, d, 0o700)
 	}
 
 	for _, asDaemon := range []bool{false, true} {

@@ -30,9 +30,7 @@ func asDaemonUID(cmd *exec.Cmd) *exec.Cmd {
 // copied there (the e2e binary's own directory is root's 0700).
 func startDaemonAs(t *testing.T, environ ...string) (*loggedProc, string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("running the daemon as another uid needs root")
-	}
+	needRoot(t, "running the daemon as another uid")
 	dir, own := daemonUIDDir(t)
 	cfg := writeConfig(t, dir, serveDoc(dir, "", `metrics_listen = "127.0.0.1:0"`+"\n"), 0o644) // root's, readable: accepted
 	cmd := asDaemonUID(exec.Command(own, "serve", "--config", cfg))
@@ -152,9 +150,7 @@ func TestAFIFOConfigurationIsRefusedAtOnce(t *testing.T) {
 // forged one. serve now refuses to start, naming the directory and owner;
 // and so for a directory under another uid's directory.
 func TestServeRefusesAForeignOwnedAuditDirectoryAtStart(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("chown to another uid needs root")
-	}
+	needRoot(t, "chown to another uid")
 	bin := buildBinary(t)
 	for _, c := range []struct {
 		name  string
@@ -162,27 +158,12 @@ func TestServeRefusesAForeignOwnedAuditDirectoryAtStart(t *testing.T) {
 		want  string
 	}{
 		{"owned by another uid", func(dir string) string {
-			a := filepath.Join(dir, "audit")
-			if err := os.Mkdir(a, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chown(a, 4242, 4242); err != nil {
-				t.Fatal(err)
-			}
-			return a
+			return mkdirOwned(t, filepath.Join(dir, "audit"), 0o755, 4242)
 		}, "is owned by uid 4242, not by this user (0) or root"},
 		{"under another uid's directory", func(dir string) string {
-			theirs := filepath.Join(dir, "theirs")
-			if err := os.Mkdir(theirs, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chown(theirs, 4242, 4242); err != nil {
-				t.Fatal(err)
-			}
+			theirs := mkdirOwned(t, filepath.Join(dir, "theirs"), 0o755, 4242)
 			a := filepath.Join(theirs, "audit")
-			if err := os.Mkdir(a, 0o700); err != nil {
-				t.Fatal(err)
-			}
+			mkdir(t, a, 0o700)
 			return a
 		}, ", which is owned by uid 4242, not by this user (0) or root"},
 	} {
@@ -216,9 +197,7 @@ func TestAnAuditDirectoryLoosenedWhileServingFailsAppendsClosed(t *testing.T) {
 	d := startDaemon(t, "maintenance_interval_ms = 100\n", "")
 	unixCaller := wire.NewUnixClient(d.socket, wire.WithoutKeepAlive(), wire.WithTimeout(e2eIODeadline))
 	mintOK(t, unixCaller)
-	if err := os.Chmod(d.auditDir, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	chmod(t, d.auditDir, 0o777)
 	req := reviewMint("h2", 1)
 	res, err := unixCaller.Mint(context.Background(), req)
 	if err != nil {
@@ -236,9 +215,7 @@ func TestAnAuditDirectoryLoosenedWhileServingFailsAppendsClosed(t *testing.T) {
 	if !strings.Contains(d.logs.String(), "level=ERROR") {
 		t.Errorf("the line is not at ERROR")
 	}
-	if err := os.Chmod(d.auditDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	chmod(t, d.auditDir, 0o700)
 	req.Host = "h3"
 	if res, err := unixCaller.Mint(context.Background(), req); err != nil || !res.OK() {
 		t.Fatalf("a mint after the mode was put right: %+v, %v; want it recorded again", res, err)

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -59,9 +58,7 @@ func TestDefaultPathsAreNamedAbsoluteAndRelativeToTheWorkingDirectory(t *testing
 func TestARegularFileAtTheSocketPathIsNotCalledAStaleSocket(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "registrar.sock")
-	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, file, []byte("x"), 0o600)
 	_, _, errOut := runBin(t, dir, nil, "mint", "--socket", file, "--service-name", "review", "--host", "h1", "--component", "review", "--instance", "1")
 	if !strings.Contains(errOut, file+" is not a socket (a regular file): serve refuses to replace it") || strings.Contains(errOut, "stale") {
 		t.Errorf("stderr %q: want the regular file named, no stale-socket advice", errOut)
@@ -81,9 +78,7 @@ func TestAMisspeltVariableIsNamedWithTheDoubleUnderscoreSpelling(t *testing.T) {
 func TestUsageErrorsSayWhatWasWantedAndExit2(t *testing.T) {
 	dir := t.TempDir()
 	open := t.TempDir()
-	if err := os.Chmod(open, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	chmod(t, open, 0o777)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -110,31 +105,20 @@ func TestUsageErrorsSayWhatWasWantedAndExit2(t *testing.T) {
 func TestConfigCheckForeseesTheKeyModeAndATakenPort(t *testing.T) {
 	dir := t.TempDir()
 	cert, key, ca := validTLSFiles(t, dir)
-	if err := os.Chmod(key, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	chmod(t, key, 0o644)
 	// A fake daemon on the metrics port: its /metrics has registrar_build_info.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenLocal(t)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, `registrar_build_info{version="x"} 1`)
 	})}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Shutdown(context.Background()) })
 	// And a port held by something else.
-	other, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	doc := fmt.Sprintf("[registrar]\ntls_listen = %q\ntls_cert_file = %q\ntls_key_file = %q\ntls_client_ca_file = %q\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n[telemetry]\nmetrics_listen = %q\n",
-		other.Addr().String(), cert, key, ca, l.Addr().String())
+	other := listenLocal(t)
+	doc := fmt.Sprintf("[registrar]\n%s[registrar.components.review]\nmultiplicity = \"many-per-host\"\n[telemetry]\nmetrics_listen = %q\n",
+		tlsListenLines(other.Addr().String(), cert, key, ca), l.Addr().String())
 	path := filepath.Join(dir, "registrar.toml")
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, []byte(doc), 0o600)
 	keyWarn := fmt.Sprintf("registrar.tls_key_file %s is readable by its group and every user (mode 0644)", key)
 	wantRun(t, dir, nil, []string{"config", "check", "--config", path}, exitOK,
 		"warning: "+keyWarn,
@@ -152,12 +136,7 @@ func TestLoadWaveSaysWhereItsTraceWent(t *testing.T) {
 	if !strings.Contains(out, "NOT exported: no traces endpoint") {
 		t.Errorf("no exporter: summary lacks the not-exported note:\n%s", out)
 	}
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := closed.Addr().String()
-	closed.Close() // nothing listens there now
+	addr := closedAddr(t)
 	wantRun(t, d.dir, []string{"OTEL_EXPORTER_OTLP_TIMEOUT=500"}, append(args, "--otlp-endpoint", "http://"+addr), exitFailure,
 		"registrar-otel load wave: its trace ", "was NOT exported: exporting the spans to http://"+addr+"/v1/traces")
 }
@@ -177,16 +156,11 @@ func TestAuditScanNamesTheFloodingIdentityAndFailsOnLimited(t *testing.T) {
 		lim("unix-peer:uid=1000", vocab.Admission, 3))
 	wd := t.TempDir()
 	out := wantRun(t, wd, nil, []string{"audit", "scan", "--dir", dir, "--by", "identity", "--top", "1"}, exitOK)
-	for _, w := range []string{
+	wantContains(t, "text", out,
 		"limited by caller identity (1 of 2, most limited invocations first):",
 		"unix-peer:uid=6666  predecision_refusal  1        8000",
 		"... and 1 more (--top 0 shows all)",
-		"result: clean",
-	} {
-		if !strings.Contains(out, w) {
-			t.Errorf("text lacks %q:\n%s", w, out)
-		}
-	}
+		"result: clean")
 	js := wantRun(t, wd, nil, []string{"audit", "scan", "--dir", dir, "--by", "identity", "--json", "--fail-on-limited", "8009"}, auditScanLimited)
 	var got struct {
 		ByIdentity []scanIdentityJSON `json:"limited_by_identity"`

@@ -49,12 +49,8 @@ func (d *daemonProc) rewrite(old, new string, mode os.FileMode) {
 	if !strings.Contains(string(raw), old) {
 		d.t.Fatalf("%q not in the configuration file", old)
 	}
-	if err := os.WriteFile(d.config, []byte(strings.Replace(string(raw), old, new, 1)), 0o600); err != nil {
-		d.t.Fatal(err)
-	}
-	if err := os.Chmod(d.config, mode); err != nil {
-		d.t.Fatal(err)
-	}
+	writeFile(d.t, d.config, []byte(strings.Replace(string(raw), old, new, 1)), 0o600)
+	chmod(d.t, d.config, mode)
 }
 
 const drainLimits = "rate_limit_admission_burst = 8\nrate_limit_admission_refill_interval_ms = 3600000\n"

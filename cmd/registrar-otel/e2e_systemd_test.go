@@ -49,9 +49,7 @@ type note struct {
 func newFakeSystemd(t *testing.T, gid int) *fakeSystemd {
 	t.Helper()
 	dir := shortTempDir(t)
-	if err := os.Chmod(dir, 0o755); err != nil { // the callers traverse it
-		t.Fatal(err)
-	}
+	chmod(t, dir, 0o755) // the callers traverse it
 	run := filepath.Join(dir, "run")
 	mkdirMode(t, run, 0o750)
 	if err := os.Chown(run, 0, gid); err != nil {
@@ -67,9 +65,7 @@ func newFakeSystemd(t *testing.T, gid int) *fakeSystemd {
 	if err := os.Chown(fs.socket, 0, gid); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(fs.socket, 0o660); err != nil {
-		t.Fatal(err)
-	}
+	chmod(t, fs.socket, 0o660)
 	if fs.file, err = l.File(); err != nil {
 		t.Fatal(err)
 	}
@@ -113,9 +109,7 @@ multiplicity = "many-per-host"
 [telemetry]
 metrics_listen = "127.0.0.1:0"
 `, fs.socket, filepath.Join(fs.dir, "lib"), fs.auditDir(), extra)
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		fs.t.Fatal(err)
-	}
+	writeFile(fs.t, path, []byte(doc), 0o600)
 	return path
 }
 
@@ -196,9 +190,7 @@ func unusedIDs(t *testing.T, n int) []int {
 
 func TestServePlaysItsPartUnderSystemd(t *testing.T) {
 	bin := buildBinary(t)
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the callers run as two other uids")
-	}
+	needRoot(t, "the callers run as two other uids")
 	ids := unusedIDs(t, 3)
 	gid, uidA, uidB := ids[0], ids[1], ids[2]
 	fs := newFakeSystemd(t, gid)
@@ -242,9 +234,7 @@ func TestServePlaysItsPartUnderSystemd(t *testing.T) {
 	}
 
 	// Two uids of the group, two identities.
-	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil { // the callers exec the binary
-		t.Fatal(err)
-	}
+	chmod(t, filepath.Dir(bin), 0o755) // the callers exec the binary
 	for i, uid := range []int{uidA, uidB} {
 		cmd := exec.Command(bin, "mint", "--socket", fs.socket, "--service-name", "review", "--host", "h1",
 			"--instance", strconv.Itoa(i+1), "--component", "review")
@@ -429,4 +419,85 @@ func remintOutcomes(t *testing.T, dir string) int {
 		}
 	}
 	return n
+}
+
+// faultsBinary is the registrar-otel binary built once with the fault
+// seams (-tags registrar_faults, daemon/fault_on.go), beside binary()'s in
+// binDir so TestMain removes it.
+var faultsBinary = sync.OnceValues(func() (string, error) {
+	plain, err := binary()
+	if err != nil {
+		return "", err
+	}
+	return goBuild(filepath.Join(filepath.Dir(plain), "registrar-otel-faults"), "-tags", "registrar_faults")
+})
+
+func buildFaultsBinary(t *testing.T) string {
+	t.Helper()
+	return needBinary(t, faultsBinary)
+}
+
+// stalledFor parses the fault build's "STATUS=fault: tick stalled for Nms".
+func stalledFor(state string) (time.Duration, bool) {
+	ms, ok := strings.CutPrefix(state, "STATUS=fault: tick stalled for ")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(ms, "ms"))
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(n) * time.Millisecond, true
+}
+
+// TestWatchdogPingsStopWhileTheTickStalls plays systemd with a small
+// WatchdogSec against the real binary (its test build): WATCHDOG=1 comes at
+// the tick's cadence, stops for as long as the tick is stalled (at least
+// three watchdog intervals, long enough for systemd to act), and resumes
+// with the tick. The stall is the fault seam REGISTRAR_FAULT_TICK_STALL: a
+// file whose existence blocks the maintenance pass, which reports on the
+// notify socket when the stall begins and how long it has lasted.
+func TestWatchdogPingsStopWhileTheTickStalls(t *testing.T) {
+	bin := buildFaultsBinary(t)
+	fs := newFakeSystemd(t, os.Getegid())
+	cfg := fs.config("")
+	stall := filepath.Join(fs.dir, "stall-the-tick")
+
+	const (
+		tick     = 200 * time.Millisecond // the config's maintenance_interval_ms
+		watchdog = time.Second            // WATCHDOG_USEC: a timer would ping every 500 ms
+	)
+	d := fs.start(bin, cfg, watchdog, "REGISTRAR_FAULT_TICK_STALL="+stall)
+	fs.next("READY=1")
+	fs.pingsAtTheTick(12, tick) // at the tick's cadence
+
+	// Stall the tick. A ping of the pass before the stall may still
+	// arrive before the stall's announcement; none may after it.
+	writeFile(t, stall, nil, 0o600)
+	began, _ := fs.next("STATUS=fault: tick stalled")
+	for {
+		n, _ := fs.next("")
+		if n.state == "WATCHDOG=1" {
+			t.Fatalf("WATCHDOG=1 %s into the tick's stall: the watchdog is not fed by the tick", n.at.Sub(began.at))
+		}
+		if lasted, ok := stalledFor(n.state); ok && lasted >= 3*watchdog && n.at.Sub(began.at) >= 3*watchdog {
+			t.Logf("no WATCHDOG=1 for %s of stall (the daemon counts %s; watchdog %s)", n.at.Sub(began.at), lasted, watchdog)
+			break
+		}
+	}
+
+	// Release it: the pings resume, at the tick's cadence.
+	if err := os.Remove(stall); err != nil {
+		t.Fatal(err)
+	}
+	_, skipped := fs.next("WATCHDOG=1")
+	seen := false
+	for _, n := range skipped {
+		seen = seen || strings.HasPrefix(n.state, "STATUS=fault: tick resumed after ")
+	}
+	if !seen {
+		t.Errorf("WATCHDOG=1 resumed without the stall's end being announced first: %v", skipped)
+	}
+	fs.pingsAtTheTick(12, tick)
+	d.terminate(t, "serve")
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -48,13 +49,19 @@ var binary = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	binDir = dir
-	bin := filepath.Join(dir, "registrar-otel")
-	out, err := exec.Command("go", "build", "-race", "-o", bin, ".").CombinedOutput()
+	return goBuild(filepath.Join(dir, "registrar-otel"))
+})
+
+// goBuild builds this package's binary, race-enabled, as bin with the
+// build flags given, and returns bin.
+func goBuild(bin string, flags ...string) (string, error) {
+	args := append(append([]string{"build", "-race"}, flags...), "-o", bin, ".")
+	out, err := exec.Command("go", args...).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+		return "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return bin, nil
-})
+}
 
 func buildBinary(t *testing.T) string {
 	t.Helper()
@@ -202,12 +209,8 @@ multiplicity = "one-per-host"
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Mkdir(filepath.Join(dir, "lib"), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "lib", "registrar.db"), raw, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		mkdir(t, filepath.Join(dir, "lib"), 0o700)
+		writeFile(t, filepath.Join(dir, "lib", "registrar.db"), raw, 0o600)
 	}
 	var line string
 	d.loggedProc, line = startLogged(t, "daemon", exec.Command(bin, append([]string{"serve", "--config", d.config}, serveFlags...)...), "registrar-otel serving")
@@ -228,6 +231,34 @@ func shortTempDir(t *testing.T) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// listenLocal is a TCP listener on a free loopback port, closed when the
+// test ends: a port in use, or one a test serves on.
+func listenLocal(t *testing.T) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// closedAddr is a loopback host:port nothing listens on right now.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l := listenLocal(t)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// freePort returns a loopback port nothing listens on right now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l := listenLocal(t)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // daemonPaths are the socket, state directory and audit record directory
@@ -266,9 +297,7 @@ multiplicity = "many-per-host"
 func writeConfig(t *testing.T, dir, doc string, mode os.FileMode) string {
 	t.Helper()
 	path := filepath.Join(dir, "registrar.toml")
-	if err := os.WriteFile(path, []byte(doc), mode); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, []byte(doc), mode)
 	return path
 }
 

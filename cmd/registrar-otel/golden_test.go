@@ -27,9 +27,7 @@ func golden(t *testing.T, name string, got []byte) {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, path, got, 0o644)
 		return
 	}
 	want, err := os.ReadFile(path)
@@ -50,11 +48,7 @@ func TestGoldenConfigCheckJSON(t *testing.T) {
 socket_path = %q
 state_dir = %q
 audit_record_dir = %q
-tls_listen = "127.0.0.1:8443"
-tls_cert_file = %q
-tls_key_file = %q
-tls_client_ca_file = %q
-audit_store_backend = "segmented"
+%saudit_store_backend = "segmented"
 %s
 [registrar.components.review]
 multiplicity = "many-per-host"
@@ -63,7 +57,7 @@ multiplicity = "one-per-host"
 [telemetry]
 otlp_endpoint = "http://127.0.0.1:4318"
 trace_sample_per_million = 250000
-`, filepath.Join(dir, "run", "registrar.sock"), filepath.Join(dir, "lib"), filepath.Join(dir, "audit"), cert, key, ca, extra)
+`, filepath.Join(dir, "run", "registrar.sock"), filepath.Join(dir, "lib"), filepath.Join(dir, "audit"), tlsListenLines("127.0.0.1:8443", cert, key, ca), extra)
 	}
 	for _, tc := range []struct {
 		doc  string
@@ -75,9 +69,7 @@ trace_sample_per_million = 250000
 		{"[registrar]\nrate_limit_admission_burst = 0\nmax_wrap_ttl_seconds = -1\n", configCheckInvalid, "config_check_invalid.json"},
 	} {
 		path := filepath.Join(dir, "registrar.toml")
-		if err := os.WriteFile(path, []byte(tc.doc), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, path, []byte(tc.doc), 0o600)
 		code, out, errOut := configCheckOutput([]string{"--config", path, "--json"}, nil)
 		if code != tc.code || errOut != "" {
 			t.Fatalf("%s: exit %d (want %d), stderr %q", tc.file, code, tc.code, errOut)

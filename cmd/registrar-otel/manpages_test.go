@@ -169,9 +169,7 @@ func TestManPagesAndCompletionAreTheHelpTexts(t *testing.T) {
 			}
 		}
 		for name, text := range want {
-			if err := os.WriteFile(filepath.Join(root, name), []byte(text), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeFile(t, filepath.Join(root, name), []byte(text), 0o644)
 		}
 	}
 	for name, text := range want {

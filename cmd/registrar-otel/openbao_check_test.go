@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,15 +19,11 @@ func openbaoCheckConfig(t *testing.T, addr, token string) string {
 	t.Helper()
 	dir := t.TempDir()
 	tok := filepath.Join(dir, "openbao-token")
-	if err := os.WriteFile(tok, []byte(token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, tok, []byte(token+"\n"), 0o600)
 	doc := "[registrar]\nbackend = \"openbao\"\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n" +
 		"[openbao]\naddress = \"" + addr + "\"\ntoken_file = \"" + tok + "\"\nrequest_timeout_ms = 2000\n"
 	p := filepath.Join(dir, "registrar.toml")
-	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, p, []byte(doc), 0o600)
 	return p
 }
 
@@ -70,15 +64,10 @@ func TestOpenBaoCheckPassesOnlyTheDocumentedToken(t *testing.T) {
 	if strings.Contains(out+errOut, tok) {
 		t.Errorf("openbao check printed the token")
 	}
-	for _, want := range []string{
+	wantContains(t, "stdout", out,
 		"ok      auth/approle/role/registrar-otel-check/secret-id [update]",
 		"ok      sys/policies/acl/registrar-otel-check [deny]",
-		"ok      auth/approle/role/registrar-otel-check-/secret-id [refused]: must refuse a secret id that is not response-wrapped",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("stdout lacks %q:\n%s", want, out)
-		}
-	}
+		"ok      auth/approle/role/registrar-otel-check-/secret-id [refused]: must refuse a secret id that is not response-wrapped")
 
 	cases := []struct {
 		name, policy string
@@ -138,12 +127,7 @@ path "auth/approle/role/bootroot-service-*" {
 }
 
 func TestOpenBaoCheckWithNoServerExits3(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := "http://" + l.Addr().String()
-	l.Close()
+	addr := "http://" + closedAddr(t)
 	code, _, errOut := runOpenBaoCheckCmd(t, openbaoCheckConfig(t, addr, "hvs.unused"))
 	if code != exitTransport || !strings.Contains(errOut, "the server gave no answer") {
 		t.Errorf("no server: exit %d, want 3\nstderr:\n%s", code, errOut)
@@ -152,9 +136,7 @@ func TestOpenBaoCheckWithNoServerExits3(t *testing.T) {
 
 func TestOpenBaoCheckRefusesAConfigurationWithoutOpenBao(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "registrar.toml")
-	if err := os.WriteFile(p, []byte("[registrar]\nbackend = \"embedded\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, p, []byte("[registrar]\nbackend = \"embedded\"\n"), 0o600)
 	code, _, errOut := runOpenBaoCheckCmd(t, p)
 	if code != exitUsage || !strings.Contains(errOut, `registrar.backend is "embedded", not "openbao"`) {
 		t.Errorf("exit %d, want 2\nstderr:\n%s", code, errOut)

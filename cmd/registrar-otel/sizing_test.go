@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -35,8 +33,7 @@ func TestSizingRunsTheOperatorsNumbersThroughTheFormula(t *testing.T) {
 }
 
 func TestSizingReadsTheConfiguredBucket(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "r.toml")
-	os.WriteFile(cfg, []byte("[registrar]\nrate_limit_admission_burst = 2000\nrate_limit_admission_refill_interval_ms = 250\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n"), 0o600)
+	cfg := writeConfigForCheck(t, "[registrar]\nrate_limit_admission_burst = 2000\nrate_limit_admission_refill_interval_ms = 250\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n")
 	var out, errOut bytes.Buffer
 	if code := runSizing([]string{"--wave-hosts", "300", "--modules-per-host", "8", "--config", cfg, "--json"}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())

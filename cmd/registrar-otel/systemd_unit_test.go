@@ -38,9 +38,7 @@ func unitCopies(t *testing.T) string {
 			t.Fatal(err)
 		}
 		s := strings.ReplaceAll(string(b), "/usr/bin/registrar-otel", self)
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, filepath.Join(dir, name), []byte(s), 0o644)
 	}
 	return dir
 }

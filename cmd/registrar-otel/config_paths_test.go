@@ -11,20 +11,9 @@ import (
 // check printed OK. Every one of the three directories now gets serve's
 // owner and ancestor rules, worded as serve refuses them, under its key.
 func TestConfigCheckRefusesAForeignOwnedDirectoryUnderItsKey(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("chown to another uid needs root")
-	}
+	needRoot(t, "chown to another uid")
 	base := t.TempDir()
-	mk := func(name string) string {
-		d := filepath.Join(base, name)
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(d, 4242, 4242); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	mk := func(name string) string { return mkdirOwned(t, filepath.Join(base, name), 0o755, 4242) }
 	run, state, auditDir := mk("run"), mk("state"), mk("audit")
 	code, res := checkJSON(t, "--config", writeConfigForCheck(t, pathsDoc(filepath.Join(run, "registrar.sock"), state, auditDir)))
 	if code != configCheckInvalid || res.OK {
@@ -55,16 +44,9 @@ func TestConfigCheckRefusesAForeignOwnedDirectoryUnderItsKey(t *testing.T) {
 func TestConfigCheckRefusesADirectoryUnderAnUnsafeAncestor(t *testing.T) {
 	base := t.TempDir()
 	open := filepath.Join(base, "open")
-	if err := os.Mkdir(open, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(open, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	mkdirMode(t, open, 0o777)
 	existing := filepath.Join(open, "audit")
-	if err := os.Mkdir(existing, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	mkdirMode(t, existing, 0o700)
 	missing := filepath.Join(open, "lib", "state")
 	sock := filepath.Join(base, "run", "registrar.sock")
 	code, res := checkJSON(t, "--config", writeConfigForCheck(t, pathsDoc(sock, missing, existing)))
@@ -80,9 +62,7 @@ func TestConfigCheckRefusesADirectoryUnderAnUnsafeAncestor(t *testing.T) {
 			t.Errorf("%s: state %q detail %q; want refuse, %q", tc.path, st, d, tc.detail)
 		}
 	}
-	if err := os.Chmod(open, 0o777|os.ModeSticky); err != nil {
-		t.Fatal(err)
-	}
+	chmod(t, open, 0o777|os.ModeSticky)
 	code, res = checkJSON(t, "--config", writeConfigForCheck(t, pathsDoc(sock, missing, existing)))
 	if st, _ := pathState(res, existing); code != configCheckOK || st != pathOK {
 		t.Errorf("under a sticky ancestor: exit %d, audit state %q, errors %+v; want 0, ok", code, st, res.Errors)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,17 +30,11 @@ func TestServeExitsTwoForEveryErrorARestartCannotFix(t *testing.T) {
 		}, "registrar.audit_record_dir"},
 		{"a regular file at the socket path", func(t *testing.T, dir string) (string, string) {
 			mkdirMode(t, filepath.Join(dir, "run"), 0o700)
-			if err := os.WriteFile(filepath.Join(dir, "run", "r.sock"), nil, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			writeFile(t, filepath.Join(dir, "run", "r.sock"), nil, 0o600)
 			return "", ""
 		}, "is not a socket"},
 		{"a metrics port in use", func(t *testing.T, dir string) (string, string) {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { l.Close() })
+			l := listenLocal(t)
 			return "", fmt.Sprintf("metrics_listen = %q\n", l.Addr())
 		}, "telemetry.metrics_listen"},
 		{"a missing TLS certificate file", func(t *testing.T, dir string) (string, string) {
@@ -49,26 +42,18 @@ func TestServeExitsTwoForEveryErrorARestartCannotFix(t *testing.T) {
 		}, "registrar.tls_listen"},
 		{"a bad TLS certificate", func(t *testing.T, dir string) (string, string) {
 			for _, f := range []string{"tls.crt", "tls.key", "ca.crt"} {
-				if err := os.WriteFile(filepath.Join(dir, f), []byte("not PEM\n"), 0o600); err != nil {
-					t.Fatal(err)
-				}
+				writeFile(t, filepath.Join(dir, f), []byte("not PEM\n"), 0o600)
 			}
 			return tlsLines(dir, "127.0.0.1:0"), ""
 		}, "tls_cert_file"},
 		{"a TLS port in use", func(t *testing.T, dir string) (string, string) {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { l.Close() })
+			l := listenLocal(t)
 			writeTestPKI(t, dir)
 			return tlsLines(dir, l.Addr().String()), ""
 		}, "address already in use"},
 		{"an unreadable token file", func(t *testing.T, dir string) (string, string) {
 			tok := filepath.Join(dir, "token")
-			if err := os.Mkdir(tok, 0o700); err != nil { // a directory: no token to read
-				t.Fatal(err)
-			}
+			mkdir(t, tok, 0o700) // a directory: no token to read
 			return `backend = "openbao"`, fmt.Sprintf("[openbao]\naddress = \"https://127.0.0.1:1\"\ntoken_file = %q\n", tok)
 		}, "openbao.token_file"},
 		{"an unknown socket group", func(t *testing.T, dir string) (string, string) {
@@ -107,14 +92,57 @@ func mkdirMode(t *testing.T, dir string, mode os.FileMode) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(dir, mode); err != nil {
+	chmod(t, dir, mode)
+}
+
+// writeFile writes data to path with mode, failing the test when it
+// cannot.
+func writeFile(t *testing.T, path string, data []byte, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, data, mode); err != nil {
 		t.Fatal(err)
 	}
 }
 
+// mkdir makes the directory dir with mode, failing the test when it
+// cannot.
+func mkdir(t *testing.T, dir string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Mkdir(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// chmod sets path's mode (the umask does not apply to it), failing the
+// test when it cannot.
+func chmod(t *testing.T, path string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// needRoot skips the test unless it runs as root, saying why it needs to.
+func needRoot(t *testing.T, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: " + why)
+	}
+}
+
+// mkdirOwned makes dir with mode, owned by uid (and its gid = uid), and
+// returns it: a directory of another user, for the owner rules (root only).
+func mkdirOwned(t *testing.T, dir string, mode os.FileMode, uid int) string {
+	t.Helper()
+	mkdir(t, dir, mode)
+	if err := os.Chown(dir, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func tlsLines(dir, addr string) string {
-	return fmt.Sprintf("tls_listen = %q\ntls_cert_file = %q\ntls_key_file = %q\ntls_client_ca_file = %q\n",
-		addr, filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "ca.crt"))
+	return tlsListenLines(addr, filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "ca.crt"))
 }
 
 // writeTestPKI writes a valid server certificate, key and client CA as
@@ -127,8 +155,6 @@ func writeTestPKI(t *testing.T, dir string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, dst), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, filepath.Join(dir, dst), b, 0o600)
 	}
 }
