@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -164,5 +165,29 @@ func TestKeysListsEveryKnownKey(t *testing.T) {
 		if !slices.Contains(keys, want) {
 			t.Errorf("Keys() lacks %s", want)
 		}
+	}
+}
+
+// TestErrorRankPutsKeysInDocumentationOrderThenTheRest: key errors sort
+// as their keys are documented (a component's key with the components
+// table), an error naming no known key after them, and an error that is
+// not a *KeyError last.
+func TestErrorRankPutsKeysInDocumentationOrderThenTheRest(t *testing.T) {
+	order := []error{
+		&KeyError{Key: "registrar.socket_path"},
+		&KeyError{Key: "registrar.components.review.multiplicity"},
+		&KeyError{Key: "telemetry.metrics_listen"},
+		&KeyError{Key: "openbao.address"},
+		&KeyError{Key: allKeys[len(allKeys)-1].table + "." + allKeys[len(allKeys)-1].name}, // the last key
+		&KeyError{Key: "REGISTRAR_NOT_A_KEY"},
+		errors.New("not a key error"),
+	}
+	for i := 1; i < len(order); i++ {
+		if a, b := errorRank(order[i-1]), errorRank(order[i]); a >= b {
+			t.Errorf("errorRank(%v) = %d, not below errorRank(%v) = %d", order[i-1], a, order[i], b)
+		}
+	}
+	if got, want := errorRank(&KeyError{Key: "registrar.components.review.multiplicity"}), keyRank["registrar.components"]; got != want {
+		t.Errorf("a component key ranks %d, want the components table's %d", got, want)
 	}
 }

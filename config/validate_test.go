@@ -48,6 +48,7 @@ func TestRegistrarBoundsAreInclusive(t *testing.T) {
 		{"a socket path of 108 bytes", "registrar.socket_path", func(r *Registrar) { r.SocketPath = "/" + strings.Repeat("s", MaxSocketPathBytes) }, true},
 		{"a NUL first in state_dir", "registrar.state_dir", func(r *Registrar) { r.StateDir = "\x00/var/lib/registrar" }, true},
 		{"a NUL first in audit_record_dir", "registrar.audit_record_dir", func(r *Registrar) { r.AuditRecordDir = "\x00/var/log/registrar" }, true},
+		{"a NUL in tls_cert_file", "registrar.tls_cert_file", func(r *Registrar) { r.TLSListen = "127.0.0.1:8443"; r.TLSCertFile = "/etc/\x00cert.pem" }, true},
 		{"max_conns_per_identity at its bound", "registrar.max_conns_per_identity", func(r *Registrar) { r.MaxConnsPerIdentity = MaxConnsLimit }, false},
 		{"max_conns_per_identity past its bound", "registrar.max_conns_per_identity", func(r *Registrar) { r.MaxConnsPerIdentity = MaxConnsLimit + 1 }, true},
 		{"idle_timeout_ms at its bound", "registrar.idle_timeout_ms", func(r *Registrar) { r.IdleTimeoutMS = MaxTimeoutMS }, false},
