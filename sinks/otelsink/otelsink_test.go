@@ -280,3 +280,148 @@ func TestNonRecordingSpanGetsNoEvent(t *testing.T) {
 		t.Errorf("unsampled span was recorded (%d spans), want none", n)
 	}
 }
+
+// TestAdmissionEventCacheFollowsRetryAfter: the hoisted admission event is
+// reused only for the same verb and retry-after; each event carries its own
+// values whatever came before (a countdown, a change of verb, back again).
+func TestAdmissionEventCacheFollowsRetryAfter(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	s, err := otelsink.New(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		verb  vocab.Verb
+		retry uint64
+	}
+	seq := []want{{vocab.Mint, 3}, {vocab.Mint, 3}, {vocab.Mint, 2}, {vocab.Deregister, 2}, {vocab.Mint, 3}, {vocab.Mint, 1 << 63}, {vocab.Mint, 1}}
+	for _, w := range seq {
+		ctx, span := tp.Tracer("test").Start(context.Background(), "registrar.mint")
+		s.Limited(ctx, limiter.Event{Verb: w.verb, Bucket: vocab.Admission, RetryAfterSeconds: w.retry})
+		span.End()
+	}
+	ended := rec.Ended()
+	if len(ended) != len(seq) {
+		t.Fatalf("%d spans, want %d", len(ended), len(seq))
+	}
+	for i, sp := range ended {
+		got := map[attribute.Key]attribute.Value{}
+		for _, kv := range sp.Events()[0].Attributes {
+			got[kv.Key] = kv.Value
+		}
+		retry := int64(min(seq[i].retry, 1<<63-1))
+		if got[otelsink.AttrRetryAfter] != attribute.Int64Value(retry) || got[otelsink.AttrVerb] != attribute.StringValue(seq[i].verb.String()) {
+			t.Errorf("event %d: %v, want verb %s retry %d", i, got, seq[i].verb, retry)
+		}
+	}
+}
+
+// benchSink builds the sink on a real SDK MeterProvider (ManualReader),
+// so the figures include the SDK's aggregation, not a no-op.
+func benchSink(b *testing.B, next limiter.Sink) *otelsink.Sink {
+	b.Helper()
+	mp, _ := newReader(b)
+	s, err := otelsink.New(next, mp)
+	if err != nil {
+		b.Fatalf("New: %v", err)
+	}
+	return s
+}
+
+// spanContext returns a context carrying a span from a tracer provider with
+// the given sampler.
+func spanContext(b *testing.B, sampler sdktrace.Sampler) context.Context {
+	b.Helper()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ctx, span := tp.Tracer("bench").Start(context.Background(), "registrar.mint")
+	b.Cleanup(func() { span.End() })
+	return ctx
+}
+
+var benchEvent = limiter.Event{Identity: "spiffe://bench", Verb: vocab.Mint, Bucket: vocab.Admission, RetryAfterSeconds: 2}
+
+// BenchmarkCountingPeer is the peer the others are read against: the
+// counting sink alone.
+func BenchmarkCountingPeer(b *testing.B) {
+	s := counting.New()
+	ctx := spanContext(b, sdktrace.NeverSample())
+	limitedLoop(b, s, ctx, benchEvent)
+}
+
+func BenchmarkLimitedNonRecordingSpan(b *testing.B) {
+	s := benchSink(b, nil)
+	ctx := spanContext(b, sdktrace.NeverSample())
+	limitedLoop(b, s, ctx, benchEvent)
+}
+
+func BenchmarkLimitedNonRecordingSpanParallel(b *testing.B) {
+	s := benchSink(b, nil)
+	ctx := spanContext(b, sdktrace.NeverSample())
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			s.Limited(ctx, benchEvent)
+		}
+	})
+}
+
+// BenchmarkLimitedRecordingSpan adds the span event and, the span being
+// sampled, offers the measurement to the exemplar reservoir. The span keeps
+// at most the SDK's event limit (128) events; the rest are counted as
+// dropped, which is the steady state of a long benchmark.
+func BenchmarkLimitedRecordingSpan(b *testing.B) {
+	s := benchSink(b, nil)
+	ctx := spanContext(b, sdktrace.AlwaysSample())
+	limitedLoop(b, s, ctx, benchEvent)
+}
+
+// BenchmarkLimitedRecordingSpanRefusal is a predecision_refusal event on a
+// recording span: its event option is hoisted whole, so the allocations
+// left are the SDK's own (the event and exemplar storage).
+func BenchmarkLimitedRecordingSpanRefusal(b *testing.B) {
+	s := benchSink(b, nil)
+	ctx := spanContext(b, sdktrace.AlwaysSample())
+	ev := benchEvent
+	ev.Bucket, ev.RetryAfterSeconds = vocab.PredecisionRefusal, 0
+	limitedLoop(b, s, ctx, ev)
+}
+
+func BenchmarkChainOtelsinkCounting(b *testing.B) {
+	s := benchSink(b, counting.New())
+	ctx := spanContext(b, sdktrace.NeverSample())
+	limitedLoop(b, s, ctx, benchEvent)
+}
+
+func TestLimitedDoesNotAllocateWithANonRecordingSpan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation count in -short mode skipped")
+	}
+	mp, _ := newReader(t)
+	s, err := otelsink.New(counting.New(), mp)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ctx, span := tp.Tracer("test").Start(context.Background(), "registrar.mint")
+	defer span.End()
+	for _, ev := range []limiter.Event{
+		benchEvent,
+		{Verb: vocab.Deregister, Bucket: vocab.PredecisionRefusal, RetryAfterSeconds: 1},
+	} {
+		if n := testing.AllocsPerRun(1000, func() { s.Limited(ctx, ev) }); n != 0 {
+			t.Errorf("Limited(%s, %s) allocates %v times per call, want 0", ev.Verb, ev.Bucket, n)
+		}
+	}
+}
+
+// limitedLoop times s.Limited(ctx, ev), allocations reported.
+func limitedLoop(b *testing.B, s limiter.Sink, ctx context.Context, ev limiter.Event) {
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Limited(ctx, ev)
+	}
+}
