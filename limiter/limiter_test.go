@@ -181,3 +181,30 @@ func TestLargerWaveCompletesInSizedTime(t *testing.T) {
 		t.Fatalf("1600 mints completed after %v, want 544 s (+ at most 1 s of rounding)", got)
 	}
 }
+
+// TestConcurrentChargesRespectBurst: charges racing on one key admit
+// exactly the burst, and every other charge is one limited event.
+func TestConcurrentChargesRespectBurst(t *testing.T) {
+	rec := &recorder{}
+	l := mustNew(t, cfg(1, time.Hour, 1000, time.Hour), rec)
+	const workers = 8
+	results := make(chan int, workers)
+	for range workers {
+		go func() {
+			n := 0
+			for range 500 {
+				if l.Charge(context.Background(), "c", vocab.Mint, vocab.Admission).Allowed {
+					n++
+				}
+			}
+			results <- n
+		}()
+	}
+	total := 0
+	for range workers {
+		total += <-results
+	}
+	if total != 1000 || rec.len() != 3000 {
+		t.Fatalf("%d workers admitted %d and limited %d, want exactly the burst 1000 and 3000", workers, total, rec.len())
+	}
+}
