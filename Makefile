@@ -131,7 +131,7 @@ PKGS                       ?=
 MUTANTS                    ?=
 MUTATE_THRESHOLD           ?= 90
 MUTATE_TIMEOUT_COEFFICIENT ?= 10
-MUTATE_GATED               := limiter coalesce audit registrar wire health sinks/
+MUTATE_GATED               := limiter coalesce audit registrar wire server vocab internal/groupcommit health sinks/
 MUTATE_SKIP                := cmd/registrar-otel
 
 .PHONY: mutate
