@@ -267,6 +267,33 @@ func FuzzDecodeAgreesWithReference(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) { checkAgree(t, body) })
 }
 
+// TestTheDecodersTakeABodyOfExactlyMaxBodyBytes holds the decoder's own
+// bound, apart from the server's (server's TestABodyOfExactlyMaxBodyBytesIsAccepted):
+// a body of exactly MaxBodyBytes decodes, one byte more is malformed with
+// the bound named, for both verbs.
+func TestTheDecodersTakeABodyOfExactlyMaxBodyBytes(t *testing.T) {
+	padded := func(body string, n int) []byte {
+		return []byte(body[:len(body)-1] + strings.Repeat(" ", n-len(body)) + "}")
+	}
+	for _, v := range []struct {
+		name   string
+		body   string
+		decode func([]byte) error
+	}{
+		{"mint", wiretest.MintBody, func(b []byte) error { _, err := wire.DecodeMint(b); return err }},
+		{"deregister", wiretest.DeregisterBody, func(b []byte) error { _, err := wire.DecodeDeregister(b); return err }},
+	} {
+		if err := v.decode(padded(v.body, wire.MaxBodyBytes)); err != nil {
+			t.Errorf("%s: a body of exactly %d bytes: %v, want accepted", v.name, wire.MaxBodyBytes, err)
+		}
+		err := v.decode(padded(v.body, wire.MaxBodyBytes+1))
+		var me *wire.MalformedError
+		if !errors.As(err, &me) || !strings.Contains(err.Error(), "exceeds 65536 bytes") {
+			t.Errorf("%s: a body of %d bytes: %v, want a MalformedError naming the bound", v.name, wire.MaxBodyBytes+1, err)
+		}
+	}
+}
+
 func TestDecodeMintAllocatesOnlyTheBodyCopy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocation count in -short mode skipped")
