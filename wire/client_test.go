@@ -1,12 +1,22 @@
 package wire
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
+	"io"
 	"io/fs"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // A call that cannot reach the daemon names the socket it tried, keeps the
@@ -23,5 +33,314 @@ func TestClientErrorNamesTheSocketNotAPlaceholderURL(t *testing.T) {
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("error %q does not wrap fs.ErrNotExist", msg)
+	}
+}
+
+// fakeRegistrar serves handler on a unix socket of its own (the client's
+// side of the protocol tested without the server package) and returns
+// a client of it.
+func fakeRegistrar(t *testing.T, handler http.HandlerFunc, opts ...ClientOption) *Client {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "r.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: handler}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	c := NewUnixClient(sock, opts...)
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+func golden(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSpace(b)
+}
+
+// answer serves body with status (and Retry-After when set) to any request,
+// keeping the last request's method, path, content type and body.
+type answer struct {
+	status      int
+	retryAfter  string
+	body        []byte
+	method      string
+	path        string
+	ctype       string
+	traceparent string
+	got         []byte
+}
+
+func (a *answer) serve(w http.ResponseWriter, r *http.Request) {
+	a.method, a.path, a.ctype, a.traceparent = r.Method, r.URL.Path, r.Header.Get("Content-Type"), r.Header.Get("traceparent")
+	a.got, _ = io.ReadAll(r.Body)
+	if a.retryAfter != "" {
+		w.Header().Set("Retry-After", a.retryAfter)
+	}
+	w.WriteHeader(a.status)
+	w.Write(a.body)
+}
+
+// The client decodes every member of each answer shape as the goldens
+// spell it, sends protocol_version 1 for a zero one, and calls each verb
+// on its path with its method.
+func TestClientDecodesTheGoldenAnswers(t *testing.T) {
+	ctx := context.Background()
+	wantHealth := func(t *testing.T, r *Response) {
+		t.Helper()
+		if r.Health.Limiter.LimitedAdmission != 5 || r.Health.Limiter.LimitedPredecisionRefusal != 3 || len(r.RawHealth) == 0 {
+			t.Errorf("registrar_health decoded as %+v (raw %q)", r.Health.Limiter, r.RawHealth)
+		}
+	}
+
+	a := &answer{status: 200, body: golden(t, "response_mint_first_mint.json")}
+	c := fakeRegistrar(t, a.serve)
+	r, err := c.Mint(ctx, MintRequest{ServiceName: "review", Host: "h1", Component: "review"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.method != http.MethodPost || a.path != PathMint || a.ctype != "application/json" || !bytes.HasPrefix(a.got, []byte(`{"protocol_version":1,`)) {
+		t.Errorf("mint sent %s %s (%s) %s", a.method, a.path, a.ctype, a.got)
+	}
+	if !r.OK() || r.Retryable() || r.Outcome != "first_mint" || r.RegistrationID != "h1-review-007" || r.RequestID != "AAAAAAAAAAAA.1" ||
+		r.Material == nil || r.Material.RoleID != "role-h1-review-007" || r.Material.WrappedSecretID != "wsid-0123456789abcdef" || r.ProtocolVersion != 1 {
+		t.Errorf("first_mint decoded as %+v", r)
+	}
+	wantHealth(t, r)
+
+	a.status, a.body = 429, golden(t, "response_RegistrarBusy.json")
+	a.retryAfter = "7"
+	r, err = c.Deregister(ctx, DeregisterRequest{ServiceName: "review", Host: "h1", Component: "review"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.path != PathDeregister || !bytes.HasPrefix(a.got, []byte(`{"protocol_version":1,`)) {
+		t.Errorf("deregister sent %s %s", a.path, a.got)
+	}
+	if r.OK() || !r.Retryable() || r.ErrorID != RegistrarBusy || r.Class != Retryable || r.RetryAfter != 7 || r.RetryAfterHeader != "7" || r.StatusCode != 429 {
+		t.Errorf("RegistrarBusy decoded as %+v", r)
+	}
+	wantHealth(t, r)
+
+	a.status, a.body, a.retryAfter = 400, golden(t, "response_RequestMalformed.json"), ""
+	if r, err = c.Mint(ctx, MintRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if r.OK() || r.Retryable() || r.ErrorID != RequestMalformed || r.Class != Permanent || r.Detail != "instance: must not be null (omit the member instead)" {
+		t.Errorf("RequestMalformed decoded as %+v", r)
+	}
+
+	// A refusal's status with a 200: not OK, because an error id is set.
+	a.status = 200
+	if r, err = c.Mint(ctx, MintRequest{}); err != nil || r.OK() {
+		t.Errorf("a 200 carrying an error: OK %v, err %v; want not OK", r != nil && r.OK(), err)
+	}
+
+	a.status, a.body = 200, golden(t, "response_health.json")
+	if r, err = c.Health(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a.method != http.MethodGet || a.path != PathHealth || !r.OK() {
+		t.Errorf("health: %s %s, OK %v", a.method, a.path, r.OK())
+	}
+	wantHealth(t, r)
+}
+
+// What is not a protocol answer is an error naming why, with the answer
+// kept; an answer of exactly MaxResponseBytes is read whole, one byte more
+// is refused.
+func TestClientRefusesWhatIsNotAProtocolAnswer(t *testing.T) {
+	health := string(golden(t, "response_health.json"))
+	pad := func(n int) []byte { return []byte(health[:len(health)-1] + strings.Repeat(" ", n-len(health)) + "}") }
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   []byte
+		want   string // "" = accepted
+	}{
+		{"not JSON", 200, []byte("<html>"), "not a protocol response"},
+		{"another protocol version", 200, []byte(strings.Replace(health, `"protocol_version":1`, `"protocol_version":2`, 1)), "protocol_version 2, want 1"},
+		{"a refusal without an error member", 500, []byte(health), "HTTP 500: a refusal without an error member"},
+		{"no registrar_health", 200, []byte(`{"protocol_version":1,"outcome":"removed"}`), "no registrar_health"},
+		{"registrar_health not an object", 200, []byte(`{"protocol_version":1,"registrar_health":[1]}`), "registrar_health: "},
+		{"exactly MaxResponseBytes", 200, pad(MaxResponseBytes), ""},
+		{"one byte over MaxResponseBytes", 200, pad(MaxResponseBytes + 1), "response exceeds 1048576 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &answer{status: tc.status, body: tc.body}
+			r, err := fakeRegistrar(t, a.serve).Health(context.Background())
+			if tc.want == "" {
+				if err != nil || !r.OK() || len(r.Body) != len(tc.body) {
+					t.Fatalf("got %v (body %d bytes), want accepted whole", err, len(r.Body))
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "GET /v1/health") {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+			if r == nil || r.StatusCode != tc.status {
+				t.Errorf("the answer is not kept beside the error: %+v", r)
+			}
+		})
+	}
+}
+
+// The client sends the call's trace context by default, nothing with a
+// nil propagator, and takes a nil option as none.
+func TestClientPropagatesTheTraceContext(t *testing.T) {
+	sc := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6}, TraceFlags: trace.FlagsSampled,
+	})
+	ctx := trace.ContextWithSpanContext(context.Background(), sc)
+	a := &answer{status: 200, body: golden(t, "response_health.json")}
+	if _, err := fakeRegistrar(t, a.serve, nil).Health(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if want := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-01"; a.traceparent != want {
+		t.Errorf("traceparent %q, want %q", a.traceparent, want)
+	}
+	if _, err := fakeRegistrar(t, a.serve, WithPropagator(nil)).Health(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a.traceparent != "" {
+		t.Errorf("WithPropagator(nil) sent traceparent %q", a.traceparent)
+	}
+}
+
+// The TLS client speaks TLS 1.3 at the least unless told otherwise, never
+// changes the configuration it was given, and names its address.
+func TestTLSClientDefaultsToTLS13AndNamesItsAddress(t *testing.T) {
+	a := &answer{status: 200, body: golden(t, "response_health.json")}
+	srv := httptest.NewTLSServer(http.HandlerFunc(a.serve))
+	defer srv.Close()
+	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	addr := strings.TrimPrefix(srv.URL, "https://")
+
+	given := &tls.Config{RootCAs: roots}
+	c := NewTLSClient(addr, given)
+	defer c.CloseIdleConnections()
+	if r, err := c.Health(context.Background()); err != nil || !r.OK() {
+		t.Fatalf("health over TLS: %v", err)
+	}
+	minVersion := func(c *Client) uint16 { return c.hc.Transport.(*http.Transport).TLSClientConfig.MinVersion }
+	if given.MinVersion != 0 || minVersion(c) != tls.VersionTLS13 {
+		t.Errorf("MinVersion: given config now %x, client's %x; want 0 and TLS 1.3", given.MinVersion, minVersion(c))
+	}
+	if v := minVersion(NewTLSClient(addr, &tls.Config{MinVersion: tls.VersionTLS12})); v != tls.VersionTLS12 {
+		t.Errorf("a configured MinVersion became %x", v)
+	}
+	if v := minVersion(NewTLSClient(addr, nil)); v != tls.VersionTLS13 {
+		t.Errorf("no configuration: MinVersion %x, want TLS 1.3", v)
+	}
+
+	srv.Close()
+	_, err := NewTLSClient(addr, given).Health(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "GET /v1/health on "+addr+" (TLS)") {
+		t.Errorf("a closed server: %v, want the address named", err)
+	}
+}
+
+// An administrative refusal is an *AdminError with its status; an answer
+// that is not one says so; a reload's result is decoded applied or refused;
+// a backup checks its length against the daemon's trailer.
+func TestAdminAnswers(t *testing.T) {
+	ctx := context.Background()
+	forbidden := []byte(`{"error":"AdminForbidden","detail":"only the daemon's uid or root"}`)
+	for _, tc := range []struct {
+		status int
+		body   []byte
+		want   string
+	}{
+		{403, forbidden, "AdminForbidden: only the daemon's uid or root"},
+		{403, []byte("<html>"), `answered HTTP 403 to a reload, not an administrative answer: "<html>"`},
+		{200, []byte("<html>"), `answered HTTP 200 to a reload, not a reload result`},
+	} {
+		a := &answer{status: tc.status, body: tc.body}
+		_, err := fakeRegistrar(t, a.serve).Reload(ctx)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("reload answered %d %s: %v, want %q", tc.status, tc.body, err, tc.want)
+		}
+		var ae *AdminError
+		if isAdmin := errors.As(err, &ae); isAdmin != (tc.want == "AdminForbidden: only the daemon's uid or root") || isAdmin && ae.StatusCode != 403 {
+			t.Errorf("reload answered %d %s: %#v", tc.status, tc.body, err)
+		}
+	}
+	for _, tc := range []struct {
+		status  int
+		applied bool
+	}{{200, true}, {422, false}} {
+		a := &answer{status: tc.status, body: []byte(`{"applied":` + strconv.FormatBool(tc.applied) + `,"changes":[{"key":"k","old":"1","new":"2"}],"errors":["e"]}`)}
+		res, err := fakeRegistrar(t, a.serve).Reload(ctx)
+		if err != nil || res.Applied != tc.applied || len(res.Changes) != 1 || res.Changes[0].New != "2" || len(res.Errors) != 1 || a.method != http.MethodPost || a.path != PathReload {
+			t.Errorf("reload answered %d: %+v, %v", tc.status, res, err)
+		}
+	}
+
+	var sent string
+	backup := func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != PathBackup {
+			w.WriteHeader(404)
+			return
+		}
+		w.Header().Set("Trailer", "X-Backup-Bytes")
+		io.WriteString(w, "snapshot")
+		w.Header().Set("X-Backup-Bytes", sent)
+	}
+	for _, tc := range []struct {
+		trailer string
+		want    string
+	}{{"8", ""}, {"9", `cut short: 8 bytes received, the daemon reported "9"`}, {"", `the daemon reported ""`}} {
+		sent = tc.trailer
+		var buf bytes.Buffer
+		n, err := fakeRegistrar(t, backup).Backup(ctx, &buf)
+		if tc.want == "" && (err != nil || n != 8 || buf.String() != "snapshot") || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("backup with trailer %q: %d, %v", tc.trailer, n, err)
+		}
+	}
+	a := &answer{status: 403, body: forbidden}
+	var buf bytes.Buffer
+	var ae *AdminError
+	if _, err := fakeRegistrar(t, a.serve).Backup(ctx, &buf); !errors.As(err, &ae) || ae.StatusCode != 403 || ae.ID != "AdminForbidden" {
+		t.Errorf("a refused backup: %v", err)
+	}
+}
+
+func TestRequestIDsArePrefixedAndCounted(t *testing.T) {
+	a, err := NewRequestIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewRequestIDs()
+	first, second := a.Next(), a.Next()
+	prefix, ok := strings.CutSuffix(first, ".1")
+	if !ok || !strings.HasPrefix(prefix, "wire.") || len(prefix) != len("wire.")+12 || second != prefix+".2" {
+		t.Errorf("ids %q, %q: want wire.<12 characters>.1 and .2", first, second)
+	}
+	if strings.HasPrefix(b.Next(), prefix+".") {
+		t.Errorf("two servers drew the same prefix %q", prefix)
+	}
+}
+
+func TestBoundDetailCutsOnARuneBoundary(t *testing.T) {
+	if got := BoundDetail(""); got != "malformed request" {
+		t.Errorf("empty: %q", got)
+	}
+	exact := strings.Repeat("a", MaxDetailBytes)
+	if got := BoundDetail(exact); got != exact {
+		t.Errorf("a detail of exactly MaxDetailBytes was cut to %d bytes", len(got))
+	}
+	// A two-byte rune straddles the cut: it goes whole.
+	long := strings.Repeat("a", MaxDetailBytes-len("…")-1) + "é" + strings.Repeat("b", 10)
+	got := BoundDetail(long)
+	if want := strings.Repeat("a", MaxDetailBytes-len("…")-1) + "…"; got != want {
+		t.Errorf("got %q (%d bytes), want %q", got, len(got), want)
+	}
+	if got := BoundDetail(exact + "a"); len(got) != MaxDetailBytes || !strings.HasSuffix(got, "…") {
+		t.Errorf("one byte over: %d bytes %q", len(got), got[len(got)-8:])
 	}
 }
