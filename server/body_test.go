@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/registrar-otel/registrar-otel/internal/testing/wiretest"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -74,12 +75,6 @@ func TestAFullyReadBodyIsClosedAndOnlyThen(t *testing.T) {
 	}
 }
 
-// paddedMint is the pipes' mint body padded with spaces (valid JSON) to n
-// bytes.
-func paddedMint(n int) string {
-	return mintBodyForPipes[:len(mintBodyForPipes)-1] + strings.Repeat(" ", n-len(mintBodyForPipes)) + "}"
-}
-
 // TestABodyOfExactlyMaxBodyBytesIsAccepted holds mutant W8 (issue 28): a
 // body of exactly MaxBodyBytes is accepted, one byte more is RequestMalformed.
 func TestABodyOfExactlyMaxBodyBytesIsAccepted(t *testing.T) {
@@ -92,7 +87,7 @@ func TestABodyOfExactlyMaxBodyBytesIsAccepted(t *testing.T) {
 			size   int
 			status int
 		}{{wire.MaxBodyBytes, 200}, {wire.MaxBodyBytes + 1, 400}} {
-			body := paddedMint(tc.size)
+			body := wiretest.Pad(mintBodyForPipes, tc.size)
 			if len(body) != tc.size {
 				t.Fatalf("padded body has %d bytes, want %d", len(body), tc.size)
 			}

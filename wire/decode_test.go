@@ -272,9 +272,6 @@ func FuzzDecodeAgreesWithReference(f *testing.F) {
 // a body of exactly MaxBodyBytes decodes, one byte more is malformed with
 // the bound named, for both verbs.
 func TestTheDecodersTakeABodyOfExactlyMaxBodyBytes(t *testing.T) {
-	padded := func(body string, n int) []byte {
-		return []byte(body[:len(body)-1] + strings.Repeat(" ", n-len(body)) + "}")
-	}
 	for _, v := range []struct {
 		name   string
 		body   string
@@ -283,10 +280,10 @@ func TestTheDecodersTakeABodyOfExactlyMaxBodyBytes(t *testing.T) {
 		{"mint", wiretest.MintBody, func(b []byte) error { _, err := wire.DecodeMint(b); return err }},
 		{"deregister", wiretest.DeregisterBody, func(b []byte) error { _, err := wire.DecodeDeregister(b); return err }},
 	} {
-		if err := v.decode(padded(v.body, wire.MaxBodyBytes)); err != nil {
+		if err := v.decode([]byte(wiretest.Pad(v.body, wire.MaxBodyBytes))); err != nil {
 			t.Errorf("%s: a body of exactly %d bytes: %v, want accepted", v.name, wire.MaxBodyBytes, err)
 		}
-		err := v.decode(padded(v.body, wire.MaxBodyBytes+1))
+		err := v.decode([]byte(wiretest.Pad(v.body, wire.MaxBodyBytes+1)))
 		var me *wire.MalformedError
 		if !errors.As(err, &me) || !strings.Contains(err.Error(), "exceeds 65536 bytes") {
 			t.Errorf("%s: a body of %d bytes: %v, want a MalformedError naming the bound", v.name, wire.MaxBodyBytes+1, err)

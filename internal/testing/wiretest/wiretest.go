@@ -46,3 +46,10 @@ func ReplaceMember(body, old, new string) string {
 	}
 	return strings.Replace(body, old, new, 1)
 }
+
+// Pad returns body, a JSON object, with spaces before its closing brace so
+// that it is n bytes long and still valid JSON (n >= len(body)): the
+// bodies at and past a size bound.
+func Pad(body string, n int) string {
+	return body[:len(body)-1] + strings.Repeat(" ", n-len(body)) + "}"
+}
