@@ -23,6 +23,17 @@ type Event struct {
 	// Overflow reports that the charge fell on the shared overflow bucket of
 	// (Verb, Bucket) because the entry map was saturated with drained entries.
 	Overflow bool
+	// Policy is the name of the caller policy whose sizes the charged
+	// bucket had ("default" for the [registrar] sizes). The set of names is
+	// bounded by the configuration, so it may label a metric; the identity
+	// may not.
+	Policy string
+	// Shadow reports a shadow charge: the call would have been limited by
+	// its policy's shadow sizes, and was not limited by the enforced ones
+	// for that reason (the enforced decision is reported, if limited, by an
+	// event of its own with Shadow false). A sink that counts limited
+	// invocations must not count a shadow event as one.
+	Shadow bool
 	// At is the clock reading the charge was made at, when the charger
 	// passed one (Limiter.ChargeTime on the default clock); zero
 	// otherwise. A sink on the wall clock may use it instead of reading
