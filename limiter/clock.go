@@ -48,13 +48,20 @@ func (l *Limiter) Now() Instant { return l.now() }
 // the limiter's instants come from its own clock or from a monotonic
 // reading of the runtime's.
 func (l *Limiter) ChargeTime(ctx context.Context, identity string, verb vocab.Verb, bucket vocab.Bucket, t time.Time) Decision {
+	return l.ChargeCaller(ctx, l.Caller(identity), verb, bucket, t)
+}
+
+// ChargeCaller is ChargeTime for a Caller prepared once (Limiter.Caller):
+// the charge of a present key then neither hashes the identity nor asks
+// which pool or policy it has.
+func (l *Limiter) ChargeCaller(ctx context.Context, c Caller, verb vocab.Verb, bucket vocab.Bucket, t time.Time) Decision {
 	if !l.wallClock {
-		return l.chargeAt(ctx, identity, verb, bucket, l.now(), time.Time{})
+		return l.chargeAt(ctx, c, verb, bucket, l.now(), time.Time{})
 	}
 	if t == t.Round(0) {
 		// No monotonic reading: t.Sub would subtract wall readings, and a
 		// wall step would mint (or drain) tokens. Read the clock instead.
 		t = time.Now()
 	}
-	return l.chargeAt(ctx, identity, verb, bucket, monotonicSince(t), t)
+	return l.chargeAt(ctx, c, verb, bucket, monotonicSince(t), t)
 }

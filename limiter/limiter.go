@@ -3,7 +3,6 @@ package limiter
 import (
 	"context"
 	"errors"
-	"fmt"
 	"hash/maphash"
 	"math"
 	"sync"
@@ -25,11 +24,23 @@ type BucketConfig struct {
 	RefillInterval time.Duration
 }
 
-// Config sizes the two kinds of bucket. The same sizes apply to every
-// identity, to both verbs, and to the four overflow buckets.
+// Config sizes the two kinds of bucket: PredecisionRefusal and Admission
+// are the default policy's sizes, those of every identity Match assigns no
+// named policy; Policies size the others. A policy's sizes apply to both
+// verbs and to its overflow buckets.
 type Config struct {
 	PredecisionRefusal BucketConfig
 	Admission          BucketConfig
+	// Policies are the named caller policies, at most MaxPolicies, with
+	// unique names other than DefaultPolicy.
+	Policies []Policy
+	// Match assigns an identity its policy: the index into Policies, or
+	// false for the default policy. It is called when an identity's entry
+	// is created and, for every entry, when the limiter is reconfigured,
+	// never on a present key's charge; it must be a pure function of the
+	// identity and safe for concurrent use. Required when Policies is not
+	// empty. An index outside Policies is taken as the default policy.
+	Match func(identity string) (int, bool)
 	// Now is the clock Charge reads. Nil means MonotonicNow. It must be
 	// monotonic; tests inject a fake.
 	Now func() Instant
@@ -58,9 +69,12 @@ type Decision struct {
 	// outstanding requests should jitter its own retries.
 	RetryAfterSeconds uint64
 	// Overflow reports that the charge fell on the shared overflow bucket of
-	// its (verb, bucket) in its identity's pool because that pool was at its
-	// cap (MaxEntries or MaxLocalEntries) with every entry drained.
+	// its (policy, verb, bucket) in its identity's pool because that pool
+	// was at its cap (MaxEntries or MaxLocalEntries) with every entry
+	// drained.
 	Overflow bool
+	// Policy is the name of the policy whose sizes the charged bucket had.
+	Policy string
 }
 
 // RetryAfter returns RetryAfterSeconds as a time.Duration.
@@ -92,11 +106,14 @@ type Stats struct {
 // one another; the cap, the reclaim rule and the overflow buckets are global
 // and exact. No lock is held while the sink runs.
 type Limiter struct {
-	// params is the configuration last given to New or Reconfigure, kept
-	// for Params; the request path reads each shard's own copy (and
-	// overflowParams) under that shard's lock instead, so Reconfigure can
-	// move the shards one at a time. Written under reconfMu.
-	params   [vocab.NumBuckets]params
+	// table is the policies given to New or to the last Reconfigure that
+	// succeeded, and cfg that Config (Now and Local cleared), kept for
+	// Params and the next Reconfigure; the request path reads each shard's
+	// own table (and overflowTable) under that shard's lock instead, so
+	// Reconfigure can move the shards one at a time. Written under
+	// reconfMu.
+	table    *policyTable
+	cfg      Config
 	reconfMu sync.Mutex
 	now      func() Instant
 	// wallClock: now is MonotonicNow (Config.Now was nil), so a caller's
@@ -104,6 +121,10 @@ type Limiter struct {
 	wallClock bool
 	sink      Sink
 	seed      maphash.Seed
+	// origin is the limiter whose seed hashed a Caller (the limiter
+	// itself, or for the shadow run the limiter it mirrors): a Caller of
+	// another origin is hashed again.
+	origin *Limiter
 
 	shards [numShards]shard
 
@@ -115,16 +136,31 @@ type Limiter struct {
 	count     [numPools]atomic.Int64
 	reclaimed atomic.Uint64
 
-	overflowMu     sync.Mutex
-	overflowParams [vocab.NumBuckets]params // under overflowMu
-	overflow       [numPools][vocab.NumVerbs][vocab.NumBuckets]tokenBucket
-	overflowed     [numPools][vocab.NumVerbs][vocab.NumBuckets]atomic.Uint64
+	overflowMu    sync.Mutex
+	overflowTable *policyTable                                              // under overflowMu
+	overflow      [numPools][][vocab.NumVerbs][vocab.NumBuckets]tokenBucket // by policy, under overflowMu
+	overflowed    [numPools][vocab.NumVerbs][vocab.NumBuckets]atomic.Uint64
+
+	// mirror is the shadow run while some policy has shadow sizes, else
+	// nil: a limiter of the same seed and clock whose every policy has its
+	// shadow sizes (its enforced ones where it has none), charged after
+	// each charge of this limiter with the same key at the same instant,
+	// so its decisions are those a limiter enforcing the shadow sizes
+	// would make. It is written with every shard lock and overflowMu held
+	// and read under any one of them, by the charge whose bucket that lock
+	// guards: a charge is mirrored exactly when it happened after the
+	// mirror was made from this limiter's state.
+	mirror *Limiter
+	// shadowRun: this limiter is a mirror. It publishes an event only for
+	// a limited charge of a shadowed policy, with Shadow set.
+	shadowRun bool
 }
 
 // New returns a Limiter with every overflow bucket full. sink receives one
-// Event per limited charge; nil means Discard.
+// Event per limited charge, and one per shadow charge that found no token;
+// nil means Discard.
 func New(cfg Config, sink Sink) (*Limiter, error) {
-	np, err := newParams(cfg)
+	t, err := newTable(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -136,119 +172,162 @@ func New(cfg Config, sink Sink) (*Limiter, error) {
 		now = MonotonicNow
 	}
 	l := &Limiter{
-		params:         np,
-		overflowParams: np,
-		now:            now,
-		wallClock:      cfg.Now == nil,
-		sink:           sink,
-		seed:           maphash.MakeSeed(),
-		local:          cfg.Local,
+		table:     t,
+		now:       now,
+		wallClock: cfg.Now == nil,
+		sink:      sink,
+		seed:      maphash.MakeSeed(),
+		local:     cfg.Local,
 	}
-	for i := range l.shards {
-		l.shards[i].params = np
-		l.shards[i].reclaimAt.Store(math.MaxInt64)
-	}
-	for p := range l.overflow {
-		for v := range l.overflow[p] {
-			for b := range l.overflow[p][v] {
-				// Full; a full bucket's accrual instant is set by its first
-				// charge, whatever clock origin the caller's instants use.
-				l.overflow[p][v][b] = tokenBucket{tokens: l.params[b].burst, accruedAt: math.MinInt64}
-			}
-		}
+	l.cfg = cfg.withoutClock()
+	l.origin = l
+	l.empty(t)
+	if t.anyShadow {
+		m := l.shadowOf(t.mirror())
+		m.empty(m.table)
+		l.mirror = m
 	}
 	return l, nil
 }
 
-// newParams checks cfg's two bucket sizes (cfg.Now is not looked at).
-func newParams(cfg Config) ([vocab.NumBuckets]params, error) {
-	var errs []error
-	for b, bc := range [vocab.NumBuckets]BucketConfig{vocab.PredecisionRefusal: cfg.PredecisionRefusal, vocab.Admission: cfg.Admission} {
-		name := vocab.Bucket(b).String()
-		if bc.Burst == 0 {
-			errs = append(errs, fmt.Errorf("%w: %s burst must be greater than 0", ErrInvalidConfig, name))
-		}
-		if bc.RefillInterval <= 0 {
-			errs = append(errs, fmt.Errorf("%w: %s refill interval must be greater than 0", ErrInvalidConfig, name))
-		}
+// empty puts t in force in a limiter with no entry and every overflow
+// bucket full.
+func (l *Limiter) empty(t *policyTable) {
+	for i := range l.shards {
+		l.shards[i].pt = t
+		l.shards[i].reclaimAt.Store(math.MaxInt64)
 	}
-	if len(errs) > 0 {
-		return [vocab.NumBuckets]params{}, errors.Join(errs...)
+	l.overflowTable = t
+	for p := range l.overflow {
+		l.overflow[p] = fullOverflow(t)
 	}
-	return [vocab.NumBuckets]params{
-		vocab.PredecisionRefusal: {burst: cfg.PredecisionRefusal.Burst, interval: int64(cfg.PredecisionRefusal.RefillInterval)},
-		vocab.Admission:          {burst: cfg.Admission.Burst, interval: int64(cfg.Admission.RefillInterval)},
-	}, nil
 }
+
+// shadowOf is a shadow run of l with table mt and no state yet.
+func (l *Limiter) shadowOf(mt *policyTable) *Limiter {
+	return &Limiter{
+		table:     mt,
+		now:       l.now,
+		wallClock: l.wallClock,
+		sink:      l.sink,
+		seed:      l.seed,
+		origin:    l.origin,
+		local:     l.local,
+		shadowRun: true,
+	}
+}
+
+// withoutClock is c with Now and Local cleared and its own copy of
+// Policies.
+func (c Config) withoutClock() Config {
+	c.Now, c.Local = nil, nil
+	c.Policies = append([]Policy(nil), c.Policies...)
+	for i, p := range c.Policies {
+		if p.Shadow != nil {
+			sh := *p.Shadow
+			c.Policies[i].Shadow = &sh
+		}
+	}
+	return c
+}
+
+// Caller is an identity prepared for charging: its hash and pool, worked
+// out once (a connection's identity is fixed for its life, so the server
+// prepares it when the connection is accepted) rather than on every
+// charge. The zero Caller is the empty identity. A Caller made by another
+// limiter is prepared again by the one it is charged on.
+type Caller struct {
+	identity string
+	hash     uint64
+	origin   *Limiter
+	pool     uint8
+}
+
+// Caller prepares identity for ChargeCaller. identity is opaque and used
+// verbatim.
+func (l *Limiter) Caller(identity string) Caller {
+	return Caller{identity: identity, hash: maphash.String(l.seed, identity), origin: l.origin, pool: l.poolOf(identity)}
+}
+
+// Identity is the identity c was prepared from.
+func (c Caller) Identity() string { return c.identity }
 
 // Charge takes one token from the bucket of (identity, verb, bucket) at the
 // limiter's current clock reading, and returns the decision. identity is
 // opaque and used verbatim.
 //
 // A charge on a present key charges that entry. On an absent key: below the
-// cap a full entry is inserted and charged; at the cap every entry refilled
-// to its full burst is reclaimed first (never one below full), and if that
-// freed a slot the key is inserted; otherwise the charge falls on the
-// overflow bucket of (verb, bucket). There is always exactly one bucket to
+// cap a full entry, sized by the identity's policy, is inserted and charged;
+// at the cap every entry refilled to its full burst is reclaimed first
+// (never one below full), and if that freed a slot the key is inserted;
+// otherwise the charge falls on the overflow bucket of (policy, verb,
+// bucket) in the identity's pool. There is always exactly one bucket to
 // charge: nothing is admitted unlimited for want of a slot.
 //
 // A limited charge publishes exactly one Event to the sink, after every lock
-// is released, with ctx. An allowed charge publishes nothing.
+// is released, with ctx. An allowed charge publishes nothing. While some
+// policy has shadow sizes, the same charge is then made on the shadow run,
+// which publishes one Event with Shadow set if it found no token for an
+// identity of a shadowed policy; the decision returned is never the shadow
+// run's.
 //
 // A verb or bucket outside the two defined values is denied (fail closed,
 // RetryAfterSeconds 1) without an event; it is a programming error.
 func (l *Limiter) Charge(ctx context.Context, identity string, verb vocab.Verb, bucket vocab.Bucket) Decision {
-	return l.chargeAt(ctx, identity, verb, bucket, l.now(), time.Time{})
+	return l.chargeAt(ctx, l.Caller(identity), verb, bucket, l.now(), time.Time{})
 }
 
-// chargeAt takes one token from the bucket of (identity, verb, bucket) at
-// instant now, and returns the decision; at, if not zero, is the clock
-// reading now was taken from, passed on in the event. identity is opaque
-// and used verbatim.
-//
-// A charge on a present key charges that entry. On an absent key: below the
-// cap a full entry is inserted and charged; at the cap every entry refilled
-// to its full burst is reclaimed first (never one below full), and if that
-// freed a slot the key is inserted; otherwise the charge falls on the
-// overflow bucket of (verb, bucket). There is always exactly one bucket to
-// charge: nothing is admitted unlimited for want of a slot.
-//
-// A limited charge publishes exactly one Event to the sink, after every lock
-// is released, with ctx. An allowed charge publishes nothing.
+// chargeAt takes one token from the bucket of (c, verb, bucket) at instant
+// now, and returns the decision; at, if not zero, is the clock reading now
+// was taken from, passed on in the event. See Charge.
 //
 // now may be earlier than the bucket's last accrual (a clock read outside the
 // lock under contention): it is then clamped, adding no tokens and never
 // moving the bucket's accrual backwards.
-//
-// A verb or bucket outside the two defined values is denied (fail closed,
-// RetryAfterSeconds 1) without an event; it is a programming error.
-func (l *Limiter) chargeAt(ctx context.Context, identity string, verb vocab.Verb, bucket vocab.Bucket, now Instant, at time.Time) Decision {
+func (l *Limiter) chargeAt(ctx context.Context, c Caller, verb vocab.Verb, bucket vocab.Bucket, now Instant, at time.Time) Decision {
 	if !verb.Valid() || !bucket.Valid() {
 		return Decision{RetryAfterSeconds: 1}
 	}
-	h := l.hash(identity, verb, bucket)
-	pool := l.poolOf(identity)
-	d, ok := l.chargeEntry(identity, h, verb, bucket, pool, now)
+	if c.origin != l.origin {
+		c = l.Caller(c.identity)
+	}
+	h := keyHash(c.hash, verb, bucket)
+	r, ok := l.chargeEntry(c, h, verb, bucket, now)
 	// Retry after a reclaim that freed a slot, or when a concurrent
 	// reclaim did; at a drained cap neither holds and the miss goes
 	// straight to the overflow bucket.
-	if !ok && (l.reclaim(now) > 0 || l.count[pool].Load() < poolCap[pool]) {
-		d, ok = l.chargeEntry(identity, h, verb, bucket, pool, now)
+	if !ok && (l.reclaim(now) > 0 || l.count[c.pool].Load() < poolCap[c.pool]) {
+		r, ok = l.chargeEntry(c, h, verb, bucket, now)
 	}
 	if !ok {
-		d = l.chargeOverflow(verb, bucket, pool, now)
+		r = l.chargeOverflow(c, verb, bucket, now)
 	}
-	if !d.Allowed {
+	if !r.d.Allowed && (!l.shadowRun || r.shadowed) {
 		l.sink.Limited(ctx, Event{
-			Identity:          identity,
+			Identity:          c.identity,
 			Verb:              verb,
 			Bucket:            bucket,
-			RetryAfterSeconds: d.RetryAfterSeconds,
-			Overflow:          d.Overflow,
+			RetryAfterSeconds: r.d.RetryAfterSeconds,
+			Overflow:          r.d.Overflow,
+			Policy:            r.d.Policy,
+			Shadow:            l.shadowRun,
 			At:                at,
 		})
 	}
-	return d
+	if r.mirror != nil {
+		r.mirror.chargeAt(ctx, c, verb, bucket, now, at)
+	}
+	return r.d
+}
+
+// charged is one charge's decision and what the charge read under the
+// lock of the bucket it charged.
+type charged struct {
+	d Decision
+	// shadowed: the bucket's policy has shadow sizes.
+	shadowed bool
+	// mirror is the limiter's mirror as the lock saw it.
+	mirror *Limiter
 }
 
 // Stats returns the map's current size and the reclaim and overflow counters.

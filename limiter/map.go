@@ -23,10 +23,10 @@ const numShards = 8
 
 type shard struct {
 	mu sync.Mutex
-	// params sizes the shard's entries; written by Reconfigure under mu,
-	// after it re-expressed every entry, so an entry is always charged in
-	// the parameters its state is expressed in.
-	params [vocab.NumBuckets]params
+	// pt sizes the shard's entries (by each entry's policy); written by
+	// Reconfigure under mu, after it re-expressed every entry, so an entry
+	// is always charged in the parameters its state is expressed in.
+	pt *policyTable
 	// reclaimAt is a lower bound on the instant at which some entry of the
 	// shard could be full again; it is written under mu and read without
 	// it. Charging an entry only delays the instant it fills, so the bound
@@ -45,17 +45,27 @@ type entry struct {
 	identity string
 	hash     uint64
 	tb       tokenBucket
-	verb     vocab.Verb
-	bucket   vocab.Bucket
-	pool     uint8
-	used     bool
+	// policy is the index, in the shard's table, of the policy that
+	// sizes the entry: resolved when the entry is created and again when
+	// the limiter is reconfigured.
+	policy uint16
+	verb   vocab.Verb
+	bucket vocab.Bucket
+	pool   uint8
+	used   bool
 }
 
-func (l *Limiter) hash(identity string, verb vocab.Verb, bucket vocab.Bucket) uint64 {
-	h := maphash.String(l.seed, identity)
-	h ^= (uint64(verb)<<1 | uint64(bucket) + 1) * 0x9e3779b97f4a7c15
+// keyHash is the hash of (identity, verb, bucket) from the identity's own
+// hash (Caller.hash).
+func keyHash(identity uint64, verb vocab.Verb, bucket vocab.Bucket) uint64 {
+	h := identity ^ (uint64(verb)<<1|uint64(bucket)+1)*0x9e3779b97f4a7c15
 	h ^= h >> 29
 	return h
+}
+
+// hash is the hash of (identity, verb, bucket) under the limiter's seed.
+func (l *Limiter) hash(identity string, verb vocab.Verb, bucket vocab.Bucket) uint64 {
+	return keyHash(maphash.String(l.seed, identity), verb, bucket)
 }
 
 // shardOf picks the shard from the hash's top bits; slot probing uses the
@@ -65,34 +75,41 @@ func (l *Limiter) shardOf(h uint64) *shard { return &l.shards[h>>(64-3)] }
 // chargeEntry charges the key's own entry, inserting it if a slot can be
 // reserved below the cap. It reports false when the key is absent and the
 // map is at the cap.
-func (l *Limiter) chargeEntry(identity string, h uint64, verb vocab.Verb, bucket vocab.Bucket, pool uint8, now Instant) (Decision, bool) {
+func (l *Limiter) chargeEntry(c Caller, h uint64, verb vocab.Verb, bucket vocab.Bucket, now Instant) (charged, bool) {
 	s := l.shardOf(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := &s.params[bucket]
-	i, found := s.find(identity, h, verb, bucket)
+	pt := s.pt
+	i, found := s.find(c.identity, h, verb, bucket)
 	if found {
-		return s.slots[i].tb.take(p, now), true
+		e := &s.slots[i]
+		d := e.tb.take(&pt.enforced[e.policy][bucket], now)
+		d.Policy = pt.names[e.policy]
+		return charged{d: d, shadowed: pt.shadowed[e.policy], mirror: l.mirror}, true
 	}
-	if !l.reserve(pool) {
-		return Decision{}, false
+	if !l.reserve(c.pool) {
+		return charged{}, false
 	}
+	pol := pt.resolve(c.identity)
+	p := &pt.enforced[pol][bucket]
 	e := &s.slots[i]
 	*e = entry{
-		identity: identity,
+		identity: c.identity,
 		hash:     h,
 		tb:       tokenBucket{tokens: p.burst, accruedAt: now},
+		policy:   pol,
 		verb:     verb,
 		bucket:   bucket,
-		pool:     pool,
+		pool:     c.pool,
 		used:     true,
 	}
 	s.inUse[i/64] |= 1 << (i % 64)
 	d := e.tb.take(p, now)
+	d.Policy = pt.names[pol]
 	if at := int64(e.tb.fullAt(p)); at < s.reclaimAt.Load() {
 		s.reclaimAt.Store(at) // under s.mu, like every write of it
 	}
-	return d, true
+	return charged{d: d, shadowed: pt.shadowed[pol], mirror: l.mirror}, true
 }
 
 // find returns the slot holding the key, or the empty slot where it would be

@@ -44,7 +44,7 @@ func snapshot(l *Limiter, now Instant) map[key]uint32 {
 	m := make(map[key]uint32)
 	for _, e := range l.entries() {
 		tb := e.tb
-		tb.refill(&l.params[e.bucket], now)
+		tb.refill(&l.table.enforced[e.policy][e.bucket], now)
 		m[key{e.identity, e.verb, e.bucket}] = tb.tokens
 	}
 	return m
@@ -58,8 +58,8 @@ func checkInvariants(t testing.TB, l *Limiter) {
 	n := 0
 	for _, e := range l.entries() {
 		n++
-		if e.tb.tokens > l.params[e.bucket].burst {
-			t.Fatalf("entry %q/%v/%v holds %d tokens, above the burst %d", e.identity, e.verb, e.bucket, e.tb.tokens, l.params[e.bucket].burst)
+		if e.tb.tokens > l.table.enforced[e.policy][e.bucket].burst {
+			t.Fatalf("entry %q/%v/%v holds %d tokens, above the burst %d", e.identity, e.verb, e.bucket, e.tb.tokens, l.table.enforced[e.policy][e.bucket].burst)
 		}
 		if _, ok := l.lookup(e.identity, e.verb, e.bucket); !ok {
 			t.Fatalf("entry %q/%v/%v is not findable", e.identity, e.verb, e.bucket)
@@ -68,9 +68,9 @@ func checkInvariants(t testing.TB, l *Limiter) {
 	if int64(n) != l.count[0].Load() || n > MaxEntries {
 		t.Fatalf("table holds %d entries, count says %d, cap %d", n, l.count[0].Load(), MaxEntries)
 	}
-	for v := range l.overflow[0] {
-		for b := range l.overflow[0][v] {
-			if l.overflow[0][v][b].tokens > l.params[b].burst {
+	for v := range l.overflow[0][0] {
+		for b := range l.overflow[0][0][v] {
+			if l.overflow[0][0][v][b].tokens > l.table.enforced[0][b].burst {
 				t.Fatalf("overflow bucket %v/%v above its burst", vocab.Verb(v), vocab.Bucket(b))
 			}
 		}
@@ -85,8 +85,8 @@ func chargeChecked(t testing.TB, l *Limiter, id string, v vocab.Verb, b vocab.Bu
 	d := l.ChargeAt(context.Background(), id, v, b, now)
 	after := snapshot(l, now)
 	for k, tokens := range before {
-		if _, ok := after[k]; !ok && tokens < l.params[k.b].burst {
-			t.Fatalf("entry %q/%v/%v was removed holding %d of %d tokens", k.id, k.v, k.b, tokens, l.params[k.b].burst)
+		if _, ok := after[k]; !ok && tokens < l.table.enforced[0][k.b].burst {
+			t.Fatalf("entry %q/%v/%v was removed holding %d of %d tokens", k.id, k.v, k.b, tokens, l.table.enforced[0][k.b].burst)
 		}
 	}
 	if !d.Allowed && d.RetryAfterSeconds < 1 {
@@ -192,8 +192,8 @@ func TestDrainedCapChargesOverflowBucketOfThePair(t *testing.T) {
 			// The other overflow buckets are untouched and full.
 			for v := range vocab.NumVerbs {
 				for b := range vocab.NumBuckets {
-					if (vocab.Verb(v) != pair.v || vocab.Bucket(b) != pair.b) && l.overflow[0][v][b].tokens != 3 {
-						t.Fatalf("overflow %v/%v holds %d, want 3", vocab.Verb(v), vocab.Bucket(b), l.overflow[0][v][b].tokens)
+					if (vocab.Verb(v) != pair.v || vocab.Bucket(b) != pair.b) && l.overflow[0][0][v][b].tokens != 3 {
+						t.Fatalf("overflow %v/%v holds %d, want 3", vocab.Verb(v), vocab.Bucket(b), l.overflow[0][0][v][b].tokens)
 					}
 				}
 			}
@@ -245,7 +245,7 @@ func TestOneEventPerLimitedChargeNonePerAdmitted(t *testing.T) {
 		t.Fatalf("limited %d charges and published %d events, want 15 and 15", limited, rec.len())
 	}
 	ev := rec.events[0]
-	want := Event{Identity: "c", Verb: vocab.Deregister, Bucket: vocab.Admission, RetryAfterSeconds: 1}
+	want := Event{Identity: "c", Verb: vocab.Deregister, Bucket: vocab.Admission, RetryAfterSeconds: 1, Policy: DefaultPolicy}
 	if ev != want {
 		t.Fatalf("event %+v, want %+v", ev, want)
 	}

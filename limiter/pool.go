@@ -1,6 +1,10 @@
 package limiter
 
-import "github.com/registrar-otel/registrar-otel/vocab"
+import (
+	"math"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
+)
 
 // The map's two pools, remote and local, each with its cap and its own
 // overflow buckets.
@@ -53,11 +57,33 @@ func (l *Limiter) reserve(pool uint8) bool {
 	}
 }
 
-func (l *Limiter) chargeOverflow(verb vocab.Verb, bucket vocab.Bucket, pool uint8, now Instant) Decision {
-	l.overflowed[pool][verb][bucket].Add(1)
+// chargeOverflow charges the overflow bucket of (c's policy, verb, bucket)
+// in c's pool.
+func (l *Limiter) chargeOverflow(c Caller, verb vocab.Verb, bucket vocab.Bucket, now Instant) charged {
+	l.overflowed[c.pool][verb][bucket].Add(1)
 	l.overflowMu.Lock()
-	d := l.overflow[pool][verb][bucket].take(&l.overflowParams[bucket], now)
+	pt := l.overflowTable
+	pol := pt.resolve(c.identity)
+	d := l.overflow[c.pool][pol][verb][bucket].take(&pt.enforced[pol][bucket], now)
+	r := charged{shadowed: pt.shadowed[pol], mirror: l.mirror}
 	l.overflowMu.Unlock()
 	d.Overflow = true
-	return d
+	d.Policy = pt.names[pol]
+	r.d = d
+	return r
+}
+
+// fullOverflow is one pool's overflow buckets for t's policies, each full.
+func fullOverflow(t *policyTable) [][vocab.NumVerbs][vocab.NumBuckets]tokenBucket {
+	o := make([][vocab.NumVerbs][vocab.NumBuckets]tokenBucket, len(t.names))
+	for pol := range o {
+		for v := range o[pol] {
+			for b := range o[pol][v] {
+				// Full; a full bucket's accrual instant is set by its first
+				// charge, whatever clock origin the caller's instants use.
+				o[pol][v][b] = tokenBucket{tokens: t.enforced[pol][b].burst, accruedAt: math.MinInt64}
+			}
+		}
+	}
+	return o
 }

@@ -64,10 +64,14 @@ func (s *shard) reclaim(now Instant, freed *[numPools]int) {
 			// until it holds an entry that stays (or none).
 			for s.slots[j].used {
 				e := &s.slots[j]
-				p := &s.params[e.bucket]
-				e.tb.refill(p, now)
-				if e.tb.tokens < p.burst {
-					next = min(next, e.tb.fullAt(p))
+				p := &s.pt.enforced[e.policy][e.bucket]
+				// Refilled on a copy: an entry that stays keeps its last
+				// accrual, so a reconfiguration re-expresses the same
+				// state whether or not a reclaim looked at it first.
+				tb := e.tb
+				tb.refill(p, now)
+				if tb.tokens < p.burst {
+					next = min(next, tb.fullAt(p))
 					break
 				}
 				freed[e.pool]++

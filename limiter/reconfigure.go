@@ -3,92 +3,186 @@ package limiter
 import (
 	"math"
 	mathbits "math/bits"
-	"time"
-
-	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
-// Params returns the bucket sizes in force: those given to New, or to the
-// last Reconfigure that succeeded. Config.Now is left nil.
+// Params returns the configuration in force: the one given to New, or to
+// the last Reconfigure that succeeded, with Now and Local left nil (the
+// limiter's clock and pools never change). Policies is a copy.
 func (l *Limiter) Params() Config {
 	l.reconfMu.Lock()
 	defer l.reconfMu.Unlock()
-	bc := func(p params) BucketConfig {
-		return BucketConfig{Burst: p.burst, RefillInterval: time.Duration(p.interval)}
-	}
-	return Config{PredecisionRefusal: bc(l.params[vocab.PredecisionRefusal]), Admission: bc(l.params[vocab.Admission])}
+	return l.cfg.withoutClock()
 }
 
 // Reconfigure is ReconfigureAt at the limiter's clock.
 func (l *Limiter) Reconfigure(cfg Config) error { return l.ReconfigureAt(cfg, l.now()) }
 
-// ReconfigureAt puts cfg's bucket sizes in force at instant now (cfg.Now and
-// cfg.Local are not looked at: the clock and the pool of each identity stay
-// those given to New). It checks cfg as New does and, on error, changes
-// nothing.
+// ReconfigureAt puts cfg's sizes, policies and matcher in force at instant
+// now (cfg.Now and cfg.Local are not looked at: the clock and the pool of
+// each identity stay those given to New). It checks cfg as New does and, on
+// error, changes nothing.
 //
 // Every existing bucket (the map entries of both pools and the overflow
-// buckets, four per pool) keeps its state and is re-expressed in the new
-// sizes without minting anything: its holding at now, counted in tokens and the fraction of a token its
-// banked partial interval stands for, becomes the lesser of what it holds
-// under the old sizes and what it would hold under the new sizes from its
-// last accrual, capped at the new burst. So a drained bucket stays drained,
-// a bucket holding more than the new burst is cut to it, and a banked
-// partial interval is kept as the same fraction of the new interval
-// (floored to a nanosecond), which is less than one token: the rule never
-// adds a token, at now or later. A full bucket stays full of the old burst
-// (if that is below the new one) and fills at the new rate; an identity
-// without an entry, and so every new entry, gets the new burst at once.
+// buckets) keeps its state and is re-expressed in its new sizes without
+// minting anything. An entry's new sizes are those of the policy cfg.Match
+// now assigns its identity (so an identity whose policy was added, changed,
+// removed or promoted from its shadow keeps its state); an overflow bucket
+// keeps the state of the overflow bucket of the same policy name, and a
+// policy new to the configuration starts with full overflow buckets. The
+// re-expression: a bucket's holding at now, counted in tokens and the
+// fraction of a token its banked partial interval stands for, becomes the
+// lesser of what it holds under the old sizes and what it would hold under
+// the new sizes from its last accrual, capped at the new burst. So a
+// drained bucket stays drained, a bucket holding more than the new burst is
+// cut to it, and a banked partial interval is kept as the same fraction of
+// the new interval (floored to a nanosecond), which is less than one token:
+// the rule never adds a token, at now or later. A full bucket stays full of
+// the old burst (if that is below the new one) and fills at the new rate;
+// an identity without an entry, and so every new entry, gets the new burst
+// at once.
+//
+// The shadow run follows the same rule in the shadow sizes. It starts, when
+// the first shadow sizes are configured, as a copy of the enforced state
+// re-expressed in the shadow sizes (what a limiter that had enforced them
+// from that reconfiguration on would hold), and it is dropped when no
+// policy has shadow sizes any more.
 //
 // The shards are re-expressed one at a time under their own lock, then the
 // overflow buckets under theirs, so a charge waits at most for one shard's
 // re-expression (at most MaxEntries + MaxLocalEntries entries; see
 // BenchmarkChargeDuringReconfigure)
-// and never for the whole pass. A charge meanwhile is consistent: an entry is
-// always charged in the sizes its state is expressed in. Concurrent calls of
-// ReconfigureAt are serialized. now should be a reading of the limiter's
-// clock; an instant earlier than a bucket's last accrual is clamped to it,
-// as ChargeAt does.
+// and never for the whole pass; a reconfiguration that starts or drops the
+// shadow run holds every lock for the pass instead. A charge meanwhile is
+// consistent: an entry is always charged in the sizes its state is
+// expressed in. Concurrent calls of ReconfigureAt are serialized. now
+// should be a reading of the limiter's clock; an instant earlier than a
+// bucket's last accrual is clamped to it, as ChargeAt does.
 func (l *Limiter) ReconfigureAt(cfg Config, now Instant) error {
-	np, err := newParams(cfg)
+	nt, err := newTable(cfg)
 	if err != nil {
 		return err
 	}
 	l.reconfMu.Lock()
 	defer l.reconfMu.Unlock()
-	for i := range l.shards {
-		s := &l.shards[i]
-		s.mu.Lock()
-		s.reexpress(&np, now)
-		s.mu.Unlock()
-	}
-	l.overflowMu.Lock()
-	for p := range l.overflow {
-		for v := range l.overflow[p] {
-			for b := range l.overflow[p][v] {
-				l.overflow[p][v][b].reexpress(&l.overflowParams[b], &np[b], now)
-			}
+	switch {
+	case nt.anyShadow == (l.mirror != nil):
+		l.apply(nt, now)
+		if l.mirror != nil {
+			l.mirror.apply(nt.mirror(), now)
 		}
+	case nt.anyShadow: // start the shadow run from the state before this change
+		l.lockAll()
+		m := l.newMirror(nt, now)
+		l.applyLocked(nt, now)
+		l.mirror = m
+		l.unlockAll()
+	default: // drop it
+		l.lockAll()
+		l.applyLocked(nt, now)
+		l.mirror = nil
+		l.unlockAll()
 	}
-	l.overflowParams = np
-	l.overflowMu.Unlock()
-	l.params = np
+	l.table = nt
+	l.cfg = cfg.withoutClock()
 	return nil
 }
 
-// reexpress re-expresses every entry of the shard in np, puts np in force
-// for the shard and recomputes its reclaimAt exactly; s.mu is held.
-func (s *shard) reexpress(np *[vocab.NumBuckets]params, now Instant) {
+// apply re-expresses every bucket in nt and puts nt in force, one shard at
+// a time.
+func (l *Limiter) apply(nt *policyTable, now Instant) {
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.Lock()
+		s.reexpress(nt, now)
+		s.mu.Unlock()
+	}
+	l.overflowMu.Lock()
+	l.reexpressOverflow(nt, now)
+	l.overflowMu.Unlock()
+}
+
+// applyLocked is apply with every lock held (lockAll).
+func (l *Limiter) applyLocked(nt *policyTable, now Instant) {
+	for i := range l.shards {
+		l.shards[i].reexpress(nt, now)
+	}
+	l.reexpressOverflow(nt, now)
+}
+
+// lockAll takes every shard's lock and the overflow lock, in that order.
+func (l *Limiter) lockAll() {
+	for i := range l.shards {
+		l.shards[i].mu.Lock()
+	}
+	l.overflowMu.Lock()
+}
+
+func (l *Limiter) unlockAll() {
+	l.overflowMu.Unlock()
+	for i := range l.shards {
+		l.shards[i].mu.Unlock()
+	}
+}
+
+// newMirror returns the shadow run of l for nt: a copy of l's state (every
+// lock of l held, or l not yet shared) re-expressed at now in nt's shadow
+// sizes.
+func (l *Limiter) newMirror(nt *policyTable, now Instant) *Limiter {
+	m := l.shadowOf(nt.mirror())
+	for i := range l.shards {
+		src, dst := &l.shards[i], &m.shards[i]
+		dst.pt, dst.inUse, dst.slots = src.pt, src.inUse, src.slots
+		dst.reclaimAt.Store(src.reclaimAt.Load())
+	}
+	for p := range l.count {
+		m.count[p].Store(l.count[p].Load())
+		m.overflow[p] = append(m.overflow[p], l.overflow[p]...)
+	}
+	m.overflowTable = l.overflowTable
+	m.applyLocked(m.table, now)
+	return m
+}
+
+// reexpress re-expresses every entry of the shard in the sizes of the
+// policy nt assigns its identity, puts nt in force for the shard and
+// recomputes its reclaimAt exactly; s.mu is held.
+func (s *shard) reexpress(nt *policyTable, now Instant) {
 	next := Instant(math.MaxInt64)
 	for w := range s.inUse {
 		for bits := s.inUse[w]; bits != 0; bits &= bits - 1 {
 			e := &s.slots[w*64+mathbits.TrailingZeros64(bits)]
-			e.tb.reexpress(&s.params[e.bucket], &np[e.bucket], now)
-			next = min(next, e.tb.fullAt(&np[e.bucket]))
+			pol := nt.resolve(e.identity)
+			np := &nt.enforced[pol][e.bucket]
+			e.tb.reexpress(&s.pt.enforced[e.policy][e.bucket], np, now)
+			e.policy = pol
+			next = min(next, e.tb.fullAt(np))
 		}
 	}
-	s.params = *np
+	s.pt = nt
 	s.reclaimAt.Store(int64(next))
+}
+
+// reexpressOverflow re-expresses the overflow buckets in nt, by policy
+// name; overflowMu is held.
+func (l *Limiter) reexpressOverflow(nt *policyTable, now Instant) {
+	old := l.overflowTable
+	for p := range l.overflow {
+		o := fullOverflow(nt)
+		for pol, name := range nt.names {
+			j, ok := old.byName[name]
+			if !ok {
+				continue
+			}
+			for v := range o[pol] {
+				for b := range o[pol][v] {
+					o[pol][v][b] = l.overflow[p][j][v][b]
+					o[pol][v][b].reexpress(&old.enforced[j][b], &nt.enforced[pol][b], now)
+				}
+			}
+		}
+		l.overflow[p] = o
+	}
+	l.overflowTable = nt
 }
 
 // reexpress rewrites b, kept in old, in nw at now (see ReconfigureAt for the

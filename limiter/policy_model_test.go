@@ -1,0 +1,543 @@
+package limiter
+
+import (
+	"context"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
+)
+
+// An exact integer model of the limiter with caller policies: a plain map
+// of buckets, the pools' caps, the reclaim rule, one overflow bucket per
+// (pool, policy, verb, bucket), and re-expression on reconfiguration,
+// written for clarity (big integers, no shards, no hashing). The property
+// tests drive the limiter and the model with the same charges and
+// reconfigurations and require every decision to agree.
+
+type mKey struct {
+	id string
+	v  vocab.Verb
+	b  vocab.Bucket
+}
+
+type mBucket struct {
+	tokens    uint64
+	accruedAt int64
+	policy    string
+}
+
+type mSizes [vocab.NumBuckets]struct{ burst, interval int64 }
+
+type mOverflowKey struct {
+	pool   int
+	policy string
+	v      vocab.Verb
+	b      vocab.Bucket
+}
+
+type model struct {
+	sizes    map[string]mSizes // by policy name, "default" included
+	assign   map[string]string // identity → policy name; absent: default
+	local    func(string) bool
+	entries  map[mKey]*mBucket
+	count    [2]int
+	overflow map[mOverflowKey]*mBucket
+}
+
+func newModel(sizes map[string]mSizes, assign map[string]string, local func(string) bool) *model {
+	m := &model{sizes: sizes, assign: assign, local: local, entries: map[mKey]*mBucket{}, overflow: map[mOverflowKey]*mBucket{}}
+	m.fillOverflow()
+	return m
+}
+
+// fillOverflow creates, full, the overflow buckets of every policy that
+// has none (all of them at start, the new ones after a reconfiguration).
+func (m *model) fillOverflow() {
+	for pol, s := range m.sizes {
+		for pool := range 2 {
+			for v := range vocab.NumVerbs {
+				for b := range vocab.NumBuckets {
+					k := mOverflowKey{pool, pol, vocab.Verb(v), vocab.Bucket(b)}
+					if _, ok := m.overflow[k]; !ok {
+						m.overflow[k] = &mBucket{tokens: uint64(s[b].burst), accruedAt: math.MinInt64}
+					}
+				}
+			}
+		}
+	}
+}
+
+func (m *model) clone() *model {
+	c := *m
+	c.entries = make(map[mKey]*mBucket, len(m.entries))
+	for k, b := range m.entries {
+		nb := *b
+		c.entries[k] = &nb
+	}
+	c.overflow = make(map[mOverflowKey]*mBucket, len(m.overflow))
+	for k, b := range m.overflow {
+		nb := *b
+		c.overflow[k] = &nb
+	}
+	return &c
+}
+
+func (m *model) policyOf(id string) string {
+	if p, ok := m.assign[id]; ok {
+		if _, ok := m.sizes[p]; ok {
+			return p
+		}
+	}
+	return DefaultPolicy
+}
+
+func (m *model) pool(id string) int {
+	if m.local(id) {
+		return 1
+	}
+	return 0
+}
+
+// refill accrues whole intervals, banking the partial one; a full bucket
+// banks nothing.
+func mRefill(b *mBucket, burst, interval, now int64) {
+	if now <= b.accruedAt {
+		return
+	}
+	if b.tokens >= uint64(burst) {
+		b.accruedAt = now
+		return
+	}
+	gained := (now - b.accruedAt) / interval
+	if b.tokens+uint64(gained) >= uint64(burst) {
+		b.tokens, b.accruedAt = uint64(burst), now
+		return
+	}
+	b.tokens += uint64(gained)
+	b.accruedAt += gained * interval
+}
+
+func mTake(b *mBucket, burst, interval, now int64) Decision {
+	mRefill(b, burst, interval, now)
+	if b.tokens > 0 {
+		b.tokens--
+		return Decision{Allowed: true, Remaining: uint32(b.tokens)}
+	}
+	wait := b.accruedAt + interval - now // accruedAt ≤ now after a refill at now
+	return Decision{RetryAfterSeconds: uint64(max(1, (wait+int64(time.Second)-1)/int64(time.Second)))}
+}
+
+func (m *model) charge(id string, v vocab.Verb, b vocab.Bucket, now int64) Decision {
+	k := mKey{id, v, b}
+	if e, ok := m.entries[k]; ok {
+		s := m.sizes[e.policy][b]
+		d := mTake(e, s.burst, s.interval, now)
+		d.Policy = e.policy
+		return d
+	}
+	pool := m.pool(id)
+	if m.count[pool] >= 256 {
+		for k, e := range m.entries {
+			s := m.sizes[e.policy][k.b]
+			c := *e // only looked at: a reclaim never moves an entry's accrual
+			mRefill(&c, s.burst, s.interval, now)
+			if c.tokens >= uint64(s.burst) {
+				delete(m.entries, k)
+				m.count[m.pool(k.id)]--
+			}
+		}
+	}
+	pol := m.policyOf(id)
+	s := m.sizes[pol][b]
+	if m.count[pool] < 256 {
+		e := &mBucket{tokens: uint64(s.burst), accruedAt: now, policy: pol}
+		m.entries[k] = e
+		m.count[pool]++
+		d := mTake(e, s.burst, s.interval, now)
+		d.Policy = pol
+		return d
+	}
+	d := mTake(m.overflow[mOverflowKey{pool, pol, v, b}], s.burst, s.interval, now)
+	d.Overflow, d.Policy = true, pol
+	return d
+}
+
+// mReexpress: the lesser of the holding under the old sizes and the
+// holding under the new ones since the last accrual, capped at the new
+// burst, each counted as tokens and a fraction of a new interval.
+func mReexpress(b *mBucket, oldBurst, oldInterval, newBurst, newInterval, now int64) {
+	t := max(now, b.accruedAt)
+	a, c := *b, *b
+	mRefill(&a, oldBurst, oldInterval, t)
+	mRefill(&c, newBurst, newInterval, t)
+	ta, fa := min(a.tokens, uint64(newBurst)), big.NewInt(0)
+	if a.tokens < uint64(oldBurst) {
+		fa.Mul(big.NewInt(t-a.accruedAt), big.NewInt(newInterval))
+		fa.Quo(fa, big.NewInt(oldInterval))
+	}
+	tc, fc := min(c.tokens, uint64(newBurst)), big.NewInt(0)
+	if c.tokens < uint64(newBurst) {
+		fc.SetInt64(t - c.accruedAt)
+	}
+	tokens, frac := ta, fa
+	if tc < ta || tc == ta && fc.Cmp(fa) < 0 {
+		tokens, frac = tc, fc
+	}
+	if tokens >= uint64(newBurst) {
+		b.tokens, b.accruedAt = uint64(newBurst), t
+		return
+	}
+	b.tokens, b.accruedAt = tokens, t-frac.Int64()
+}
+
+func (m *model) reconfigure(sizes map[string]mSizes, assign map[string]string, now int64) {
+	oldSizes := m.sizes
+	m.sizes, m.assign = sizes, assign
+	for k, e := range m.entries {
+		o := oldSizes[e.policy][k.b]
+		e.policy = m.policyOf(k.id)
+		n := sizes[e.policy][k.b]
+		mReexpress(e, o.burst, o.interval, n.burst, n.interval, now)
+	}
+	for k, e := range m.overflow {
+		n, ok := sizes[k.policy]
+		if !ok {
+			delete(m.overflow, k) // a removed policy's overflow buckets go
+			continue
+		}
+		o := oldSizes[k.policy][k.b]
+		mReexpress(e, o.burst, o.interval, n[k.b].burst, n[k.b].interval, now)
+	}
+	m.fillOverflow()
+}
+
+func (m *model) sweep(now int64) {
+	for k, e := range m.entries {
+		s := m.sizes[e.policy][k.b]
+		c := *e // only looked at: a reclaim never moves an entry's accrual
+		mRefill(&c, s.burst, s.interval, now)
+		if c.tokens >= uint64(s.burst) {
+			delete(m.entries, k)
+			m.count[m.pool(k.id)]--
+		}
+	}
+}
+
+// scenario is one configuration of the property test: policies with
+// sizes and shadows, and the identities' assignment.
+type scenario struct {
+	def      Sizes
+	policies []Policy
+	assign   map[string]string
+}
+
+func (s scenario) config() Config {
+	idx := map[string]int{}
+	for i, p := range s.policies {
+		idx[p.Name] = i
+	}
+	assign := s.assign
+	return Config{
+		PredecisionRefusal: s.def.PredecisionRefusal, Admission: s.def.Admission,
+		Policies: s.policies,
+		Match: func(id string) (int, bool) {
+			i, ok := idx[assign[id]]
+			return i, ok
+		},
+	}
+}
+
+// promoted is s with every shadow enforced.
+func (s scenario) promoted() scenario {
+	p := s
+	p.policies = make([]Policy, len(s.policies))
+	for i, pol := range s.policies {
+		if pol.Shadow != nil {
+			pol.Sizes, pol.Shadow = *pol.Shadow, nil
+		}
+		p.policies[i] = pol
+	}
+	return p
+}
+
+func (s scenario) shadowed() map[string]bool {
+	out := map[string]bool{}
+	for _, p := range s.policies {
+		if p.Shadow != nil {
+			out[p.Name] = true
+		}
+	}
+	return out
+}
+
+func msizes(s Sizes) mSizes {
+	var m mSizes
+	m[vocab.PredecisionRefusal].burst, m[vocab.PredecisionRefusal].interval = int64(s.PredecisionRefusal.Burst), int64(s.PredecisionRefusal.RefillInterval)
+	m[vocab.Admission].burst, m[vocab.Admission].interval = int64(s.Admission.Burst), int64(s.Admission.RefillInterval)
+	return m
+}
+
+func (s scenario) modelSizes() map[string]mSizes {
+	out := map[string]mSizes{DefaultPolicy: msizes(s.def)}
+	for _, p := range s.policies {
+		out[p.Name] = msizes(p.Sizes)
+	}
+	return out
+}
+
+func randSizes(r *rand.Rand) Sizes {
+	return Sizes{
+		PredecisionRefusal: BucketConfig{Burst: 1 + r.Uint32N(6), RefillInterval: time.Duration(1+r.IntN(40)) * 75 * time.Millisecond},
+		Admission:          BucketConfig{Burst: 1 + r.Uint32N(8), RefillInterval: time.Duration(1+r.IntN(40)) * 75 * time.Millisecond},
+	}
+}
+
+// randScenario draws up to six of eight policy names, each with random
+// sizes and, unless alwaysShadow names it, a shadow half the time.
+func randScenario(r *rand.Rand, ids []string, alwaysShadow string) scenario {
+	s := scenario{def: randSizes(r), assign: map[string]string{}}
+	names := []string{"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"}
+	r.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+	for _, n := range names[:r.IntN(7)] {
+		p := Policy{Name: n, Sizes: randSizes(r)}
+		if r.IntN(2) == 0 {
+			sh := randSizes(r)
+			p.Shadow = &sh
+		}
+		s.policies = append(s.policies, p)
+	}
+	if alwaysShadow != "" {
+		sh := randSizes(r)
+		s.policies = append(s.policies, Policy{Name: alwaysShadow, Sizes: randSizes(r), Shadow: &sh})
+	}
+	for _, id := range ids {
+		if r.IntN(4) > 0 { // a quarter stay on the default
+			s.assign[id] = names[r.IntN(len(names))] // may name a policy not configured: default
+		}
+	}
+	if alwaysShadow != "" {
+		for _, id := range ids[:50] {
+			s.assign[id] = alwaysShadow
+		}
+	}
+	return s
+}
+
+// next draws the next reconfiguration from s: policies added, changed or
+// removed, identities moved, and shadows promoted.
+func (s scenario) next(r *rand.Rand, ids []string, alwaysShadow string) scenario {
+	switch r.IntN(3) {
+	case 0: // promote some shadows
+		n := s
+		n.policies = append([]Policy(nil), s.policies...)
+		for i, p := range n.policies {
+			if p.Shadow != nil && p.Name != alwaysShadow && r.IntN(2) == 0 {
+				n.policies[i].Sizes, n.policies[i].Shadow = *p.Shadow, nil
+			}
+		}
+		return n
+	case 1: // change sizes and move a few identities
+		n := s
+		n.policies = append([]Policy(nil), s.policies...)
+		if len(n.policies) > 0 {
+			i := r.IntN(len(n.policies))
+			n.policies[i].Sizes = randSizes(r)
+		}
+		n.assign = map[string]string{}
+		for id, p := range s.assign {
+			n.assign[id] = p
+		}
+		for range 100 {
+			id := ids[50+r.IntN(len(ids)-50)]
+			n.assign[id] = "p" + strconv.Itoa(r.IntN(8))
+		}
+		return n
+	default:
+		return randScenario(r, ids, alwaysShadow)
+	}
+}
+
+func localID(id string) bool { return strings.HasPrefix(id, "u") }
+
+// shadowCounter counts shadow and enforced events by policy.
+type shadowCounter struct {
+	shadow, limited map[string]int
+}
+
+func (c *shadowCounter) Limited(_ context.Context, ev Event) {
+	if ev.Shadow {
+		c.shadow[ev.Policy]++
+	} else {
+		c.limited[ev.Policy]++
+	}
+}
+
+func newShadowCounter() *shadowCounter {
+	return &shadowCounter{shadow: map[string]int{}, limited: map[string]int{}}
+}
+
+// TestPoliciesAgreeWithTheExactModel: 1,000 identities (half local),
+// random policies with random shadows, random charges, sweeps and
+// reconfigurations (policies added, changed and removed, identities moved,
+// shadows promoted): every decision of the limiter equals the model's, and
+// every shadow event is a limited decision of a second model that enforces
+// the shadow sizes from the moment they are configured (a copy of the first
+// at that moment, reconfigured alongside it, dropped when no shadow is
+// left), for an identity of a shadowed policy: no more, no fewer.
+func TestPoliciesAgreeWithTheExactModel(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 35))
+			ids := make([]string, 1000)
+			for i := range ids {
+				ids[i] = []string{"c", "u"}[i%2] + strconv.Itoa(i)
+			}
+			sc := randScenario(r, ids, "")
+			cnt := newShadowCounter()
+			cfg := sc.config()
+			cfg.Local = localID
+			l := mustNew(t, cfg, cnt)
+			m := newModel(sc.modelSizes(), sc.assign, localID)
+			var shadow *model
+			if len(sc.shadowed()) > 0 {
+				shadow = m.clone()
+				shadow.reconfigure(sc.promoted().modelSizes(), sc.assign, 0)
+			}
+			wantShadow := map[string]int{}
+			overflows := 0
+			now := int64(0)
+			ctx := context.Background()
+			hot := ids[:200] // 800 keys charged often: the pools (256 each) fill with drained entries
+			for step := range 30000 {
+				now += r.Int64N(int64(4 * time.Millisecond))
+				switch {
+				case step%997 == 996:
+					sc = sc.next(r, ids, "")
+					ncfg := sc.config()
+					ncfg.Local = localID
+					mustReconfigure(t, l, ncfg, Instant(now))
+					switch hasShadow := len(sc.shadowed()) > 0; {
+					case hasShadow && shadow == nil:
+						shadow = m.clone()
+						shadow.reconfigure(sc.promoted().modelSizes(), sc.assign, now)
+					case hasShadow:
+						shadow.reconfigure(sc.promoted().modelSizes(), sc.assign, now)
+					default:
+						shadow = nil
+					}
+					m.reconfigure(sc.modelSizes(), sc.assign, now)
+					continue
+				case step%251 == 250:
+					l.reclaim(Instant(now))
+					m.sweep(now)
+					if shadow != nil {
+						shadow.sweep(now)
+						l.mirror.reclaim(Instant(now))
+					}
+					continue
+				}
+				id := ids[r.IntN(len(ids))]
+				if r.IntN(3) > 0 {
+					id = hot[r.IntN(len(hot))]
+				}
+				v, b := vocab.Verb(r.IntN(2)), vocab.Bucket(r.IntN(2))
+				got := l.ChargeAt(ctx, id, v, b, Instant(now))
+				want := m.charge(id, v, b, now)
+				if got != want {
+					t.Fatalf("step %d: %s %v/%v at %d: limiter %+v, model %+v", step, id, v, b, now, got, want)
+				}
+				if got.Overflow {
+					overflows++
+				}
+				if shadow != nil {
+					sd := shadow.charge(id, v, b, now)
+					if !sd.Allowed && sc.shadowed()[sd.Policy] {
+						wantShadow[sd.Policy]++
+					}
+				}
+			}
+			for p, n := range wantShadow {
+				if cnt.shadow[p] != n {
+					t.Errorf("policy %s: %d shadow events, the shadow model limited %d", p, cnt.shadow[p], n)
+				}
+			}
+			for p, n := range cnt.shadow {
+				if wantShadow[p] != n {
+					t.Errorf("policy %s: %d shadow events, the shadow model limited %d", p, n, wantShadow[p])
+				}
+			}
+			total := 0
+			for _, n := range wantShadow {
+				total += n
+			}
+			if total == 0 || len(cnt.limited) < 3 || overflows == 0 || l.Stats().Reclaimed == 0 {
+				t.Fatalf("the run exercised too little: %d shadow limits, %d limited policies, %d overflow charges, %d reclaimed",
+					total, len(cnt.limited), overflows, l.Stats().Reclaimed)
+			}
+			t.Logf("shadow limits %v, limited %v, overflow charges %d, reclaimed %d", cnt.shadow, cnt.limited, overflows, l.Stats().Reclaimed)
+		})
+	}
+}
+
+// TestShadowCountsEqualASecondRunEnforcingTheShadow: a second limiter,
+// enforcing every shadow from the start and reconfigured alongside,
+// limits exactly the charges the first one counts as shadow limits, policy
+// by policy (one policy keeps a shadow throughout, so the shadow run is
+// never dropped and restarted).
+func TestShadowCountsEqualASecondRunEnforcingTheShadow(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 35))
+	ids := make([]string, 1000)
+	for i := range ids {
+		ids[i] = []string{"c", "u"}[i%2] + strconv.Itoa(i)
+	}
+	const canary = "canary"
+	sc := randScenario(r, ids, canary)
+	one, two := newShadowCounter(), newShadowCounter()
+	c1, c2 := sc.config(), sc.promoted().config()
+	c1.Local, c2.Local = localID, localID
+	l1, l2 := mustNew(t, c1, one), mustNew(t, c2, two)
+	// two's limited events, counted only where one's policy is shadowed.
+	want := map[string]int{}
+	now := int64(0)
+	ctx := context.Background()
+	for step := range 30000 {
+		now += r.Int64N(int64(40 * time.Millisecond))
+		if step%997 == 996 {
+			sc = sc.next(r, ids, canary)
+			c1, c2 := sc.config(), sc.promoted().config()
+			c1.Local, c2.Local = localID, localID
+			mustReconfigure(t, l1, c1, Instant(now))
+			mustReconfigure(t, l2, c2, Instant(now))
+			continue
+		}
+		id := ids[r.IntN(len(ids))]
+		if r.IntN(3) > 0 {
+			id = ids[r.IntN(60)]
+		}
+		v, b := vocab.Verb(r.IntN(2)), vocab.Bucket(r.IntN(2))
+		l1.ChargeAt(ctx, id, v, b, Instant(now))
+		if d := l2.ChargeAt(ctx, id, v, b, Instant(now)); !d.Allowed && sc.shadowed()[d.Policy] {
+			want[d.Policy]++
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("no shadow limit happened: the test exercised nothing")
+	}
+	for p, n := range want {
+		if one.shadow[p] != n {
+			t.Errorf("policy %s: %d shadow events, the second run limited %d", p, one.shadow[p], n)
+		}
+	}
+	for p, n := range one.shadow {
+		if want[p] != n {
+			t.Errorf("policy %s: %d shadow events, the second run limited %d", p, n, want[p])
+		}
+	}
+	t.Logf("shadow %v", one.shadow)
+}
