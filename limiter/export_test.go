@@ -11,5 +11,6 @@ import (
 // no clock at all. It is not part of the package's API: there a charge's
 // instant comes from the limiter's clock or a monotonic reading.
 func (l *Limiter) ChargeAt(ctx context.Context, identity string, verb vocab.Verb, bucket vocab.Bucket, now Instant) Decision {
-	return l.chargeAt(ctx, l.Caller(identity), verb, bucket, now, time.Time{})
+	c := l.Caller(identity)
+	return l.chargeAt(ctx, &c, verb, bucket, now, time.Time{})
 }

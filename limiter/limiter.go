@@ -274,7 +274,8 @@ func (c Caller) Identity() string { return c.identity }
 // A verb or bucket outside the two defined values is denied (fail closed,
 // RetryAfterSeconds 1) without an event; it is a programming error.
 func (l *Limiter) Charge(ctx context.Context, identity string, verb vocab.Verb, bucket vocab.Bucket) Decision {
-	return l.chargeAt(ctx, l.Caller(identity), verb, bucket, l.now(), time.Time{})
+	c := l.Caller(identity)
+	return l.chargeAt(ctx, &c, verb, bucket, l.now(), time.Time{})
 }
 
 // chargeAt takes one token from the bucket of (c, verb, bucket) at instant
@@ -284,24 +285,49 @@ func (l *Limiter) Charge(ctx context.Context, identity string, verb vocab.Verb, 
 // now may be earlier than the bucket's last accrual (a clock read outside the
 // lock under contention): it is then clamped, adding no tokens and never
 // moving the bucket's accrual backwards.
-func (l *Limiter) chargeAt(ctx context.Context, c Caller, verb vocab.Verb, bucket vocab.Bucket, now Instant, at time.Time) Decision {
-	if !verb.Valid() || !bucket.Valid() {
+func (l *Limiter) chargeAt(ctx context.Context, c *Caller, verb vocab.Verb, bucket vocab.Bucket, now Instant, at time.Time) Decision {
+	if uint(verb) >= vocab.NumVerbs || uint(bucket) >= vocab.NumBuckets {
 		return Decision{RetryAfterSeconds: 1}
 	}
 	if c.origin != l.origin {
-		c = l.Caller(c.identity)
+		prepared := l.Caller(c.identity)
+		c = &prepared
 	}
 	h := keyHash(c.hash, verb, bucket)
-	r, ok := l.chargeEntry(c, h, verb, bucket, now)
+	// The present key, the common case, charged inline: one lock, no
+	// defer, and nothing more to do for an allowed charge with no shadow
+	// run.
+	s := l.shardOf(h)
+	s.mu.Lock()
+	if i, found := s.find(c.identity, h, verb, bucket); found {
+		e := &s.slots[i]
+		pt := s.pt
+		r := charged{d: e.tb.take(&pt.enforced[e.policy][bucket], now), mirror: l.mirror}
+		r.d.Policy = pt.names[e.policy]
+		r.shadowed = pt.shadowed[e.policy]
+		s.mu.Unlock()
+		if r.d.Allowed && r.mirror == nil {
+			return r.d
+		}
+		return l.publish(ctx, c, verb, bucket, now, at, r)
+	}
+	s.mu.Unlock()
+	r, ok := l.chargeEntry(*c, h, verb, bucket, now)
 	// Retry after a reclaim that freed a slot, or when a concurrent
 	// reclaim did; at a drained cap neither holds and the miss goes
 	// straight to the overflow bucket.
 	if !ok && (l.reclaim(now) > 0 || l.count[c.pool].Load() < poolCap[c.pool]) {
-		r, ok = l.chargeEntry(c, h, verb, bucket, now)
+		r, ok = l.chargeEntry(*c, h, verb, bucket, now)
 	}
 	if !ok {
-		r = l.chargeOverflow(c, verb, bucket, now)
+		r = l.chargeOverflow(*c, verb, bucket, now)
 	}
+	return l.publish(ctx, c, verb, bucket, now, at, r)
+}
+
+// publish sends a limited charge's event and makes the charge on the
+// shadow run, if there is one, and returns the decision.
+func (l *Limiter) publish(ctx context.Context, c *Caller, verb vocab.Verb, bucket vocab.Bucket, now Instant, at time.Time, r charged) Decision {
 	if !r.d.Allowed && (!l.shadowRun || r.shadowed) {
 		l.sink.Limited(ctx, Event{
 			Identity:          c.identity,

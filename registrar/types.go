@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
@@ -20,8 +21,12 @@ type MintRequest struct {
 	// CallerIdentity is the opaque identity the transport derived from the
 	// connection (never from the request body).
 	CallerIdentity string
-	ServiceName    string
-	Host           string
+	// Caller is CallerIdentity prepared by the verbs' limiter
+	// (Verbs.Caller), once per connection; the zero Caller, or one of
+	// another identity, is prepared again from CallerIdentity.
+	Caller      limiter.Caller
+	ServiceName string
+	Host        string
 	// Instance is 1..999 for a many-per-host component; 0 means absent.
 	Instance  uint32
 	Component string
@@ -37,6 +42,8 @@ type MintRequest struct {
 // DeregisterRequest is one deregister invocation.
 type DeregisterRequest struct {
 	CallerIdentity string
+	// Caller is as MintRequest's.
+	Caller         limiter.Caller
 	ServiceName    string
 	Host           string
 	Instance       uint32

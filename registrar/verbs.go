@@ -66,6 +66,16 @@ type Verbs struct {
 	tel               *instruments
 }
 
+// Caller prepares identity for the verbs' limiter: the server does it once
+// per connection and passes it in each request's Caller.
+func (v *Verbs) Caller(identity string) limiter.Caller { return v.lim.Caller(identity) }
+
+// RateLimit is the state of c's admission bucket of verb now, for the
+// RateLimit answer headers.
+func (v *Verbs) RateLimit(c limiter.Caller, verb vocab.Verb) limiter.BucketStatus {
+	return v.lim.Status(c, verb, vocab.Admission)
+}
+
 // components copies a components table, checking every multiplicity.
 func components(in map[string]vocab.Multiplicity) (map[string]vocab.Multiplicity, error) {
 	comps := make(map[string]vocab.Multiplicity, len(in))
@@ -143,6 +153,7 @@ type invocation struct {
 	requestID string
 	verb      vocab.Verb
 	identity  string
+	caller    limiter.Caller
 	requested *audit.Requested
 	span      trace.Span
 	// req is what requested points to, idBuf the bytes of requestID, and
@@ -161,7 +172,7 @@ type invocation struct {
 // nil, *RefusedError, *ThrottledError or *UnavailableError.
 func (v *Verbs) Mint(ctx context.Context, req MintRequest) (MintResult, error) {
 	start := time.Now()
-	inv, ctx := v.begin(ctx, start, vocab.Mint, req.CallerIdentity, req.ServiceName, req.Host, req.Instance)
+	inv, ctx := v.begin(ctx, start, vocab.Mint, req.CallerIdentity, req.Caller, req.ServiceName, req.Host, req.Instance)
 	res, err := v.mint(ctx, inv, &req)
 	res.RequestID = inv.requestID
 	v.tel.finish(ctx, inv, start, res.RegistrationID, mintResult(res.Outcome), err)
@@ -172,18 +183,22 @@ func (v *Verbs) Mint(ctx context.Context, req MintRequest) (MintResult, error) {
 // *ThrottledError or *UnavailableError.
 func (v *Verbs) Deregister(ctx context.Context, req DeregisterRequest) (DeregisterResult, error) {
 	start := time.Now()
-	inv, ctx := v.begin(ctx, start, vocab.Deregister, req.CallerIdentity, req.ServiceName, req.Host, req.Instance)
+	inv, ctx := v.begin(ctx, start, vocab.Deregister, req.CallerIdentity, req.Caller, req.ServiceName, req.Host, req.Instance)
 	res, err := v.deregister(ctx, inv, &req)
 	res.RequestID = inv.requestID
 	v.tel.finish(ctx, inv, start, res.RegistrationID, deregisterResult(res.Outcome), err)
 	return res, err
 }
 
-func (v *Verbs) begin(ctx context.Context, start time.Time, verb vocab.Verb, identity, serviceName, host string, instance uint32) (*invocation, context.Context) {
+func (v *Verbs) begin(ctx context.Context, start time.Time, verb vocab.Verb, identity string, caller limiter.Caller, serviceName, host string, instance uint32) (*invocation, context.Context) {
+	if caller.Identity() != identity {
+		caller = v.lim.Caller(identity) // not prepared, or prepared for another identity
+	}
 	inv := &invocation{
 		arrived:  start,
 		verb:     verb,
 		identity: identity,
+		caller:   caller,
 		req:      audit.Requested{ServiceName: serviceName, Host: host, Instance: instance},
 	}
 	inv.requested = &inv.req
@@ -286,7 +301,7 @@ func (v *Verbs) deregister(ctx context.Context, inv *invocation, req *Deregister
 // the intent write. No token → no records, one limited event (published by
 // the limiter), and the same real permanent refusal.
 func (v *Verbs) refusePreDerivation(ctx context.Context, inv *invocation, reason vocab.Reason) error {
-	if d := v.lim.ChargeTime(ctx, inv.identity, inv.verb, vocab.PredecisionRefusal, inv.arrived); !d.Allowed {
+	if d := v.lim.ChargeCaller(ctx, inv.caller, inv.verb, vocab.PredecisionRefusal, inv.arrived); !d.Allowed {
 		inv.limited = RefusedError{RequestID: inv.requestID, Reason: reason, Limited: true}
 		return &inv.limited
 	}
@@ -304,7 +319,7 @@ func (v *Verbs) refusePreDerivation(ctx context.Context, inv *invocation, reason
 // returned context is not cancelled by the caller hanging up: once the
 // intent is written the work and its outcome record must finish.
 func (v *Verbs) admit(ctx context.Context, inv *invocation) (context.Context, error) {
-	if d := v.lim.ChargeTime(ctx, inv.identity, inv.verb, vocab.Admission, inv.arrived); !d.Allowed {
+	if d := v.lim.ChargeCaller(ctx, inv.caller, inv.verb, vocab.Admission, inv.arrived); !d.Allowed {
 		inv.throttled = ThrottledError{RequestID: inv.requestID, RetryAfterSeconds: d.RetryAfterSeconds}
 		return nil, &inv.throttled
 	}
