@@ -159,6 +159,19 @@ type Response struct {
 	RetryAfter uint64
 	// RetryAfterHeader is the Retry-After header as received ("" if none).
 	RetryAfterHeader string
+	// RateLimitPolicy and RateLimit are the answer's RateLimit-Policy and
+	// RateLimit fields, parsed (each field's lines joined); nil when the
+	// field is absent or malformed. The registrar sends both on every mint
+	// and deregister answer, describing the caller's own admission bucket
+	// for the verb called (docs/en/wire.md#ratelimit).
+	RateLimitPolicy *RateLimitPolicy
+	RateLimit       *RateLimit
+	// RateLimitError says why a RateLimit-Policy or RateLimit field that
+	// was present is nil: a *RateLimitFieldError, or both joined
+	// (errors.Join). A malformed field never fails the call: the draft
+	// (section 7) requires it be ignored, and the answer is still the
+	// verb's.
+	RateLimitError error
 	// Health is registrar_health decoded; members this client does not
 	// know are kept (json.Marshal of Health gives them back unchanged).
 	// RawHealth is it as received.
@@ -260,6 +273,7 @@ func (c *Client) do(ctx context.Context, hreq *http.Request) (*Response, error) 
 		return nil, fmt.Errorf("wire: %s %s: reading the response: %w", hreq.Method, hreq.URL.Path, err)
 	}
 	resp := &Response{StatusCode: hres.StatusCode, RetryAfterHeader: hres.Header.Get("Retry-After"), Body: body}
+	resp.readRateLimit(hres.Header)
 	if len(body) > MaxResponseBytes {
 		return resp, fmt.Errorf("wire: %s %s: response exceeds %d bytes", hreq.Method, hreq.URL.Path, MaxResponseBytes)
 	}
@@ -282,6 +296,34 @@ func (c *Client) send(hreq *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("wire: %s %s on %s: %w", hreq.Method, hreq.URL.Path, c.endpoint, err)
 	}
 	return hres, nil
+}
+
+// readRateLimit parses the RateLimit-Policy and RateLimit fields of h,
+// each from all its field lines joined with ", " (RFC 9110 section 5.3).
+func (r *Response) readRateLimit(h http.Header) {
+	var errs [2]error
+	if lines := h.Values(HeaderRateLimitPolicy); len(lines) > 0 {
+		f, err := ParseRateLimitPolicy(strings.Join(lines, ", "))
+		if err == nil {
+			r.RateLimitPolicy = &f
+		}
+		errs[0] = err
+	}
+	if lines := h.Values(HeaderRateLimit); len(lines) > 0 {
+		f, err := ParseRateLimit(strings.Join(lines, ", "))
+		if err == nil {
+			r.RateLimit = &f
+		}
+		errs[1] = err
+	}
+	switch {
+	case errs[0] != nil && errs[1] != nil:
+		r.RateLimitError = errors.Join(errs[0], errs[1])
+	case errs[0] != nil:
+		r.RateLimitError = errs[0]
+	default:
+		r.RateLimitError = errs[1]
+	}
 }
 
 // anyResponse is the union of the response shapes.

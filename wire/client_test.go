@@ -12,6 +12,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -63,11 +65,14 @@ func golden(t *testing.T, name string) []byte {
 	return bytes.TrimSpace(b)
 }
 
-// answer serves body with status (and Retry-After when set) to any request,
-// keeping the last request's method, path, content type and body.
+// answer serves body with status (and Retry-After, RateLimit-Policy and
+// RateLimit when set, each line of them) to any request, keeping the last
+// request's method, path, content type and body.
 type answer struct {
 	status      int
 	retryAfter  string
+	policy      []string
+	limit       []string
 	body        []byte
 	method      string
 	path        string
@@ -81,6 +86,13 @@ func (a *answer) serve(w http.ResponseWriter, r *http.Request) {
 	a.got, _ = io.ReadAll(r.Body)
 	if a.retryAfter != "" {
 		w.Header().Set("Retry-After", a.retryAfter)
+	}
+	// Set as the draft spells the names (net/http writes map keys as they are).
+	if a.policy != nil {
+		w.Header()[HeaderRateLimitPolicy] = a.policy
+	}
+	if a.limit != nil {
+		w.Header()[HeaderRateLimit] = a.limit
 	}
 	w.WriteHeader(a.status)
 	w.Write(a.body)
@@ -342,5 +354,102 @@ func TestBoundDetailCutsOnARuneBoundary(t *testing.T) {
 	}
 	if got := BoundDetail(exact + "a"); len(got) != MaxDetailBytes || !strings.HasSuffix(got, "…") {
 		t.Errorf("one byte over: %d bytes %q", len(got), got[len(got)-8:])
+	}
+}
+
+// The client exposes an answer's RateLimit-Policy and RateLimit fields
+// parsed, on a success and on a 429 alike, whatever the case of the names
+// and however many field lines carry them; nil when absent.
+func TestClientReadsTheRateLimitFields(t *testing.T) {
+	ctx := context.Background()
+	a := &answer{status: 200, body: golden(t, "response_mint_first_mint.json"),
+		policy: []string{`"control-plane";q=1600;w=160`}, limit: []string{`"control-plane";r=1599;t=1`}}
+	c := fakeRegistrar(t, a.serve)
+	r, err := c.Mint(ctx, MintRequest{})
+	if err != nil || !r.OK() {
+		t.Fatalf("mint: %v", err)
+	}
+	wantPolicy := &RateLimitPolicy{Policies: []QuotaPolicy{{Name: "control-plane", Quota: 1600, Window: 160}}}
+	wantLimit := &RateLimit{Limits: []ServiceLimit{{Name: "control-plane", Remaining: 1599, EffectiveWindow: 1, HasEffectiveWindow: true}}}
+	if !reflect.DeepEqual(r.RateLimitPolicy, wantPolicy) || !reflect.DeepEqual(r.RateLimit, wantLimit) || r.RateLimitError != nil {
+		t.Errorf("success: policy %+v, limit %+v, error %v", r.RateLimitPolicy, r.RateLimit, r.RateLimitError)
+	}
+
+	a.status, a.body, a.retryAfter = 429, golden(t, "response_RegistrarBusy.json"), "7"
+	a.policy, a.limit = []string{`"default";q=8;w=4`}, []string{`"default";r=0;t=7`}
+	if r, err = c.Deregister(ctx, DeregisterRequest{}); err != nil || !r.Retryable() {
+		t.Fatalf("deregister: %v", err)
+	}
+	if l := r.RateLimit; l == nil || len(l.Limits) != 1 || l.Limits[0].Remaining != 0 || l.Limits[0].EffectiveWindow != 7 || r.RetryAfterHeader != "7" {
+		t.Errorf("429: limit %+v, Retry-After %q", r.RateLimit, r.RetryAfterHeader)
+	}
+	if p := r.RateLimitPolicy; p == nil || p.Policies[0].Quota != 8 || p.Policies[0].Window != 4 {
+		t.Errorf("429: policy %+v", r.RateLimitPolicy)
+	}
+
+	// Two field lines are one List; lowercase names are the same fields.
+	two := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header()["ratelimit-policy"] = []string{`"a";q=1`, `"b";q=2;w=3`}
+		w.Header()["ratelimit"] = []string{`"a";r=0`, `"b";r=1;t=2`}
+		w.Write(golden(t, "response_health.json"))
+	}
+	if r, err = fakeRegistrar(t, two).Health(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p := r.RateLimitPolicy; p == nil || len(p.Policies) != 2 || p.Policies[1].Window != 3 {
+		t.Errorf("two lines: policy %+v, %v", p, r.RateLimitError)
+	}
+	if l := r.RateLimit; l == nil || len(l.Limits) != 2 || l.Limits[1].Remaining != 1 {
+		t.Errorf("two lines: limit %+v, %v", l, r.RateLimitError)
+	}
+
+	a.policy, a.limit = nil, nil
+	if r, err = c.Mint(ctx, MintRequest{}); err != nil || r.RateLimitPolicy != nil || r.RateLimit != nil || r.RateLimitError != nil {
+		t.Errorf("no fields: policy %+v, limit %+v, error %v, call error %v", r.RateLimitPolicy, r.RateLimit, r.RateLimitError, err)
+	}
+}
+
+// A malformed field is ignored, as the draft requires, and said why in
+// RateLimitError; it never fails the call, and the other field is kept.
+func TestClientIgnoresAMalformedRateLimitFieldAndSaysWhy(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name          string
+		policy, limit []string
+		want          []string // the fields named in RateLimitError
+	}{
+		{"RateLimit malformed", []string{`"a";q=8;w=4`}, []string{`"a";r=-1`}, []string{HeaderRateLimit}},
+		{"RateLimit-Policy malformed", []string{`"a";q=8;w=0`}, []string{`"a";r=1;t=1`}, []string{HeaderRateLimitPolicy}},
+		{"both malformed", []string{`a;q=8`}, []string{`"a";r=1,`}, []string{HeaderRateLimitPolicy, HeaderRateLimit}},
+		{"empty", []string{""}, []string{`"a";r=1`}, []string{HeaderRateLimitPolicy}},
+		{"a line that breaks the List", []string{`"a";q=8`}, []string{`"a";r=1`, `"b`}, []string{HeaderRateLimit}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &answer{status: 200, body: golden(t, "response_mint_first_mint.json"), policy: tc.policy, limit: tc.limit}
+			r, err := fakeRegistrar(t, a.serve).Mint(ctx, MintRequest{})
+			if err != nil || !r.OK() || r.Outcome != "first_mint" {
+				t.Fatalf("the call failed: %v", err)
+			}
+			// One malformed field is its *RateLimitFieldError, two are joined.
+			errs := []error{r.RateLimitError}
+			if joined, ok := r.RateLimitError.(interface{ Unwrap() []error }); ok {
+				errs = joined.Unwrap()
+			}
+			var named []string
+			for _, e := range errs {
+				if fe, ok := e.(*RateLimitFieldError); ok {
+					named = append(named, fe.Field)
+				}
+			}
+			if !reflect.DeepEqual(named, tc.want) {
+				t.Fatalf("RateLimitError %v names %v, want %v", r.RateLimitError, named, tc.want)
+			}
+			if bad := slices.Contains(tc.want, HeaderRateLimitPolicy); bad != (r.RateLimitPolicy == nil) {
+				t.Errorf("RateLimit-Policy %+v with the field malformed: %v", r.RateLimitPolicy, bad)
+			}
+			if bad := slices.Contains(tc.want, HeaderRateLimit); bad != (r.RateLimit == nil) {
+				t.Errorf("RateLimit %+v with the field malformed: %v", r.RateLimit, bad)
+			}
+		})
 	}
 }
