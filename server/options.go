@@ -45,6 +45,23 @@ type Options struct {
 	// Reload re-reads and applies the daemon's configuration for POST
 	// /v1/admin/reload; nil answers AdminUnsupported.
 	Reload func(ctx context.Context) wire.ReloadResult
+	// Limits answers GET /v1/admin/limits (registrar-otel limits show):
+	// the limiter's state of req.Identity, or of every identity with an
+	// entry in its map when req.Identity is empty (at most the map's 512
+	// entries). An identity without an entry is answered with every key
+	// absent (its next charge starts a full bucket), not as an error; the
+	// answer must hold exactly that identity. The server sorts the
+	// identities. A nil Limits answers AdminUnsupported; an error answers
+	// AdminFailed with it.
+	Limits func(ctx context.Context, req wire.LimitsRequest) (wire.LimitsAnswer, error)
+	// LimitsReset refills the keys req selects of req.Identity to their
+	// burst (POST /v1/admin/limits/reset, registrar-otel limits reset) and
+	// records the reset in the audit store as caller's: the administrator's
+	// identity, unix-peer:uid=N. Its context is not cancelled by the
+	// caller hanging up (the reset and its record finish together); the
+	// answer must name req.Identity. A nil LimitsReset answers
+	// AdminUnsupported; an error answers AdminFailed with it.
+	LimitsReset func(ctx context.Context, caller string, req wire.LimitsResetRequest) (wire.LimitsResetAnswer, error)
 	// AdminAllowed says which unix uids may make administrative requests;
 	// nil means DefaultAdminAllowed (the daemon's own uid and root).
 	AdminAllowed func(uid uint32) bool

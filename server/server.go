@@ -244,6 +244,10 @@ func route(path string) (method string, serve func(*Server, http.ResponseWriter,
 		return http.MethodGet, (*Server).backup
 	case wire.PathReload:
 		return http.MethodPost, (*Server).reload
+	case wire.PathLimits:
+		return http.MethodGet, (*Server).limits
+	case wire.PathLimitsReset:
+		return http.MethodPost, (*Server).limitsReset
 	}
 	return "", nil
 }

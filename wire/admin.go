@@ -23,19 +23,26 @@ const (
 	// AdminUnsupported (501): the daemon does not offer this request: for
 	// a backup, the backend keeps no registry the daemon can snapshot
 	// (OpenBao: back up the OpenBao server instead); for a reload, the
-	// server was built without a configuration to reload.
+	// server was built without a configuration to reload; for limits show
+	// and reset, without the daemon's limiter to inspect.
 	AdminUnsupported = "AdminUnsupported"
-	// AdminFailed (500): the request (a snapshot, a reload's answer)
-	// failed part-way; the detail says why.
+	// AdminFailed (500): the request (a snapshot, a reload's answer, a
+	// limits show or reset) failed part-way; the detail says why.
 	AdminFailed = "AdminFailed"
+	// AdminBadRequest (400): the request itself is wrong (a limits
+	// request's identity, verb or bucket; an unknown member or query
+	// parameter); the detail names the member and what is wrong with it.
+	AdminBadRequest = "AdminBadRequest"
 )
 
 // AdminError is the body of an administrative refusal, and the error
-// Client.Backup and Client.Reload return for one.
+// Client.Backup, Client.Reload, Client.Limits and Client.LimitsReset
+// return for one.
 type AdminError struct {
 	// StatusCode is the HTTP status (set by the client).
 	StatusCode int `json:"-"`
-	// ID is AdminForbidden, AdminUnsupported or AdminFailed.
+	// ID is AdminForbidden, AdminUnsupported, AdminFailed or
+	// AdminBadRequest.
 	ID string `json:"error"`
 	// Detail says why, in a sentence.
 	Detail string `json:"detail"`
