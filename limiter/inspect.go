@@ -53,6 +53,9 @@ type BucketStatus struct {
 	// RetryAfter is the time until the bucket holds a token; 0 when it
 	// holds one.
 	RetryAfter time.Duration
+	// NextIn is the time until the bucket gains its next token; 0 when
+	// full. It is RetryAfter when the bucket is empty.
+	NextIn time.Duration
 	// FullIn is the time until the bucket holds its burst; 0 when full.
 	FullIn time.Duration
 	// Shadow is the shadow run's bucket of the same key, for an identity
@@ -136,8 +139,11 @@ func (l *Limiter) statusAt(c Caller, verb vocab.Verb, bucket vocab.Bucket, now I
 	st.Burst, st.RefillInterval = p.burst, time.Duration(p.interval)
 	tb.refill(&p, now)
 	st.Tokens = tb.tokens
+	if tb.tokens < p.burst {
+		st.NextIn = tb.fullAt(&params{burst: tb.tokens + 1, interval: p.interval}).sub(now)
+	}
 	if tb.tokens == 0 {
-		st.RetryAfter = tb.fullAt(&params{burst: 1, interval: p.interval}).sub(now)
+		st.RetryAfter = st.NextIn
 	}
 	st.FullIn = tb.fullAt(&p).sub(now)
 	if withShadow && shadowed && mirror != nil {
@@ -213,8 +219,11 @@ func (l *Limiter) Overflow() []OverflowStatus {
 					tb.refill(&p, now)
 					st := BucketStatus{Verb: vocab.Verb(v), Bucket: vocab.Bucket(b), Policy: pt.names[pol], State: StateOverflow,
 						Burst: p.burst, RefillInterval: time.Duration(p.interval), Tokens: tb.tokens, FullIn: tb.fullAt(&p).sub(now)}
+					if tb.tokens < p.burst {
+						st.NextIn = tb.fullAt(&params{burst: tb.tokens + 1, interval: p.interval}).sub(now)
+					}
 					if tb.tokens == 0 {
-						st.RetryAfter = tb.fullAt(&params{burst: 1, interval: p.interval}).sub(now)
+						st.RetryAfter = st.NextIn
 					}
 					out = append(out, OverflowStatus{Local: pool == 1, BucketStatus: st, Charges: l.overflowed[pool][v][b].Load()})
 				}

@@ -16,6 +16,8 @@ type frontListener struct {
 	set *connSet
 	// identify derives a unix (or unknown) connection's identity.
 	identify func(net.Conn) connIdentity
+	// prepare adds the limiter's Caller to an identity.
+	prepare func(connIdentity) connIdentity
 	// handshakeTimeout bounds a TLS handshake.
 	handshakeTimeout time.Duration
 	ready            chan net.Conn
@@ -111,6 +113,9 @@ func isTemporary(err error) bool {
 // admitAndHand takes a slot for c and hands conn (c, or the TLS connection
 // over it) to the HTTP server, or refuses it.
 func (f *frontListener) admitAndHand(c *trackedConn, conn net.Conn) {
+	if f.prepare != nil {
+		c.ident = f.prepare(c.ident) // c is not shared yet
+	}
 	if ok, reason := f.set.admit(c); !ok {
 		_ = conn.Close()
 		f.set.events.reject(f.set.kind, reason, c.attrs()...)

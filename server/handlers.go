@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/vocab"
 	"github.com/registrar-otel/registrar-otel/wire"
 	"go.opentelemetry.io/otel/propagation"
 )
@@ -36,8 +37,10 @@ func (s *Server) mint(w http.ResponseWriter, r *http.Request) {
 		s.malformedErr(w, r, err)
 		return
 	}
+	prepared := callerOf(r, caller)
 	res, err := s.verbs.Mint(verbContext(r), registrar.MintRequest{
 		CallerIdentity: caller,
+		Caller:         prepared,
 		ServiceName:    req.ServiceName,
 		Host:           req.Host,
 		Instance:       req.Instance,
@@ -46,6 +49,7 @@ func (s *Server) mint(w http.ResponseWriter, r *http.Request) {
 		WrapTTLSeconds: req.WrapTTL,
 		IdempotencyKey: req.IdempotencyKey,
 	})
+	s.setRateLimit(w, prepared, caller, vocab.Mint)
 	if err != nil {
 		s.refuse(w, r, err)
 		return
@@ -82,14 +86,17 @@ func (s *Server) deregister(w http.ResponseWriter, r *http.Request) {
 		s.malformedErr(w, r, err)
 		return
 	}
+	prepared := callerOf(r, caller)
 	res, err := s.verbs.Deregister(verbContext(r), registrar.DeregisterRequest{
 		CallerIdentity: caller,
+		Caller:         prepared,
 		ServiceName:    req.ServiceName,
 		Host:           req.Host,
 		Instance:       req.Instance,
 		Component:      req.Component,
 		IdempotencyKey: req.IdempotencyKey,
 	})
+	s.setRateLimit(w, prepared, caller, vocab.Deregister)
 	if err != nil {
 		s.refuse(w, r, err)
 		return

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/registrar-otel/registrar-otel/limiter"
 )
 
 // identityKey is the context key of a connection's caller identity.
@@ -16,6 +18,9 @@ type identityKey struct{}
 type connIdentity struct {
 	id      string
 	problem string
+	// caller is id prepared for the limiter (Server.prepare), when the
+	// verbs offer RateLimits.
+	caller limiter.Caller
 }
 
 // WithIdentity returns ctx carrying the caller identity the handler passes

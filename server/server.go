@@ -30,11 +30,13 @@ var _ Verbs = (*registrar.Verbs)(nil)
 // concurrent use: Serve may run for several listeners at once, and
 // Shutdown from any goroutine.
 type Server struct {
-	verbs   Verbs
-	health  *health.Holder
-	logger  *slog.Logger
-	srv     *http.Server
-	handler http.Handler
+	verbs Verbs
+	// rateLimits is verbs' RateLimits, if it offers them.
+	rateLimits RateLimits
+	health     *health.Holder
+	logger     *slog.Logger
+	srv        *http.Server
+	handler    http.Handler
 	// inner is what the plumbing (budgets, in-flight count) serves: the
 	// protocol's handler, or a benchmark's no-op peer.
 	inner http.Handler
@@ -75,12 +77,13 @@ func New(o Options) (*Server, error) {
 	}
 	o = o.withDefaults()
 	s := &Server{
-		verbs:     o.Verbs,
-		health:    o.Health,
-		logger:    o.Logger,
-		opts:      o,
-		rejectLog: logthrottle.New(o.Logger, o.RejectionLogInterval, nil),
-		nextID:    ids.Next,
+		verbs:      o.Verbs,
+		rateLimits: rateLimitsOf(o.Verbs),
+		health:     o.Health,
+		logger:     o.Logger,
+		opts:       o,
+		rejectLog:  logthrottle.New(o.Logger, o.RejectionLogInterval, nil),
+		nextID:     ids.Next,
 	}
 	s.handler = http.HandlerFunc(s.serveHTTP)
 	s.inner = s.handler
@@ -140,6 +143,7 @@ func (s *Server) Serve(l net.Listener) error {
 		raw:              raw,
 		set:              newConnSet(s, kind, s.opts.budget(kind), tlsConfig),
 		identify:         s.identify,
+		prepare:          s.prepare,
 		handshakeTimeout: s.opts.TLSHandshakeTimeout,
 		ready:            make(chan net.Conn),
 		done:             make(chan struct{}),

@@ -1,0 +1,92 @@
+package server_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
+	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
+	"github.com/registrar-otel/registrar-otel/internal/testing/wiretest"
+	"github.com/registrar-otel/registrar-otel/wire"
+)
+
+// rateLimitOf parses both headers of an answer strictly (the raw lines,
+// not the client's view) and returns the default policy's items.
+func rateLimitOf(t *testing.T, h http.Header) (wire.QuotaPolicy, wire.ServiceLimit) {
+	t.Helper()
+	pl, rl := h.Values(wire.HeaderRateLimitPolicy), h.Values(wire.HeaderRateLimit)
+	if len(pl) != 1 || len(rl) != 1 {
+		t.Fatalf("RateLimit-Policy %q and RateLimit %q: want one line each", pl, rl)
+	}
+	p, err := wire.ParseRateLimitPolicy(pl[0])
+	if err != nil {
+		t.Fatalf("RateLimit-Policy %q: %v", pl[0], err)
+	}
+	r, err := wire.ParseRateLimit(rl[0])
+	if err != nil {
+		t.Fatalf("RateLimit %q: %v", rl[0], err)
+	}
+	if len(p.Policies) != 1 || len(r.Limits) != 1 || p.Policies[0].Name != r.Limits[0].Name {
+		t.Fatalf("RateLimit-Policy %q and RateLimit %q: want one item each, naming the same policy", pl[0], rl[0])
+	}
+	return p.Policies[0], r.Limits[0]
+}
+
+// TestEveryVerbAnswerCarriesTheRateLimitHeaders: success, idempotent
+// success, a refusal and a throttle, for both verbs, each answer describes
+// the caller's own admission bucket of the verb called after the call, and
+// Retry-After stays on the 429. The limiter's clock stands still, so the
+// remaining count falls by one per admitted call.
+func TestEveryVerbAnswerCarriesTheRateLimitHeaders(t *testing.T) {
+	const burst = 3
+	rv := newRealVerbs(t, 32, burst, registrartest.NewBackend(nil), &audittest.AuditLog{})
+	s := newServer(t, rv.v, fixedHolder(t, 0, 0))
+	hc := rawUnixClient(t, serveUnix(t, s))
+
+	type step struct {
+		path, body     string
+		status         int
+		wantRemaining  uint64
+		wantRetryAfter bool
+	}
+	mint, dereg := wiretest.MintBody, wiretest.DeregisterBody
+	bad := wiretest.ReplaceMember(mint, `"host":"h1"`, `"host":"h1.example"`) // not a DNS label: refused before admission
+	steps := []step{
+		{"/v1/mint", mint, 200, 2, false},
+		{"/v1/mint", mint, 200, 1, false},
+		{"/v1/mint", bad, 0, 1, false}, // refused before admission: the admission bucket is untouched
+		{"/v1/mint", mint, 200, 0, false},
+		{"/v1/mint", mint, 429, 0, true},
+		{"/v1/deregister", dereg, 200, 2, false}, // deregister's own bucket
+	}
+	for i, st := range steps {
+		res, err := hc.Post("http://registrar"+st.path, "application/json", strings.NewReader(st.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if st.status == 0 && (res.StatusCode < 400 || res.StatusCode >= 500 || res.StatusCode == 429) {
+			t.Fatalf("step %d %s: status %d, want a refusal", i, st.path, res.StatusCode)
+		}
+		if st.status != 0 && res.StatusCode != st.status {
+			t.Fatalf("step %d %s: status %d, want %d", i, st.path, res.StatusCode, st.status)
+		}
+		p, l := rateLimitOf(t, res.Header)
+		if p.Name != "default" || p.Quota != burst || p.Window != 2 { // 3 × 500 ms, rounded up
+			t.Errorf("step %d: policy %+v, want default q=3 w=2", i, p)
+		}
+		if l.Remaining != st.wantRemaining {
+			t.Errorf("step %d %s: r=%d, want %d", i, st.path, l.Remaining, st.wantRemaining)
+		}
+		if wantT := uint64(0); l.Remaining == burst && l.EffectiveWindow != wantT {
+			t.Errorf("step %d: a full bucket states t=%d, want 0", i, l.EffectiveWindow)
+		}
+		if l.Remaining < burst && (!l.HasEffectiveWindow || l.EffectiveWindow != 1) {
+			t.Errorf("step %d: t=%d (present %v), want 1 (the next token is at most 500 ms away)", i, l.EffectiveWindow, l.HasEffectiveWindow)
+		}
+		if got := res.Header.Get("Retry-After") != ""; got != st.wantRetryAfter {
+			t.Errorf("step %d: Retry-After present %v, want %v", i, got, st.wantRetryAfter)
+		}
+	}
+}
