@@ -44,9 +44,9 @@
 // absent one); an entry below full is never removed, anywhere, for any
 // reason, since that would hand a caller a fresh budget for waiting. If
 // nothing was full, the charge falls on the overflow bucket of its
-// (verb, bucket) in its pool: four buckets per pool, eight in all, created
-// full with the limiter, sized like the map's entries, never reclaimed and
-// not counted against a cap. So the miss path is total, and a flood of
+// (policy, verb, bucket) in its pool: four buckets per policy and pool,
+// created full with the limiter (or with the policy), sized like the
+// policy's entries, never reclaimed and not counted against a cap. So the miss path is total, and a flood of
 // remote identities never takes a slot or an overflow bucket of a local
 // caller.
 //
@@ -55,6 +55,32 @@
 // caller's flood can throttle another's in the same pool. Reaching that
 // state needs an identity that is unstable across connections, which is a
 // transport defect, not a sizing question.
+//
+// # Caller policies
+//
+// Config.Policies size the buckets of the identities Config.Match assigns
+// them; every other identity has the default policy, Config's own sizes.
+// A policy sizes buckets and never merges identities: the key stays
+// (identity, verb, bucket). The policy is resolved when an entry is made
+// and again for every entry at a reconfiguration, never on a present key's
+// charge, and a connection's identity is hashed once (Caller), so a
+// present key's charge costs the same with 1,024 policies as with none.
+//
+// A policy may carry Shadow sizes, candidates to try before enforcing
+// them. While one does, the limiter keeps a shadow run: a second map,
+// started as a copy of the enforced state re-expressed in the shadow sizes
+// (a policy without shadow sizes keeps its enforced ones there), charged
+// after every charge with the same key at the same instant. Its decisions
+// are exactly those of a limiter that had enforced the shadow sizes from
+// that moment, pool caps, reclaims and overflow included; they are never
+// enforced, and a charge it finds no token for, of an identity of a
+// shadowed policy, is published as an Event with Shadow set. Answers and
+// the enforced buckets are byte for byte what they would be without it;
+// the cost is a second charge per call while a shadow is configured.
+//
+// Status, Inspect, Identities and Overflow read the state without charging
+// (the RateLimit answer headers and limits show); Reset refills one
+// identity's own buckets to their burst (limits reset).
 //
 // # Reconfiguration
 //
@@ -65,7 +91,10 @@
 // would hold had the new sizes applied since its last accrual, capped at
 // the new burst, with the banked fraction of a token kept as the same
 // fraction of the new interval. A drained bucket stays drained; new
-// entries and the overflow buckets use the new sizes. The shards are
+// entries and the overflow buckets use the new sizes. An entry whose
+// identity the new configuration assigns another policy is re-expressed in
+// that policy's sizes by the same rule, so adding, changing, removing or
+// promoting a policy never mints a token either. The shards are
 // moved one at a time, so a charge waits for at most one shard's pass.
 //
 // # Events and sinks
