@@ -33,6 +33,9 @@ type DuplicateError struct {
 	// First and Second are the names of the policies that name it, in the
 	// order given; equal when one policy names it twice.
 	First, Second string
+	// Index is the position of the second naming in Second's Identities
+	// (or IdentityPrefixes).
+	Index int
 }
 
 func (e *DuplicateError) Error() string {
@@ -74,6 +77,9 @@ type IdentityError struct {
 	Identity string
 	// Prefix reports that Identity is an identity prefix.
 	Prefix bool
+	// Index is its position in the policy's Identities (or
+	// IdentityPrefixes).
+	Index int
 	// Rule is the rule the identity breaks, worded to follow it: "must not
 	// be empty".
 	Rule string

@@ -52,13 +52,13 @@ func New(ps []Policy) (*Matcher, error) {
 			keys   []string
 			prefix bool
 		}{{p.Identities, false}, {p.IdentityPrefixes, true}} {
-			for _, id := range set.keys {
+			for j, id := range set.keys {
 				if rule := identityRule(id); rule != "" {
-					errs = append(errs, &IdentityError{Policy: p.Name, Identity: id, Prefix: set.prefix, Rule: rule})
+					errs = append(errs, &IdentityError{Policy: p.Name, Identity: id, Prefix: set.prefix, Index: j, Rule: rule})
 					continue
 				}
 				if other, ok := m.trie.insert(id, set.prefix, int32(i)); !ok {
-					errs = append(errs, &DuplicateError{Identity: id, Prefix: set.prefix, First: ps[other].Name, Second: p.Name})
+					errs = append(errs, &DuplicateError{Identity: id, Prefix: set.prefix, First: ps[other].Name, Second: p.Name, Index: j})
 				}
 			}
 		}
@@ -90,7 +90,7 @@ func identityRule(id string) string {
 	case id == "":
 		return "must not be empty"
 	case len(id) > MaxIdentityBytes:
-		return "must be at most " + strconv.Itoa(MaxIdentityBytes) + " bytes (the longest identity the server gives), got " + strconv.Itoa(len(id))
+		return "must be at most " + strconv.Itoa(MaxIdentityBytes) + " bytes, the longest identity the server gives"
 	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; c < 0x20 || c > 0x7e {

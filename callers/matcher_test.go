@@ -107,7 +107,7 @@ func TestNewRefusesInvalidPolicies(t *testing.T) {
 		{"the same identity in two policies", []Policy{
 			{Name: "a", Identities: []string{"unix-peer:uid=0"}},
 			{Name: "b", Identities: []string{"unix-peer:uid=0"}},
-		}, []error{&DuplicateError{Identity: "unix-peer:uid=0", First: "a", Second: "b"}},
+		}, []error{&DuplicateError{Identity: "unix-peer:uid=0", First: "a", Second: "b", Index: 0}},
 			[]string{`callers: the identity "unix-peer:uid=0" is named by policy "a" and by policy "b"; an identity takes one policy`}},
 		{"the same prefix in two policies", []Policy{
 			{Name: "a", IdentityPrefixes: []string{"registrar-client:dns:"}},
@@ -116,7 +116,7 @@ func TestNewRefusesInvalidPolicies(t *testing.T) {
 			[]string{`callers: the identity prefix "registrar-client:dns:" is named by policy "a" and by policy "b"; an identity takes one policy`}},
 		{"one identity twice in one policy", []Policy{
 			{Name: "a", Identities: []string{"x", "y", "x"}},
-		}, []error{&DuplicateError{Identity: "x", First: "a", Second: "a"}},
+		}, []error{&DuplicateError{Identity: "x", First: "a", Second: "a", Index: 2}},
 			[]string{`callers: policy "a" names the identity "x" twice`}},
 		{"a duplicate within a prefix already split", []Policy{
 			{Name: "a", IdentityPrefixes: []string{"abc", "abd", "ab"}},
@@ -146,10 +146,10 @@ func TestNewRefusesInvalidPolicies(t *testing.T) {
 			[]error{&IdentityError{Policy: "a", Identity: "", Prefix: true, Rule: "must not be empty"}},
 			[]string{`callers: policy "a": the identity prefix "" must not be empty`}},
 		{"an identity over the bound", []Policy{{Name: "a", Identities: []string{long}}},
-			[]error{&IdentityError{Policy: "a", Identity: long, Rule: "must be at most 512 bytes (the longest identity the server gives), got 513"}},
-			[]string{`callers: policy "a": the identity "` + strings.Repeat("a", 80) + `"… (513 bytes) must be at most 512 bytes (the longest identity the server gives), got 513`}},
+			[]error{&IdentityError{Policy: "a", Identity: long, Rule: "must be at most 512 bytes, the longest identity the server gives"}},
+			[]string{`callers: policy "a": the identity "` + strings.Repeat("a", 80) + `"… (513 bytes) must be at most 512 bytes, the longest identity the server gives`}},
 		{"a prefix over the bound", []Policy{{Name: "a", IdentityPrefixes: []string{long}}},
-			[]error{&IdentityError{Policy: "a", Identity: long, Prefix: true, Rule: "must be at most 512 bytes (the longest identity the server gives), got 513"}}, nil},
+			[]error{&IdentityError{Policy: "a", Identity: long, Prefix: true, Rule: "must be at most 512 bytes, the longest identity the server gives"}}, nil},
 		{"a control byte", []Policy{{Name: "a", Identities: []string{"unix-peer:uid=0\n"}}},
 			[]error{&IdentityError{Policy: "a", Identity: "unix-peer:uid=0\n", Rule: "must be printable ASCII (bytes 0x20 to 0x7e) like every identity the server gives, byte 15 is 0xa"}},
 			[]string{`callers: policy "a": the identity "unix-peer:uid=0\n" must be printable ASCII (bytes 0x20 to 0x7e) like every identity the server gives, byte 15 is 0xa`}},
@@ -159,11 +159,12 @@ func TestNewRefusesInvalidPolicies(t *testing.T) {
 			[]error{&IdentityError{Policy: "a", Identity: "é", Rule: "must be printable ASCII (bytes 0x20 to 0x7e) like every identity the server gives, byte 0 is 0xc3"}}, nil},
 		{"every error at once, in order", []Policy{
 			{Name: "Bad", Identities: []string{"", "x"}},
-			{Name: "b", Identities: []string{"x"}, IdentityPrefixes: []string{"\t"}},
+			{Name: "b", Identities: []string{"x", ""}, IdentityPrefixes: []string{"\t"}},
 		}, []error{
 			&NameError{Name: "Bad", Rule: "must be a DNS label (a-z, 0-9 and '-', not starting or ending with '-'): it labels metrics and records"},
 			&IdentityError{Policy: "Bad", Identity: "", Rule: "must not be empty"},
 			&DuplicateError{Identity: "x", First: "Bad", Second: "b"},
+			&IdentityError{Policy: "b", Identity: "", Index: 1, Rule: "must not be empty"},
 			&IdentityError{Policy: "b", Identity: "\t", Prefix: true, Rule: "must be printable ASCII (bytes 0x20 to 0x7e) like every identity the server gives, byte 0 is 0x9"},
 		}, nil},
 	} {

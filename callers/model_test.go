@@ -43,13 +43,13 @@ func naiveErrors(ps []Policy) []error {
 			prefix bool
 			tag    string
 		}{{p.Identities, false, "e"}, {p.IdentityPrefixes, true, "p"}} {
-			for _, id := range set.keys {
+			for j, id := range set.keys {
 				if r := identityRule(id); r != "" {
-					errs = append(errs, &IdentityError{Policy: p.Name, Identity: id, Prefix: set.prefix, Rule: r})
+					errs = append(errs, &IdentityError{Policy: p.Name, Identity: id, Prefix: set.prefix, Index: j, Rule: r})
 					continue
 				}
 				if o, dup := owner[set.tag+id]; dup {
-					errs = append(errs, &DuplicateError{Identity: id, Prefix: set.prefix, First: ps[o].Name, Second: p.Name})
+					errs = append(errs, &DuplicateError{Identity: id, Prefix: set.prefix, First: ps[o].Name, Second: p.Name, Index: j})
 					continue
 				}
 				owner[set.tag+id] = i
