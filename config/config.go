@@ -70,6 +70,10 @@ type Registrar struct {
 	// Components maps a component name (a DNS label) to its multiplicity,
 	// from [registrar.components.<name>] multiplicity = "...".
 	Components map[string]vocab.Multiplicity
+	// Callers are the caller policies, from [registrar.callers.<name>]
+	// tables, sorted by name; none by default (every identity takes the
+	// sizes above, policy "default"). See CallerPolicy.
+	Callers []CallerPolicy
 	// UnixMaxConns caps the unix socket's open connections. Default 128,
 	// 1 to MaxConnsLimit. At the cap the oldest idle connection is closed
 	// for a newcomer, which is refused only when all have a request in
@@ -159,7 +163,7 @@ const SignalOff = "none"
 
 // Config is the whole configuration. It is a plain value: safe for
 // concurrent reads, and Load never retains it. Copies share the Components
-// and Extra maps; use Clone for an independent copy.
+// and Extra maps and the Callers slice; use Clone for an independent copy.
 type Config struct {
 	Registrar Registrar
 	Telemetry Telemetry
@@ -195,11 +199,13 @@ func exampleComponents() map[string]vocab.Multiplicity {
 	}
 }
 
-// Clone returns a copy of c whose Components and Extra maps are independent
-// of c's (Extra values themselves are shared).
+// Clone returns a copy of c whose Components and Extra maps and Callers
+// (each policy's lists and shadow too) are independent of c's (Extra
+// values themselves are shared).
 func (c Config) Clone() Config {
 	c.Registrar.Components = maps.Clone(c.Registrar.Components)
 	c.Registrar.Extra = maps.Clone(c.Registrar.Extra)
+	c.Registrar.Callers = cloneCallers(c.Registrar.Callers)
 	return c
 }
 

@@ -17,6 +17,9 @@ type decoder struct {
 	unknown []unknownKey
 	bad     map[string]bool     // keys with a decoding error
 	origin  map[string]envValue // keys whose value came from the environment
+	// suggest is SuggestKey, given by load: the key table's rows decode
+	// with it, and it reads the key table, so they cannot name it.
+	suggest func(key string) string
 }
 
 type unknownKey struct {
@@ -40,6 +43,12 @@ func (d *decoder) fail(key string, v any, rule string) {
 	}
 	d.errs = append(d.errs, ke)
 	d.bad[key] = true
+}
+
+// failHidden is fail for a rule that already says what the value is.
+func (d *decoder) failHidden(key string, v any, rule string) {
+	d.fail(key, v, rule)
+	d.errs[len(d.errs)-1].(*KeyError).hideValue = true
 }
 
 func (d *decoder) root(raw map[string]any, cfg *Config) {

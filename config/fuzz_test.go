@@ -61,6 +61,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("[registrar]\nsocket_path = \"a\"\nsocket_path = \"b\"\n"))
 	f.Add([]byte("registrar.components.x.multiplicity = 'one-per-host'\n\"\" = 1\n[[telemetry]]\n"))
 	f.Add([]byte("[registrar]\nrate_limit_admission_burst = 0x10\naudit_max_file_bytes = 0o777777\n"))
+	f.Add([]byte("[registrar.callers.a]\nidentities = ['x']\n[registrar.callers.b]\nidentity_prefixes = ['x', '']\nshadow.rate_limit_admission_burst = 0\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := loadBytes("fuzz.toml", data, nil, nil)
 		checkLoadResult(t, cfg, err, "registrar", "telemetry", "openbao")
@@ -76,6 +77,10 @@ func FuzzLoadEnv(f *testing.F) {
 		{"REGISTRAR__COMPONENTS__EDGE__MULTIPLICITY", "one-per-host"},
 		{"TELEMETRY__TRACE_SAMPLE_PER_MILLION", "500000"},
 		{"TELEMETRY__TRACE_SAMPLE_RATIO", "0.5"},
+		{"REGISTRAR__CALLERS__AGENTS__RATE_LIMIT_ADMISSION_BURST", "8"},
+		{"REGISTRAR__CALLERS__AGENTS__SHADOW__RATE_LIMIT_ADMISSION_BURST", "0"},
+		{"REGISTRAR__CALLERS__AGENTS__IDENTITIES", "unix-peer:uid=0"},
+		{"REGISTRAR__CALLERS__NEW__RATE_LIMIT_ADMISSION_BURST", "8"},
 		{"REGISTRAR____X", "1"},
 		{"REGISTRAR", "x"},
 	} {

@@ -56,6 +56,9 @@ var registrarKeys = []key{
 	u32Key("registrar", "max_wrap_ttl_seconds", "u32", func(c *Config) *uint32 { return &c.Registrar.MaxWrapTTLSeconds }, 1800, restart,
 		"the largest wrap_ttl in seconds a mint may ask for", nonZero(ruleZeroWrapTTL)),
 	componentsKey,
+	// Live: the daemon re-expresses the buckets of an identity whose
+	// policy or sizes changed, as for a change of the defaults.
+	callersKey,
 	u32Key("registrar", "unix_max_conns", "u32", func(c *Config) *uint32 { return &c.Registrar.UnixMaxConns }, 128, restart,
 		"connections the unix socket holds at once", between(MaxConnsLimit, ruleZeroConns)),
 	u32Key("registrar", "tls_max_conns", "u32", func(c *Config) *uint32 { return &c.Registrar.TLSMaxConns }, 128, restart,
@@ -189,6 +192,13 @@ type key struct {
 	// raw is the key's value in c as the TOML parser would have produced
 	// it (nil: none), for koanf's defaults layer.
 	raw func(c *Config) any
+	// rows, for a table of named tables (the caller policies), are the
+	// rows of the keys each named table takes: Keys and Table list them in
+	// the row's place.
+	rows func() []Row
+	// diff, when set, is Diff's comparison of the key: one Change per
+	// named table added, changed or removed, rather than one for the key.
+	diff func(old, new *Config) []Change
 }
 
 // dotted is the key's name as errors, logs and Keys spell it.
@@ -216,10 +226,17 @@ type Row struct {
 }
 
 // Table returns the rows of every key, in documentation order (Keys's).
+// The keys of a caller policy's table come in the place of
+// [registrar.callers], their Default the key whose value an unset one
+// takes.
 func Table() []Row {
 	def := Default()
 	out := make([]Row, 0, len(allKeys))
 	for _, k := range allKeys {
+		if k.rows != nil {
+			out = append(out, k.rows()...)
+			continue
+		}
 		out = append(out, Row{Key: k.dotted(), Type: k.typ, Default: k.show(&def), Reload: reloadClass(k.live), Doc: k.doc})
 	}
 	return out
@@ -328,19 +345,40 @@ func errorRank(err error) int {
 	if r, ok := keyRank[ke.Key]; ok {
 		return r
 	}
-	if strings.HasPrefix(ke.Key, "registrar.components.") {
-		return keyRank["registrar.components"]
+	for _, table := range []string{"registrar.components", callersTable} {
+		if strings.HasPrefix(ke.Key, table+".") {
+			return keyRank[table]
+		}
 	}
 	return len(keyRank) // environment variables that name no key
 }
 
+// compareErrors orders errors by errorRank, and the errors of the caller
+// policies, which share one rank, by key: policy by policy, each policy's
+// keys in documentation order (identities, identity_prefixes, the sizes,
+// the shadow's).
+func compareErrors(a, b error) int {
+	if c := errorRank(a) - errorRank(b); c != 0 {
+		return c
+	}
+	ka, oka := a.(*KeyError)
+	kb, okb := b.(*KeyError)
+	if oka && okb && strings.HasPrefix(ka.Key, callersTable+".") && strings.HasPrefix(kb.Key, callersTable+".") {
+		return strings.Compare(ka.Key, kb.Key)
+	}
+	return 0
+}
+
 // Keys returns every key this version knows, dotted and in documentation
-// order, with the component table as registrar.components.<name>.multiplicity.
-// The docs test checks each one is documented in every language.
+// order, with the component table as registrar.components.<name>.multiplicity
+// and the keys of a caller policy as registrar.callers.<name>.<key> and
+// registrar.callers.<name>.shadow.<key>. The docs test checks each one is
+// documented in every language.
 func Keys() []string {
-	keys := make([]string, 0, len(allKeys))
-	for _, k := range allKeys {
-		keys = append(keys, k.dotted())
+	rows := Table()
+	keys := make([]string, len(rows))
+	for i, r := range rows {
+		keys[i] = r.Key
 	}
 	return keys
 }

@@ -71,6 +71,25 @@ func TestEveryKeyAppearsInEveryPlace(t *testing.T) {
 				t.Errorf("%s sets %s to its default; set another value, so a row filling the wrong field shows", path, k.dotted())
 			}
 		}
+		// Some policy sets each key of a policy table, and some shadow
+		// each key of a shadow table.
+		policies, _ := raw["registrar"]["callers"].(map[string]any)
+		set := map[string]bool{}
+		for _, p := range policies {
+			pt, _ := p.(map[string]any)
+			for k := range pt {
+				set[callersTable+".<name>."+k] = true
+			}
+			st, _ := pt[keyShadow].(map[string]any)
+			for k := range st {
+				set[callersTable+".<name>."+keyShadow+"."+k] = true
+			}
+		}
+		for _, r := range callerRows() {
+			if !set[r.Key] {
+				t.Errorf("%s: no policy sets %s", path, r.Key)
+			}
+		}
 	})
 
 	for _, lang := range []string{"en", "ko"} {
@@ -150,7 +169,7 @@ func docType(lang, typ string) string {
 	if lang != "ko" {
 		return typ
 	}
-	if ko, ok := map[string]string{"path": "경로", "string": "문자열", "integer": "정수", "URL or `none`": "URL 또는 `none`"}[typ]; ok {
+	if ko, ok := map[string]string{"path": "경로", "string": "문자열", "integer": "정수", "URL or `none`": "URL 또는 `none`", "array of strings": "문자열 배열"}[typ]; ok {
 		return ko
 	}
 	return typ
@@ -158,10 +177,10 @@ func docType(lang, typ string) string {
 
 func TestKeysListsEveryKnownKey(t *testing.T) {
 	keys := Keys()
-	if len(keys) != 44 {
-		t.Fatalf("Keys() has %d keys, want the 28 [registrar], 6 [telemetry] and 10 [openbao] keys: %v", len(keys), keys)
+	if len(keys) != 54 {
+		t.Fatalf("Keys() has %d keys, want the 28 [registrar] keys, the 6 of a caller policy and the 4 of its shadow, and the 6 [telemetry] and 10 [openbao] keys: %v", len(keys), keys)
 	}
-	for _, want := range []string{"registrar.rate_limit_admission_burst", "registrar.idle_timeout_ms", "registrar.max_conns_per_identity", "registrar.components.<name>.multiplicity", "telemetry.trace_sample_per_million", "registrar.backend", "registrar.log_level", "openbao.secret_id_num_uses"} {
+	for _, want := range []string{"registrar.rate_limit_admission_burst", "registrar.callers.<name>.identities", "registrar.callers.<name>.shadow.rate_limit_predecision_refusal_refill_interval_ms", "registrar.idle_timeout_ms", "registrar.max_conns_per_identity", "registrar.components.<name>.multiplicity", "telemetry.trace_sample_per_million", "registrar.backend", "registrar.log_level", "openbao.secret_id_num_uses"} {
 		if !slices.Contains(keys, want) {
 			t.Errorf("Keys() lacks %s", want)
 		}

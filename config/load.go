@@ -112,8 +112,9 @@ func load(source string, fileProvider koanf.Provider, environ []string, logger *
 		}
 	}
 
-	d := &decoder{bad: map[string]bool{}, origin: map[string]envValue{}}
+	d := &decoder{bad: map[string]bool{}, origin: map[string]envValue{}, suggest: SuggestKey}
 	d.root(ko.Raw(), &cfg)
+	resolveCallers(&cfg.Registrar)
 	errs = append(errs, d.errs...)
 
 	if err := cfg.Validate(); err != nil {
@@ -157,7 +158,7 @@ func load(source string, fileProvider koanf.Provider, environ []string, logger *
 		}
 	}
 	if len(errs) > 0 {
-		slices.SortStableFunc(errs, func(a, b error) int { return errorRank(a) - errorRank(b) })
+		slices.SortStableFunc(errs, compareErrors)
 		return Config{}, errors.Join(errs...)
 	}
 	r := &cfg.Registrar

@@ -104,6 +104,25 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 			Components: map[string]vocab.Multiplicity{
 				"review": vocab.ManyPerHost, "edge-proxy": vocab.OnePerHost, "control-plane": vocab.OnePerDeployment,
 			},
+			Callers: []CallerPolicy{
+				{
+					Name:             "agents",
+					IdentityPrefixes: []string{"registrar-client:uri:spiffe://example.org/host/", "registrar-client:dns:"},
+					// Unset: [registrar]'s sizes; the shadow's unset
+					// keys: the policy's.
+					Sizes:  CallerSizes{AdmissionBurst: 1024, AdmissionRefillIntervalMS: 250, PredecisionRefusalBurst: 16, PredecisionRefusalRefillIntervalMS: 2000},
+					Shadow: &CallerSizes{AdmissionBurst: 8, AdmissionRefillIntervalMS: 250, PredecisionRefusalBurst: 16, PredecisionRefusalRefillIntervalMS: 2000, Set: SetAdmissionBurst},
+				},
+				{
+					Name:             "control-plane",
+					Identities:       []string{"unix-peer:uid=0", "registrar-client:dns:deployer.example.net"},
+					IdentityPrefixes: []string{"registrar-client:uri:spiffe://example.org/control-plane/"},
+					Sizes: CallerSizes{AdmissionBurst: 1600, AdmissionRefillIntervalMS: 100, PredecisionRefusalBurst: 64, PredecisionRefusalRefillIntervalMS: 500,
+						Set: SetAdmissionBurst | SetAdmissionRefillInterval | SetPredecisionRefusalBurst | SetPredecisionRefusalRefillInterval},
+					Shadow: &CallerSizes{AdmissionBurst: 800, AdmissionRefillIntervalMS: 200, PredecisionRefusalBurst: 48, PredecisionRefusalRefillIntervalMS: 750,
+						Set: SetAdmissionBurst | SetAdmissionRefillInterval | SetPredecisionRefusalBurst | SetPredecisionRefusalRefillInterval},
+				},
+			},
 			UnixMaxConns:          256,
 			TLSMaxConns:           512,
 			TLSHandshakeMaxConns:  64,

@@ -37,14 +37,35 @@ func showComponents(m map[string]vocab.Multiplicity) string {
 }
 
 // ReloadClass returns Live or RestartOnly for a key of Keys, and "" for a
-// key this version does not know.
+// key this version does not know. A <name> of Keys stands for any name
+// (registrar.callers.agents.rate_limit_admission_burst is live), and a
+// caller policy's own name, as Diff reports it
+// (registrar.callers.agents), is live.
 func ReloadClass(key string) string {
-	for _, k := range allKeys {
-		if k.dotted() == key {
-			return reloadClass(k.live)
+	for _, r := range Table() {
+		if matchesKey(r.Key, key) {
+			return r.Reload
 		}
 	}
+	if name, ok := strings.CutPrefix(key, callersTable+"."); ok && name != "" && !strings.Contains(name, ".") {
+		return reloadClass(callersKey.live)
+	}
 	return ""
+}
+
+// matchesKey reports whether key is pattern with each <name> segment of
+// pattern standing for one segment of key.
+func matchesKey(pattern, key string) bool {
+	ps, ks := strings.Split(pattern, "."), strings.Split(key, ".")
+	if len(ps) != len(ks) {
+		return false
+	}
+	for i := range ps {
+		if ps[i] != ks[i] && ps[i] != "<name>" {
+			return false
+		}
+	}
+	return true
 }
 
 func reloadClass(live bool) string {
@@ -55,11 +76,18 @@ func reloadClass(live bool) string {
 }
 
 // Diff returns every known key whose value differs from old to new, in
-// documentation order, with secrets redacted. Unknown keys kept in
+// documentation order, with secrets redacted; a caller policy added,
+// changed or removed is one change named registrar.callers.<name>, its
+// values the policy as the file sets it (a size it leaves unset follows
+// the [registrar] key, whose own change Diff reports). Unknown keys kept in
 // Registrar.Extra are not compared: this version does not use them.
 func Diff(old, new Config) []Change {
 	var out []Change
 	for _, k := range allKeys {
+		if k.diff != nil {
+			out = append(out, k.diff(&old, &new)...)
+			continue
+		}
 		o, n := k.show(&old), k.show(&new)
 		if o != n {
 			out = append(out, Change{Key: k.dotted(), Old: o, New: n, Live: k.live})

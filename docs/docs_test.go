@@ -481,7 +481,7 @@ func TestEveryTOMLBlockLoads(t *testing.T) {
 }
 
 // tomlLeafKeys returns the dotted leaf keys of a TOML document, with every
-// component name replaced by <name>.
+// component name and caller policy name replaced by <name>.
 func tomlLeafKeys(t *testing.T, body string) map[string]bool {
 	t.Helper()
 	var doc map[string]any
@@ -493,7 +493,7 @@ func tomlLeafKeys(t *testing.T, body string) map[string]bool {
 	walk = func(prefix string, m map[string]any) {
 		for k, v := range m {
 			key := prefix + k
-			if prefix == "registrar.components." {
+			if prefix == "registrar.components." || prefix == "registrar.callers." {
 				key = prefix + "<name>"
 			}
 			if sub, ok := v.(map[string]any); ok {

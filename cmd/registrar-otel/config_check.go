@@ -309,6 +309,7 @@ type effectiveJSON struct {
 		Backend                                     string            `json:"backend"`
 		LogLevel                                    string            `json:"log_level"`
 		Components                                  map[string]string `json:"components"`
+		Callers                                     []callerJSON      `json:"callers"`
 	} `json:"registrar"`
 	Telemetry struct {
 		MetricsListen         string `json:"metrics_listen"`
@@ -353,6 +354,7 @@ func effective(cfg *config.Config) effectiveJSON {
 	for n, m := range cfg.Registrar.Components {
 		e.Registrar.Components[n] = m.String()
 	}
+	e.Registrar.Callers = callersOf(cfg.Registrar)
 	return e
 }
 
@@ -404,6 +406,10 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 		for _, name := range slices.Sorted(maps.Keys(r.Components)) {
 			row(name, r.Components[name])
 		}
+	}
+
+	if res.cfg != nil {
+		printCallers(tw, &res.cfg.Registrar)
 	}
 
 	fmt.Fprintln(tw, "telemetry:")

@@ -57,6 +57,7 @@ components:
   control-plane  one-per-deployment
   edge-proxy     one-per-host
   review         many-per-host
+callers: (none: every identity takes the [registrar] sizes, policy default)
 telemetry:
   metrics_listen            127.0.0.1:9464
   otlp_endpoint             (none)
@@ -103,7 +104,7 @@ metrics_listen = ""
 		"  registrar.tls_key_file        "+key+": private key matching the certificate\n",
 		"  registrar.tls_client_ca_file  "+ca+": 1 CA certificate(s)\n",
 		"  unknown keys kept           registrar.audit_store_backend\n",
-		"components:\n  review  many-per-host\ntelemetry:\n",
+		"components:\n  review  many-per-host\ncallers: (none: every identity takes the [registrar] sizes, policy default)\ntelemetry:\n",
 		"  metrics_listen            (disabled)\n")
 	if want := "warning: registrar.audit_store_backend is not a known key; kept untouched, this version does not use it\n"; stderr != want {
 		t.Errorf("stderr = %q, want the one warning %q", stderr, want)
@@ -218,8 +219,8 @@ func TestConfigCheckListsEveryKey(t *testing.T) {
 	}
 	for _, s := range cfg.Settings() {
 		table, name, _ := strings.Cut(s.Key, ".")
-		if table == "openbao" || strings.HasPrefix(name, "components.") {
-			continue // the text lists [openbao] with its backend; components are a map
+		if table == "openbao" || strings.HasPrefix(name, "components.") || name == "callers" {
+			continue // the text lists [openbao] with its backend; components are a map, callers a list (TestConfigCheckListsTheCallerPolicies)
 		}
 		v, ok := got[table][name]
 		if !ok {
@@ -232,6 +233,74 @@ func TestConfigCheckListsEveryKey(t *testing.T) {
 		if v != s.Value {
 			t.Errorf("config check --json lists %s = %v, want %q", s.Key, v, s.Value)
 		}
+	}
+}
+
+// TestConfigCheckListsTheCallerPolicies: the text lists each policy, its
+// identities and prefixes and both buckets' sizes, each marked set or
+// taken from the default (in a shadow: from the enforced sizes); --json
+// lists the same under config.registrar.callers (golden).
+func TestConfigCheckListsTheCallerPolicies(t *testing.T) {
+	path := filepath.Join("..", "..", "config", "testdata", "valid_callers.toml")
+	code, stdout, stderr := configCheckOutput([]string{"--config", path}, nil)
+	if code != configCheckOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	wantContains(t, "stdout", stdout, `callers (an identity takes its exact identity's policy, else the longest matching prefix's, else default):
+  agents:
+    identity_prefixes                  registrar-client:uri:spiffe://example.org/host/
+    admission bucket                   burst 4 (set), one token every 500 ms (default)
+    predecision_refusal bucket         burst 32 (default), one token every 1000 ms (default)
+  control-plane:
+    identities                         unix-peer:uid=0
+    identity_prefixes                  registrar-client:uri:spiffe://example.org/control-plane/
+    admission bucket                   burst 1600 (set), one token every 100 ms (set)
+    predecision_refusal bucket         burst 32 (default), one token every 1000 ms (default)
+    shadow admission bucket            burst 800 (set), one token every 100 ms (enforced)
+    shadow predecision_refusal bucket  burst 32 (enforced), one token every 1000 ms (enforced)
+telemetry:
+`)
+
+	code, out, stderr := configCheckOutput([]string{"--config", path, "--json"}, nil)
+	if code != configCheckOK {
+		t.Fatalf("--json: exit %d, stderr:\n%s", code, stderr)
+	}
+	var res struct {
+		Config struct {
+			Registrar struct {
+				Callers json.RawMessage `json:"callers"`
+			} `json:"registrar"`
+		} `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, res.Config.Registrar.Callers, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	indented.WriteByte('\n')
+	golden(t, "config_check_callers.json", indented.Bytes())
+}
+
+// TestConfigCheckRefusesBadCallerPolicies: a policy error exits 2 with the
+// offending key named, as every key error does.
+func TestConfigCheckRefusesBadCallerPolicies(t *testing.T) {
+	path := writeConfigForCheck(t, `[registrar.callers.control-plane]
+identities = ["unix-peer:uid=0"]
+rate_limit_admission_burst = 1600.0
+[registrar.callers.deployer]
+identities = ["unix-peer:uid=0"]
+[registrar.callers.deployer.shadow]
+identities = ["unix-peer:uid=0"]
+`)
+	code, stdout, stderr := configCheckOutput([]string{"--config", path}, nil)
+	want := `registrar.callers.control-plane.rate_limit_admission_burst must be an unsigned integer, got 1600.0
+registrar.callers.deployer.identities[0] must not name an identity registrar.callers.control-plane.identities names too: an identity takes one policy, got "unix-peer:uid=0"
+registrar.callers.deployer.shadow.identities is not a key of a shadow table: it takes only the four rate_limit_* keys (the identities and prefixes are the policy's)
+config check: 3 errors in ` + path + "\n"
+	if code != configCheckInvalid || stdout != "" || stderr != want {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant 2 and:\n%s", code, stdout, stderr, want)
 	}
 }
 
