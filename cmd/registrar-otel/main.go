@@ -6,7 +6,8 @@
 //
 // Run "registrar-otel help" for the list of commands. Every command and
 // subcommand answers -h/--help with its synopsis, flags and an example;
-// a group ("config", "audit", "openbao", "load") alone lists its subcommands. The exit
+// a group ("config", "audit", "openbao", "load", "limits") alone lists its
+// subcommands. The exit
 // statuses are one table (cli.go), documented in docs/en/operations.md.
 package main
 
@@ -32,6 +33,8 @@ var commands = []command{
 	{"mint", "mint a service identity through the daemon's socket", runMint},
 	{"deregister", "deregister a service identity through the daemon's socket", runDeregister},
 	{"reload", "make the running daemon re-read its configuration (as SIGHUP does)", runReload},
+	{"limits show", "show the running daemon's rate-limit buckets, of one identity or of all", runLimitsShow},
+	{"limits reset", "refill one identity's rate-limit buckets in the running daemon (audited)", runLimitsReset},
 	{"config check", "validate a configuration file (or the embedded defaults) and what it refers to", runConfigCheck},
 	{"audit scan", "scan the audit record store for anomalies and summarise limited traffic", runAuditScan},
 	{"openbao check", "ask the OpenBao server whether the token holds exactly the documented policy", runOpenBaoCheck},
@@ -47,6 +50,7 @@ var groups = map[string]string{
 	"config":  "configuration tools",
 	"audit":   "audit record store tools",
 	"load":    "load drivers against a running daemon",
+	"limits":  "a running daemon's rate-limit buckets, per identity",
 	"openbao": "OpenBao backend tools",
 }
 
