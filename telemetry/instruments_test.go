@@ -72,6 +72,9 @@ func registerAll(t *testing.T) (*sdkmetric.ManualReader, *otelsink.Sink, audit.O
 	if err != nil {
 		t.Fatalf("otelsink.New: %v", err)
 	}
+	if err := sink.DeclarePolicy("agents", true); err != nil { // the shadow counter's series
+		t.Fatalf("DeclarePolicy: %v", err)
+	}
 	return reader, sink, obs
 }
 
@@ -101,6 +104,7 @@ func TestEveryInstrumentExistsWithUnitAndDescription(t *testing.T) {
 		{telemetry.AuditAppendDuration, "s", histogram},
 		{otelsink.PredecisionRefusalCounter, "{invocation}", counter},
 		{otelsink.AdmissionCounter, "{invocation}", counter},
+		{otelsink.ShadowCounter, "{invocation}", counter},
 	}
 	got := collectAll(t, reader)
 	if len(got) != len(want) {
