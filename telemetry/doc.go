@@ -225,7 +225,7 @@
 // Audit store (NewAuditObserver):
 //
 //	registrar_audit_appends_total{phase}
-//	    Successful appends; phase is intent, outcome or limited.
+//	    Successful appends; phase is intent, outcome, limited or admin.
 //	registrar_audit_append_failures_total{phase}
 //	    Failed appends. A failed intent refuses the mint.
 //	registrar_audit_append_duration_seconds
