@@ -17,16 +17,21 @@ const (
 	keyRegistrationID
 	keyOutcome
 	keyLimitedBucket
+	keyPolicy
+	keyShadow
 	keyCount
 	keyWindowStart
 	keyWindowEnd
+	keyAction
+	keySubject
 	keyTruncated
 	numKeys
 )
 
 var topKeys = [numKeys]string{
 	"record_version", "phase", "ts", "request_id", "verb", "caller_identity", "requested",
-	"registration_id", "outcome", "limited_bucket", "count", "window_start", "window_end", "truncated",
+	"registration_id", "outcome", "limited_bucket", "policy", "shadow", "count", "window_start", "window_end",
+	"action", "subject", "truncated",
 }
 
 // The nested objects' keys, likewise in serialization order: each
@@ -83,6 +88,8 @@ func Unmarshal(line []byte) (*Record, error) {
 			o := *r.Outcome
 			c.Outcome = &o
 		}
+		// The single pass never takes an admin line (tokendecode.go
+		// decodes its subject), so c.Admin is nil.
 		return &c, nil
 	}
 	return unmarshalTokens(line)
@@ -105,9 +112,13 @@ func fieldDecodeError(err error) error {
 }
 
 // checkPresence applies the per-phase key presence rules, which the
-// decoded Record alone cannot express (a zero LimitedBucket, a count of 0).
+// decoded Record alone cannot express (a zero LimitedBucket or Verb, a
+// count of 0). policy and shadow are optional on a limited record.
 func checkPresence(r *Record, present [numKeys]bool) error {
 	for _, k := range []int{keyRecordVersion, keyPhase, keyTS, keyVerb, keyCallerIdentity} {
+		if k == keyVerb && r.Phase == PhaseAdmin {
+			continue // an admin action is not an invocation: forbidden below
+		}
 		if !present[k] {
 			return &DecodeError{Rule: RuleMissingField, Field: topKeys[k], Err: errors.New("is required")}
 		}
@@ -116,13 +127,17 @@ func checkPresence(r *Record, present [numKeys]bool) error {
 	switch r.Phase {
 	case PhaseIntent:
 		required = []int{keyRequestID, keyRequested}
-		forbidden = []int{keyOutcome, keyLimitedBucket, keyCount, keyWindowStart, keyWindowEnd}
+		forbidden = []int{keyOutcome, keyLimitedBucket, keyPolicy, keyShadow, keyCount, keyWindowStart, keyWindowEnd, keyAction, keySubject}
 	case PhaseOutcome:
 		required = []int{keyRequestID, keyRequested, keyOutcome}
-		forbidden = []int{keyLimitedBucket, keyCount, keyWindowStart, keyWindowEnd}
+		forbidden = []int{keyLimitedBucket, keyPolicy, keyShadow, keyCount, keyWindowStart, keyWindowEnd, keyAction, keySubject}
 	case PhaseLimited:
 		required = []int{keyLimitedBucket, keyCount, keyWindowStart, keyWindowEnd}
-		forbidden = []int{keyRequestID, keyRequested, keyRegistrationID, keyOutcome}
+		forbidden = []int{keyRequestID, keyRequested, keyRegistrationID, keyOutcome, keyAction, keySubject}
+	case PhaseAdmin:
+		required = []int{keyAction, keySubject}
+		forbidden = []int{keyRequestID, keyVerb, keyRequested, keyRegistrationID, keyOutcome,
+			keyLimitedBucket, keyPolicy, keyShadow, keyCount, keyWindowStart, keyWindowEnd}
 	}
 	for _, k := range forbidden {
 		if present[k] {

@@ -8,21 +8,31 @@
 //
 //	record_version (always 1), phase, ts, request_id, verb, caller_identity,
 //	requested {service_name, host, instance?}, registration_id, outcome
-//	{class, reason?, detail?}, limited_bucket, count, window_start,
-//	window_end, truncated
+//	{class, reason?, detail?}, limited_bucket, policy?, shadow?, count,
+//	window_start, window_end, action, subject {...}, truncated
 //
-// One Record type carries the three phases. An admitted invocation writes
+// One Record type carries the four phases. An admitted invocation writes
 // an intent before any work and an outcome after it, paired by request_id.
 // Invocations the limiter suppressed write nothing themselves; the
 // coalescer writes one limited (counted) record per closed window per
-// (caller identity, verb, limited bucket), which carries no request_id,
-// requested, registration_id or outcome. Timestamps are RFC 3339 UTC with
-// exactly millisecond precision (TimeLayout).
+// (caller identity, verb, limited bucket, caller policy, shadow), which
+// carries no request_id, requested, registration_id or outcome. Its policy
+// key names the caller policy whose sizes the bucket had, omitted for the
+// default one; "shadow": true marks a record that counts shadow charges
+// (calls the policy's candidate sizes would have limited, none limited for
+// that reason), omitted otherwise: a line of the default policy without a
+// shadow is byte for byte what it was before policies existed. An admin
+// record names an action taken on the daemon's own state (action, a closed
+// enum), who took it (caller_identity) and what it was taken on (subject,
+// whose keys the action fixes); it has no verb. New actions extend that one
+// phase (admin.go). Timestamps are RFC 3339 UTC with exactly millisecond
+// precision (TimeLayout).
 //
 // # Field bound
 //
-// The four attacker-influenced strings (caller_identity,
-// requested.service_name, requested.host, outcome.detail) are cut to
+// The attacker-influenced strings (caller_identity,
+// requested.service_name, requested.host, outcome.detail, subject.identity)
+// are cut to
 // MaxFieldBytes on a UTF-8 character boundary (a straddling multibyte
 // character is dropped, not split); each cut field gets a truncated entry
 // with the SHA-256 and byte length of the complete original. The store
@@ -65,7 +75,8 @@
 // malformed lines (each rule evaluated per phase; duplicates of a
 // request_id included), anomalies of the directory (records that stop
 // without an active file, generation gaps, unreadable store files), every
-// file it did not read with the reason, and a per-bucket summary of
-// limited records. The
+// file it did not read with the reason, a per-bucket summary of limited
+// records and, apart from it, of shadow records, both per caller policy,
+// and the admin records by action. The
 // command `registrar-otel audit scan` prints its Report.
 package audit

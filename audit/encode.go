@@ -23,9 +23,10 @@ const maxTruncationEntry = len(`{"full_sha256":"0123456789abcdef0123456789abcdef
 
 // MaxRecordBytes is the largest serialized line the store can write, '\n'
 // included: an outcome record with every field at its bound and every
-// bounded byte escaped at worst case, all four fields truncated. It is a
-// constant so the reader can bound its line buffer; the tests build that
-// worst case, and the worst case of every other phase, and assert it.
+// bounded byte escaped at worst case, all four of its fields truncated. It
+// is a constant so the reader can bound its line buffer; the tests build
+// that worst case, and the worst case of every other phase (an admin
+// record has two bounded fields, a limited record one), and assert it.
 const MaxRecordBytes = len(`{"record_version":1,"phase":"outcome","ts":"2006-01-02T15:04:05.000Z"`) +
 	len(`,"request_id":""`) + 2*MaxRequestIDBytes + // printable ASCII: '"' and '\' escape to 2 bytes
 	len(`,"verb":"deregister"`) +
@@ -64,9 +65,10 @@ func Marshal(r *Record) ([]byte, error) {
 	return line, nil
 }
 
-// bounded returns a copy of r with the field bound applied and timestamps
-// canonicalised. Requested and Outcome are copied too, so nothing reachable
-// from r is modified.
+// bounded returns a copy of r with the field bound applied, timestamps
+// canonicalised, the default policy written as no policy and an admin
+// subject's lists in vocab order. Requested, Outcome and Admin are copied
+// too, so nothing reachable from r is modified.
 func bounded(r *Record) Record {
 	c := *r
 	c.Truncated = nil
@@ -84,6 +86,12 @@ func bounded(r *Record) Record {
 		o := *r.Outcome
 		o.Detail = c.cut(PathOutcomeDetail, o.Detail)
 		c.Outcome = &o
+	}
+	if c.Policy == DefaultPolicy {
+		c.Policy = "" // written by omitting the key
+	}
+	if r.Admin != nil {
+		c.Admin = c.boundedAdmin(r.Admin)
 	}
 	return c
 }
@@ -131,9 +139,12 @@ func appendRecord(dst []byte, r *Record) []byte {
 		dst = append(dst, `,"request_id":`...)
 		dst = appendString(dst, r.RequestID)
 	}
-	dst = append(dst, `,"verb":"`...)
-	dst = append(dst, r.Verb.String()...)
-	dst = append(dst, `","caller_identity":`...)
+	if r.Phase != PhaseAdmin {
+		dst = append(dst, `,"verb":"`...)
+		dst = append(dst, r.Verb.String()...)
+		dst = append(dst, '"')
+	}
+	dst = append(dst, `,"caller_identity":`...)
 	dst = appendString(dst, r.CallerIdentity)
 	if q := r.Requested; q != nil {
 		dst = append(dst, `,"requested":{"service_name":`...)
@@ -169,12 +180,22 @@ func appendRecord(dst []byte, r *Record) []byte {
 	case PhaseLimited:
 		dst = append(dst, `,"limited_bucket":"`...)
 		dst = append(dst, r.LimitedBucket.String()...)
-		dst = append(dst, `","count":`...)
+		dst = append(dst, '"')
+		if r.Policy != "" {
+			dst = append(dst, `,"policy":`...)
+			dst = appendString(dst, r.Policy)
+		}
+		if r.Shadow {
+			dst = append(dst, `,"shadow":true`...)
+		}
+		dst = append(dst, `,"count":`...)
 		dst = strconv.AppendUint(dst, r.Count, 10)
 		dst = append(dst, `,"window_start":`...)
 		dst = appendTime(dst, r.WindowStart)
 		dst = append(dst, `,"window_end":`...)
 		dst = appendTime(dst, r.WindowEnd)
+	case PhaseAdmin:
+		dst = appendAdmin(dst, r.Admin)
 	case PhaseIntent, PhaseOutcome:
 	}
 	if len(r.Truncated) != 0 {

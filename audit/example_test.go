@@ -68,3 +68,31 @@ func Example() {
 	// {"record_version":1,"phase":"outcome","ts":"2026-08-23T12:34:56.789Z","request_id":"Zm9vYmFyYmF6.1","verb":"mint","caller_identity":"unix-peer:uid=1000","requested":{"service_name":"review","host":"h1","instance":7},"registration_id":"h1-review-007","outcome":{"class":"first_mint"}}
 	// anomalies: false
 }
+
+// ExampleAdmin records an operator's `registrar-otel limits reset`: who
+// reset (caller_identity) which identity's buckets (the subject). The
+// subject's lists are written in vocab order whatever order they are
+// given in.
+func ExampleAdmin() {
+	rec := &audit.Record{
+		Phase:          audit.PhaseAdmin,
+		TS:             time.Date(2026, 8, 23, 12, 40, 0, 0, time.UTC),
+		CallerIdentity: "unix-peer:uid=0",
+		Admin: &audit.Admin{
+			Action:   audit.ActionLimitsReset,
+			Identity: "registrar-client:uri:spiffe://example.org/agent/h7",
+			Verbs:    []vocab.Verb{vocab.Deregister, vocab.Mint},
+			Buckets:  []vocab.Bucket{vocab.Admission},
+		},
+	}
+	// In the daemon: store.Append(ctx, rec), whose error the command
+	// answers; Marshal shows the line Append writes.
+	line, err := audit.Marshal(rec)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(string(line))
+	// Output:
+	// {"record_version":1,"phase":"admin","ts":"2026-08-23T12:40:00.000Z","caller_identity":"unix-peer:uid=0","action":"limits_reset","subject":{"identity":"registrar-client:uri:spiffe://example.org/agent/h7","verbs":["mint","deregister"],"buckets":["admission"]}}
+}

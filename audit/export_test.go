@@ -105,6 +105,11 @@ func (rs *refScanState) line(name string, lineNo uint64, chunk []byte) {
 		if st.outcomes > 1 {
 			sc.malformed(name, lineNo, RuleDuplicateRequestID, "second outcome for request_id "+r.RequestID)
 		}
+	case PhaseLimited:
+		sc.policy(r)
+		sc.noteLate(name, lineNo, r)
+	case PhaseAdmin:
+		sc.admin(name, lineNo, r)
 	}
 }
 
@@ -130,6 +135,7 @@ func (rs *refScanState) finish() {
 	for _, st := range unpaired[:min(len(unpaired), MaxReportedLines)] {
 		sc.rep.Unpaired = append(sc.rep.Unpaired, st.first)
 	}
+	sc.finishPolicies()
 }
 
 // UnmarshalTokens exports the token decoder to the external tests.

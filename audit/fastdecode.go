@@ -185,7 +185,9 @@ func (p *canonicalParser) record(r *Record, q *Requested, o *Outcome) (present [
 			return present, !first && p.i == len(p.s)
 		}
 		k := p.key(topKeys[:], next, first)
-		if k < 0 || k == keyTruncated { // a truncated record: the token decoder's
+		if k < 0 || k == keyTruncated || k == keyAction || k == keySubject {
+			// A truncated record, or an admin one (rare, and its subject
+			// has arrays): the token decoder's.
 			return present, false
 		}
 		present[k], next = true, k+1
@@ -207,6 +209,9 @@ func (p *canonicalParser) topValue(r *Record, q *Requested, o *Outcome, k int) b
 	case keyCount:
 		r.Count, ok = p.uint()
 		return ok
+	case keyShadow:
+		r.Shadow = p.lit("true")
+		return r.Shadow
 	case keyRequested:
 		r.Requested = q
 		return p.requested(q)
@@ -232,6 +237,8 @@ func (p *canonicalParser) topValue(r *Record, q *Requested, o *Outcome, k int) b
 		r.RegistrationID, ok = s, s != ""
 	case keyLimitedBucket:
 		r.LimitedBucket, err = vocab.ParseBucket(s)
+	case keyPolicy:
+		r.Policy, ok = s, s != ""
 	case keyWindowStart:
 		r.WindowStart, err = parseTime(s)
 	case keyWindowEnd:

@@ -4,6 +4,7 @@ package audit_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,17 +74,37 @@ func FuzzMarshal(f *testing.F) {
 	f.Add(forgedPayload, "\xff\xfe", "\u2028", "d\"\\", uint16(0), uint64(9), uint8(1), "q\"2")
 	f.Add(overCaller, overService, overHost, overDetail, uint16(999), uint64(1<<63), uint8(1), "AAAAAAAAAAAA.10")
 	f.Add(overLimitedCaller, "", "", "", uint16(0), uint64(42), uint8(2), "")
+	f.Add("unix-peer:uid=1000", "", "", "", uint16(0), uint64(3), uint8(2|1<<6), "agents")
+	f.Add("unix-peer:uid=0", "unix-peer:uid=1000", "", "", uint16(3), uint64(0), uint8(3), "")
+	f.Add(overCaller, overLimitedCaller, "", "", uint16(0b1111), uint64(0), uint8(3), "")
 	f.Fuzz(func(t *testing.T, caller, service, host, detail string, instance uint16, count uint64, sel uint8, id string) {
 		var r *audit.Record
-		switch sel % 3 {
+		switch sel % 4 {
 		case 0:
 			r = intent(id)
 			r.Requested = &audit.Requested{ServiceName: service, Host: host, Instance: uint32(instance)}
 		case 1:
 			r = outcome(id, audit.Outcome{Class: vocab.ClassRefused, Reason: vocab.ReasonInvalidHost, Detail: detail})
 			r.Requested = &audit.Requested{ServiceName: service, Host: host, Instance: uint32(instance)}
-		default:
+		case 2:
 			r = limited(vocab.Bucket(sel>>7), count)
+			r.Policy, r.Shadow = id, sel&(1<<6) != 0
+		default:
+			// An admin record: the subject's identity is service, its
+			// lists the bits of instance (possibly empty: refused).
+			var verbs []vocab.Verb
+			var buckets []vocab.Bucket
+			for v := range vocab.NumVerbs {
+				if instance&(1<<v) != 0 {
+					verbs = append(verbs, vocab.Verb(v))
+				}
+			}
+			for b := range vocab.NumBuckets {
+				if instance&(1<<(2+b)) != 0 {
+					buckets = append(buckets, vocab.Bucket(b))
+				}
+			}
+			r = adminReset(caller, service, verbs, buckets)
 		}
 		r.CallerIdentity = caller
 		line, err := audit.Marshal(r)
@@ -116,6 +137,12 @@ func FuzzMarshal(f *testing.F) {
 		if got.Outcome != nil && detail != "" {
 			check("detail", got.Outcome.Detail, detail)
 		}
+		if got.Admin != nil {
+			check("subject.identity", got.Admin.Identity, service)
+		}
+		if got.Phase == audit.PhaseLimited && got.PolicyName() != cmp.Or(id, audit.DefaultPolicy) {
+			t.Errorf("policy: got %q, want %q", got.PolicyName(), id)
+		}
 	})
 }
 
@@ -129,6 +156,7 @@ func FuzzScan(f *testing.F) {
 	}
 	f.Add([]byte(goodIntent + "\n" + goodOutcome + "\n" + goodLimited + "\n" + goodIntent))
 	f.Add([]byte(goodIntent + "\n" + goodIntent + "\n\n\n"))
+	f.Add([]byte(goodShadow + "\n" + goodAdmin + "\n" + goodLimited + "\n" + goodAdmin))
 	f.Fuzz(func(t *testing.T, content []byte) {
 		dir := filepath.Join(t.TempDir(), "audit")
 		if err := os.Mkdir(dir, 0o700); err != nil {
@@ -271,5 +299,6 @@ func FuzzScanAgreesWithReference(f *testing.F) {
 	f.Add([]byte(goodIntent + "\n" + goodOutcome + "\n" + goodLimited + "\n" + goodIntent))
 	f.Add([]byte(goodIntent + "\n" + goodIntent + "\n" + goodOutcome + "\n" + goodOutcome + "\n"))
 	f.Add([]byte(goodOutcome + "\n" + goodIntent + "\n" + goodOutcome + "\n"))
+	f.Add([]byte(goodShadow + "\n" + goodAdmin + "\n" + goodLimited + "\n" + goodShadow + "\n"))
 	f.Fuzz(func(t *testing.T, content []byte) { agreeScan(t, string(content)) })
 }

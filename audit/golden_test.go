@@ -69,6 +69,14 @@ func goldenCases() []goldenCase {
 	limitedTrunc.CallerIdentity = overLimitedCaller
 	limitedTrunc.Verb = vocab.Deregister
 
+	limitedPolicy := limited(vocab.Admission, 7)
+	limitedPolicy.Policy = "control-plane"
+	limitedShadow := limited(vocab.Admission, 12)
+	limitedShadow.Policy = "agents"
+	limitedShadow.Shadow = true
+	adminTrunc := adminReset("unix-peer:uid=0", overLimitedCaller, []vocab.Verb{vocab.Mint}, []vocab.Bucket{vocab.Admission})
+	adminTrunc.CallerIdentity = overCaller
+
 	escaping := intent("AAAAAAAAAAAA.11")
 	escaping.CallerIdentity = "q\"b\\s/\n\r\t\x00\x1f\x7f\u2028\u2029\ufffd\xff<>&é"
 
@@ -88,6 +96,11 @@ func goldenCases() []goldenCase {
 		{"truncated_all_fields", truncAll},
 		{"limited_counted", limited(vocab.PredecisionRefusal, 42)},
 		{"limited_truncated_caller_identity", limitedTrunc},
+		{"limited_policy", limitedPolicy},
+		{"limited_shadow", limitedShadow},
+		{"admin_limits_reset", adminReset("unix-peer:uid=0", "registrar-client:uri:spiffe://example.org/agent/h7",
+			[]vocab.Verb{vocab.Deregister, vocab.Mint}, []vocab.Bucket{vocab.Admission, vocab.PredecisionRefusal})},
+		{"admin_truncated_subject_identity", adminTrunc},
 		{"escaping", escaping},
 	}
 }

@@ -41,6 +41,9 @@ type scanner struct {
 	// byIdentity sums limited records per key (ScanOptions.ByIdentity);
 	// nil otherwise.
 	byIdentity map[identityKey]*LimitedSummary
+	// byPolicy sums limited and shadow records per key; created on the
+	// first one.
+	byPolicy map[policyKey]*LimitedSummary
 
 	// refLine and refFinish replace line and finish (the reference scan of
 	// the benchmarks and agreement tests); nil in production.
@@ -60,10 +63,13 @@ func (sc *scanner) line(name string, lineNo uint64, chunk []byte) {
 	}
 	switch r.Phase {
 	case PhaseLimited:
-		if sc.byIdentity != nil {
+		if sc.byIdentity != nil && !r.Shadow {
 			sc.identity(r)
 		}
+		sc.policy(r)
 		sc.noteLate(name, lineNo, r)
+	case PhaseAdmin:
+		sc.admin(name, lineNo, r)
 	case PhaseIntent:
 		id := r.RequestID
 		switch {
@@ -103,7 +109,10 @@ func (sc *scanner) counted(name string, lineNo uint64, chunk []byte) *Record {
 		return nil
 	}
 	sc.rep.Records[r.Phase-1]++
-	if r.Phase == PhaseLimited {
+	switch {
+	case r.Phase == PhaseLimited && r.Shadow:
+		sc.rep.ShadowLimited[r.LimitedBucket].add(r.Count)
+	case r.Phase == PhaseLimited:
 		sc.rep.Limited[r.LimitedBucket].add(r.Count)
 	}
 	return r
@@ -151,7 +160,60 @@ func (sc *scanner) identity(r *Record) {
 	s.add(r.Count)
 }
 
-// finish counts the unpaired intents and sorts the per-identity sums.
+type policyKey struct {
+	policy string
+	bucket vocab.Bucket
+	shadow bool
+}
+
+// MaxScanPolicyKeys bounds the (policy, bucket, shadow) keys a scan keeps:
+// past it, records are summed in Report.OtherPolicies, so a store of any
+// size is scanned in bounded memory. The configuration bounds the policies
+// in force; a store that names more keys than this was written under many
+// configurations, or by something else.
+const MaxScanPolicyKeys = 4096
+
+// policy adds a limited record to its (policy, bucket, shadow) sum, or to
+// the remainder once MaxScanPolicyKeys keys are held.
+func (sc *scanner) policy(r *Record) {
+	if sc.byPolicy == nil {
+		sc.byPolicy = make(map[policyKey]*LimitedSummary)
+	}
+	k := policyKey{r.PolicyName(), r.LimitedBucket, r.Shadow}
+	s := sc.byPolicy[k]
+	if s == nil {
+		if len(sc.byPolicy) >= MaxScanPolicyKeys {
+			shadow := 0
+			if r.Shadow {
+				shadow = 1
+			}
+			sc.rep.OtherPolicies[shadow][r.LimitedBucket].add(r.Count)
+			return
+		}
+		// The policy may be a slice of the decoder's buffer: keep a copy.
+		k.policy = strings.Clone(k.policy)
+		s = &LimitedSummary{}
+		sc.byPolicy[k] = s
+	}
+	s.add(r.Count)
+}
+
+// admin counts an admin record by action and lists the first
+// MaxReportedLines.
+func (sc *scanner) admin(name string, lineNo uint64, r *Record) {
+	sc.rep.Admin[r.Admin.Action]++
+	if len(sc.rep.AdminRecords) >= MaxReportedLines {
+		return
+	}
+	a := *r.Admin
+	a.Identity = strings.Clone(a.Identity)
+	a.Verbs = slices.Clone(a.Verbs)
+	a.Buckets = slices.Clone(a.Buckets)
+	sc.rep.AdminRecords = append(sc.rep.AdminRecords, AdminEntry{File: name, Line: lineNo, TS: r.TS, CallerIdentity: strings.Clone(r.CallerIdentity), Admin: a})
+}
+
+// finish counts the unpaired intents and sorts the per-identity and
+// per-policy sums.
 func (sc *scanner) finish() {
 	if sc.refFinish != nil {
 		sc.refFinish()
@@ -164,6 +226,7 @@ func (sc *scanner) finish() {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(b.Records, a.Records),
 			cmp.Compare(a.CallerIdentity, b.CallerIdentity), cmp.Compare(a.Bucket, b.Bucket))
 	})
+	sc.finishPolicies()
 	var unpaired []*reqState
 	for _, st := range sc.waiting {
 		if st.first.TS.Before(sc.settled) {
@@ -175,4 +238,26 @@ func (sc *scanner) finish() {
 	for _, st := range unpaired[:min(len(unpaired), MaxReportedLines)] {
 		sc.rep.Unpaired = append(sc.rep.Unpaired, st.first)
 	}
+}
+
+// finishPolicies lists the per-policy sums, sorted.
+func (sc *scanner) finishPolicies() {
+	for k, s := range sc.byPolicy {
+		sc.rep.ByPolicy = append(sc.rep.ByPolicy, PolicyLimited{Policy: k.policy, Bucket: k.bucket, Shadow: k.shadow, LimitedSummary: *s})
+	}
+	slices.SortFunc(sc.rep.ByPolicy, func(a, b PolicyLimited) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(b.Records, a.Records),
+			cmp.Compare(a.Policy, b.Policy), cmp.Compare(a.Bucket, b.Bucket), boolCompare(a.Shadow, b.Shadow))
+	})
+}
+
+// boolCompare orders false before true.
+func boolCompare(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
 }

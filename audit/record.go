@@ -7,15 +7,32 @@ import (
 )
 
 // RecordVersion is the value of every line's record_version key. The
-// counted (limited) record was added as a third phase at this same version;
-// the reader counts any other version as malformed.
+// counted (limited) record was added as a third phase at this same version,
+// its policy and shadow keys and the admin phase later, each as keys a
+// line of an earlier kind never carries, so every line written before
+// them still reads, byte for byte; the reader counts any other version as
+// malformed.
 const RecordVersion = 1
 
-// MaxFieldBytes is the bound, in bytes, on each of the four
+// MaxFieldBytes is the bound, in bytes, on each of the
 // attacker-influenced string fields (caller_identity, requested.service_name,
-// requested.host, outcome.detail). A longer value is cut on a UTF-8 character
-// boundary at or below this bound and described by a Truncation entry.
+// requested.host, outcome.detail, subject.identity). A longer value is cut
+// on a UTF-8 character boundary at or below this bound and described by a
+// Truncation entry.
 const MaxFieldBytes = 512
+
+// MaxPolicyBytes bounds a limited record's policy: 1 to 64 bytes of
+// printable ASCII (0x21 through 0x7e), the same rule as request_id. A
+// caller policy's name comes from the configuration, which must hold its
+// names to this rule (CheckPolicy), or their counted records could not be
+// written.
+const MaxPolicyBytes = 64
+
+// DefaultPolicy is the caller policy of the [registrar] sizes. A limited
+// record of the default policy omits the policy key, so every counted
+// record written before caller policies existed reads as the default
+// policy's, and a store that never configures one is unchanged.
+const DefaultPolicy = "default"
 
 // MaxRequestIDBytes bounds request_id: 1 to 64 bytes of printable ASCII
 // (0x21 through 0x7e), which covers the registrar's base64url-plus-sequence
@@ -33,44 +50,56 @@ const MaxRegistrationIDBytes = 131
 // "absent".
 const MaxInstance = 1<<32 - 1
 
-// Phase is a record's phase: intent, outcome or limited. It is a closed
-// enum: the zero value is not a phase (a zero Record is invalid), and every
-// switch over it names all three.
+// Phase is a record's phase: intent, outcome, limited or admin. It is a
+// closed enum: the zero value is not a phase (a zero Record is invalid),
+// and every switch over it names all four.
 type Phase uint8
 
-// The three phases.
+// The four phases.
 const (
 	// PhaseIntent is written before any work, by every admitted invocation.
 	PhaseIntent Phase = iota + 1
 	// PhaseOutcome is written after the work, carrying the outcome.
 	PhaseOutcome
 	// PhaseLimited is the counted record: one per closed coalescing window
-	// per (caller identity, verb, limited bucket). It is self-contained and
-	// never paired.
+	// per (caller identity, verb, limited bucket, caller policy, shadow).
+	// It is self-contained and never paired.
 	PhaseLimited
+	// PhaseAdmin is an action taken on the daemon's own state, by an
+	// operator or by the daemon: who acted (caller_identity), what was done
+	// (action, a closed enum) and to what (subject, whose keys the action
+	// fixes). It has no verb: an admin action is not an invocation. It is
+	// self-contained and never paired. See Admin.
+	PhaseAdmin
 )
 
 var phases = vocab.NewEnum[Phase]("Phase", "phase", []string{
 	PhaseIntent:  "intent",
 	PhaseOutcome: "outcome",
 	PhaseLimited: "limited",
+	PhaseAdmin:   "admin",
 })
 
-// Valid reports whether p is one of the three phases.
+// NumPhases is the number of phases; a phase's value is 1 to NumPhases, so
+// per-phase arrays of NumPhases+1 are indexed by Phase.
+const NumPhases = int(PhaseAdmin)
+
+// Valid reports whether p is one of the four phases.
 func (p Phase) Valid() bool { return phases.Valid(p) }
 
-// String returns the on-disk spelling: "intent", "outcome" or "limited"
-// (Phase(N) for an invalid value).
+// String returns the on-disk spelling: "intent", "outcome", "limited" or
+// "admin" (Phase(N) for an invalid value).
 func (p Phase) String() string { return phases.String(p) }
 
 // MarshalText implements encoding.TextMarshaler; an invalid phase is an error.
 func (p Phase) MarshalText() ([]byte, error) { return phases.MarshalText(p) }
 
 // UnmarshalText implements encoding.TextUnmarshaler; it accepts exactly the
-// three spellings.
+// four spellings.
 func (p *Phase) UnmarshalText(b []byte) error { return phases.UnmarshalText(p, b) }
 
-// ParsePhase parses "intent", "outcome" or "limited" (exact spelling).
+// ParsePhase parses "intent", "outcome", "limited" or "admin" (exact
+// spelling).
 func ParsePhase(s string) (Phase, error) { return phases.Parse(s) }
 
 // Outcome is an outcome record's result.
@@ -109,22 +138,24 @@ type Truncation struct {
 	FullBytes uint64
 }
 
-// The dotted paths of the four bounded fields, the only keys Truncated may
+// The dotted paths of the bounded fields, the only keys Truncated may
 // carry, in the order they are serialized.
 const (
 	PathCallerIdentity       = "caller_identity"
 	PathRequestedServiceName = "requested.service_name"
 	PathRequestedHost        = "requested.host"
 	PathOutcomeDetail        = "outcome.detail"
+	PathSubjectIdentity      = "subject.identity"
 )
 
 // truncPaths lists the bounded fields' paths in serialization order.
-var truncPaths = [...]string{PathCallerIdentity, PathRequestedServiceName, PathRequestedHost, PathOutcomeDetail}
+var truncPaths = [...]string{PathCallerIdentity, PathRequestedServiceName, PathRequestedHost, PathOutcomeDetail, PathSubjectIdentity}
 
-// Record is one audit line. One type carries all three phases; which
-// optional fields are present is fixed by the phase (see Validate). A
-// Record is a plain value: it is not safe to mutate concurrently, but the
-// store never mutates a Record passed to it.
+// Record is one audit line. One type carries all four phases; which
+// optional fields are present is fixed by the phase (see Validate), and on
+// an admin record by its action. A Record is a plain value: it is not safe
+// to mutate concurrently, but the store never mutates a Record passed to
+// it.
 type Record struct {
 	// Phase is required.
 	Phase Phase
@@ -132,14 +163,17 @@ type Record struct {
 	// millisecond precision on write; if zero, the store stamps its clock.
 	TS time.Time
 	// RequestID pairs an intent with its outcome; required on intent and
-	// outcome records, empty on limited records. 1 to MaxRequestIDBytes
-	// bytes of printable ASCII.
+	// outcome records, empty on limited and admin records. 1 to
+	// MaxRequestIDBytes bytes of printable ASCII.
 	RequestID string
-	// Verb is required on every phase.
+	// Verb is required on intent, outcome and limited records. An admin
+	// record has none: leave it at its zero value.
 	Verb vocab.Verb
 	// CallerIdentity is the caller's identity as the transport derived it,
 	// written as given (a required key: even "" is written, not omitted);
-	// bounded to MaxFieldBytes by the store.
+	// bounded to MaxFieldBytes by the store. On an admin record it is who
+	// acted: the operator's identity on the admin socket, or the daemon's
+	// own for an action it took by itself.
 	CallerIdentity string
 	// Requested is required on intent and outcome records, nil on limited.
 	Requested *Requested
@@ -149,9 +183,19 @@ type Record struct {
 	// Outcome is required on outcome records and nil otherwise.
 	Outcome *Outcome
 	// LimitedBucket is the bucket that had no token; meaningful only on
-	// limited records. On intent and outcome records it must be left at its
-	// zero value.
+	// limited records. On the other phases it must be left at its zero
+	// value.
 	LimitedBucket vocab.Bucket
+	// Policy is, on a limited record, the caller policy whose sizes the
+	// bucket had: "" or DefaultPolicy for the [registrar] sizes (the key is
+	// then omitted, and a decoded record carries ""), else 1 to
+	// MaxPolicyBytes bytes of printable ASCII. Empty on the other phases.
+	Policy string
+	// Shadow reports, on a limited record, that it counts shadow charges:
+	// calls the policy's shadow (candidate) sizes would have limited, none
+	// of which was limited for that reason. A shadow window is never merged
+	// with an enforced one. False on the other phases.
+	Shadow bool
 	// Count is how many limited invocations a limited record coalesces,
 	// at least 1; zero on other phases.
 	Count uint64
@@ -159,8 +203,36 @@ type Record struct {
 	// (WindowStart <= WindowEnd, both canonicalised like TS); zero on other
 	// phases.
 	WindowStart, WindowEnd time.Time
+	// Admin is required on admin records (its action and subject) and nil
+	// otherwise.
+	Admin *Admin
 	// Truncated is filled by the store's field bound, keyed by the cut
 	// field's dotted path (PathCallerIdentity, ...). Callers leave it nil;
 	// records returned by Unmarshal carry what the line carried.
 	Truncated map[string]Truncation
+}
+
+// PolicyName is r's caller policy as a name: DefaultPolicy for the
+// default (Policy "" or DefaultPolicy), else Policy.
+func (r *Record) PolicyName() string {
+	if r.Policy == "" {
+		return DefaultPolicy
+	}
+	return r.Policy
+}
+
+// CheckPolicy reports whether name can be a limited record's policy: 1 to
+// MaxPolicyBytes bytes of printable ASCII. The configuration checks its
+// caller policies' names with it, so every policy's counted records can be
+// written.
+func CheckPolicy(name string) error {
+	if len(name) == 0 || len(name) > MaxPolicyBytes {
+		return &FieldError{Field: "policy", Problem: "is not 1 to 64 bytes long"}
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x21 || c > 0x7e {
+			return &FieldError{Field: "policy", Problem: "has a byte outside printable ASCII"}
+		}
+	}
+	return nil
 }

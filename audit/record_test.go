@@ -17,7 +17,7 @@ import (
 )
 
 func TestEnumSpellingsAreTheSpecs(t *testing.T) {
-	for p, want := range map[audit.Phase]string{audit.PhaseIntent: "intent", audit.PhaseOutcome: "outcome", audit.PhaseLimited: "limited"} {
+	for p, want := range map[audit.Phase]string{audit.PhaseIntent: "intent", audit.PhaseOutcome: "outcome", audit.PhaseLimited: "limited", audit.PhaseAdmin: "admin"} {
 		got, err := p.MarshalText()
 		if err != nil || string(got) != want {
 			t.Errorf("MarshalText = %q, %v; want %q", got, err, want)
@@ -273,6 +273,10 @@ func TestMaxRecordBytesIsHonest(t *testing.T) {
 	in.Phase, in.Outcome = audit.PhaseIntent, nil
 	lim := limited(vocab.PredecisionRefusal, ^uint64(0))
 	lim.Verb, lim.CallerIdentity, lim.TS, lim.WindowEnd = vocab.Deregister, worst, maxTS, maxTS
+	shadow := *lim
+	shadow.Policy, shadow.Shadow = strings.Repeat(`"`, audit.MaxPolicyBytes), true // '"' escapes to 2 bytes
+	adm := adminReset(worst, worst, []vocab.Verb{vocab.Mint, vocab.Deregister}, []vocab.Bucket{vocab.PredecisionRefusal, vocab.Admission})
+	adm.TS = maxTS
 
 	// full_bytes is at most 20 digits; a 600-byte original has 3.
 	const unusedDigits = 20 - 3
@@ -285,6 +289,8 @@ func TestMaxRecordBytesIsHonest(t *testing.T) {
 		{"outcome (the largest phase)", out, 4 * unusedDigits, true},
 		{"intent", &in, 0, false},
 		{"limited (counted)", lim, 0, false},
+		{"limited shadow, the longest policy", &shadow, 0, false},
+		{"admin (two bounded fields)", adm, 0, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

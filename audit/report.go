@@ -38,19 +38,42 @@ type Report struct {
 	Malformed []MalformedLine
 
 	// Limited summarises the limited (counted) records in the window,
-	// indexed by vocab.Bucket.
+	// indexed by vocab.Bucket: invocations that were limited. Shadow
+	// records are never in it.
 	Limited [vocab.NumBuckets]LimitedSummary
+
+	// ShadowLimited summarises the shadow counted records ("shadow": true)
+	// in the window, indexed by vocab.Bucket: calls their caller policy's
+	// shadow sizes would have limited, none of which was limited for that
+	// reason.
+	ShadowLimited [vocab.NumBuckets]LimitedSummary
+
+	// ByPolicy is Limited and ShadowLimited per (caller policy, bucket,
+	// shadow), the most invocations first (then the most records, then
+	// policy, bucket and enforced before shadow). Keys past
+	// MaxScanPolicyKeys are summed in OtherPolicies instead, indexed
+	// [shadow][bucket] (0 enforced, 1 shadow).
+	ByPolicy      []PolicyLimited
+	OtherPolicies [2][vocab.NumBuckets]LimitedSummary
 
 	// LimitedByIdentity (with ScanOptions.ByIdentity) is Limited per
 	// (caller identity, bucket), the most limited invocations first (then
-	// the most records, then identity and bucket order). Keys past
-	// MaxScanIdentities are summed in LimitedOtherIdentities instead.
+	// the most records, then identity and bucket order); shadow records are
+	// not in it. Keys past MaxScanIdentities are summed in
+	// LimitedOtherIdentities instead.
 	LimitedByIdentity      []IdentityLimited
 	LimitedOtherIdentities [vocab.NumBuckets]LimitedSummary
 
 	// Records counts the well-formed records in the window, by phase
-	// (index Phase-1: intent, outcome, limited).
-	Records [3]uint64
+	// (index Phase-1: intent, outcome, limited, admin).
+	Records [NumPhases]uint64
+
+	// Admin counts the admin records in the window by action (index
+	// Action; 0 is unused), and AdminRecords lists them (the first
+	// MaxReportedLines, in file order). They are evidence of what was done
+	// to the daemon's state, not anomalies.
+	Admin        [NumActions + 1]uint64
+	AdminRecords []AdminEntry
 
 	// Files lists the files read, oldest first; Skipped lists every other
 	// entry of the directory, not read, and why.
@@ -71,6 +94,28 @@ type Report struct {
 	// Gaps groups them by window_end (at most MaxReportedLines): each is an
 	// interval in which limited invocations may have gone uncounted.
 	Gaps []EvidenceGap
+}
+
+// PolicyLimited is one (caller policy, bucket, shadow)'s counted records.
+type PolicyLimited struct {
+	// Policy is the policy's name, DefaultPolicy for the [registrar]
+	// sizes.
+	Policy string
+	Bucket vocab.Bucket
+	// Shadow: the records count shadow charges, not limited invocations.
+	Shadow bool
+	LimitedSummary
+}
+
+// AdminEntry locates one admin record and says what it records.
+type AdminEntry struct {
+	File string
+	Line uint64 // 1-based
+	TS   time.Time
+	// CallerIdentity is who acted.
+	CallerIdentity string
+	// Admin is the action and its subject, as the record carries them.
+	Admin Admin
 }
 
 // StoreAnomalyKind names an anomaly of the record directory. Its string is

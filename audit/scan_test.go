@@ -692,3 +692,128 @@ func TestScanAgreesWithReference(t *testing.T) {
 	}
 	agreeScan(t, big.String())
 }
+
+// TestScanShowsShadowTotalsApartFromLimited: shadow records are summed in
+// ShadowLimited, never in Limited or LimitedByIdentity; every counted
+// record, shadow or not, is in ByPolicy under its policy; they raise no
+// anomaly.
+func TestScanShowsShadowTotalsApartFromLimited(t *testing.T) {
+	s, dir := openStore(t, audit.Options{}, audit.TestHooks{})
+	rec := func(id, policy string, shadow bool, b vocab.Bucket, n uint64) *audit.Record {
+		r := limited(b, n)
+		r.CallerIdentity, r.Policy, r.Shadow = id, policy, shadow
+		return r
+	}
+	for _, r := range []*audit.Record{
+		rec("agent-1", "", false, vocab.Admission, 5),
+		rec("agent-1", "agents", true, vocab.Admission, 11),
+		rec("agent-2", "agents", true, vocab.Admission, 4),
+		rec("agent-2", "agents", true, vocab.PredecisionRefusal, 2),
+		rec("cp", "control-plane", false, vocab.Admission, 30),
+		rec("agent-2", "default", false, vocab.PredecisionRefusal, 1),
+	} {
+		appendOK(t, s, r)
+	}
+	rep, err := audit.Scan(context.Background(), audit.ScanOptions{Dir: dir, Now: t0.Add(time.Hour), ByIdentity: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Anomalies() {
+		t.Fatalf("anomalies in a store of counted records: %+v", rep)
+	}
+	wantLimited := [vocab.NumBuckets]audit.LimitedSummary{
+		vocab.PredecisionRefusal: {Records: 1, Count: 1},
+		vocab.Admission:          {Records: 2, Count: 35},
+	}
+	wantShadow := [vocab.NumBuckets]audit.LimitedSummary{
+		vocab.PredecisionRefusal: {Records: 1, Count: 2},
+		vocab.Admission:          {Records: 2, Count: 15},
+	}
+	if rep.Limited != wantLimited || rep.ShadowLimited != wantShadow {
+		t.Errorf("Limited %+v, ShadowLimited %+v; want %+v, %+v", rep.Limited, rep.ShadowLimited, wantLimited, wantShadow)
+	}
+	wantPolicy := []audit.PolicyLimited{
+		{Policy: "control-plane", Bucket: vocab.Admission, LimitedSummary: audit.LimitedSummary{Records: 1, Count: 30}},
+		{Policy: "agents", Bucket: vocab.Admission, Shadow: true, LimitedSummary: audit.LimitedSummary{Records: 2, Count: 15}},
+		{Policy: "default", Bucket: vocab.Admission, LimitedSummary: audit.LimitedSummary{Records: 1, Count: 5}},
+		{Policy: "agents", Bucket: vocab.PredecisionRefusal, Shadow: true, LimitedSummary: audit.LimitedSummary{Records: 1, Count: 2}},
+		{Policy: "default", Bucket: vocab.PredecisionRefusal, LimitedSummary: audit.LimitedSummary{Records: 1, Count: 1}},
+	}
+	if !slices.Equal(rep.ByPolicy, wantPolicy) {
+		t.Errorf("ByPolicy =\n%+v\nwant\n%+v", rep.ByPolicy, wantPolicy)
+	}
+	for _, row := range rep.LimitedByIdentity {
+		if row.CallerIdentity == "agent-1" && row.Count != 5 || row.CallerIdentity == "agent-2" && row.Count != 1 {
+			t.Errorf("LimitedByIdentity row %+v counts shadow records", row)
+		}
+	}
+	if rep.Records[audit.PhaseLimited-1] != 6 {
+		t.Errorf("limited records %d, want 6 (shadow ones included)", rep.Records[audit.PhaseLimited-1])
+	}
+}
+
+// TestScanListsAdminRecords: admin records are counted by action and
+// listed with who acted on what; they are not anomalies and not limited.
+func TestScanListsAdminRecords(t *testing.T) {
+	s, dir := openStore(t, audit.Options{}, audit.TestHooks{})
+	appendOK(t, s, adminReset("unix-peer:uid=0", "agent-1", []vocab.Verb{vocab.Mint}, []vocab.Bucket{vocab.Admission}))
+	appendOK(t, s, limited(vocab.Admission, 3))
+	appendOK(t, s, adminReset("unix-peer:uid=998", "agent-2", []vocab.Verb{vocab.Deregister, vocab.Mint}, []vocab.Bucket{vocab.Admission, vocab.PredecisionRefusal}))
+	rep, err := audit.Scan(context.Background(), audit.ScanOptions{Dir: dir, Now: t0.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Anomalies() || rep.MalformedRecords != 0 {
+		t.Fatalf("admin records read as anomalies: %+v", rep.Malformed)
+	}
+	if rep.Admin[audit.ActionLimitsReset] != 2 || rep.Records[audit.PhaseAdmin-1] != 2 {
+		t.Errorf("admin by action %v, records %v; want 2 limits_reset", rep.Admin, rep.Records)
+	}
+	if len(rep.AdminRecords) != 2 {
+		t.Fatalf("AdminRecords %+v, want 2", rep.AdminRecords)
+	}
+	second := rep.AdminRecords[1]
+	if second.Line != 3 || second.File != audit.ActiveFileName || second.CallerIdentity != "unix-peer:uid=998" ||
+		second.Admin.Identity != "agent-2" || !slices.Equal(second.Admin.Verbs, []vocab.Verb{vocab.Mint, vocab.Deregister}) ||
+		!slices.Equal(second.Admin.Buckets, []vocab.Bucket{vocab.PredecisionRefusal, vocab.Admission}) || !second.TS.Equal(t0.Add(5*time.Minute)) {
+		t.Errorf("second admin entry %+v", second)
+	}
+	if rep.Limited[vocab.Admission].Count != 3 {
+		t.Errorf("limited admission %+v, want the one counted record's 3", rep.Limited[vocab.Admission])
+	}
+}
+
+// TestScanBoundsItsAdminList: the admin list stops at MaxReportedLines,
+// the count does not.
+func TestScanBoundsItsAdminList(t *testing.T) {
+	var b strings.Builder
+	for range audit.MaxReportedLines + 5 {
+		b.WriteString(line(t, adminReset("unix-peer:uid=0", "agent-1", []vocab.Verb{vocab.Mint}, []vocab.Bucket{vocab.Admission}), now.Add(-time.Minute)))
+	}
+	rep := scan(t, writeStore(t, b.String()))
+	if rep.Admin[audit.ActionLimitsReset] != audit.MaxReportedLines+5 || len(rep.AdminRecords) != audit.MaxReportedLines {
+		t.Errorf("counted %d, listed %d; want %d and %d", rep.Admin[audit.ActionLimitsReset], len(rep.AdminRecords), audit.MaxReportedLines+5, audit.MaxReportedLines)
+	}
+}
+
+// TestScanByPolicyIsBounded: past MaxScanPolicyKeys keys, records are
+// summed in OtherPolicies, and nothing is lost.
+func TestScanByPolicyIsBounded(t *testing.T) {
+	var b strings.Builder
+	const extra = 3
+	for i := range audit.MaxScanPolicyKeys + extra {
+		r := limited(vocab.Admission, 2)
+		r.Policy, r.Shadow = fmt.Sprintf("p%05d", i), true
+		b.WriteString(line(t, r, now.Add(-time.Minute)))
+	}
+	rep := scan(t, writeStore(t, b.String()))
+	if len(rep.ByPolicy) != audit.MaxScanPolicyKeys {
+		t.Errorf("%d policy keys, want %d", len(rep.ByPolicy), audit.MaxScanPolicyKeys)
+	}
+	if got := rep.OtherPolicies[1][vocab.Admission]; got != (audit.LimitedSummary{Records: extra, Count: 2 * extra}) {
+		t.Errorf("OtherPolicies shadow admission %+v, want %d records", got, extra)
+	}
+	if got := rep.ShadowLimited[vocab.Admission].Count; got != 2*(audit.MaxScanPolicyKeys+extra) {
+		t.Errorf("shadow total %d, want every record", got)
+	}
+}

@@ -197,6 +197,17 @@ func limited(bucket vocab.Bucket, count uint64) *audit.Record {
 	}
 }
 
+// adminReset is a limits_reset admin record: who reset the buckets of
+// verbs × buckets of identity.
+func adminReset(who, identity string, verbs []vocab.Verb, buckets []vocab.Bucket) *audit.Record {
+	return &audit.Record{
+		Phase:          audit.PhaseAdmin,
+		TS:             t0.Add(5 * time.Minute),
+		CallerIdentity: who,
+		Admin:          &audit.Admin{Action: audit.ActionLimitsReset, Identity: identity, Verbs: verbs, Buckets: buckets},
+	}
+}
+
 // mustMarshal returns r's line or fails the test.
 func mustMarshal(t testing.TB, r *audit.Record) []byte {
 	t.Helper()

@@ -36,6 +36,9 @@ func unmarshalTokens(line []byte) (*Record, error) {
 	if err := checkPresence(r, present); err != nil {
 		return nil, err
 	}
+	if err := checkSubjectPresence(r, d.subjectSeen); err != nil {
+		return nil, err
+	}
 	if err := r.validate(true); err != nil {
 		return nil, fieldDecodeError(err)
 	}
@@ -52,6 +55,9 @@ func unmarshalTokens(line []byte) (*Record, error) {
 // the first broken rule ends the walk.
 type decoder struct {
 	dec *json.Decoder
+	// subjectSeen is the subject keys an admin line carried, for
+	// checkSubjectPresence.
+	subjectSeen [numSubjectKeys]bool
 }
 
 // token returns the next token, mapping syntax errors to RuleInvalidJSON.
@@ -165,6 +171,22 @@ func (d *decoder) uint(field string) (uint64, error) {
 	return v, nil
 }
 
+// trueOnly reads a boolean that is written only when true.
+func (d *decoder) trueOnly(field string) (bool, error) {
+	tok, err := d.token()
+	if err != nil {
+		return false, err
+	}
+	b, ok := tok.(bool)
+	if !ok {
+		return false, typeError(field, tok)
+	}
+	if !b {
+		return false, &DecodeError{Rule: RuleInvalidValue, Field: field, Err: errors.New("is false (written only when true, omitted otherwise)")}
+	}
+	return true, nil
+}
+
 // time reads a timestamp in exactly TimeLayout.
 func (d *decoder) time(field string) (time.Time, error) {
 	s, err := d.str(field)
@@ -245,12 +267,26 @@ func (d *decoder) topValue(r *Record, k int) error {
 		r.Outcome, err = d.outcome()
 	case keyLimitedBucket:
 		r.LimitedBucket, err = enum(d, name, vocab.ParseBucket, "is not predecision_refusal or admission")
+	case keyPolicy:
+		r.Policy, err = d.nonEmpty(name)
+	case keyShadow:
+		r.Shadow, err = d.trueOnly(name)
 	case keyCount:
 		r.Count, err = d.uint(name)
 	case keyWindowStart:
 		r.WindowStart, err = d.time(name)
 	case keyWindowEnd:
 		r.WindowEnd, err = d.time(name)
+	case keyAction:
+		if r.Admin == nil {
+			r.Admin = &Admin{}
+		}
+		r.Admin.Action, err = enum(d, name, ParseAction, "")
+	case keySubject:
+		if r.Admin == nil {
+			r.Admin = &Admin{}
+		}
+		err = d.subject(r.Admin)
 	case keyTruncated:
 		r.Truncated, err = d.truncated()
 	}
@@ -311,6 +347,82 @@ func (d *decoder) outcome() (*Outcome, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// subject decodes an admin record's subject object: every subject key any
+// action defines, into a. Which keys the record's action requires is
+// checked after the whole line (checkSubjectPresence), its values' rules by
+// validate.
+func (d *decoder) subject(a *Admin) error {
+	const parent = "subject"
+	return d.object(parent, subjectKeys[:], d.subjectSeen[:], func(k int) (err error) {
+		switch k {
+		case subjIdentity:
+			a.Identity, err = d.nonEmpty("subject.identity")
+		case subjVerbs:
+			a.Verbs, err = list(d, "subject.verbs", vocab.ParseVerb)
+		case subjBuckets:
+			a.Buckets, err = list(d, "subject.buckets", vocab.ParseBucket)
+		}
+		return err
+	})
+}
+
+// list reads a non-empty JSON array of enum spellings.
+func list[T any](d *decoder, field string, parse func(string) (T, error)) ([]T, error) {
+	tok, err := d.token()
+	if err != nil {
+		return nil, err
+	}
+	if delim, ok := tok.(json.Delim); !ok || delim != '[' {
+		return nil, typeError(field, tok)
+	}
+	out := []T{}
+	for {
+		tok, err := d.token()
+		if err != nil {
+			return nil, err
+		}
+		if delim, ok := tok.(json.Delim); ok && delim == ']' {
+			break
+		}
+		s, ok := tok.(string)
+		if !ok {
+			return nil, typeError(field, tok)
+		}
+		v, err := parse(s)
+		if err != nil {
+			var unknown *vocab.UnknownError
+			if errors.As(err, &unknown) {
+				err = fmt.Errorf("audit: unknown %s %s", unknown.Kind, quoteBounded(unknown.Value))
+			}
+			return nil, &DecodeError{Rule: RuleInvalidValue, Field: field, Err: err}
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, &DecodeError{Rule: RuleInvalidValue, Field: field, Err: errors.New("is empty (it names at least one)")}
+	}
+	return out, nil
+}
+
+// checkSubjectPresence applies an admin record's per-action subject key
+// rules: the keys its action requires are there, no other is.
+func checkSubjectPresence(r *Record, seen [numSubjectKeys]bool) error {
+	if r.Phase != PhaseAdmin || r.Admin == nil {
+		return nil
+	}
+	a := r.Admin.Action
+	for k := range numSubjectKeys {
+		field := "subject." + subjectKeys[k]
+		switch {
+		case seen[k] && !a.uses(k):
+			return &DecodeError{Rule: RulePhaseInconsistency, Field: field, Err: &PhaseError{Phase: r.Phase, Field: field, Problem: "must be absent on a " + a.String() + " record"}}
+		case !seen[k] && a.uses(k):
+			return &DecodeError{Rule: RuleMissingField, Field: field, Err: &PhaseError{Phase: r.Phase, Field: field, Missing: true, Problem: "is required on a " + a.String() + " record"}}
+		}
+	}
+	return nil
 }
 
 // truncated decodes the truncated object.

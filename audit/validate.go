@@ -14,11 +14,14 @@ import (
 // strings are accepted (the store cuts them).
 //
 // Phase consistency: an intent has request_id and requested, and no
-// outcome and no limited fields; an outcome has the same plus an outcome; a
-// limited record has no request_id, requested, registration_id or outcome,
-// and has a valid limited bucket, count >= 1 and window_start <= window_end.
-// A violation is a *PhaseError naming the field; a field breaking its own
-// rule is a *FieldError. Both match ErrInvalidRecord.
+// outcome, limited or admin fields; an outcome has the same plus an
+// outcome; a limited record has no request_id, requested, registration_id,
+// outcome or admin fields, and has a valid limited bucket, count >= 1 and
+// window_start <= window_end, and may have a policy and the shadow mark; an
+// admin record has no verb and none of the fields of the other phases, and
+// has an Admin whose action fixes its subject (see Admin). A violation is a
+// *PhaseError naming the field; a field breaking its own rule is a
+// *FieldError. Both match ErrInvalidRecord.
 func (r *Record) Validate() error {
 	if r == nil {
 		return &FieldError{Field: "record", Problem: "is nil"}
@@ -30,7 +33,7 @@ func (r *Record) Validate() error {
 // record has: a ts, and bounded fields within MaxFieldBytes.
 func (r *Record) validate(stored bool) error {
 	if !r.Phase.Valid() {
-		return &FieldError{Field: "phase", Problem: "is not intent, outcome or limited"}
+		return &FieldError{Field: "phase", Problem: "is not intent, outcome, limited or admin"}
 	}
 	if r.TS.IsZero() {
 		if stored {
@@ -39,7 +42,7 @@ func (r *Record) validate(stored bool) error {
 	} else if err := checkTime("ts", r.TS); err != nil {
 		return err
 	}
-	if !r.Verb.Valid() {
+	if r.Phase != PhaseAdmin && !r.Verb.Valid() {
 		return &FieldError{Field: "verb", Problem: "is not mint or deregister"}
 	}
 	if stored {
@@ -52,7 +55,9 @@ func (r *Record) validate(stored bool) error {
 	case PhaseIntent, PhaseOutcome:
 		err = r.validatePaired(stored)
 	case PhaseLimited:
-		err = r.validateLimited()
+		err = r.validateLimited(stored)
+	case PhaseAdmin:
+		err = r.validateAdmin(stored)
 	}
 	if err != nil {
 		return err
@@ -93,8 +98,11 @@ func (r *Record) validatePaired(stored bool) error {
 		if err := r.validateOutcome(stored); err != nil {
 			return err
 		}
-	case PhaseLimited:
-		// Not reached: validate routes limited records elsewhere.
+	case PhaseLimited, PhaseAdmin:
+		// Not reached: validate routes these phases elsewhere.
+	}
+	if r.Admin != nil {
+		return &PhaseError{Phase: r.Phase, Field: "action", Problem: "must be absent"}
 	}
 	return r.noLimitedFields()
 }
@@ -131,13 +139,17 @@ func (r *Record) validateOutcome(stored bool) error {
 	return nil
 }
 
-// noLimitedFields checks that an intent or outcome carries no limited-only
-// field. LimitedBucket's zero value is a valid bucket, so only a non-zero
-// value is detectable here; the reader also checks key presence.
+// noLimitedFields checks that an intent, outcome or admin record carries no
+// limited-only field. LimitedBucket's zero value is a valid bucket, so only
+// a non-zero value is detectable here; the reader also checks key presence.
 func (r *Record) noLimitedFields() error {
 	switch {
 	case r.LimitedBucket != 0:
 		return &PhaseError{Phase: r.Phase, Field: "limited_bucket", Problem: "must be absent"}
+	case r.Policy != "":
+		return &PhaseError{Phase: r.Phase, Field: "policy", Problem: "must be absent"}
+	case r.Shadow:
+		return &PhaseError{Phase: r.Phase, Field: "shadow", Problem: "must be absent"}
 	case r.Count != 0:
 		return &PhaseError{Phase: r.Phase, Field: "count", Problem: "must be absent"}
 	case !r.WindowStart.IsZero():
@@ -148,9 +160,13 @@ func (r *Record) noLimitedFields() error {
 	return nil
 }
 
-// validateLimited checks the limited (counted) phase.
-func (r *Record) validateLimited() error {
+// validateLimited checks the limited (counted) phase. stored: a policy of
+// DefaultPolicy is written by omitting the key, so a record read with it
+// spelt out is not the writer's.
+func (r *Record) validateLimited(stored bool) error {
 	switch {
+	case r.Admin != nil:
+		return &PhaseError{Phase: r.Phase, Field: "action", Problem: "must be absent"}
 	case r.RequestID != "":
 		return &PhaseError{Phase: r.Phase, Field: "request_id", Problem: "must be absent"}
 	case r.Requested != nil:
@@ -176,6 +192,15 @@ func (r *Record) validateLimited() error {
 	}
 	if canonicalTime(r.WindowEnd).Before(canonicalTime(r.WindowStart)) {
 		return &PhaseError{Phase: r.Phase, Field: "window_end", Problem: "is before window_start"}
+	}
+	switch {
+	case r.Policy == "":
+	case r.Policy == DefaultPolicy:
+		if stored {
+			return &FieldError{Field: "policy", Problem: `is "default", which is written by omitting the key`}
+		}
+	default:
+		return CheckPolicy(r.Policy)
 	}
 	return nil
 }
@@ -231,6 +256,10 @@ func (r *Record) boundedField(path string) (string, bool) {
 	case PathOutcomeDetail:
 		if r.Outcome != nil && r.Outcome.Detail != "" {
 			return r.Outcome.Detail, true
+		}
+	case PathSubjectIdentity:
+		if r.Admin != nil && r.Admin.Action.uses(subjIdentity) {
+			return r.Admin.Identity, true
 		}
 	}
 	return "", false

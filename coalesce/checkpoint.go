@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
@@ -36,6 +37,17 @@ import (
 // start (after recovery) and removed, with a directory fsync, after the
 // shutdown flush made every window durable. Finding one at start means the
 // previous run stopped uncleanly.
+//
+// Two versions, told apart by the magic, both read: version 1 (RGOCKPT1),
+// whose entry is start, count, verb, bucket, identity, and version 2
+// (RGOCKPT2), which adds a flags byte (bit 0: a shadow window) and the
+// caller policy's name (empty for the default policy) to each entry. The
+// writer writes version 1 whenever every window is the default policy's
+// and none is a shadow window, so a daemon without caller policies writes
+// exactly the files it wrote before them, and an older daemon started on
+// them (a downgrade) still recovers them; version 2 only when a window
+// needs it. A version-1 file read by this version recovers as the default
+// policy's enforced windows, which is all it can hold.
 const (
 	// CheckpointName is the checkpoint's file name in registrar.state_dir;
 	// the two files are CheckpointName+".0" and CheckpointName+".1".
@@ -47,26 +59,42 @@ const (
 	// coalescer only through the wire, so none is longer.
 	MaxCheckpointIdentityBytes = 512
 
+	// MaxCheckpointPolicyBytes is the longest caller policy name an entry
+	// holds: the audit record's bound (audit.MaxPolicyBytes), 64, to which
+	// the configuration holds policy names.
+	MaxCheckpointPolicyBytes = 64
+
 	// checkpointHeaderBytes: magic, sequence, instant, run start, count.
 	checkpointHeaderBytes = 8 + 8 + 8 + 8 + 4
-	// checkpointEntryFixed: start, count, verb, bucket, identity length.
+	// checkpointEntryFixed: start, count, verb, bucket, identity length
+	// (version 1).
 	checkpointEntryFixed = 8 + 8 + 1 + 1 + 2
-	checkpointCRCBytes   = 4
+	// checkpointEntryFixedV2: version 1's, then flags and policy length.
+	checkpointEntryFixedV2 = checkpointEntryFixed + 1 + 1
+	checkpointCRCBytes     = 4
+
+	// flagShadow marks a shadow window in a version-2 entry's flags.
+	flagShadow = 1 << 0
 
 	// MaxCheckpointWindows is the most windows Snapshot reports: the ring,
 	// a full hand-off and a batch being written, each at most
 	// MaxOpenWindows.
 	MaxCheckpointWindows = 3 * MaxOpenWindows
 
-	// MaxCheckpointBytes bounds one checkpoint file: 6,537,256 bytes with
-	// every window's identity at the 512-byte bound (12,288 entries of 532
-	// bytes, 40 bytes of header and CRC). A fleet of 1,024 identities of
-	// 64 bytes at the 4,096-window cap writes 344,104 bytes (84 per
-	// window). Two files: at most twice this on disk.
-	MaxCheckpointBytes = checkpointHeaderBytes + MaxCheckpointWindows*(checkpointEntryFixed+MaxCheckpointIdentityBytes) + checkpointCRCBytes
+	// MaxCheckpointBytes bounds one checkpoint file: 7,348,264 bytes with
+	// every window's identity and policy name at their bounds (12,288
+	// version-2 entries of 598 bytes, 40 bytes of header and CRC). A fleet
+	// of 1,024 identities of 64 bytes at the 4,096-window cap writes
+	// 344,104 bytes on the default policy (84 per window, version 1), and
+	// 16 bytes more per window under a 14-byte policy name. Two files: at
+	// most twice this on disk.
+	MaxCheckpointBytes = checkpointHeaderBytes + MaxCheckpointWindows*(checkpointEntryFixedV2+MaxCheckpointIdentityBytes+MaxCheckpointPolicyBytes) + checkpointCRCBytes
 )
 
-var checkpointMagic = [8]byte{'R', 'G', 'O', 'C', 'K', 'P', 'T', '1'}
+var (
+	checkpointMagic   = [8]byte{'R', 'G', 'O', 'C', 'K', 'P', 'T', '1'}
+	checkpointMagicV2 = [8]byte{'R', 'G', 'O', 'C', 'K', 'P', 'T', '2'}
+)
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
@@ -83,11 +111,25 @@ type Checkpoint struct {
 	Windows []OpenWindow
 }
 
-// AppendCheckpoint encodes c after dst. An identity longer than
-// MaxCheckpointIdentityBytes is cut (unreachable through the wire).
+// AppendCheckpoint encodes c after dst: version 1 when every window is the
+// default policy's and none is a shadow window, else version 2. An
+// identity longer than MaxCheckpointIdentityBytes (unreachable through the
+// wire) or a policy name longer than MaxCheckpointPolicyBytes (refused by
+// the configuration) is cut.
 func AppendCheckpoint(dst []byte, c *Checkpoint) []byte {
+	v2 := false
+	for i := range c.Windows {
+		if w := &c.Windows[i]; w.Shadow || (w.Policy != "" && w.Policy != audit.DefaultPolicy) {
+			v2 = true
+			break
+		}
+	}
 	start := len(dst)
-	dst = append(dst, checkpointMagic[:]...)
+	if v2 {
+		dst = append(dst, checkpointMagicV2[:]...)
+	} else {
+		dst = append(dst, checkpointMagic[:]...)
+	}
 	dst = binary.LittleEndian.AppendUint64(dst, c.Seq)
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(c.Instant.UnixNano()))
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(c.Started.UnixNano()))
@@ -101,8 +143,26 @@ func AppendCheckpoint(dst []byte, c *Checkpoint) []byte {
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(w.Start.UnixNano()))
 		dst = binary.LittleEndian.AppendUint64(dst, w.Count)
 		dst = append(dst, byte(w.Verb), byte(w.Bucket))
+		if !v2 {
+			dst = binary.LittleEndian.AppendUint16(dst, uint16(len(id)))
+			dst = append(dst, id...)
+			continue
+		}
+		policy := w.Policy
+		if policy == audit.DefaultPolicy {
+			policy = ""
+		}
+		if len(policy) > MaxCheckpointPolicyBytes {
+			policy = policy[:MaxCheckpointPolicyBytes]
+		}
+		var flags byte
+		if w.Shadow {
+			flags |= flagShadow
+		}
+		dst = append(dst, flags, byte(len(policy)))
 		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(id)))
 		dst = append(dst, id...)
+		dst = append(dst, policy...)
 	}
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], crc32c))
 }
@@ -120,7 +180,12 @@ func DecodeCheckpoint(b []byte) (*Checkpoint, error) {
 		return nil, torn("%d bytes, over the bound of %d", len(b), MaxCheckpointBytes)
 	}
 	body, sum := b[:len(b)-checkpointCRCBytes], binary.LittleEndian.Uint32(b[len(b)-checkpointCRCBytes:])
-	if [8]byte(body[:8]) != checkpointMagic {
+	var v2 bool
+	switch [8]byte(body[:8]) {
+	case checkpointMagic:
+	case checkpointMagicV2:
+		v2 = true
+	default:
 		return nil, torn("bad magic %q", body[:8])
 	}
 	if got := crc32.Checksum(body, crc32c); got != sum {
@@ -137,26 +202,40 @@ func DecodeCheckpoint(b []byte) (*Checkpoint, error) {
 	}
 	p := body[checkpointHeaderBytes:]
 	c.Windows = make([]OpenWindow, 0, n)
+	fixed := checkpointEntryFixed
+	if v2 {
+		fixed = checkpointEntryFixedV2
+	}
 	for i := range n {
-		if len(p) < checkpointEntryFixed {
+		if len(p) < fixed {
 			return nil, torn("window %d cut short", i)
 		}
-		idLen := int(binary.LittleEndian.Uint16(p[18:]))
-		if idLen > MaxCheckpointIdentityBytes || len(p) < checkpointEntryFixed+idLen {
-			return nil, torn("window %d: identity of %d bytes", i, idLen)
-		}
 		w := OpenWindow{
-			Start:    time.Unix(0, int64(binary.LittleEndian.Uint64(p))),
-			Count:    binary.LittleEndian.Uint64(p[8:]),
-			Verb:     vocab.Verb(p[16]),
-			Bucket:   vocab.Bucket(p[17]),
-			Identity: string(p[checkpointEntryFixed : checkpointEntryFixed+idLen]),
+			Start:  time.Unix(0, int64(binary.LittleEndian.Uint64(p))),
+			Count:  binary.LittleEndian.Uint64(p[8:]),
+			Verb:   vocab.Verb(p[16]),
+			Bucket: vocab.Bucket(p[17]),
 		}
 		if !w.Verb.Valid() || !w.Bucket.Valid() || w.Count == 0 {
 			return nil, torn("window %d: verb %d, bucket %d, count %d", i, p[16], p[17], w.Count)
 		}
+		policyLen := 0
+		if v2 {
+			flags := p[18]
+			if flags&^flagShadow != 0 {
+				return nil, torn("window %d: unknown flags %#02x", i, flags)
+			}
+			w.Shadow = flags&flagShadow != 0
+			policyLen = int(p[19])
+		}
+		idLen := int(binary.LittleEndian.Uint16(p[fixed-2:]))
+		if idLen > MaxCheckpointIdentityBytes || policyLen > MaxCheckpointPolicyBytes || len(p) < fixed+idLen+policyLen {
+			return nil, torn("window %d: identity of %d bytes, policy of %d", i, idLen, policyLen)
+		}
+		w.Identity = string(p[fixed : fixed+idLen])
+		w.Policy = string(p[fixed+idLen : fixed+idLen+policyLen])
 		c.Windows = append(c.Windows, w)
-		p = p[checkpointEntryFixed+idLen:]
+		p = p[fixed+idLen+policyLen:]
 	}
 	if len(p) != 0 {
 		return nil, torn("%d bytes after the last window", len(p))

@@ -3,8 +3,10 @@ package coalesce
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"maps"
 	"os"
@@ -199,12 +201,13 @@ func TestACheckpointRoundTripsAndEveryCutIsDetected(t *testing.T) {
 }
 
 func TestTheCheckpointBoundIsTheStatedBytes(t *testing.T) {
-	if MaxCheckpointBytes != 6_537_256 {
-		t.Fatalf("MaxCheckpointBytes %d, the docs say 6,537,256", MaxCheckpointBytes)
+	if MaxCheckpointBytes != 7_348_264 {
+		t.Fatalf("MaxCheckpointBytes %d, the docs say 7,348,264", MaxCheckpointBytes)
 	}
 	ws := make([]OpenWindow, MaxCheckpointWindows)
 	for i := range ws {
-		ws[i] = OpenWindow{Identity: strings.Repeat("x", MaxCheckpointIdentityBytes+100), Verb: vocab.Mint, Bucket: vocab.Admission, Start: ckptT0, Count: 1}
+		ws[i] = OpenWindow{Identity: strings.Repeat("x", MaxCheckpointIdentityBytes+100), Verb: vocab.Mint, Bucket: vocab.Admission, Start: ckptT0, Count: 1,
+			Policy: strings.Repeat("p", MaxCheckpointPolicyBytes+10), Shadow: i%2 == 0}
 	}
 	if n := len(AppendCheckpoint(nil, &Checkpoint{Windows: ws})); n != MaxCheckpointBytes {
 		t.Fatalf("a full checkpoint is %d bytes, want %d", n, MaxCheckpointBytes)
@@ -215,6 +218,166 @@ func TestTheCheckpointBoundIsTheStatedBytes(t *testing.T) {
 	}
 	if n := len(AppendCheckpoint(nil, &Checkpoint{Windows: fleet})); n != 344_104 {
 		t.Fatalf("a fleet checkpoint is %d bytes, the docs say 344,104", n)
+	}
+	for i := range fleet {
+		fleet[i].Policy = "control-plane1" // 14 bytes
+	}
+	if n := len(AppendCheckpoint(nil, &Checkpoint{Windows: fleet})); n != 344_104+16*MaxOpenWindows {
+		t.Fatalf("a fleet checkpoint under a 14-byte policy is %d bytes, the docs say 16 more per window than 344,104", n)
+	}
+}
+
+// TestAnOldCheckpointStillRecovers: a checkpoint file written by the
+// version before caller policies (testdata/checkpoint_v1.bin, made by its
+// AppendCheckpoint) decodes to the default policy's enforced windows and
+// is recovered into their counted records; and a checkpoint of such
+// windows is still written in that version, byte for byte, so a daemon
+// without caller policies (or an older one after a downgrade) reads it.
+func TestAnOldCheckpointStillRecovers(t *testing.T) {
+	old, err := os.ReadFile(filepath.Join("testdata", "checkpoint_v1.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(old, []byte("RGOCKPT1")) {
+		t.Fatalf("fixture is not a version-1 checkpoint: %q", old[:8])
+	}
+	c, err := DecodeCheckpoint(old)
+	if err != nil {
+		t.Fatalf("DecodeCheckpoint(version 1): %v", err)
+	}
+	at := time.Date(2026, 8, 23, 12, 34, 56, 789_000_000, time.UTC)
+	want := []OpenWindow{
+		{Identity: "unix-peer:uid=1000", Verb: vocab.Mint, Bucket: vocab.Admission, Start: at.Add(-30 * time.Second), Count: 42},
+		{Identity: "registrar-client:uri:spiffe://example.org/agent/h7", Verb: vocab.Deregister, Bucket: vocab.PredecisionRefusal, Start: at.Add(-10 * time.Second), Count: 3},
+	}
+	if c.Seq != 7 || !c.Instant.Equal(at) || len(c.Windows) != len(want) {
+		t.Fatalf("decoded %+v", c)
+	}
+	for i, w := range want {
+		if g := c.Windows[i]; g.Identity != w.Identity || g.Verb != w.Verb || g.Bucket != w.Bucket || !g.Start.Equal(w.Start) || g.Count != w.Count || g.Policy != "" || g.Shadow {
+			t.Errorf("window %d: got %+v, want %+v of the default policy, not shadow", i, g, w)
+		}
+	}
+	if again := AppendCheckpoint(nil, c); !bytes.Equal(again, old) {
+		t.Errorf("the default policy's windows are no longer written as version 1:\n got % x\nwant % x", again, old)
+	}
+
+	// Recovery from it, as a start after an unclean stop of the old version.
+	f := newFixture(t)
+	f.fs.files[CheckpointFile(1)] = old
+	f.clock = at.Add(time.Minute)
+	rec := f.restart()
+	if !rec.Unclean || rec.Checkpoint != checkpointOK || rec.Records != 2 || rec.Count != 45 {
+		t.Fatalf("recovery %+v, want the two windows (45 invocations) recovered", rec)
+	}
+	recs, err := audit.LimitedSince(context.Background(), filepath.Join(f.dir, "audit"), at.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Policy != "" || r.Shadow {
+			t.Errorf("recovered %+v, want the default policy's enforced record", r)
+		}
+	}
+}
+
+// TestPolicyAndShadowWindowsRoundTripAsVersion2: a window under a caller
+// policy or a shadow window makes the file version 2, which round-trips
+// both, and every cut and every flipped byte of it is detected.
+func TestPolicyAndShadowWindowsRoundTripAsVersion2(t *testing.T) {
+	c := Checkpoint{Seq: 9, Instant: ckptT0.Add(time.Second), Started: ckptT0, Windows: []OpenWindow{
+		{Identity: "uid:1000", Verb: vocab.Mint, Bucket: vocab.Admission, Start: ckptT0, Count: 3},
+		{Identity: "uid:1000", Verb: vocab.Mint, Bucket: vocab.Admission, Start: ckptT0, Count: 5, Policy: "agents", Shadow: true},
+		{Identity: strings.Repeat("é", 256), Verb: vocab.Deregister, Bucket: vocab.PredecisionRefusal, Start: ckptT0.Add(time.Millisecond), Count: 1 << 40, Policy: strings.Repeat("p", MaxCheckpointPolicyBytes)},
+		{Identity: "uid:7", Verb: vocab.Mint, Bucket: vocab.PredecisionRefusal, Start: ckptT0, Count: 1, Shadow: true},
+	}}
+	b := AppendCheckpoint(nil, &c)
+	if !bytes.HasPrefix(b, []byte("RGOCKPT2")) {
+		t.Fatalf("magic %q, want RGOCKPT2", b[:8])
+	}
+	got, err := DecodeCheckpoint(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Windows) != len(c.Windows) {
+		t.Fatalf("got %d windows, want %d", len(got.Windows), len(c.Windows))
+	}
+	for i, w := range c.Windows {
+		if g := got.Windows[i]; g.Identity != w.Identity || g.Verb != w.Verb || g.Bucket != w.Bucket || !g.Start.Equal(w.Start) || g.Count != w.Count || g.Policy != w.Policy || g.Shadow != w.Shadow {
+			t.Errorf("window %d: got %+v, want %+v", i, g, w)
+		}
+	}
+	for n := range len(b) {
+		if _, err := DecodeCheckpoint(b[:n]); !errors.Is(err, errTornCheckpoint) {
+			t.Fatalf("cut at %d of %d bytes: %v, want errTornCheckpoint", n, len(b), err)
+		}
+	}
+	for i := range b {
+		d := bytes.Clone(b)
+		d[i] ^= 0x10
+		if _, err := DecodeCheckpoint(d); !errors.Is(err, errTornCheckpoint) {
+			t.Fatalf("byte %d flipped: %v, want errTornCheckpoint", i, err)
+		}
+	}
+	// A flags byte with an unknown bit, its CRC recomputed: refused, not
+	// read as a shadow window.
+	d := bytes.Clone(b[:len(b)-checkpointCRCBytes])
+	d[checkpointHeaderBytes+18] |= 0x80
+	d = binary.LittleEndian.AppendUint32(d, crc32.Checksum(d, crc32c))
+	if _, err := DecodeCheckpoint(d); !errors.Is(err, errTornCheckpoint) || !strings.Contains(err.Error(), "flags") {
+		t.Fatalf("unknown flag: %v, want a torn checkpoint naming the flags", err)
+	}
+}
+
+// TestACrashRecoversShadowWindowsApart: after an unclean stop, a caller's
+// shadow window and its enforced window of the same verb and bucket are
+// recovered as two records, each with its policy; and a shadow window's
+// durable record never stands for the enforced one (the recovery key has
+// the shadow mark and the policy).
+func TestACrashRecoversShadowWindowsApart(t *testing.T) {
+	f := newFixture(t)
+	ev := limiter.Event{Identity: "uid:1", Verb: vocab.Mint, Bucket: vocab.Admission, Policy: "agents"}
+	for range 4 {
+		f.sink.Limited(context.Background(), ev)
+	}
+	sh := ev
+	sh.Shadow = true
+	for range 9 {
+		f.sink.Limited(context.Background(), sh)
+	}
+	// The same shadow window's record is durable already (a previous
+	// recovery wrote it and crashed before clearing, say): only the
+	// enforced one may be written again.
+	durable := OpenWindow{Identity: "uid:1", Verb: vocab.Mint, Bucket: vocab.Admission, Policy: "agents", Shadow: true, Start: ckptT0, Count: 9}
+	f.clock = f.clock.Add(time.Second)
+	if err := f.tick(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.Append(context.Background(), durable.Record(f.window, f.clock, f.clock)); err != nil {
+		t.Fatal(err)
+	}
+	f.clock = f.clock.Add(time.Second)
+	rec := f.restart()
+	if rec.Records != 1 || rec.Count != 4 || rec.Durable != 1 {
+		t.Fatalf("recovery %+v, want the enforced window's 4 recovered, the durable shadow one skipped", rec)
+	}
+	recs, err := audit.LimitedSince(context.Background(), filepath.Join(f.dir, "audit"), ckptT0.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var enforced, shadow uint64
+	for _, r := range recs {
+		if r.Policy != "agents" {
+			t.Errorf("record %+v: policy %q, want agents", r, r.Policy)
+		}
+		if r.Shadow {
+			shadow += r.Count
+		} else {
+			enforced += r.Count
+		}
+	}
+	if enforced != 4 || shadow != 9 || len(recs) != 2 {
+		t.Fatalf("store holds %d records, %d enforced and %d shadow; want 2, 4 and 9", len(recs), enforced, shadow)
 	}
 }
 

@@ -3,11 +3,19 @@
 // The limiter stops a flood from filling the record store by not writing
 // records, which would also make the flood invisible. The coalescing sink
 // keeps the fact of it at a bounded cost: limited events sharing a key
-// (caller identity, verb, limited bucket) within one window are counted,
-// and each closed window becomes one "limited" record in the same store,
-// written through its ordinary fallible batch append. A sustained flood
-// therefore costs at most one record per window per key (60 per hour per
-// key at the default 60 s window), whatever its size.
+// (caller identity, verb, limited bucket, caller policy, shadow) within one
+// window are counted, and each closed window becomes one "limited" record
+// in the same store, written through its ordinary fallible batch append. A
+// sustained flood therefore costs at most one record per window per key
+// (60 per hour per key at the default 60 s window), whatever its size.
+//
+// Shadow events (limiter.Event.Shadow: calls a caller policy's shadow
+// sizes would have limited, none limited for that reason) are coalesced the
+// same way into windows of their own, never merged with an enforced window
+// of the same caller: their record says "shadow": true. The policy is part
+// of the key too, so a reload that moves a caller to another policy closes
+// nothing early but opens the caller's next window under the new policy;
+// each record names the policy whose sizes its events had.
 //
 // Windows are opened by a key's first event (arrival-anchored) and closed
 // on the daemon's existing tick (Tick): a window past its deadline is
@@ -61,10 +69,14 @@ import (
 // exhaustion through the mechanism built to record it. It is sized for a
 // fleet, 1,024 identities × 4 keys (two verbs × two buckets), so a flood
 // from a whole fleet keeps one window per key instead of flushing one
-// record per invocation. Memory: the window ring, the hand-off and the key
-// map are preallocated and never grow, at most WindowBytes per window for
-// the three together (1 MiB in all; 0.94 MiB measured with both full),
-// plus the identity strings the windows hold.
+// record per invocation. Shadow windows share the cap: a fleet flooding
+// both its enforced and its shadow buckets reaches it at 512 identities,
+// past which the oldest windows are written early (more records, nothing
+// lost). Memory: the window ring, the hand-off and the key map are
+// preallocated and never grow, at most WindowBytes per window for the
+// three together (1.25 MiB in all; 1.18 MiB measured with both full),
+// plus the identity strings the windows hold (the policy names are the
+// configuration's own strings).
 const MaxOpenWindows = 4096
 
 // MaxPending caps the hand-off: windows flushed early at the cap that wait
@@ -75,8 +87,11 @@ const MaxPending = MaxOpenWindows
 // WindowBytes is an upper bound on the fixed memory one window of
 // MaxOpenWindows costs in the ring, the hand-off and the key map together
 // (identity bytes excluded): the documented memory bound is
-// MaxOpenWindows × WindowBytes, which a test checks against the heap.
-const WindowBytes = 256
+// MaxOpenWindows × WindowBytes, which a test checks against the heap. The
+// key's policy and shadow mark took the 240 bytes measured before them to
+// 303 (a string header and a flag in each of the three, and the map's
+// larger slots).
+const WindowBytes = 320
 
 // Appender is where counted records are written: *audit.Store. AppendBatch
 // returns one error per record, in order.
@@ -103,8 +118,21 @@ type Options struct {
 
 type key struct {
 	identity string
-	verb     vocab.Verb
-	bucket   vocab.Bucket
+	// policy is the caller policy, "" for the default one (Event.Policy ""
+	// or "default": one window, the record omits the key).
+	policy string
+	verb   vocab.Verb
+	bucket vocab.Bucket
+	shadow bool
+}
+
+// keyOf is ev's window key.
+func keyOf(ev *limiter.Event) key {
+	policy := ev.Policy
+	if policy == audit.DefaultPolicy {
+		policy = ""
+	}
+	return key{identity: ev.Identity, policy: policy, verb: ev.Verb, bucket: ev.Bucket, shadow: ev.Shadow}
 }
 
 type window struct {
@@ -212,7 +240,7 @@ func (s *Sink) Limited(ctx context.Context, ev limiter.Event) {
 	if !ev.Verb.Valid() || !ev.Bucket.Valid() {
 		return
 	}
-	k := key{ev.Identity, ev.Verb, ev.Bucket}
+	k := keyOf(&ev)
 	// The event's instant: the limiter's reading of the clock when the
 	// sink runs on the wall clock and the limiter passed one, else the
 	// sink's own, read before the lock either way (a flood of one caller
@@ -402,6 +430,8 @@ func (s *Sink) record(c *closed, ts time.Time) *audit.Record {
 		Verb:           c.w.key.verb,
 		CallerIdentity: c.w.key.identity,
 		LimitedBucket:  c.w.key.bucket,
+		Policy:         c.w.key.policy,
+		Shadow:         c.w.key.shadow,
 		Count:          c.w.count,
 		WindowStart:    c.w.start,
 		WindowEnd:      c.w.start.Add(elapsed),
@@ -452,6 +482,8 @@ func (s *Sink) writeAll(ctx context.Context, batch []closed) {
 		slog.String("close", c.why),
 		slog.String("verb", c.w.key.verb.String()),
 		slog.String("limited_bucket", c.w.key.bucket.String()),
+		slog.String("policy", cmpOr(c.w.key.policy, audit.DefaultPolicy)),
+		slog.Bool("shadow", c.w.key.shadow),
 		slog.Uint64("count", c.w.count),
 		slog.Any("error", firstErr))
 }
@@ -464,7 +496,8 @@ type Stats struct {
 	// Pending is the number of early-flushed windows in the hand-off, at
 	// most MaxPending.
 	Pending int
-	// Records counts counted records written, per bucket, since start.
+	// Records counts counted records written, per bucket, since start,
+	// shadow records included (they are counted records the store holds).
 	Records [vocab.NumBuckets]uint64
 	// EarlyFlushes counts windows flushed early at the cap.
 	EarlyFlushes uint64

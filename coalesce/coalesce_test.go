@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -135,6 +136,46 @@ func TestKeysAreIdentityVerbAndBucket(t *testing.T) {
 	recs := r.store.Records()
 	if len(recs) != 4 || sumCounts(recs) != 18 {
 		t.Fatalf("%d records summing %d, want 4 summing 18", len(recs), sumCounts(recs))
+	}
+}
+
+// TestShadowAndPolicyArePartOfTheKey: a caller's shadow events are
+// coalesced into windows of their own, never merged with its enforced
+// ones; each policy has its own window; "" and "default" are one policy.
+// The records say which is which.
+func TestShadowAndPolicyArePartOfTheKey(t *testing.T) {
+	r := newRig(t, time.Minute)
+	ctx := context.Background()
+	send := func(policy string, shadow bool, n int) {
+		for range n {
+			r.s.Limited(ctx, limiter.Event{Identity: "a", Verb: vocab.Mint, Bucket: vocab.Admission, Policy: policy, Shadow: shadow})
+		}
+	}
+	send("", false, 2)
+	send("default", false, 3)
+	send("agents", false, 4)
+	send("agents", true, 5)
+	send("control-plane", true, 6)
+	r.s.Tick(ctx, t0.Add(time.Minute))
+	type k struct {
+		policy string
+		shadow bool
+	}
+	got := map[k]uint64{}
+	for _, rec := range r.store.Records() {
+		if _, dup := got[k{rec.Policy, rec.Shadow}]; dup {
+			t.Fatalf("two records for policy %q shadow %v", rec.Policy, rec.Shadow)
+		}
+		got[k{rec.Policy, rec.Shadow}] = rec.Count
+	}
+	want := map[k]uint64{{"", false}: 5, {"agents", false}: 4, {"agents", true}: 5, {"control-plane", true}: 6}
+	if !maps.Equal(got, want) {
+		t.Fatalf("records by (policy, shadow) %v, want %v", got, want)
+	}
+	// The counting sink behind sees every event and counts only the
+	// enforced ones.
+	if c := r.count.Counts(); c.Admission != 9 {
+		t.Errorf("counting sink %+v, want 9 enforced admission events", c)
 	}
 }
 
@@ -908,12 +949,15 @@ func FuzzCoalescerInvariants(f *testing.F) {
 		wg.Go(func() { s.Run(ctx) }) // the writer: a full hand-off never deadlocks
 		fresh := 0
 		ev := func(id string, x byte) {
-			s.Limited(ctx, limiter.Event{Identity: id, Verb: vocab.Verb(x & 1), Bucket: vocab.Bucket(x >> 1 & 1)})
+			// Bits 2 and 3 pick a policy ("" and "default" being one) and a
+			// shadow: more keys per identity, each its own window.
+			policy := [...]string{"", "default", "agents", "control-plane"}[x>>2&3]
+			s.Limited(ctx, limiter.Event{Identity: id, Verb: vocab.Verb(x & 1), Bucket: vocab.Bucket(x >> 1 & 1), Policy: policy, Shadow: x&16 != 0})
 		}
 		for _, op := range ops {
 			switch op >> 4 {
-			case 0, 1, 2, 3, 4, 5, 6: // an event on one of 16 keys
-				ev("k"+strconv.Itoa(int(op&3)), op>>2)
+			case 0, 1, 2, 3, 4, 5, 6: // an event on one of 4 identities' keys
+				ev("k"+strconv.Itoa(int(op&3)), op>>2|op<<4)
 			case 7: // a small clock step
 				advance(time.Duration(op&15) * 700 * time.Millisecond)
 			case 8: // a large one
@@ -948,9 +992,11 @@ func FuzzCoalescerInvariants(f *testing.F) {
 		}
 		var sum uint64
 		type k struct {
-			id string
-			v  vocab.Verb
-			b  vocab.Bucket
+			id     string
+			v      vocab.Verb
+			b      vocab.Bucket
+			policy string
+			shadow bool
 		}
 		byKey := map[k][]audit.Record{}
 		for _, r := range store.recs {
@@ -961,7 +1007,10 @@ func FuzzCoalescerInvariants(f *testing.F) {
 			if span := r.WindowEnd.Sub(r.WindowStart); span < 0 || span > win {
 				t.Fatalf("record spans %v, window %v: %+v", span, win, r)
 			}
-			key := k{r.CallerIdentity, r.Verb, r.LimitedBucket}
+			if r.Policy == "default" {
+				t.Fatalf("record spells the default policy: %+v", r)
+			}
+			key := k{r.CallerIdentity, r.Verb, r.LimitedBucket, r.Policy, r.Shadow}
 			byKey[key] = append(byKey[key], r)
 		}
 		for key, rs := range byKey {

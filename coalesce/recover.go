@@ -71,8 +71,8 @@ func RecoverCheckpoint(ctx context.Context, dir *os.File, store Appender, auditD
 // (LogRecovery).
 //
 // Never twice: a window's record is identified by (identity, verb, bucket,
-// window_start), since a key has at most one open window and its next one
-// starts at least a window later. The store is the account of what is
+// policy, shadow, window_start), since a key has at most one open window
+// and its next one starts at least a window later. The store is the account of what is
 // durable: a checkpointed window whose record the store already holds (the
 // tick closed it, or the writer flushed it early, after the snapshot; or a
 // previous recovery wrote it and crashed before clearing) is skipped.
@@ -162,8 +162,10 @@ func recoverCheckpoint(ctx context.Context, cfs checkpointFS, store Appender, au
 // the identity as bounded, the start at the store's millisecond.
 type recordKey struct {
 	identity string
+	policy   string // "" for the default policy, as the record omits it
 	verb     vocab.Verb
 	bucket   vocab.Bucket
+	shadow   bool
 	start    int64 // window_start, Unix milliseconds
 }
 
@@ -179,7 +181,11 @@ func recordKeyOf(r *audit.Record) recordKey {
 			}
 		}
 	}
-	return recordKey{identity: id, verb: r.Verb, bucket: r.LimitedBucket, start: r.WindowStart.UnixMilli()}
+	policy := r.Policy
+	if policy == audit.DefaultPolicy {
+		policy = ""
+	}
+	return recordKey{identity: id, policy: policy, verb: r.Verb, bucket: r.LimitedBucket, shadow: r.Shadow, start: r.WindowStart.UnixMilli()}
 }
 
 // durableWindows reads the keys of the limited records written since.
@@ -216,8 +222,10 @@ func LogRecovery(ctx context.Context, logger *slog.Logger, rec Recovery, stateDi
 		slog.String("state_dir", stateDir))
 }
 
-func cmpOr(a, b error) error {
-	if a != nil {
+// cmpOr is a if it is not the zero value, else b.
+func cmpOr[T comparable](a, b T) T {
+	var zero T
+	if a != zero {
 		return a
 	}
 	return b

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
@@ -16,6 +17,10 @@ type OpenWindow struct {
 	Identity string
 	Verb     vocab.Verb
 	Bucket   vocab.Bucket
+	// Policy is the caller policy, "" for the default one.
+	Policy string
+	// Shadow: the window counts shadow charges.
+	Shadow bool
 	// Start is the window's start, as its record's window_start.
 	Start time.Time
 	// Count is the number of limited invocations counted so far, ≥ 1.
@@ -33,7 +38,7 @@ func (s *Sink) Snapshot(dst []OpenWindow) ([]OpenWindow, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	put := func(w *window) {
-		dst = append(dst, OpenWindow{Identity: w.key.identity, Verb: w.key.verb, Bucket: w.key.bucket, Start: w.start, Count: w.count})
+		dst = append(dst, OpenWindow{Identity: w.key.identity, Verb: w.key.verb, Bucket: w.key.bucket, Policy: w.key.policy, Shadow: w.key.shadow, Start: w.start, Count: w.count})
 	}
 	for i := range s.writing {
 		put(&s.writing[i].w)
@@ -62,6 +67,7 @@ func (s *Sink) Generation() uint64 {
 // would have written.
 func (w OpenWindow) Record(length time.Duration, end, ts time.Time) *audit.Record {
 	s := Sink{window: length}
-	c := closed{w: window{key: key{w.Identity, w.Verb, w.Bucket}, start: w.Start, count: w.Count}, end: end}
+	k := keyOf(&limiter.Event{Identity: w.Identity, Verb: w.Verb, Bucket: w.Bucket, Policy: w.Policy, Shadow: w.Shadow})
+	c := closed{w: window{key: k, start: w.Start, count: w.Count}, end: end}
 	return s.record(&c, ts)
 }

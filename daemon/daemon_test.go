@@ -231,7 +231,7 @@ func TestEveryLimitedInvocationReachesTheCoalescerTheOTelSinkAndTheCountingSink(
 	if got := r.d.health.Current().Container.Limiter.LimitedPredecisionRefusal; got != 3 {
 		t.Errorf("counting sink (health member): %d limited refusals, want 3", got)
 	}
-	if got := r.metric(t, `registrar_limited_predecision_refusal_total{verb="mint"}`); got != 3 {
+	if got := r.metric(t, `registrar_limited_predecision_refusal_total{policy="default",verb="mint"}`); got != 3 {
 		t.Errorf("OTel sink: registrar_limited_predecision_refusal_total %v, want 3", got)
 	}
 	r.stop(t)

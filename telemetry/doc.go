@@ -20,9 +20,12 @@
 //     Stats func or call their observer, which keeps them below this
 //     package and testable without a meter.
 //   - sinks/otelsink is the one exception, by definition: it is the
-//     OpenTelemetry implementation of limiter.Sink, so its two counters
-//     (registrar.limited.predecision_refusal, registrar.limited.admission)
-//     and its log event are declared and registered there. It does not
+//     OpenTelemetry implementation of limiter.Sink, so its three counters
+//     (registrar.limited.predecision_refusal, registrar.limited.admission,
+//     registrar.shadow_limited) and its span events are declared and
+//     registered there. New sets the MeterProvider's cardinality limit to
+//     otelsink.MaxSeriesPerCounter, the most series its policy label can
+//     make. It does not
 //     import this package: that would link the wire, the backends and the
 //     HTTP server into a sink the limiter's benchmarks build alone.
 //   - Tracing spans stay in the package whose work they time (registrar's
@@ -75,14 +78,15 @@
 //   - A counter incremented inside a sampled span keeps the span's trace id
 //     as an exemplar. A scrape that asks for OpenMetrics
 //     (Accept: application/openmetrics-text) shows it after the sample:
-//     registrar_limited_admission_total{verb="mint"} 7 # {span_id="…",trace_id="…"} 1
+//     registrar_limited_admission_total{policy="default",verb="mint"} 7 # {span_id="…",trace_id="…"} 1
 //   - Shutdown stops the metrics server and flushes both providers.
 //
 // # Series
 //
 // Names are a contract with the dashboards and alert rules. Labels are
-// only verb, bucket, result and phase: never a caller identity or a request
-// id. Series carry no otel_scope_* labels; target_info carries the
+// only closed sets (verb, bucket, result, phase, ...) and the caller
+// policy, whose names the configuration bounds: never a caller identity or
+// a request id. Series carry no otel_scope_* labels; target_info carries the
 // resource. The series of this package and of sinks/otelsink exist from
 // the first scrape (counters at zero, one series per label value), so an
 // increase() over the first event is never lost; the histograms and the
@@ -95,17 +99,27 @@
 //	process_*, go_*
 //	    client_golang's standard process and Go runtime collectors.
 //
-// Limited invocations (package sinks/otelsink), two counters never summed:
+// Limited invocations (package sinks/otelsink), two counters never summed,
+// and the shadow charges, never in either:
 //
-//	registrar_limited_predecision_refusal_total{verb}
+//	registrar_limited_predecision_refusal_total{policy,verb}
 //	    Invocations that failed a pre-derivation check while the caller's
 //	    predecision_refusal bucket was empty. They got their real refusal;
 //	    only their audit records were suppressed. A rising rate means some
 //	    caller floods malformed requests.
-//	registrar_limited_admission_total{verb}
+//	registrar_limited_admission_total{policy,verb}
 //	    Invocations throttled at admission (answered RegistrarBusy with a
 //	    retry-after). A rising rate means legitimate traffic is being held
 //	    back: a bring-up wave may stall. Exemplars link to the traces.
+//	registrar_shadow_limited_total{policy,verb,bucket}
+//	    Calls their caller policy's shadow (candidate) sizes would have
+//	    limited; they were answered as if the shadow did not exist. A
+//	    rising rate is what the candidate sizes would refuse.
+//
+// policy is the caller policy whose sizes the bucket had ("default" for
+// the [registrar] sizes); the series of the default policy exist from the
+// start, those of a configured policy from its declaration
+// (otelsink.Sink.DeclarePolicy).
 //
 // Invocations (NewVerbObserver, for package registrar):
 //
@@ -211,7 +225,7 @@
 // Audit store (NewAuditObserver):
 //
 //	registrar_audit_appends_total{phase}
-//	    Successful appends; phase is intent, outcome or limited.
+//	    Successful appends; phase is intent, outcome, limited or admin.
 //	registrar_audit_append_failures_total{phase}
 //	    Failed appends. A failed intent refuses the mint.
 //	registrar_audit_append_duration_seconds

@@ -57,10 +57,10 @@ func Example() {
 		}
 	}
 	// Output:
-	// registrar_limited_admission_total{verb="deregister"} 0
-	// registrar_limited_admission_total{verb="mint"} 1
-	// registrar_limited_predecision_refusal_total{verb="deregister"} 0
-	// registrar_limited_predecision_refusal_total{verb="mint"} 0
+	// registrar_limited_admission_total{policy="default",verb="deregister"} 0
+	// registrar_limited_admission_total{policy="default",verb="mint"} 1
+	// registrar_limited_predecision_refusal_total{policy="default",verb="deregister"} 0
+	// registrar_limited_predecision_refusal_total{policy="default",verb="mint"} 0
 	// registrar_limiter_entries{pool="local"} 0
 	// registrar_limiter_entries{pool="remote"} 1
 	// registrar_limiter_overflow_charges_total{bucket="admission",verb="deregister"} 0

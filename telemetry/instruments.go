@@ -208,8 +208,8 @@ func RegisterCoalesce(mp metric.MeterProvider, stats func() coalesce.Stats) erro
 }
 
 // numPhaseSlots indexes per-phase options: 0 for an unknown phase, then
-// the three audit phases at their own values.
-const numPhaseSlots = int(audit.PhaseLimited) + 1
+// the audit phases at their own values.
+const numPhaseSlots = audit.NumPhases + 1
 
 // auditObserver is the audit.Observer NewAuditObserver returns.
 type auditObserver struct {
@@ -228,15 +228,15 @@ type auditObserver struct {
 //   - registrar.audit.append.duration (histogram, s, auditAppendBuckets):
 //     every append's duration, successful or not.
 //
-// phase is "intent", "outcome", "limited", or "unknown" for a nil record.
-// The appends and failures series of the three phases exist at zero from
+// phase is "intent", "outcome", "limited", "admin", or "unknown" for a nil
+// record. The appends and failures series of the four phases exist at zero from
 // the start, so an alert on the first failure fires. The observer is safe
 // for concurrent use and does not allocate.
 func NewAuditObserver(mp metric.MeterProvider) (audit.Observer, error) {
 	r := newRegistration(meterOf(mp), "NewAuditObserver")
 	o := &auditObserver{
 		appends: r.syncCounter(AuditAppends, "{record}",
-			"Audit records appended (written and synced) to the audit store, by phase (intent, outcome, limited)."),
+			"Audit records appended (written and synced) to the audit store, by phase (intent, outcome, limited, admin)."),
 		failures: r.syncCounter(AuditAppendFailures, "{record}",
 			"Audit record appends that failed, by phase. A failed intent append refuses the mint; "+
 				"a failed outcome append leaves a registry change unrecorded."),

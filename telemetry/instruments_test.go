@@ -72,6 +72,9 @@ func registerAll(t *testing.T) (*sdkmetric.ManualReader, *otelsink.Sink, audit.O
 	if err != nil {
 		t.Fatalf("otelsink.New: %v", err)
 	}
+	if err := sink.DeclarePolicy("agents", true); err != nil { // the shadow counter's series
+		t.Fatalf("DeclarePolicy: %v", err)
+	}
 	return reader, sink, obs
 }
 
@@ -101,6 +104,7 @@ func TestEveryInstrumentExistsWithUnitAndDescription(t *testing.T) {
 		{telemetry.AuditAppendDuration, "s", histogram},
 		{otelsink.PredecisionRefusalCounter, "{invocation}", counter},
 		{otelsink.AdmissionCounter, "{invocation}", counter},
+		{otelsink.ShadowCounter, "{invocation}", counter},
 	}
 	got := collectAll(t, reader)
 	if len(got) != len(want) {
@@ -236,11 +240,12 @@ func TestAuditObserverCountsByPhaseAndOutcome(t *testing.T) {
 	obs.Appended(audit.PhaseIntent, 300*time.Microsecond, nil)
 	obs.Appended(audit.PhaseOutcome, 2*time.Millisecond, errors.New("disk full"))
 	obs.Appended(audit.PhaseLimited, 7*time.Second, nil)
+	obs.Appended(audit.PhaseAdmin, time.Millisecond, nil)
 	obs.Appended(0, time.Microsecond, errors.New("nil record"))
 
 	got := collectAll(t, reader)
-	wantAppends := map[string]int64{"phase=intent": 2, "phase=outcome": 0, "phase=limited": 1}
-	wantFailures := map[string]int64{"phase=intent": 0, "phase=outcome": 1, "phase=limited": 0, "phase=unknown": 1}
+	wantAppends := map[string]int64{"phase=intent": 2, "phase=outcome": 0, "phase=limited": 1, "phase=admin": 1}
+	wantFailures := map[string]int64{"phase=intent": 0, "phase=outcome": 1, "phase=limited": 0, "phase=admin": 0, "phase=unknown": 1}
 	for name, want := range map[string]map[string]int64{telemetry.AuditAppends: wantAppends, telemetry.AuditAppendFailures: wantFailures} {
 		gotPoints := points(t, got[name])
 		if len(gotPoints) != len(want) {
@@ -258,8 +263,8 @@ func TestAuditObserverCountsByPhaseAndOutcome(t *testing.T) {
 		t.Fatalf("%s: %T with %d points, want one float64 histogram point", telemetry.AuditAppendDuration, got[telemetry.AuditAppendDuration].Data, len(h.DataPoints))
 	}
 	dp := h.DataPoints[0]
-	if dp.Count != 5 {
-		t.Errorf("duration count %d, want 5 (every append, failed or not)", dp.Count)
+	if dp.Count != 6 {
+		t.Errorf("duration count %d, want 6 (every append, failed or not)", dp.Count)
 	}
 	if dp.Attributes.Len() != 0 {
 		t.Errorf("duration attributes %v, want none", dp.Attributes.ToSlice())

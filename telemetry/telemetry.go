@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/otlptranslator"
 	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -207,6 +208,12 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 		// The SDK's default, stated so that OTEL_METRICS_EXEMPLAR_FILTER
 		// cannot switch off the trace links the dashboards rely on.
 		sdkmetric.WithExemplarFilter(exemplar.TraceBasedFilter),
+		// Room for every series the limited sink may make (one per caller
+		// policy, verb and bucket, bounded by otelsink.MaxPolicies), above
+		// the SDK's default of 2,000 per instrument, which would fold a
+		// large configuration's policies into one overflow series. Every
+		// other instrument is bounded far below it by its closed label sets.
+		sdkmetric.WithCardinalityLimit(otelsink.MaxSeriesPerCounter + 1),
 	}
 	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
 	if sampler != nil {

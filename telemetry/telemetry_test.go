@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -406,6 +407,11 @@ func exercise(t *testing.T) exercised {
 	if err != nil {
 		t.Fatalf("otelsink.New: %v", err)
 	}
+	// A caller policy with a shadow, as the daemon declares each
+	// configured one: the shadow counter's series exist from the start.
+	if err := sink.DeclarePolicy("agents", true); err != nil {
+		t.Fatalf("DeclarePolicy: %v", err)
+	}
 	// One token per bucket, refilled hourly: the second charge of a key is
 	// limited.
 	lim, err := limiter.New(limiter.Config{
@@ -584,7 +590,7 @@ func TestMetricsExpositionPassesPromtool(t *testing.T) {
 }
 
 // exemplarLine matches an OpenMetrics counter sample with an exemplar.
-var exemplarLine = regexp.MustCompile(`^(registrar_limited_[a-z_]+_total)\{verb="(mint|deregister)"\} [0-9.e+]+ # \{([^}]*)\} `)
+var exemplarLine = regexp.MustCompile(`^(registrar_limited_[a-z_]+_total)\{policy="default",verb="(mint|deregister)"\} [0-9.e+]+ # \{([^}]*)\} `)
 
 func TestOpenMetricsScrapeCarriesTheSpansTraceIDAsExemplar(t *testing.T) {
 	tel := newTelemetry(t, testConfig(), telemetry.Options{})
@@ -623,7 +629,7 @@ func TestOpenMetricsScrapeCarriesTheSpansTraceIDAsExemplar(t *testing.T) {
 		found = true
 	}
 	if !found {
-		t.Errorf("no exemplar on registrar_limited_admission_total{verb=\"mint\"}; body:\n%s", body)
+		t.Errorf("no exemplar on registrar_limited_admission_total{policy=\"default\",verb=\"mint\"}; body:\n%s", body)
 	}
 
 	// The classic text format has no exemplars.
@@ -638,4 +644,42 @@ func verbObserver(t *testing.T, mp metric.MeterProvider) registrar.Observer {
 	t.Helper()
 	o := newObserver(t, mp, telemetry.NewVerbObserver)
 	return o
+}
+
+// TestEveryPolicySeriesIsExposedWithoutOverflow: the MeterProvider allows
+// every series the limited sink can make (otelsink.MaxPolicies policies,
+// each with a shadow), so no policy is folded into the SDK's overflow
+// series, which its default limit of 2,000 per instrument would do past
+// 500 shadowed policies.
+func TestEveryPolicySeriesIsExposedWithoutOverflow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("declares otelsink.MaxPolicies policies")
+	}
+	tel := newTelemetry(t, testConfig(), telemetry.Options{})
+	sink, err := otelsink.New(nil, tel.MeterProvider())
+	if err != nil {
+		t.Fatalf("otelsink.New: %v", err)
+	}
+	for i := range otelsink.MaxPolicies - 2 { // default and (other) are the last two
+		if err := sink.DeclarePolicy(fmt.Sprintf("policy-%04d", i), true); err != nil {
+			t.Fatalf("DeclarePolicy: %v", err)
+		}
+	}
+	body, _ := scrape(t, tel.Handler(), "/metrics", "")
+	if strings.Contains(body, "overflow") {
+		t.Fatalf("the exposition folds series into the SDK's overflow series:\n%s", firstLinesWith(body, "overflow", 3))
+	}
+	if n := strings.Count(body, "\nregistrar_shadow_limited_total{"); n != (otelsink.MaxPolicies-2)*4 {
+		t.Errorf("%d shadow series, want %d", n, (otelsink.MaxPolicies-2)*4)
+	}
+}
+
+func firstLinesWith(body, sub string, n int) string {
+	var out []string
+	for _, l := range strings.Split(body, "\n") {
+		if strings.Contains(l, sub) && len(out) < n {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -38,16 +38,19 @@ and directory anomalies (records that stop without an active file, a gap in
 the generation numbers, an unreadable store file, the directory or a file
 of it owned by neither root nor the store's owner, or group- or
 world-writable), lists every file it did not read with the reason, and
-summarises the limited (counted) records per bucket. With --by identity it
-also lists them per caller identity and bucket, the most limited
+summarises the limited (counted) records per bucket, the shadow records
+(calls a caller policy's shadow sizes would have limited, none of which
+was) apart from them, both per caller policy, and lists the admin records
+(who reset which identity's limits). With --by identity it also lists the
+limited records per caller identity and bucket, the most limited
 invocations first (the --top N, 0 for all): who is flooding. The store's
 owner is the uid running the scan, or, run as root, the directory's owner.
 
 Exit status: 0 when the store is clean, 1 when anomalies are found, 2 on a
 usage error or an unreadable store, 4 when --fail-on-limited N is given and
 more than N invocations were limited in the window (anomalies, 1, take
-precedence): counted records are evidence, not anomalies, so a cron job
-learns of a flood only this way.`,
+precedence; shadow records never count): counted records are evidence,
+not anomalies, so a cron job learns of a flood only this way.`,
 	examples: []string{
 		"registrar-otel audit scan",
 		"registrar-otel audit scan --config /etc/registrar-otel/registrar.toml --window 24h --json",
@@ -163,7 +166,8 @@ func (v scanView) shown() ([]audit.IdentityLimited, int) {
 }
 
 // totalLimited is how many invocations were limited in the window, both
-// buckets, saturating.
+// buckets, saturating. Shadow records are not limited invocations: they
+// are never in it.
 func totalLimited(rep *audit.Report) uint64 {
 	var n uint64
 	for _, s := range rep.Limited {

@@ -26,12 +26,20 @@ type scanJSON struct {
 	Malformed            []scanMalformedJSON    `json:"malformed"`
 	UnpairedIntents      []scanUnpairedJSON     `json:"unpaired_intents"`
 	Limited              map[string]scanLimJSON `json:"limited"`
-	Records              map[string]uint64      `json:"records"`
-	Files                []string               `json:"files"`
-	Skipped              []scanSkippedJSON      `json:"skipped"`
-	StoreAnomalies       []scanStoreAnomalyJSON `json:"store_anomalies"`
-	LateLimitedRecords   uint64                 `json:"late_limited_records"`
-	EvidenceGaps         []scanGapJSON          `json:"evidence_gaps"`
+	// ShadowLimited is apart from Limited: calls a policy's shadow sizes
+	// would have limited, none of which was.
+	ShadowLimited map[string]scanLimJSON `json:"shadow_limited"`
+	ByPolicy      []scanPolicyJSON       `json:"by_policy"`
+	// ByPolicyOther sums the keys past the scan's bound, as
+	// {"limited": per bucket, "shadow": per bucket}.
+	ByPolicyOther      map[string]map[string]scanLimJSON `json:"by_policy_other"`
+	Admin              scanAdminJSON                     `json:"admin"`
+	Records            map[string]uint64                 `json:"records"`
+	Files              []string                          `json:"files"`
+	Skipped            []scanSkippedJSON                 `json:"skipped"`
+	StoreAnomalies     []scanStoreAnomalyJSON            `json:"store_anomalies"`
+	LateLimitedRecords uint64                            `json:"late_limited_records"`
+	EvidenceGaps       []scanGapJSON                     `json:"evidence_gaps"`
 	// With --by identity only.
 	LimitedByIdentity        []scanIdentityJSON     `json:"limited_by_identity,omitempty"`
 	LimitedByIdentityOmitted *int                   `json:"limited_by_identity_omitted,omitempty"`
@@ -47,6 +55,38 @@ type scanGapJSON struct {
 	To      string `json:"to"`
 	Records uint64 `json:"records"`
 	Count   uint64 `json:"count"`
+}
+
+type scanPolicyJSON struct {
+	Policy  string `json:"policy"`
+	Bucket  string `json:"bucket"`
+	Shadow  bool   `json:"shadow"`
+	Records uint64 `json:"records"`
+	Count   uint64 `json:"count"`
+}
+
+type scanAdminJSON struct {
+	ByAction map[string]uint64     `json:"by_action"`
+	Records  []scanAdminRecordJSON `json:"records"`
+	// Omitted is how many admin records the list leaves out (it holds the
+	// first audit.MaxReportedLines).
+	Omitted uint64 `json:"omitted"`
+}
+
+type scanAdminRecordJSON struct {
+	File           string          `json:"file"`
+	Line           uint64          `json:"line"`
+	TS             string          `json:"ts"`
+	CallerIdentity string          `json:"caller_identity"`
+	Action         string          `json:"action"`
+	Subject        scanSubjectJSON `json:"subject"`
+}
+
+// scanSubjectJSON is an admin record's subject: the keys its action uses.
+type scanSubjectJSON struct {
+	Identity string   `json:"identity,omitempty"`
+	Verbs    []string `json:"verbs,omitempty"`
+	Buckets  []string `json:"buckets,omitempty"`
 }
 
 type scanIdentityJSON struct {
@@ -100,6 +140,10 @@ func writeScanJSON(w io.Writer, v scanView) error {
 		Malformed:            []scanMalformedJSON{},
 		UnpairedIntents:      []scanUnpairedJSON{},
 		Limited:              map[string]scanLimJSON{},
+		ShadowLimited:        map[string]scanLimJSON{},
+		ByPolicy:             []scanPolicyJSON{},
+		ByPolicyOther:        map[string]map[string]scanLimJSON{"limited": {}, "shadow": {}},
+		Admin:                scanAdminJSON{ByAction: map[string]uint64{}, Records: []scanAdminRecordJSON{}},
 		Records:              map[string]uint64{},
 		Files:                append([]string{}, rep.Files...),
 		Skipped:              []scanSkippedJSON{},
@@ -124,8 +168,26 @@ func writeScanJSON(w io.Writer, v scanView) error {
 	}
 	for b := range vocab.Bucket(vocab.NumBuckets) {
 		out.Limited[b.String()] = scanLimJSON(rep.Limited[b])
+		out.ShadowLimited[b.String()] = scanLimJSON(rep.ShadowLimited[b])
+		out.ByPolicyOther["limited"][b.String()] = scanLimJSON(rep.OtherPolicies[0][b])
+		out.ByPolicyOther["shadow"][b.String()] = scanLimJSON(rep.OtherPolicies[1][b])
 	}
-	for p := audit.PhaseIntent; p <= audit.PhaseLimited; p++ {
+	for _, r := range rep.ByPolicy {
+		out.ByPolicy = append(out.ByPolicy, scanPolicyJSON{r.Policy, r.Bucket.String(), r.Shadow, r.Records, r.Count})
+	}
+	var admins uint64
+	for a := audit.Action(1); int(a) <= audit.NumActions; a++ {
+		out.Admin.ByAction[a.String()] = rep.Admin[a]
+		admins += rep.Admin[a]
+	}
+	for _, e := range rep.AdminRecords {
+		out.Admin.Records = append(out.Admin.Records, scanAdminRecordJSON{
+			File: e.File, Line: e.Line, TS: e.TS.UTC().Format(audit.TimeLayout), CallerIdentity: e.CallerIdentity,
+			Action: e.Admin.Action.String(), Subject: subjectJSON(e.Admin),
+		})
+	}
+	out.Admin.Omitted = admins - uint64(len(rep.AdminRecords))
+	for p := audit.PhaseIntent; int(p) <= audit.NumPhases; p++ {
 		out.Records[p.String()] = rep.Records[p-1]
 	}
 	for _, s := range rep.Skipped {
@@ -147,4 +209,16 @@ func writeScanJSON(w io.Writer, v scanView) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// subjectJSON is a's subject as --json shows it.
+func subjectJSON(a audit.Admin) scanSubjectJSON {
+	s := scanSubjectJSON{Identity: a.Identity}
+	for _, v := range a.Verbs {
+		s.Verbs = append(s.Verbs, v.String())
+	}
+	for _, b := range a.Buckets {
+		s.Buckets = append(s.Buckets, b.String())
+	}
+	return s
 }

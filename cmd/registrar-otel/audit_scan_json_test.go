@@ -25,7 +25,13 @@ func TestGoldenAuditScanJSON(t *testing.T) {
 	// checkpoint, written 30 s later at the restart.
 	recovered := scanLimited(vocab.Admission, 9)
 	recovered.WindowStart, recovered.WindowEnd = at.Add(-40*time.Second), at.Add(-30*time.Second)
-	for _, r := range []*audit.Record{scanIntent("r-1"), scanOutcome("r-1"), scanIntent("r-crashed"), lim, recovered} {
+	cp := scanLimited(vocab.Admission, 4)
+	cp.Policy, cp.WindowStart, cp.WindowEnd = "control-plane", at.Add(-time.Minute), at
+	shadow := scanShadow("agents", vocab.PredecisionRefusal, 12)
+	shadow.WindowStart, shadow.WindowEnd = at.Add(-time.Minute), at
+	reset := scanReset("unix-peer:uid=0", "registrar-client:uri:spiffe://example.org/agent/h7")
+	reset.Admin.Verbs = []vocab.Verb{vocab.Deregister, vocab.Mint}
+	for _, r := range []*audit.Record{scanIntent("r-1"), scanOutcome("r-1"), scanIntent("r-crashed"), lim, recovered, cp, shadow, reset} {
 		if err := s.Append(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}

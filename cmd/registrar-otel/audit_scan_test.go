@@ -50,6 +50,19 @@ func scanOutcome(id string) *audit.Record {
 	return r
 }
 
+func scanShadow(policy string, b vocab.Bucket, n uint64) *audit.Record {
+	r := scanLimited(b, n)
+	r.Policy, r.Shadow = policy, true
+	return r
+}
+
+func scanReset(who, identity string) *audit.Record {
+	return &audit.Record{
+		Phase: audit.PhaseAdmin, CallerIdentity: who,
+		Admin: &audit.Admin{Action: audit.ActionLimitsReset, Identity: identity, Verbs: []vocab.Verb{vocab.Mint}, Buckets: []vocab.Bucket{vocab.Admission}},
+	}
+}
+
 func scanLimited(b vocab.Bucket, n uint64) *audit.Record {
 	end := time.Now().Add(-time.Hour)
 	return &audit.Record{
@@ -106,8 +119,9 @@ func TestAuditScanJSONIsStable(t *testing.T) {
 		t.Fatalf("--json output is not JSON: %v\n%s", err, out)
 	}
 	keys := slices.Sorted(maps.Keys(got))
-	want := []string{"anomalies", "dir", "evidence_gaps", "files", "grace_seconds", "intent_without_outcome", "late_limited_records", "limited", "malformed",
-		"malformed_by_rule", "malformed_records", "now", "records", "skipped", "store_anomalies", "unpaired_intents", "window_seconds"}
+	want := []string{"admin", "anomalies", "by_policy", "by_policy_other", "dir", "evidence_gaps", "files", "grace_seconds", "intent_without_outcome",
+		"late_limited_records", "limited", "malformed", "malformed_by_rule", "malformed_records", "now", "records", "shadow_limited", "skipped",
+		"store_anomalies", "unpaired_intents", "window_seconds"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("got keys %v, want %v", keys, want)
 	}
@@ -118,7 +132,8 @@ func TestAuditScanJSONIsStable(t *testing.T) {
 	if p := lim["predecision_refusal"].(map[string]any); p["records"] != float64(1) || p["count"] != float64(3) {
 		t.Errorf("got limited %v, want predecision_refusal {1, 3}", lim)
 	}
-	if got["malformed"] == nil || got["skipped"] == nil || got["store_anomalies"] == nil {
+	if got["malformed"] == nil || got["skipped"] == nil || got["store_anomalies"] == nil || got["by_policy"] == nil ||
+		got["admin"].(map[string]any)["records"] == nil {
 		t.Error("empty lists are null; want []")
 	}
 }
@@ -216,5 +231,40 @@ func TestAuditScanReportsAGenerationGap(t *testing.T) {
 	if code != auditScanAnomalies || !strings.Contains(out, "generation_gap registrar-audit-20260101T000100Z-000005.jsonl: generation numbers jump from 000003") ||
 		!strings.Contains(out, "1 generation(s) between them are missing") {
 		t.Fatalf("exit %d, want 1 and the gap:\n%s", code, out)
+	}
+}
+
+// TestAuditScanShowsShadowTotalsApartAndTheAdminRecords: shadow records
+// are their own section, never in the limited totals, --by identity or
+// --fail-on-limited; the policy table names each policy; the admin
+// records say who reset whom. A store without them prints none of those
+// sections.
+func TestAuditScanShowsShadowTotalsApartAndTheAdminRecords(t *testing.T) {
+	cp := scanLimited(vocab.Admission, 7)
+	cp.Policy = "control-plane"
+	dir := auditStore(t, scanLimited(vocab.Admission, 2), cp, scanShadow("agents", vocab.Admission, 500), scanShadow("agents", vocab.PredecisionRefusal, 3),
+		scanReset("unix-peer:uid=0", "unix-peer:uid=1000"))
+	code, out, errs := auditScanOutput("--dir", dir, "--by", "identity", "--fail-on-limited", "10")
+	if code != auditScanClean {
+		t.Fatalf("exit %d, want 0 (9 limited, not more than 10; 503 shadow never count); stderr %s\n%s", code, errs, out)
+	}
+	wantContains(t, "report", out,
+		"records in window: 0 intent, 0 outcome, 4 limited, 1 admin",
+		"limited (counted records of suppressed invocations):\n  predecision_refusal  0 records, 0 invocations\n  admission            2 records, 9 invocations",
+		"shadow (counted records of calls their policy's shadow sizes would have limited; none was limited):\n  predecision_refusal  1 records, 3 invocations\n  admission            1 records, 500 invocations",
+		"  agents         admission            shadow   1        500",
+		"  control-plane  admission            limited  1        7",
+		"  default        admission            limited  1        2",
+		"admin (actions on the daemon's own state): 1 records\n  limits_reset         1",
+		"limits_reset by unix-peer:uid=0: identity unix-peer:uid=1000, verbs mint, buckets admission",
+		"unix-peer:uid=1000  admission  2        9",
+		"fail-on-limited: 9 invocations limited in the window, not more than 10")
+
+	plain := auditStore(t, scanLimited(vocab.Admission, 2))
+	_, out, _ = auditScanOutput("--dir", plain)
+	for _, absent := range []string{"shadow", "caller policy", "admin ("} {
+		if strings.Contains(out, absent) {
+			t.Errorf("a store without policies, shadows or admin records prints %q:\n%s", absent, out)
+		}
 	}
 }

@@ -24,8 +24,8 @@ func writeScanText(w io.Writer, v scanView) error {
 	for _, s := range rep.Skipped {
 		p.printf("  skipped %s: %s\n", s.Name, s.Reason)
 	}
-	p.printf("records in window: %d intent, %d outcome, %d limited\n",
-		rep.Records[audit.PhaseIntent-1], rep.Records[audit.PhaseOutcome-1], rep.Records[audit.PhaseLimited-1])
+	p.printf("records in window: %d intent, %d outcome, %d limited, %d admin\n",
+		rep.Records[audit.PhaseIntent-1], rep.Records[audit.PhaseOutcome-1], rep.Records[audit.PhaseLimited-1], rep.Records[audit.PhaseAdmin-1])
 
 	p.printf("\nintent_without_outcome: %d\n", rep.IntentWithoutOutcome)
 	for _, u := range rep.Unpaired {
@@ -56,6 +56,8 @@ func writeScanText(w io.Writer, v scanView) error {
 		s := rep.Limited[b]
 		p.printf("  %-20s %d records, %d invocations\n", b, s.Records, s.Count)
 	}
+	writeShadowAndPolicies(p, rep)
+	writeAdmin(p, rep)
 	p.printf("\nevidence gaps (counted records written over %s after their window_end: recovered after an unclean stop): %d records\n",
 		audit.LateLimitedAfter, rep.LateLimitedRecords)
 	for _, g := range rep.Gaps {
@@ -98,6 +100,96 @@ func writeScanText(w io.Writer, v scanView) error {
 		p.printf("\nresult: clean\n")
 	}
 	return p.err
+}
+
+// writeShadowAndPolicies prints the shadow totals, apart from the limited
+// ones, and the counted records per caller policy: only when a record has
+// a shadow or a policy other than the default, so the report of a store
+// without caller policies is what it always was.
+func writeShadowAndPolicies(p *errWriter, rep *audit.Report) {
+	var shadow uint64
+	for _, s := range rep.ShadowLimited {
+		shadow += s.Records
+	}
+	if shadow > 0 {
+		p.printf("\nshadow (counted records of calls their policy's shadow sizes would have limited; none was limited):\n")
+		for b := range vocab.Bucket(vocab.NumBuckets) {
+			s := rep.ShadowLimited[b]
+			p.printf("  %-20s %d records, %d invocations\n", b, s.Records, s.Count)
+		}
+	}
+	policies := false
+	for _, r := range rep.ByPolicy {
+		policies = policies || r.Shadow || r.Policy != audit.DefaultPolicy
+	}
+	if !policies {
+		return
+	}
+	p.printf("\ncounted records by caller policy (most invocations first):\n")
+	var buf strings.Builder
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  policy\tbucket\tkind\trecords\tinvocations")
+	kind := func(shadow bool) string {
+		if shadow {
+			return "shadow"
+		}
+		return "limited"
+	}
+	for _, r := range rep.ByPolicy {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\n", printable(r.Policy), r.Bucket, kind(r.Shadow), r.Records, r.Count)
+	}
+	for shadow, byBucket := range rep.OtherPolicies {
+		for b := range vocab.Bucket(vocab.NumBuckets) {
+			if o := byBucket[b]; o.Records > 0 {
+				fmt.Fprintf(tw, "  (policies past the first %d keys)\t%s\t%s\t%d\t%d\n", audit.MaxScanPolicyKeys, b, kind(shadow == 1), o.Records, o.Count)
+			}
+		}
+	}
+	tw.Flush()
+	p.printf("%s", buf.String())
+}
+
+// writeAdmin prints the admin records (actions on the daemon's own
+// state): their count by action and the first of them, who did what to
+// whom. Nothing when there are none.
+func writeAdmin(p *errWriter, rep *audit.Report) {
+	var n uint64
+	for _, c := range rep.Admin {
+		n += c
+	}
+	if n == 0 {
+		return
+	}
+	p.printf("\nadmin (actions on the daemon's own state): %d records\n", n)
+	for a := audit.Action(1); int(a) <= audit.NumActions; a++ {
+		if rep.Admin[a] > 0 {
+			p.printf("  %-20s %d\n", a, rep.Admin[a])
+		}
+	}
+	for _, e := range rep.AdminRecords {
+		p.printf("  %s:%d %s %s by %s: %s\n", e.File, e.Line, e.TS.UTC().Format(audit.TimeLayout), e.Admin.Action, printable(e.CallerIdentity), subjectText(e.Admin))
+	}
+	if n > uint64(len(rep.AdminRecords)) {
+		p.printf("  ... and %d more\n", n-uint64(len(rep.AdminRecords)))
+	}
+}
+
+// subjectText is an admin record's subject on one line.
+func subjectText(a audit.Admin) string {
+	var parts []string
+	if a.Identity != "" {
+		parts = append(parts, "identity "+printable(a.Identity))
+	}
+	names := func(vs []string) string { return strings.Join(vs, ",") }
+	if len(a.Verbs) > 0 {
+		s := subjectJSON(a)
+		parts = append(parts, "verbs "+names(s.Verbs))
+	}
+	if len(a.Buckets) > 0 {
+		s := subjectJSON(a)
+		parts = append(parts, "buckets "+names(s.Buckets))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // printable is an identity as it can be printed on one line of a

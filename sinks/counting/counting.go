@@ -10,6 +10,13 @@
 // The production sink chain wraps this sink (coalesce → otelsink → counting);
 // it is the single per-bucket counter in the tree, and the registrar_health
 // limiter member reads it.
+//
+// A shadow event (limiter.Event.Shadow) is not counted: it says a call
+// would have been limited by its policy's candidate (shadow) sizes, and
+// the call was answered as if the shadow did not exist. The health
+// snapshot's counts are of invocations that were limited, so they stay
+// what they would be without a shadow; shadow charges are counted by
+// otelsink (registrar_shadow_limited_total) and in the counted evidence.
 package counting
 
 import (
@@ -31,10 +38,10 @@ var _ limiter.Sink = (*Sink)(nil)
 // New returns a Sink with both counters at zero.
 func New() *Sink { return new(Sink) }
 
-// Limited counts ev against its bucket. An event with an invalid bucket is
-// ignored.
+// Limited counts ev against its bucket. A shadow event, or one with an
+// invalid bucket, is ignored.
 func (s *Sink) Limited(_ context.Context, ev limiter.Event) {
-	if ev.Bucket.Valid() {
+	if !ev.Shadow && ev.Bucket.Valid() {
 		s.counts[ev.Bucket].Add(1)
 	}
 }

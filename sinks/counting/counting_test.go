@@ -77,3 +77,19 @@ func TestForwardingWrapperStillMovesBothCounters(t *testing.T) {
 		t.Fatalf("counts %+v, wrapper saw %d; want 10 and 3, 13 seen", got, w.seen)
 	}
 }
+
+// TestShadowEventsAreNotCountedAsLimited: a shadow charge says the call
+// would have been limited by candidate sizes; it was answered, so neither
+// counter moves, while the enforced events around it still count.
+func TestShadowEventsAreNotCountedAsLimited(t *testing.T) {
+	s := counting.New()
+	ctx := context.Background()
+	for _, b := range []vocab.Bucket{vocab.PredecisionRefusal, vocab.Admission} {
+		s.Limited(ctx, limiter.Event{Identity: "c", Verb: vocab.Mint, Bucket: b, Policy: "agents", Shadow: true})
+		s.Limited(ctx, limiter.Event{Identity: "c", Verb: vocab.Mint, Bucket: b, Policy: "agents", Shadow: true})
+	}
+	s.Limited(ctx, limiter.Event{Identity: "c", Verb: vocab.Mint, Bucket: vocab.Admission, Policy: "agents"})
+	if got := s.Counts(); got.PredecisionRefusal != 0 || got.Admission != 1 {
+		t.Fatalf("counts %+v after four shadow events and one enforced admission event; want 0 and 1", got)
+	}
+}

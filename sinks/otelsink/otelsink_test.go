@@ -1,7 +1,10 @@
 package otelsink_test
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/limiter"
@@ -21,13 +24,15 @@ import (
 func newReader(t testing.TB) (*sdkmetric.MeterProvider, *sdkmetric.ManualReader) {
 	t.Helper()
 	r := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	// The daemon's limit (telemetry.New): every series the sink may make.
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r), sdkmetric.WithCardinalityLimit(otelsink.MaxSeriesPerCounter+1))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	return mp, r
 }
 
-// collect returns name → verb → value for every int64 sum in r, and the
-// collected metrics themselves.
+// collect returns name → series → value for every int64 sum in r, and the
+// collected metrics themselves. A limited counter's series is
+// "policy/verb"; the shadow counter's "policy/verb/bucket".
 func collect(t *testing.T, r *sdkmetric.ManualReader) (map[string]map[string]int64, []metricdata.Metrics) {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
@@ -46,16 +51,24 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) (map[string]map[string]int
 			if !sum.IsMonotonic {
 				t.Errorf("%s: not monotonic, want a counter", m.Name)
 			}
+			keys := []attribute.Key{otelsink.LabelPolicy, otelsink.LabelVerb}
+			if m.Name == otelsink.ShadowCounter {
+				keys = append(keys, otelsink.LabelBucket)
+			}
 			got[m.Name] = map[string]int64{}
 			for _, dp := range sum.DataPoints {
-				if dp.Attributes.Len() != 1 {
-					t.Errorf("%s: attributes %v, want exactly {verb}", m.Name, dp.Attributes.ToSlice())
+				if dp.Attributes.Len() != len(keys) {
+					t.Errorf("%s: attributes %v, want exactly %v", m.Name, dp.Attributes.ToSlice(), keys)
 				}
-				verb, ok := dp.Attributes.Value("verb")
-				if !ok {
-					t.Fatalf("%s: data point without a verb attribute: %v", m.Name, dp.Attributes.ToSlice())
+				var series []string
+				for _, k := range keys {
+					v, ok := dp.Attributes.Value(k)
+					if !ok {
+						t.Fatalf("%s: data point without a %s attribute: %v", m.Name, k, dp.Attributes.ToSlice())
+					}
+					series = append(series, v.AsString())
 				}
-				got[m.Name][verb.AsString()] = dp.Value
+				got[m.Name][strings.Join(series, "/")] = dp.Value
 			}
 		}
 	}
@@ -86,8 +99,8 @@ func TestLimitedEventsMoveOnlyTheirBucketsCounterPerVerb(t *testing.T) {
 			got, _ := collect(t, r)
 			other := counterOf[1-b]
 			want := map[string]map[string]int64{
-				counterOf[b]: {"mint": 3, "deregister": 1},
-				other:        {"mint": 0, "deregister": 0},
+				counterOf[b]: {"default/mint": 3, "default/deregister": 1},
+				other:        {"default/mint": 0, "default/deregister": 0},
 			}
 			for name, byVerb := range want {
 				for verb, n := range byVerb {
@@ -96,8 +109,8 @@ func TestLimitedEventsMoveOnlyTheirBucketsCounterPerVerb(t *testing.T) {
 					}
 				}
 			}
-			if len(got) != 2 {
-				t.Errorf("got %d counters %v, want exactly the two per-bucket counters", len(got), got)
+			if len(got) != 2 || len(got[counterOf[b]]) != 2 || len(got[other]) != 2 {
+				t.Errorf("got counters %v, want exactly the two per-bucket counters, the default policy's two verbs each", got)
 			}
 			if n := counts.Count(bucket); n != 4 {
 				t.Errorf("counting sink saw %d events on %s, want 4 (every event forwarded)", n, bucket)
@@ -116,7 +129,7 @@ func TestNewExportsEveryVerbSeriesAtZero(t *testing.T) {
 	}
 	got, _ := collect(t, r)
 	for _, name := range counterOf {
-		for _, verb := range []string{"mint", "deregister"} {
+		for _, verb := range []string{"default/mint", "default/deregister"} {
 			v, ok := got[name][verb]
 			if !ok || v != 0 {
 				t.Errorf("%s{verb=%q} = %d (present %v), want 0 and present", name, verb, v, ok)
@@ -127,8 +140,12 @@ func TestNewExportsEveryVerbSeriesAtZero(t *testing.T) {
 
 func TestCountersHaveUnitAndDescription(t *testing.T) {
 	mp, r := newReader(t)
-	if _, err := otelsink.New(nil, mp); err != nil {
+	s, err := otelsink.New(nil, mp)
+	if err != nil {
 		t.Fatalf("New: %v", err)
+	}
+	if err := s.DeclarePolicy("agents", true); err != nil {
+		t.Fatalf("DeclarePolicy: %v", err)
 	}
 	_, all := collect(t, r)
 	seen := map[string]bool{}
@@ -141,7 +158,7 @@ func TestCountersHaveUnitAndDescription(t *testing.T) {
 			t.Errorf("%s: empty description", m.Name)
 		}
 	}
-	for _, name := range counterOf {
+	for _, name := range append(counterOf[:], otelsink.ShadowCounter) {
 		if !seen[name] {
 			t.Errorf("instrument %s not collected", name)
 		}
@@ -186,6 +203,7 @@ func TestSpanEvent(t *testing.T) {
 	tests := []struct {
 		name      string
 		ev        limiter.Event
+		wantEvent string // "" means otelsink.EventName
 		wantAttrs map[attribute.Key]attribute.Value
 	}{
 		{
@@ -194,7 +212,28 @@ func TestSpanEvent(t *testing.T) {
 			wantAttrs: map[attribute.Key]attribute.Value{
 				otelsink.AttrLimitedBucket: attribute.StringValue("admission"),
 				otelsink.AttrVerb:          attribute.StringValue("mint"),
+				otelsink.AttrPolicy:        attribute.StringValue("default"),
 				otelsink.AttrRetryAfter:    attribute.Int64Value(7),
+			},
+		},
+		{
+			name: "admission names its policy",
+			ev:   limiter.Event{Identity: "spiffe://a", Verb: vocab.Mint, Bucket: vocab.Admission, RetryAfterSeconds: 2, Policy: "control-plane"},
+			wantAttrs: map[attribute.Key]attribute.Value{
+				otelsink.AttrLimitedBucket: attribute.StringValue("admission"),
+				otelsink.AttrVerb:          attribute.StringValue("mint"),
+				otelsink.AttrPolicy:        attribute.StringValue("control-plane"),
+				otelsink.AttrRetryAfter:    attribute.Int64Value(2),
+			},
+		},
+		{
+			name:      "a shadow charge is its own event, with bucket, verb and policy",
+			ev:        limiter.Event{Identity: "spiffe://a", Verb: vocab.Deregister, Bucket: vocab.Admission, RetryAfterSeconds: 4, Policy: "agents", Shadow: true},
+			wantEvent: otelsink.ShadowEventName,
+			wantAttrs: map[attribute.Key]attribute.Value{
+				otelsink.AttrLimitedBucket: attribute.StringValue("admission"),
+				otelsink.AttrVerb:          attribute.StringValue("deregister"),
+				otelsink.AttrPolicy:        attribute.StringValue("agents"),
 			},
 		},
 		{
@@ -203,6 +242,7 @@ func TestSpanEvent(t *testing.T) {
 			wantAttrs: map[attribute.Key]attribute.Value{
 				otelsink.AttrLimitedBucket: attribute.StringValue("predecision_refusal"),
 				otelsink.AttrVerb:          attribute.StringValue("deregister"),
+				otelsink.AttrPolicy:        attribute.StringValue("default"),
 			},
 		},
 	}
@@ -227,8 +267,9 @@ func TestSpanEvent(t *testing.T) {
 			if len(events) != 1 {
 				t.Fatalf("got %d span events, want 1", len(events))
 			}
-			if events[0].Name != otelsink.EventName {
-				t.Errorf("event name %q, want %q", events[0].Name, otelsink.EventName)
+			wantEvent := cmp.Or(tc.wantEvent, otelsink.EventName)
+			if events[0].Name != wantEvent {
+				t.Errorf("event name %q, want %q", events[0].Name, wantEvent)
 			}
 			got := map[attribute.Key]attribute.Value{}
 			for _, kv := range events[0].Attributes {
@@ -411,7 +452,10 @@ func TestLimitedDoesNotAllocateWithANonRecordingSpan(t *testing.T) {
 	for _, ev := range []limiter.Event{
 		benchEvent,
 		{Verb: vocab.Deregister, Bucket: vocab.PredecisionRefusal, RetryAfterSeconds: 1},
+		{Verb: vocab.Mint, Bucket: vocab.Admission, RetryAfterSeconds: 1, Policy: "control-plane"},
+		{Verb: vocab.Mint, Bucket: vocab.Admission, RetryAfterSeconds: 1, Policy: "agents", Shadow: true},
 	} {
+		s.Limited(ctx, ev) // a policy's series are built at its first event
 		if n := testing.AllocsPerRun(1000, func() { s.Limited(ctx, ev) }); n != 0 {
 			t.Errorf("Limited(%s, %s) allocates %v times per call, want 0", ev.Verb, ev.Bucket, n)
 		}
@@ -423,5 +467,178 @@ func limitedLoop(b *testing.B, s limiter.Sink, ctx context.Context, ev limiter.E
 	b.ReportAllocs()
 	for b.Loop() {
 		s.Limited(ctx, ev)
+	}
+}
+
+// TestPolicyLabelsTheLimitedCounters: each policy counts in its own
+// series; an event naming no policy is the default policy's.
+func TestPolicyLabelsTheLimitedCounters(t *testing.T) {
+	mp, r := newReader(t)
+	s, err := otelsink.New(nil, mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, ev := range []limiter.Event{
+		{Identity: "a", Verb: vocab.Mint, Bucket: vocab.Admission, Policy: "control-plane"},
+		{Identity: "b", Verb: vocab.Mint, Bucket: vocab.Admission, Policy: "control-plane"},
+		{Identity: "c", Verb: vocab.Mint, Bucket: vocab.Admission, Policy: "default"},
+		{Identity: "d", Verb: vocab.Mint, Bucket: vocab.Admission},
+		{Identity: "e", Verb: vocab.Deregister, Bucket: vocab.PredecisionRefusal, Policy: "agents"},
+	} {
+		s.Limited(ctx, ev)
+	}
+	got, _ := collect(t, r)
+	want := map[string]map[string]int64{
+		otelsink.AdmissionCounter: {
+			"default/mint": 2, "default/deregister": 0,
+			"control-plane/mint": 2, "control-plane/deregister": 0,
+			"agents/mint": 0, "agents/deregister": 0,
+		},
+		otelsink.PredecisionRefusalCounter: {
+			"default/mint": 0, "default/deregister": 0,
+			"control-plane/mint": 0, "control-plane/deregister": 0,
+			"agents/mint": 0, "agents/deregister": 1,
+		},
+	}
+	for name, series := range want {
+		if len(got[name]) != len(series) {
+			t.Errorf("%s: series %v, want %v", name, got[name], series)
+		}
+		for k, n := range series {
+			if g, ok := got[name][k]; !ok || g != n {
+				t.Errorf("%s{%s} = %d (present %v), want %d", name, k, g, ok, n)
+			}
+		}
+	}
+	if _, ok := got[otelsink.ShadowCounter]; ok {
+		t.Errorf("shadow counter has series %v without a shadow event or declaration", got[otelsink.ShadowCounter])
+	}
+}
+
+// TestShadowEventsCountOnlyInTheShadowCounter: a shadow charge moves the
+// shadow counter of its (policy, verb, bucket) and no limited counter, and
+// still reaches the wrapped sink (which, being the counting sink, ignores
+// it).
+func TestShadowEventsCountOnlyInTheShadowCounter(t *testing.T) {
+	mp, r := newReader(t)
+	counts := counting.New()
+	var fwd recordingSink
+	s, err := otelsink.New(limiterFanout{counts, &fwd}, mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 3 {
+		s.Limited(ctx, limiter.Event{Identity: "a", Verb: vocab.Mint, Bucket: vocab.Admission, Policy: "agents", Shadow: true})
+	}
+	s.Limited(ctx, limiter.Event{Identity: "a", Verb: vocab.Deregister, Bucket: vocab.PredecisionRefusal, Policy: "agents", Shadow: true})
+	got, _ := collect(t, r)
+	wantShadow := map[string]int64{
+		"agents/mint/admission": 3, "agents/deregister/predecision_refusal": 1,
+		"agents/mint/predecision_refusal": 0, "agents/deregister/admission": 0,
+	}
+	if len(got[otelsink.ShadowCounter]) != len(wantShadow) {
+		t.Errorf("shadow series %v, want %v", got[otelsink.ShadowCounter], wantShadow)
+	}
+	for k, n := range wantShadow {
+		if g := got[otelsink.ShadowCounter][k]; g != n {
+			t.Errorf("%s{%s} = %d, want %d", otelsink.ShadowCounter, k, g, n)
+		}
+	}
+	for _, name := range counterOf {
+		for k, v := range got[name] {
+			if v != 0 {
+				t.Errorf("%s{%s} = %d after shadow events only, want 0", name, k, v)
+			}
+		}
+	}
+	if fwd.n != 4 {
+		t.Errorf("forwarded %d events, want 4", fwd.n)
+	}
+	if c := counts.Counts(); c.Admission != 0 || c.PredecisionRefusal != 0 {
+		t.Errorf("counting sink %+v after shadow events only, want zeros", c)
+	}
+}
+
+type limiterFanout []limiter.Sink
+
+func (f limiterFanout) Limited(ctx context.Context, ev limiter.Event) {
+	for _, s := range f {
+		s.Limited(ctx, ev)
+	}
+}
+
+// TestDeclarePolicyCreatesItsSeriesAtZero: a declared policy's limited
+// series, and its shadow series when it has a shadow, exist before its
+// first event; declaring twice changes nothing.
+func TestDeclarePolicyCreatesItsSeriesAtZero(t *testing.T) {
+	mp, r := newReader(t)
+	s, err := otelsink.New(nil, mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := s.DeclarePolicy("control-plane", false); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeclarePolicy("agents", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := collect(t, r)
+	for _, name := range counterOf {
+		if n := len(got[name]); n != 6 {
+			t.Errorf("%s: %d series %v, want 6 (three policies, two verbs)", name, n, got[name])
+		}
+		for _, k := range []string{"default/mint", "control-plane/deregister", "agents/mint"} {
+			if v, ok := got[name][k]; !ok || v != 0 {
+				t.Errorf("%s{%s} = %d (present %v), want 0", name, k, v, ok)
+			}
+		}
+	}
+	if n := len(got[otelsink.ShadowCounter]); n != 4 {
+		t.Errorf("shadow series %v, want the four of agents only", got[otelsink.ShadowCounter])
+	}
+	for k := range got[otelsink.ShadowCounter] {
+		if !strings.HasPrefix(k, "agents/") {
+			t.Errorf("shadow series %s of a policy declared without a shadow", k)
+		}
+	}
+}
+
+// TestPolicyLabelsAreBounded: however many distinct names reach the sink,
+// it creates at most MaxPolicies policy label values, and counts the rest
+// under OtherPolicy.
+func TestPolicyLabelsAreBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds MaxPolicies policies' series")
+	}
+	mp, r := newReader(t)
+	s, err := otelsink.New(nil, mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const extra = 10
+	for i := range otelsink.MaxPolicies + extra {
+		s.Limited(ctx, limiter.Event{Verb: vocab.Mint, Bucket: vocab.Admission, Policy: fmt.Sprintf("p%05d", i)})
+	}
+	got, _ := collect(t, r)
+	policies := map[string]bool{}
+	for k := range got[otelsink.AdmissionCounter] {
+		policy, _, _ := strings.Cut(k, "/")
+		policies[policy] = true
+	}
+	if len(policies) != otelsink.MaxPolicies {
+		t.Errorf("%d policy label values, want MaxPolicies = %d", len(policies), otelsink.MaxPolicies)
+	}
+	// default and OtherPolicy take two slots: the first MaxPolicies-2
+	// names have their own series, the remaining 12 share OtherPolicy's.
+	if v := got[otelsink.AdmissionCounter][otelsink.OtherPolicy+"/mint"]; v != extra+2 {
+		t.Errorf("%s{%s/mint} = %d, want %d", otelsink.AdmissionCounter, otelsink.OtherPolicy, v, extra+2)
+	}
+	if v := got[otelsink.AdmissionCounter]["p00000/mint"]; v != 1 {
+		t.Errorf("the first policy's series = %d, want 1", v)
 	}
 }

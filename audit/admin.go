@@ -1,0 +1,274 @@
+package audit
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+
+	"github.com/registrar-otel/registrar-otel/vocab"
+)
+
+// The admin record: one phase for every action taken on the daemon's own
+// state.
+//
+// An admin line names who acted, what was done and to what:
+//
+//	{"record_version":1,"phase":"admin","ts":"2026-08-23T12:40:00.000Z",
+//	 "caller_identity":"unix-peer:uid=0","action":"limits_reset",
+//	 "subject":{"identity":"unix-peer:uid=1000","verbs":["mint","deregister"],
+//	            "buckets":["predecision_refusal","admission"]}}
+//
+// (one line in the store). caller_identity is who acted: the operator's
+// identity as the admin socket derived it, or the daemon's own when it
+// acted by itself. action is a closed enum (Action). subject is an object
+// whose keys the action fixes, as a record's phase fixes its top-level
+// keys: each action requires its own subject keys and forbids every other,
+// and the reader checks both, so a line is still exactly what the writer
+// produces for some valid record.
+//
+// Adding an action (issue 41's file_retired when rotation deletes a
+// generation, issue 40's sealing actions) needs no new phase and no new
+// record_version: append its spelling to actions, its subject keys (if new)
+// to subjectKeys, in the order they are written, and to Admin as fields,
+// list which keys it requires in subjectKeysOf, and write the subject's
+// encoding (appendSubject), its decoding (tokendecode.go's subject) and
+// its rules (validateSubject) beside the others. A bounded string of a
+// subject gets a path in truncPaths (as subject.identity has). Readers of
+// an older version reject the new action's lines as invalid_value (an
+// unknown action), never misread them; this version's reader keeps
+// accepting every line it accepted before.
+//
+// Admin records are written with the store's ordinary Append, are never
+// paired, and are never counted as limited; Scan lists them apart.
+
+// Action is an admin record's action. It is a closed enum: the zero value
+// is not an action, and every switch over it names each one.
+type Action uint8
+
+// The admin actions.
+const (
+	// ActionLimitsReset: an operator refilled one identity's buckets
+	// (`registrar-otel limits reset`). Its subject names the identity and
+	// the verbs and buckets refilled: identity, verbs, buckets.
+	ActionLimitsReset Action = iota + 1
+)
+
+// NumActions is the number of actions; an action's value is 1 to
+// NumActions, so per-action arrays of NumActions+1 are indexed by Action.
+const NumActions = int(ActionLimitsReset)
+
+var actions = vocab.NewEnum[Action]("Action", "admin action", []string{
+	ActionLimitsReset: "limits_reset",
+})
+
+// Valid reports whether a is a known action.
+func (a Action) Valid() bool { return actions.Valid(a) }
+
+// String returns the on-disk spelling, e.g. "limits_reset" (Action(N) for
+// an invalid value).
+func (a Action) String() string { return actions.String(a) }
+
+// MarshalText implements encoding.TextMarshaler; an invalid action is an
+// error.
+func (a Action) MarshalText() ([]byte, error) { return actions.MarshalText(a) }
+
+// UnmarshalText implements encoding.TextUnmarshaler; it accepts exactly the
+// spellings of the known actions.
+func (a *Action) UnmarshalText(b []byte) error { return actions.UnmarshalText(a, b) }
+
+// ParseAction parses an action's spelling (exact, no case folding).
+func ParseAction(s string) (Action, error) { return actions.Parse(s) }
+
+// Admin is an admin record's action and its subject. Which subject fields
+// an action uses is fixed by the action (see each Action's doc); the
+// others must be left at their zero values. An Admin is a plain value; the
+// store never mutates one passed to it.
+type Admin struct {
+	// Action is required.
+	Action Action
+	// Identity is the caller identity the action was taken on, as the
+	// limiter keys it (limits_reset). Required and non-empty when used;
+	// bounded to MaxFieldBytes by the store like caller_identity (path
+	// subject.identity).
+	Identity string
+	// Verbs are the verbs the action covered (limits_reset): at least one,
+	// no duplicates. The store writes them in vocab order (mint,
+	// deregister) whatever order they are given in.
+	Verbs []vocab.Verb
+	// Buckets are the buckets the action covered (limits_reset): at least
+	// one, no duplicates, written in vocab order (predecision_refusal,
+	// admission).
+	Buckets []vocab.Bucket
+}
+
+// The subject's keys in serialization order; a key's index is its order.
+const (
+	subjIdentity = iota
+	subjVerbs
+	subjBuckets
+	numSubjectKeys
+)
+
+var subjectKeys = [numSubjectKeys]string{subjIdentity: "identity", subjVerbs: "verbs", subjBuckets: "buckets"}
+
+// subjectKeysOf lists, per action, the subject keys it requires; every
+// other subject key is forbidden on it.
+var subjectKeysOf = [NumActions + 1][]int{
+	ActionLimitsReset: {subjIdentity, subjVerbs, subjBuckets},
+}
+
+// uses reports whether action a's subject has key k.
+func (a Action) uses(k int) bool {
+	return a.Valid() && slices.Contains(subjectKeysOf[a], k)
+}
+
+// set reports which subject fields of a hold a value.
+func (a *Admin) set() (s [numSubjectKeys]bool) {
+	s[subjIdentity] = a.Identity != ""
+	s[subjVerbs] = a.Verbs != nil
+	s[subjBuckets] = a.Buckets != nil
+	return s
+}
+
+// validateAdmin checks the admin phase: no invocation fields, an Admin with
+// a known action, and the action's subject.
+func (r *Record) validateAdmin(stored bool) error {
+	switch {
+	case r.RequestID != "":
+		return &PhaseError{Phase: r.Phase, Field: "request_id", Problem: "must be absent"}
+	case r.Verb != 0:
+		return &PhaseError{Phase: r.Phase, Field: "verb", Problem: "must be absent"}
+	case r.Requested != nil:
+		return &PhaseError{Phase: r.Phase, Field: "requested", Problem: "must be absent"}
+	case r.RegistrationID != "":
+		return &PhaseError{Phase: r.Phase, Field: "registration_id", Problem: "must be absent"}
+	case r.Outcome != nil:
+		return &PhaseError{Phase: r.Phase, Field: "outcome", Problem: "must be absent"}
+	}
+	if err := r.noLimitedFields(); err != nil {
+		return err
+	}
+	a := r.Admin
+	if a == nil {
+		return &PhaseError{Phase: r.Phase, Field: "action", Missing: true, Problem: "is required"}
+	}
+	if !a.Action.Valid() {
+		return &FieldError{Field: "action", Problem: "is not a known admin action"}
+	}
+	return r.validateSubject(stored)
+}
+
+// validateSubject checks an admin record's subject against its action:
+// every key the action uses holds a valid value, no other key is set.
+func (r *Record) validateSubject(stored bool) error {
+	a := r.Admin
+	set := a.set()
+	for k := range numSubjectKeys {
+		if set[k] && !a.Action.uses(k) {
+			return &PhaseError{Phase: r.Phase, Field: "subject." + subjectKeys[k], Problem: "must be absent on a " + a.Action.String() + " record"}
+		}
+		if !set[k] && a.Action.uses(k) {
+			return &PhaseError{Phase: r.Phase, Field: "subject." + subjectKeys[k], Missing: true, Problem: "is required on a " + a.Action.String() + " record"}
+		}
+	}
+	if a.Action.uses(subjIdentity) && stored {
+		if err := checkBounded(PathSubjectIdentity, a.Identity); err != nil {
+			return err
+		}
+	}
+	if a.Action.uses(subjVerbs) {
+		if err := checkList("subject.verbs", a.Verbs, vocab.Verb.Valid, "mint, deregister", stored); err != nil {
+			return err
+		}
+	}
+	if a.Action.uses(subjBuckets) {
+		if err := checkList("subject.buckets", a.Buckets, vocab.Bucket.Valid, "predecision_refusal, admission", stored); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkList checks a subject list: not empty, every value valid, no value
+// twice, and, stored (as the writer writes it), in the enum's order.
+func checkList[T cmp.Ordered](field string, vs []T, valid func(T) bool, order string, stored bool) error {
+	if len(vs) == 0 {
+		return &FieldError{Field: field, Problem: "is empty (it names at least one)"}
+	}
+	for i, v := range vs {
+		if !valid(v) {
+			return &FieldError{Field: field, Problem: "has a value that is not one of " + order}
+		}
+		for _, w := range vs[:i] {
+			if w == v {
+				return &FieldError{Field: field, Problem: "names a value twice"}
+			}
+		}
+		if stored && i > 0 && vs[i-1] > v {
+			return &FieldError{Field: field, Problem: "is not in the order " + order}
+		}
+	}
+	return nil
+}
+
+// boundedAdmin returns a copy of a with the field bound applied to its
+// bounded strings (recorded in c.Truncated) and its lists in vocab order.
+func (c *Record) boundedAdmin(a *Admin) *Admin {
+	b := *a
+	if a.Action.uses(subjIdentity) {
+		b.Identity = c.cut(PathSubjectIdentity, a.Identity)
+	}
+	if a.Verbs != nil {
+		b.Verbs = slices.Sorted(slices.Values(a.Verbs))
+	}
+	if a.Buckets != nil {
+		b.Buckets = slices.Sorted(slices.Values(a.Buckets))
+	}
+	return &b
+}
+
+// appendAdmin appends an admin record's action and subject keys. a is
+// bounded and valid.
+func appendAdmin(dst []byte, a *Admin) []byte {
+	dst = append(dst, `,"action":"`...)
+	dst = append(dst, a.Action.String()...)
+	dst = append(dst, `","subject":{`...)
+	first := true
+	key := func(k int) {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, '"')
+		dst = append(dst, subjectKeys[k]...)
+		dst = append(dst, `":`...)
+	}
+	for k := range numSubjectKeys {
+		if !a.Action.uses(k) {
+			continue
+		}
+		key(k)
+		switch k {
+		case subjIdentity:
+			dst = appendString(dst, a.Identity)
+		case subjVerbs:
+			dst = appendNames(dst, a.Verbs)
+		case subjBuckets:
+			dst = appendNames(dst, a.Buckets)
+		}
+	}
+	return append(dst, '}')
+}
+
+// appendNames appends a JSON array of enum spellings (which need no
+// escaping).
+func appendNames[T interface{ String() string }](dst []byte, vs []T) []byte {
+	dst = append(dst, '[')
+	for i, v := range vs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendQuote(dst, v.String())
+	}
+	return append(dst, ']')
+}
