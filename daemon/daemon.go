@@ -195,7 +195,11 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 		return nil, fmt.Errorf("daemon: coalescer: %w", err)
 	}
 	d.ckpt.Track(d.coalescer)
-	d.limiter, err = limiter.New(limiterConfig(r), d.coalescer)
+	lc, err := limiterConfig(r)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: limiter: %w", err)
+	}
+	d.limiter, err = limiter.New(lc, d.coalescer)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: limiter: %w", err)
 	}
@@ -250,6 +254,8 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 		ReadHeaderTimeout:    ms(r.ReadHeaderTimeoutMS),
 		IdleTimeout:          ms(r.IdleTimeoutMS),
 		Backup:               backupOf(d.backend),
+		Limits:               d.limitsShow,
+		LimitsReset:          d.limitsReset,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("daemon: wire server: %w", err)

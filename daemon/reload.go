@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/limiter"
-	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/telemetry"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
@@ -234,8 +234,11 @@ func (d *Daemon) rereadToken(ctx context.Context, o config.OpenBao) error {
 // apply puts the live keys of next in force.
 func (d *Daemon) apply(next config.Config) error {
 	r, old := next.Registrar, d.reload.applied.Registrar
-	lc, lo := limiterConfig(r), limiterConfig(old)
-	if lc.Admission != lo.Admission || lc.PredecisionRefusal != lo.PredecisionRefusal {
+	if r.DefaultSizes() != old.DefaultSizes() || !reflect.DeepEqual(r.Callers, old.Callers) {
+		lc, err := limiterConfig(r)
+		if err != nil {
+			return err
+		}
 		if err := d.limiter.Reconfigure(lc); err != nil {
 			return err
 		}
@@ -247,21 +250,43 @@ func (d *Daemon) apply(next config.Config) error {
 	return d.verbs.SetComponents(r.Components)
 }
 
-// limiterConfig is the limiter's sizes from the [registrar] table.
-func limiterConfig(r config.Registrar) limiter.Config {
-	return limiter.Config{
+// limiterConfig is the limiter's sizes from the [registrar] table: the
+// default sizes, and each [registrar.callers.<name>] policy with its
+// matcher. The error is the matcher's, which a validated configuration
+// never gets.
+func limiterConfig(r config.Registrar) (limiter.Config, error) {
+	def := limiterSizes(r.DefaultSizes())
+	lc := limiter.Config{PredecisionRefusal: def.PredecisionRefusal, Admission: def.Admission}
+	if len(r.Callers) == 0 {
+		return lc, nil
+	}
+	m, err := r.CallersMatcher()
+	if err != nil {
+		return limiter.Config{}, err
+	}
+	lc.Match = m.Match
+	lc.Policies = make([]limiter.Policy, len(r.Callers))
+	for i, p := range r.Callers {
+		lc.Policies[i] = limiter.Policy{Name: p.Name, Sizes: limiterSizes(p.Sizes)}
+		if p.Shadow != nil {
+			sh := limiterSizes(*p.Shadow)
+			lc.Policies[i].Shadow = &sh
+		}
+	}
+	return lc, nil
+}
+
+// limiterSizes is a policy's four sizes as the limiter takes them.
+func limiterSizes(s config.CallerSizes) limiter.Sizes {
+	return limiter.Sizes{
 		PredecisionRefusal: limiter.BucketConfig{
-			Burst:          r.RateLimitPredecisionRefusalBurst,
-			RefillInterval: time.Duration(r.RateLimitPredecisionRefusalRefillIntervalMS) * time.Millisecond,
+			Burst:          s.PredecisionRefusalBurst,
+			RefillInterval: time.Duration(s.PredecisionRefusalRefillIntervalMS) * time.Millisecond,
 		},
 		Admission: limiter.BucketConfig{
-			Burst:          r.RateLimitAdmissionBurst,
-			RefillInterval: time.Duration(r.RateLimitAdmissionRefillIntervalMS) * time.Millisecond,
+			Burst:          s.AdmissionBurst,
+			RefillInterval: time.Duration(s.AdmissionRefillIntervalMS) * time.Millisecond,
 		},
-		// The unix socket's callers keep entries of their own: no number of
-		// client certificates can push them onto the overflow buckets. A
-		// reload keeps it (Reconfigure does not look at Local).
-		Local: server.IsUnixIdentity,
 	}
 }
 

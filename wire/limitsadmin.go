@@ -146,12 +146,16 @@ type PoolOverflow struct {
 	// an entry to these buckets.
 	Entries    int `json:"entries"`
 	MaxEntries int `json:"max_entries"`
-	// Buckets are the four overflow buckets in vocab order.
+	// Buckets are the pool's overflow buckets: four per caller policy
+	// ("default" first, then the configured policies in order), each
+	// policy's in vocab order.
 	Buckets []OverflowBucket `json:"buckets"`
 }
 
-// OverflowBucket is one of a pool's shared overflow buckets.
+// OverflowBucket is one of a pool's shared overflow buckets: the one the
+// identities of Policy without an entry share while the pool is full.
 type OverflowBucket struct {
+	Policy            string       `json:"policy"`
 	Verb              vocab.Verb   `json:"verb"`
 	Bucket            vocab.Bucket `json:"bucket"`
 	Burst             uint32       `json:"burst"`

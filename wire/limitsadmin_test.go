@@ -22,7 +22,7 @@ func longIdentity(n int, fill string) string { return strings.Repeat(fill, n) }
 const showAnswer = `{"identities":[{"identity":"unix-peer:uid=0","policy":"control-plane","pool":"local","buckets":[` +
 	`{"verb":"mint","bucket":"predecision_refusal","state":"absent","burst":32,"refill_interval_ms":1000,"tokens":32,"retry_after_seconds":0,"shadow":null},` +
 	`{"verb":"mint","bucket":"admission","state":"entry","burst":1600,"refill_interval_ms":100,"tokens":0,"retry_after_seconds":1,"shadow":{"state":"entry","burst":800,"refill_interval_ms":100,"tokens":0,"retry_after_seconds":1}}]}],` +
-	`"overflow":[{"pool":"local","entries":3,"max_entries":256,"buckets":[{"verb":"mint","bucket":"admission","burst":512,"refill_interval_ms":500,"tokens":512,"retry_after_seconds":0}]}]}`
+	`"overflow":[{"pool":"local","entries":3,"max_entries":256,"buckets":[{"policy":"default","verb":"mint","bucket":"admission","burst":512,"refill_interval_ms":500,"tokens":512,"retry_after_seconds":0}]}]}`
 
 // The show client sends GET with the identity as the one query parameter
 // (escaped), and decodes every member of the answer.
@@ -48,7 +48,7 @@ func TestLimitsClientSendsTheIdentityAndDecodesTheAnswer(t *testing.T) {
 				Shadow: &BucketLimits{State: KeyEntry, Burst: 800, RefillIntervalMS: 100, RetryAfterSeconds: 1}},
 		}}},
 		Overflow: []PoolOverflow{{Pool: PoolLocal, Entries: 3, MaxEntries: 256, Buckets: []OverflowBucket{
-			{Verb: vocab.Mint, Bucket: vocab.Admission, Burst: 512, RefillIntervalMS: 500, Tokens: 512}}}},
+			{Policy: "default", Verb: vocab.Mint, Bucket: vocab.Admission, Burst: 512, RefillIntervalMS: 500, Tokens: 512}}}},
 	}
 	if !reflect.DeepEqual(*ans, want) {
 		t.Errorf("decoded %+v\nwant %+v", *ans, want)
@@ -290,7 +290,7 @@ func TestLimitsAnswerOfAFullMapFitsItsBound(t *testing.T) {
 		po := PoolOverflow{Pool: p, Entries: 256, MaxEntries: 256}
 		for v := range vocab.Verb(vocab.NumVerbs) {
 			for b := range vocab.Bucket(vocab.NumBuckets) {
-				po.Buckets = append(po.Buckets, OverflowBucket{Verb: v, Bucket: b, Burst: worst.Burst, RefillIntervalMS: worst.RefillIntervalMS, Tokens: worst.Tokens, RetryAfterSeconds: worst.RetryAfterSeconds})
+				po.Buckets = append(po.Buckets, OverflowBucket{Policy: "control-plane-0123456789-0123456789-0123456789-0123456789-01234", Verb: v, Bucket: b, Burst: worst.Burst, RefillIntervalMS: worst.RefillIntervalMS, Tokens: worst.Tokens, RetryAfterSeconds: worst.RetryAfterSeconds})
 			}
 		}
 		ans.Overflow = append(ans.Overflow, po)

@@ -118,7 +118,7 @@ func sampleShow() wire.LimitsAnswer {
 		po := wire.PoolOverflow{Pool: p, Entries: entries, MaxEntries: 256}
 		for v := range vocab.Verb(vocab.NumVerbs) {
 			for b := range vocab.Bucket(vocab.NumBuckets) {
-				ob := wire.OverflowBucket{Verb: v, Bucket: b, Burst: 8, RefillIntervalMS: 3600000, Tokens: 8}
+				ob := wire.OverflowBucket{Policy: "default", Verb: v, Bucket: b, Burst: 8, RefillIntervalMS: 3600000, Tokens: 8}
 				if p == wire.PoolRemote && v == vocab.Mint && b == vocab.Admission {
 					ob.Tokens, ob.RetryAfterSeconds = 0, 2917 // the agent's mints fall here
 				}

@@ -36,9 +36,9 @@ func printLimits(w io.Writer, ans *wire.LimitsAnswer) {
 	for _, po := range ans.Overflow {
 		fmt.Fprintf(w, "\noverflow buckets of the %s pool  (%d of %d entries)\n", printable(string(po.Pool)), po.Entries, po.MaxEntries)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  verb\tbucket\ttokens/burst\trefill\tretry after")
+		fmt.Fprintln(tw, "  policy\tverb\tbucket\ttokens/burst\trefill\tretry after")
 		for _, b := range po.Buckets {
-			fmt.Fprintf(tw, "  %s\t%s\t%d/%d\t%s\t%s\n", b.Verb, b.Bucket, b.Tokens, b.Burst, refill(b.RefillIntervalMS), retryAfter(b.RetryAfterSeconds))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d/%d\t%s\t%s\n", printable(b.Policy), b.Verb, b.Bucket, b.Tokens, b.Burst, refill(b.RefillIntervalMS), retryAfter(b.RetryAfterSeconds))
 		}
 		tw.Flush()
 	}
