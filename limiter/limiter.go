@@ -310,13 +310,18 @@ func (l *Limiter) chargeAt(ctx context.Context, c *Caller, verb vocab.Verb, buck
 			return r.d
 		}
 		return l.publish(ctx, c, verb, bucket, now, at, r)
+	} else if l.reserve(c.pool) {
+		r := l.insertLocked(s, i, c, h, verb, bucket, now)
+		s.mu.Unlock()
+		return l.publish(ctx, c, verb, bucket, now, at, r)
 	}
 	s.mu.Unlock()
-	r, ok := l.chargeEntry(*c, h, verb, bucket, now)
-	// Retry after a reclaim that freed a slot, or when a concurrent
-	// reclaim did; at a drained cap neither holds and the miss goes
-	// straight to the overflow bucket.
-	if !ok && (l.reclaim(now) > 0 || l.count[c.pool].Load() < poolCap[c.pool]) {
+	// The pool is at its cap. Retry after a reclaim that freed a slot, or
+	// when a concurrent reclaim did; at a drained cap neither holds and the
+	// miss goes straight to the overflow bucket.
+	var r charged
+	ok := false
+	if l.reclaim(now) > 0 || l.count[c.pool].Load() < poolCap[c.pool] {
 		r, ok = l.chargeEntry(*c, h, verb, bucket, now)
 	}
 	if !ok {

@@ -79,9 +79,9 @@ func (l *Limiter) chargeEntry(c Caller, h uint64, verb vocab.Verb, bucket vocab.
 	s := l.shardOf(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	pt := s.pt
 	i, found := s.find(c.identity, h, verb, bucket)
 	if found {
+		pt := s.pt
 		e := &s.slots[i]
 		d := e.tb.take(&pt.enforced[e.policy][bucket], now)
 		d.Policy = pt.names[e.policy]
@@ -90,6 +90,13 @@ func (l *Limiter) chargeEntry(c Caller, h uint64, verb vocab.Verb, bucket vocab.
 	if !l.reserve(c.pool) {
 		return charged{}, false
 	}
+	return l.insertLocked(s, i, &c, h, verb, bucket, now), true
+}
+
+// insertLocked makes the key's entry, full, in the empty slot i of s and
+// charges it; s.mu is held and a slot of the pool is reserved.
+func (l *Limiter) insertLocked(s *shard, i int, c *Caller, h uint64, verb vocab.Verb, bucket vocab.Bucket, now Instant) charged {
+	pt := s.pt
 	pol := pt.resolve(c.identity)
 	p := &pt.enforced[pol][bucket]
 	e := &s.slots[i]
@@ -109,7 +116,7 @@ func (l *Limiter) chargeEntry(c Caller, h uint64, verb vocab.Verb, bucket vocab.
 	if at := int64(e.tb.fullAt(p)); at < s.reclaimAt.Load() {
 		s.reclaimAt.Store(at) // under s.mu, like every write of it
 	}
-	return charged{d: d, shadowed: pt.shadowed[pol], mirror: l.mirror}, true
+	return charged{d: d, shadowed: pt.shadowed[pol], mirror: l.mirror}
 }
 
 // find returns the slot holding the key, or the empty slot where it would be
