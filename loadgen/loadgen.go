@@ -10,6 +10,11 @@
 // a wave larger than the burst completes, late by about
 // (mints − burst) × refill_interval_ms / 1000 seconds.
 //
+// A paced wave (WaveOptions.Pace) reads the RateLimit and RateLimit-Policy
+// fields of every answer and sends a mint only when they say the bucket
+// holds a token for it, waiting one refill otherwise, so it meets no 429
+// and finishes in about the same time (pace.go).
+//
 // A flood sends N requests aimed at one bucket and does not retry:
 // predecision_refusal floods send a service name that is not a DNS label
 // (each caller still gets ServiceLabelInvalid), admission floods remint one
@@ -89,6 +94,9 @@ type Report struct {
 	// Interrupted is set when the run's ctx was cancelled before it
 	// finished: the counts are what completed until then.
 	Interrupted bool
+	// Pacing is what pacing cost a wave run with WaveOptions.Pace; nil
+	// otherwise.
+	Pacing *Pacing
 }
 
 // Throughput is answered calls per second.
@@ -122,6 +130,10 @@ type WaveOptions struct {
 	// requests jitter their own retries, the daemon's retry_after is
 	// deterministic.
 	Jitter func() time.Duration
+	// Pace spaces the mints by the RateLimit fields of the answers so that
+	// none is throttled (pace.go says how), waiting with Sleep; the wave
+	// then reports Pacing.
+	Pace bool
 }
 
 // MaxRetryJitter bounds the driver's default jitter: a throttled mint is
@@ -317,6 +329,10 @@ func Wave(ctx context.Context, c Client, o WaveOptions) (Report, error) {
 		host     string
 		instance uint32
 	}
+	var pace *pacer
+	if o.Pace {
+		pace = newPacer(o.Sleep)
+	}
 	jobs := make(chan job)
 	var workers sync.WaitGroup
 	for range o.Concurrency {
@@ -334,8 +350,23 @@ func Wave(ctx context.Context, c Client, o WaveOptions) (Report, error) {
 					Spec:            wire.Spec{Component: o.Component, ServiceName: o.Component, Reload: "systemctl reload " + o.Component},
 					WrapTTL:         o.WrapTTL,
 				}
-				for {
+				for attempt := 0; ; attempt++ {
+					var tk ticket
+					if pace != nil {
+						var err error
+						if tk, err = pace.acquire(ctx); err != nil {
+							// Interrupted while paced: a retry is abandoned,
+							// a first attempt never started.
+							if attempt > 0 {
+								r.abandoned.Add(1)
+							}
+							break
+						}
+					}
 					resp := r.call(ctx, c, req)
+					if pace != nil {
+						pace.done(tk, resp)
+					}
 					if resp == nil || !resp.Retryable() {
 						r.done.Add(1)
 						break
@@ -362,6 +393,10 @@ feed:
 	workers.Wait()
 	rep := finish(ctx, span, "bringup.wave")
 	span.SetAttributes(attribute.Int64("bringup.throttled", int64(rep.Throttled)))
+	if pace != nil {
+		rep.Pacing = pace.report()
+		span.SetAttributes(attribute.Float64("bringup.pacing_wait_seconds", rep.Pacing.Wait.Seconds()))
+	}
 	return rep, ctx.Err()
 }
 

@@ -42,6 +42,16 @@
 // refusals, 400 and 500 alike. Every response is
 // Content-Type: application/json and Cache-Control: no-store.
 //
+// Every mint and deregister answer a verb gave also carries the
+// RateLimit-Policy and RateLimit header fields of the IETF ratelimit draft,
+// describing the caller's own admission bucket for the verb called:
+//
+//	RateLimit-Policy: "<policy>";q=<burst>;w=<burst × refill interval, seconds, rounded up>
+//	RateLimit: "<policy>";r=<tokens left>;t=<seconds to the next token, rounded up; 0 when full>
+//
+// ratelimit.go formats and parses them; the Client exposes them on each
+// Response.
+//
 // # Identifiers
 //
 // The closed set; the class and status are properties of the identifier:

@@ -69,7 +69,7 @@ func wantParams(t *testing.T, value, name string, want []refParam) {
 func TestFormattedFieldsParseStrictly(t *testing.T) {
 	rng := rand.New(rand.NewPCG(35, 5))
 	capped := func(n uint64) int64 { return int64(min(n, wire.MaxSFInteger)) }
-	for range 20000 {
+	for range 5000 {
 		name := policyName(rng)
 		a, b := number(rng), number(rng)
 		if rng.IntN(8) == 0 {
@@ -434,7 +434,7 @@ func TestParsersAgreeWithTheReference(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(35, 55))
 	var policies, limits int
-	for range 50000 {
+	for range 20000 {
 		v := randomField(rng)
 		checkAgainstReference(t, v)
 		if _, err := wire.ParseRateLimitPolicy(v); err == nil {
@@ -444,8 +444,8 @@ func TestParsersAgreeWithTheReference(t *testing.T) {
 			limits++
 		}
 	}
-	if policies < 2000 || limits < 2000 {
-		t.Errorf("of 50000 drawn values %d were accepted as policies and %d as limits: the draw no longer tests acceptance", policies, limits)
+	if policies < 800 || limits < 800 {
+		t.Errorf("of 20000 drawn values %d were accepted as policies and %d as limits: the draw no longer tests acceptance", policies, limits)
 	}
 }
 

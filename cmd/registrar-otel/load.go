@@ -26,16 +26,22 @@ stopped by SIGTERM.`
 
 var loadWaveUsage = usageSpec{
 	name:     "load wave",
-	synopsis: "--hosts H --modules-per-host M [--concurrency C] [--config FILE | --socket PATH] [--json] [flags]",
+	synopsis: "--hosts H --modules-per-host M [--pace] [--concurrency C] [--config FILE | --socket PATH] [--json] [flags]",
 	what: `Mints a bring-up wave of H×M mints (instances 1..M of --component on hosts
 wave-h0001..) under one root span "bringup.wave", retrying throttled mints
 after their retry_after as a control plane does, then prints a summary: the
 answers, the latencies, the daemon's registrar_health counters and the counted
 records in its audit store.
 
+With --pace the wave reads each answer's RateLimit and RateLimit-Policy fields
+(the caller's own admission bucket) and sends a mint only when they say a token
+is there for it, waiting one refill (w/q seconds) when the bucket is empty: it
+meets no RegistrarBusy, and the summary says how long it waited.
+
 ` + loadExits,
 	examples: []string{
 		"registrar-otel load wave --hosts 64 --modules-per-host 8",
+		"registrar-otel load wave --hosts 200 --modules-per-host 8 --pace",
 		"registrar-otel load wave --config /etc/registrar-otel/registrar.toml --hosts 100 --modules-per-host 8 --json 2>progress.log",
 	},
 }
@@ -62,6 +68,7 @@ func runLoadWave(args []string, stdout, stderr io.Writer) int {
 	lf.register(fs)
 	hosts := fs.Int("hosts", 0, "hosts brought up at once")
 	modules := fs.Int("modules-per-host", 0, "mints per host (instances 1..N of --component, N ≤ 999)")
+	pace := fs.Bool("pace", false, "pace the mints by the answers' RateLimit fields so that none is throttled")
 	if code, ok := parseFlags(fs, loadWaveUsage, args, stdout, stderr); !ok {
 		return code
 	}
@@ -82,7 +89,7 @@ func runLoadWave(args []string, stdout, stderr io.Writer) int {
 	return runLoad(stdout, stderr, &lf, &sum, fmt.Sprintf("wave of %d hosts × %d modules", *hosts, *modules),
 		func(ctx context.Context, c *wire.Client, tel *telemetry.Driver, progress func(loadgen.Progress)) (loadgen.Report, error) {
 			return loadgen.Wave(ctx, c, loadgen.WaveOptions{
-				Hosts: *hosts, ModulesPerHost: *modules, Concurrency: lf.concurrency,
+				Hosts: *hosts, ModulesPerHost: *modules, Concurrency: lf.concurrency, Pace: *pace,
 				Component: lf.component, Tracer: tel.TracerProvider().Tracer("registrar-otel/load"),
 				OnProgress: progress, ProgressEvery: lf.tick(),
 			})

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
+	"net/http"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -39,5 +42,44 @@ func TestLoadStoppedBySIGTERMExits143(t *testing.T) {
 	}
 	if !got.Interrupted || got.Signal != "SIGTERM" {
 		t.Fatalf("summary interrupted %v signal %q, want true and SIGTERM", got.Interrupted, got.Signal)
+	}
+}
+
+// load wave --pace paces the wave and reports what it cost: against a
+// daemon whose answers leave plenty of tokens, no wait and no throttle;
+// without --pace, pacing is null.
+func TestLoadWavePaceReportsPacing(t *testing.T) {
+	path := filepath.Join(shortTempDir(t), "s")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header()[wire.HeaderRateLimitPolicy] = []string{wire.FormatRateLimitPolicy("default", 1000, 500)}
+		w.Header()[wire.HeaderRateLimit] = []string{wire.FormatRateLimit("default", 900, 1)}
+		w.Write([]byte(`{"protocol_version":1,"request_id":"r.1","registration_id":"x","outcome":"first_mint",` + clientHealth + "}\n"))
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	for _, paced := range []bool{true, false} {
+		args := []string{"--socket", path, "--audit-dir", "-", "--hosts", "2", "--modules-per-host", "3",
+			"--json", "--progress", "off", "--settle", "0"}
+		if paced {
+			args = append(args, "--pace")
+		}
+		var out, errb bytes.Buffer
+		if code := runLoadWave(args, &out, &errb); code != exitOK {
+			t.Fatalf("--pace %v: exit %d, stderr %q", paced, code, errb.String())
+		}
+		var sum loadSummary
+		if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+			t.Fatalf("stdout is not the JSON summary: %v\n%s", err, out.String())
+		}
+		if sum.Admitted != 6 || sum.Throttled != 0 || (sum.Pacing != nil) != paced {
+			t.Fatalf("--pace %v: summary %+v, pacing %+v", paced, sum, sum.Pacing)
+		}
+		if paced && (sum.Pacing.Waits != 0 || sum.Pacing.WaitSeconds != 0 || sum.Pacing.AnswersWithoutRateLimit != 0) {
+			t.Fatalf("pacing %+v, want no wait and every answer informed", sum.Pacing)
+		}
 	}
 }

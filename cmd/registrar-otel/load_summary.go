@@ -58,6 +58,7 @@ type loadSummary struct {
 	ElapsedSeconds    float64           `json:"elapsed_seconds"`
 	RequestsPerSecond float64           `json:"requests_per_second"`
 	MaxRetryAfter     uint64            `json:"max_retry_after_seconds"`
+	Pacing            *pacingJSON       `json:"pacing"` // null unless load wave --pace
 	LatencyP50Seconds float64           `json:"latency_p50_seconds"`
 	LatencyP99Seconds float64           `json:"latency_p99_seconds"`
 	ByAnswer          map[string]uint64 `json:"by_answer"`
@@ -74,6 +75,13 @@ type loadSummary struct {
 type waveJSON struct {
 	Hosts          int `json:"hosts"`
 	ModulesPerHost int `json:"modules_per_host"`
+}
+
+// pacingJSON is what load wave --pace cost.
+type pacingJSON struct {
+	WaitSeconds             float64 `json:"wait_seconds"` // the wave stood still waiting for the bucket to refill
+	Waits                   uint64  `json:"waits"`
+	AnswersWithoutRateLimit uint64  `json:"answers_without_ratelimit"` // no usable RateLimit field: paced one call at a time
 }
 
 type floodJSON struct {
@@ -103,6 +111,9 @@ func (s *loadSummary) fill(socket string, r *loadgen.Report) {
 	s.ElapsedSeconds = r.Elapsed.Seconds()
 	s.RequestsPerSecond = r.Throughput()
 	s.MaxRetryAfter = r.MaxRetryAfter
+	if p := r.Pacing; p != nil {
+		s.Pacing = &pacingJSON{WaitSeconds: p.Wait.Seconds(), Waits: p.Waits, AnswersWithoutRateLimit: p.Uninformed}
+	}
 	s.LatencyP50Seconds, s.LatencyP99Seconds = r.P50.Seconds(), r.P99.Seconds()
 	s.ByAnswer = map[string]uint64{}
 	for id, n := range r.ByID {
@@ -127,6 +138,12 @@ func printSummary(w io.Writer, s *loadSummary) {
 	fmt.Fprintf(w, "requests:    %d (%.0f/s)\n", s.Requests, s.RequestsPerSecond)
 	fmt.Fprintf(w, "admitted:    %d\n", s.Admitted)
 	fmt.Fprintf(w, "throttled:   %d (RegistrarBusy answers; max retry_after %d s)\n", s.Throttled, s.MaxRetryAfter)
+	if p := s.Pacing; p != nil {
+		fmt.Fprintf(w, "paced:       waited %.1f s for the bucket to refill (%d waits)\n", p.WaitSeconds, p.Waits)
+		if p.AnswersWithoutRateLimit > 0 {
+			fmt.Fprintf(w, "             %d answers carried no usable RateLimit field (the wave went one mint at a time for those)\n", p.AnswersWithoutRateLimit)
+		}
+	}
 	fmt.Fprintf(w, "refused:     %d\n", s.Refused)
 	if s.Failed > 0 {
 		fmt.Fprintf(w, "failed:      %d (first: %s)\n", s.Failed, s.FirstError)

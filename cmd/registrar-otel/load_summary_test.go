@@ -32,13 +32,22 @@ func TestGoldenLoadJSON(t *testing.T) {
 		sum         loadSummary
 		interrupted bool
 		text        bool
+		paced       bool
 	}{
-		{"load_wave.json", loadSummary{Command: "wave", Wave: &waveJSON{Hosts: 4, ModulesPerHost: 3}}, false, false},
-		{"load_wave_interrupted.json", loadSummary{Command: "wave", Wave: &waveJSON{Hosts: 4, ModulesPerHost: 3}}, true, false},
-		{"load_wave_interrupted.txt", loadSummary{Command: "wave", Wave: &waveJSON{Hosts: 4, ModulesPerHost: 3}}, true, true},
-		{"load_flood.json", loadSummary{Command: "flood", Flood: &floodJSON{Bucket: "admission", Requests: 12}}, false, false},
+		{"load_wave.json", loadSummary{Command: "wave", Wave: &waveJSON{Hosts: 4, ModulesPerHost: 3}}, false, false, false},
+		{"load_wave_interrupted.json", loadSummary{Command: "wave", Wave: &waveJSON{Hosts: 4, ModulesPerHost: 3}}, true, false, false},
+		{"load_wave_interrupted.txt", loadSummary{Command: "wave", Wave: &waveJSON{Hosts: 4, ModulesPerHost: 3}}, true, true, false},
+		{"load_wave_paced.json", loadSummary{Command: "wave", Wave: &waveJSON{Hosts: 4, ModulesPerHost: 3}}, false, false, true},
+		{"load_wave_paced.txt", loadSummary{Command: "wave", Wave: &waveJSON{Hosts: 4, ModulesPerHost: 3}}, false, true, true},
+		{"load_flood.json", loadSummary{Command: "flood", Flood: &floodJSON{Bucket: "admission", Requests: 12}}, false, false, false},
 	} {
 		rep := fixedReport(tc.interrupted)
+		if tc.paced {
+			// A paced wave meets no RegistrarBusy; two answers lacked the fields.
+			rep.Throttled, rep.Requests, rep.MaxRetryAfter = 0, 12, 0
+			rep.ByID = map[wire.ErrorID]uint64{wire.ServiceLabelInvalid: 2}
+			rep.Pacing = &loadgen.Pacing{Wait: 1500 * time.Millisecond, Waits: 3, Uninformed: 2}
+		}
 		if tc.sum.Command == "flood" {
 			rep.TraceID, rep.RootSpan = "", ""
 		}
