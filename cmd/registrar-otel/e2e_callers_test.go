@@ -173,3 +173,35 @@ func TestEndToEndCallerPolicies(t *testing.T) {
 	}
 	d.stop()
 }
+
+// TestEndToEndAPacedWaveMeetsNo429: against the real daemon with a small
+// bucket (burst 4, a token every 50 ms), a wave of 24 mints at
+// concurrency 4 paced by the RateLimit fields is throttled 0 times and
+// every mint is admitted, where the same wave unpaced meets 429s.
+func TestEndToEndAPacedWaveMeetsNo429(t *testing.T) {
+	d := startDaemon(t, `rate_limit_admission_burst = 4
+rate_limit_admission_refill_interval_ms = 50`, "")
+	wave := func(pace bool) loadSummary {
+		args := []string{"load", "wave", "--socket", d.socket, "--audit-dir", "-", "--json", "--hosts", "6", "--modules-per-host", "4",
+			"--component", "review", "--concurrency", "4", "--settle", "0s", "--progress", "off"}
+		if pace {
+			args = append(args, "--pace")
+		}
+		code, out, errOut := d.run(args...)
+		var sum loadSummary
+		if err := json.Unmarshal([]byte(out), &sum); err != nil || code != 0 && code != 1 {
+			t.Fatalf("load wave (pace %v): exit %d, %v\nstdout: %s\nstderr: %s", pace, code, err, out, errOut)
+		}
+		return sum
+	}
+	unpaced := wave(false)
+	if unpaced.Throttled == 0 {
+		t.Fatalf("the unpaced wave met no 429 (%+v): the test cannot tell pacing from luck", unpaced)
+	}
+	paced := wave(true)
+	if paced.Throttled != 0 || paced.Admitted != paced.Target || paced.Pacing == nil {
+		t.Fatalf("the paced wave: %d throttled, %d of %d admitted, pacing %+v; want 0 throttled, all admitted", paced.Throttled, paced.Admitted, paced.Target, paced.Pacing)
+	}
+	t.Logf("unpaced: %d throttled in %.1f s; paced: %.1f s, pacing %+v", unpaced.Throttled, unpaced.ElapsedSeconds, paced.ElapsedSeconds, *paced.Pacing)
+	d.stop()
+}
