@@ -39,6 +39,7 @@ const (
 
 	limitedPredecision = "registrar_limited_predecision_refusal_total"
 	limitedAdmission   = "registrar_limited_admission_total"
+	shadowLimited      = "registrar_shadow_limited_total"
 )
 
 // wantAlerts are the six alerts of the contract with the severity each must
@@ -510,7 +511,35 @@ func stackingMode(t *testing.T, p *dashboard.Panel) common.StackingMode {
 // Series with a `bucket` label (counted records, overflow charges) are
 // aggregated by bucket: summing them away would add the two buckets.
 func TestBucketLabelledSeriesKeepTheirBucket(t *testing.T) {
-	checkAggregationsKeep(t, "bucket", "registrar_coalesce_records_total", "registrar_limiter_overflow_charges_total")
+	checkAggregationsKeep(t, "bucket", "registrar_coalesce_records_total", "registrar_limiter_overflow_charges_total", shadowLimited)
+}
+
+// Each limited counter has a panel per caller policy (sum by policy), the
+// shadow counter a panel of its own by policy and bucket, and the shadow
+// counter is never in an expression with a limited counter: a shadow
+// charge is not a limited invocation.
+func TestLimitedCountersHaveAPolicyPanelAndShadowHasItsOwn(t *testing.T) {
+	d := loadDashboard(t)
+	byPolicy := regexp.MustCompile(`^sum by \(policy\) \(rate\((registrar_[a-z_]+_total)\{[^}]*\}\[\$__rate_interval\]\)\)$`)
+	shadowPanel := regexp.MustCompile(`^sum by \(policy, bucket\) \(rate\(` + shadowLimited + `\{[^}]*\}\[\$__rate_interval\]\)\)$`)
+	seen := map[string]bool{}
+	for _, q := range dashboardQueries(t, d) {
+		names := metricNames(q.expr)
+		if slices.Contains(names, shadowLimited) && (slices.Contains(names, limitedPredecision) || slices.Contains(names, limitedAdmission)) {
+			t.Errorf("%s: the shadow counter in one expression with a limited counter: %s", q.where, q.expr)
+		}
+		if m := byPolicy.FindStringSubmatch(q.expr); m != nil {
+			seen[m[1]] = true
+		}
+		if shadowPanel.MatchString(q.expr) {
+			seen[shadowLimited] = true
+		}
+	}
+	for _, name := range []string{limitedPredecision, limitedAdmission, shadowLimited} {
+		if !seen[name] {
+			t.Errorf("no panel shows %s per caller policy", name)
+		}
+	}
 }
 
 // The limiter's entries and cap are aggregated by pool: the two pools
@@ -557,8 +586,9 @@ var (
 )
 
 // promqlKeywords are identifiers that are neither metrics nor followed by
-// a parenthesis.
-var promqlKeywords = []string{"and", "or", "unless", "bool", "offset", "inf", "nan"}
+// a parenthesis (group_left and group_right take their label list only
+// when they copy labels).
+var promqlKeywords = []string{"and", "or", "unless", "bool", "offset", "inf", "nan", "group_left", "group_right"}
 
 func stripStrings(expr string) string { return stringLiteral.ReplaceAllString(expr, `""`) }
 
@@ -603,6 +633,8 @@ func TestMetricNamesExtractsSelectorsOnly(t *testing.T) {
 		{`sum(rate(a_total[5m])) / sum(rate(b_total[5m])) > 0.1 and sum(rate(a_total[1h] offset 1d)) > 1e-3`,
 			[]string{"a_total", "b_total"}},
 		{`sum(rate(x[5m])) by (bucket)`, []string{"x"}},
+		{"sum by (verb, policy) (rate(a_total[5m]))\n/ on (verb) group_left\nsum by (verb) (rate(b_total[5m]))", []string{"a_total", "b_total"}},
+		{`a / on (verb) group_right (policy) b`, []string{"a", "b"}},
 		{`60 * sum(increase(registrar_coalesce_records_total[$__range]))`, []string{"registrar_coalesce_records_total"}},
 		{`{__name__="only_in_a_matcher"}`, nil},
 	}
@@ -977,4 +1009,39 @@ func deref32(p *uint32) uint32 {
 		return 0
 	}
 	return *p
+}
+
+// The throttle page fires per caller policy: both of its admission
+// aggregations keep the policy label (the ratio's and the floor's), the
+// denominator is matched on the labels it has, and the summary and
+// description name the policy. promtool's cases show it firing for the
+// throttled policy only.
+func TestTheThrottlePageFiresPerPolicy(t *testing.T) {
+	var r *rule
+	for _, x := range loadRules(t) {
+		if x.alert == "RegistrarAdmissionThrottleSpike" {
+			r = &x
+		}
+	}
+	if r == nil {
+		t.Fatal("no RegistrarAdmissionThrottleSpike rule")
+	}
+	agg := regexp.MustCompile(`sum by \(([^)]*)\) \(rate\(` + limitedAdmission + `\[5m\]\)\)`)
+	ms := agg.FindAllStringSubmatch(r.expr, -1)
+	if len(ms) != 2 {
+		t.Fatalf("expr aggregates %s %d times, want 2 (ratio and floor): %s", limitedAdmission, len(ms), r.expr)
+	}
+	for _, m := range ms {
+		if !slices.Contains(strings.Fields(strings.ReplaceAll(m[1], ",", " ")), "policy") {
+			t.Errorf("aggregation by (%s) drops the policy label: %s", m[1], r.expr)
+		}
+	}
+	if !strings.Contains(r.expr, "/ on (job, instance, verb) group_left") {
+		t.Errorf("the ratio does not match the policy-less denominator on (job, instance, verb) with group_left: %s", r.expr)
+	}
+	for _, f := range []string{"summary", "description"} {
+		if !strings.Contains(r.fields[f], "$labels.policy") {
+			t.Errorf("%s %q does not name the policy", f, r.fields[f])
+		}
+	}
 }
