@@ -239,3 +239,22 @@ func sameError(got, want error) bool {
 	}
 	return false
 }
+
+// TestTheBoundsAreInclusive: a name of MaxNameBytes and an identity and a
+// prefix of MaxIdentityBytes are accepted; one byte more is refused
+// (TestNewRefusesInvalidPolicies).
+func TestTheBoundsAreInclusive(t *testing.T) {
+	name := strings.Repeat("a", MaxNameBytes)
+	id := strings.Repeat("x", MaxIdentityBytes)
+	prefix := strings.Repeat("y", MaxIdentityBytes)
+	m, err := New([]Policy{{Name: name, Identities: []string{id}, IdentityPrefixes: []string{prefix}}})
+	if err != nil {
+		t.Fatalf("New at the bounds: %v", err)
+	}
+	if i, ok := m.Match(id); !ok || m.Name(i) != name {
+		t.Errorf("Match(the longest identity) = %d, %v; want policy 0", i, ok)
+	}
+	if i, ok := m.Match(prefix); !ok || m.Name(i) != name {
+		t.Errorf("Match(the longest prefix) = %d, %v; want policy 0", i, ok)
+	}
+}

@@ -7,57 +7,69 @@ import (
 	"testing"
 )
 
-// randomKey is a short string over a three-letter alphabet, so that
-// random identities and prefixes overlap, split and nest often.
-func randomKey(r *rand.Rand, minLen int) string {
-	b := make([]byte, minLen+r.IntN(7))
+// keyShape is how random identities and prefixes look: over a small
+// alphabet they overlap, split and nest often; over two letters and long,
+// they share long edges (the trie's long-label compare); over thirty
+// letters, a node has many children (its wide-node search).
+type keyShape struct {
+	alphabet string
+	maxLen   int
+}
+
+var keyShapes = []keyShape{{"abc", 7}, {"ab", 24}, {"abcdefghijklmnopqrstuvwxyz0123", 3}}
+
+// randomKey is a random string of the shape, at least minLen long.
+func (k keyShape) randomKey(r *rand.Rand, minLen int) string {
+	b := make([]byte, minLen+r.IntN(k.maxLen))
 	for i := range b {
-		b[i] = "abc"[r.IntN(3)]
+		b[i] = k.alphabet[r.IntN(len(k.alphabet))]
 	}
 	return string(b)
 }
 
 // randomPolicies is up to 24 policies of up to 5 identities and 5
 // prefixes each, no identity or prefix named twice.
-func randomPolicies(r *rand.Rand) []Policy {
+func randomPolicies(r *rand.Rand, k keyShape) []Policy {
 	ps := make([]Policy, r.IntN(25))
 	used := map[string]bool{}
 	for i := range ps {
 		ps[i].Name = "p" + strconv.Itoa(i)
 		for range r.IntN(6) {
-			if k := randomKey(r, 1); !used["e"+k] {
-				used["e"+k] = true
-				ps[i].Identities = append(ps[i].Identities, k)
+			if id := k.randomKey(r, 1); !used["e"+id] {
+				used["e"+id] = true
+				ps[i].Identities = append(ps[i].Identities, id)
 			}
 		}
 		for range r.IntN(6) {
-			if k := randomKey(r, 1); !used["p"+k] {
-				used["p"+k] = true
-				ps[i].IdentityPrefixes = append(ps[i].IdentityPrefixes, k)
+			if id := k.randomKey(r, 1); !used["p"+id] {
+				used["p"+id] = true
+				ps[i].IdentityPrefixes = append(ps[i].IdentityPrefixes, id)
 			}
 		}
 	}
 	return ps
 }
 
-// TestMatchAgreesWithTheNaiveModel: on 3,000 random policy sets, every
-// random identity, every named identity and prefix, and each of those
-// with a random suffix, takes the policy the linear scan gives.
+// TestMatchAgreesWithTheNaiveModel: on 3,000 random policy sets of each
+// key shape, every random identity, every named identity and prefix, each
+// of those with a random suffix and each one byte short, takes the policy
+// the linear scan gives.
 func TestMatchAgreesWithTheNaiveModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(35, 1))
-	for round := range 3000 {
-		ps := randomPolicies(r)
+	for round := range 3000 * len(keyShapes) {
+		shape := keyShapes[round%len(keyShapes)]
+		ps := randomPolicies(r, shape)
 		m, err := New(ps)
 		if err != nil {
 			t.Fatalf("round %d: New refused policies with no duplicate: %v", round, err)
 		}
 		var ids []string
 		for range 40 {
-			ids = append(ids, randomKey(r, 0))
+			ids = append(ids, shape.randomKey(r, 0))
 		}
 		for _, p := range ps {
 			for _, k := range append(append([]string(nil), p.Identities...), p.IdentityPrefixes...) {
-				ids = append(ids, k, k+randomKey(r, 1), k[:len(k)-1])
+				ids = append(ids, k, k+shape.randomKey(r, 1), k[:len(k)-1])
 			}
 		}
 		for _, id := range ids {
@@ -76,7 +88,8 @@ func TestNewRefusesWhatTheModelRefuses(t *testing.T) {
 	r := rand.New(rand.NewPCG(35, 2))
 	refused := 0
 	for round := range 2000 {
-		ps := randomPolicies(r)
+		shape := keyShapes[round%len(keyShapes)]
+		ps := randomPolicies(r, shape)
 		if len(ps) == 0 {
 			continue
 		}
@@ -85,9 +98,9 @@ func TestNewRefusesWhatTheModelRefuses(t *testing.T) {
 			p := &ps[r.IntN(len(ps))]
 			switch r.IntN(5) {
 			case 0:
-				p.Identities = append(p.Identities, randomKey(r, 1))
+				p.Identities = append(p.Identities, shape.randomKey(r, 1))
 			case 1:
-				p.IdentityPrefixes = append(p.IdentityPrefixes, randomKey(r, 1))
+				p.IdentityPrefixes = append(p.IdentityPrefixes, shape.randomKey(r, 1))
 			case 2:
 				p.Identities = append(p.Identities, "")
 			case 3:
