@@ -13,6 +13,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/telemetry"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
@@ -256,7 +257,14 @@ func (d *Daemon) apply(next config.Config) error {
 // never gets.
 func limiterConfig(r config.Registrar) (limiter.Config, error) {
 	def := limiterSizes(r.DefaultSizes())
-	lc := limiter.Config{PredecisionRefusal: def.PredecisionRefusal, Admission: def.Admission}
+	lc := limiter.Config{
+		PredecisionRefusal: def.PredecisionRefusal,
+		Admission:          def.Admission,
+		// The unix socket's callers get the local pool, apart from the
+		// certificate identities (issue 27); fixed at New, so a reload
+		// keeps it (Reconfigure does not look at Local).
+		Local: server.IsUnixIdentity,
+	}
 	if len(r.Callers) == 0 {
 		return lc, nil
 	}

@@ -308,3 +308,25 @@ func TestASIGHUPAsSoonAsTheServingLineReloads(t *testing.T) {
 		t.Fatalf("reload stats %+v, want the SIGHUP's one successful reload", s)
 	}
 }
+
+// TestLimiterConfigKeepsUnixCallersInTheLocalPool: the unix socket's
+// callers keep a pool of their own however the caller policies are
+// configured (a policy sizes buckets; the transport picks the pool).
+func TestLimiterConfigKeepsUnixCallersInTheLocalPool(t *testing.T) {
+	for _, withPolicies := range []bool{false, true} {
+		r := config.Default().Registrar
+		if withPolicies {
+			r.Callers = []config.CallerPolicy{{Name: "control-plane", Identities: []string{"unix-peer:uid=0"}, Sizes: r.DefaultSizes()}}
+		}
+		lc, err := limiterConfig(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lc.Local == nil || !lc.Local("unix-peer:uid=1000") || lc.Local("registrar-client:dns:h1") {
+			t.Fatalf("policies %v: Local does not put exactly the unix callers in the local pool", withPolicies)
+		}
+		if withPolicies && (len(lc.Policies) != 1 || lc.Match == nil) {
+			t.Fatalf("policies: %+v", lc.Policies)
+		}
+	}
+}
