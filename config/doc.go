@@ -49,6 +49,17 @@
 // name must be a DNS label (1 to 63 characters of a-z, 0-9 and '-', not
 // starting or ending with '-') because it is part of derived registration ids.
 //
+// Each caller policy is a table [registrar.callers.<name>] (Registrar.Callers,
+// sorted by name): the identities and identity prefixes it applies to and
+// any of the four rate_limit_* bucket sizes, a size it does not set being
+// the [registrar] key's; an optional [registrar.callers.<name>.shadow]
+// table holds candidate sizes, a size it does not set being the policy's.
+// Which policy an identity takes is the callers package's rule (exact
+// identity, else the longest prefix, else "default"), and Validate checks
+// names, identities and duplicates by building its Matcher
+// (Registrar.CallersMatcher). Unlike [registrar]'s, an unknown key in a
+// policy is an error, and the lists cannot be set from the environment.
+//
 // # Strictness and errors
 //
 // Integers are strict: a negative, fractional, string, boolean or
