@@ -80,7 +80,7 @@ func TestEndToEndReloadRaisesTheLimitsWithoutRestarting(t *testing.T) {
 		}
 	}
 	before := d.scrape()
-	if got := sampleIn(t, before, `registrar_limited_admission_total{verb="mint"}`); got != 3 {
+	if got := sampleIn(t, before, `registrar_limited_admission_total{policy="default",verb="mint"}`); got != 3 {
 		t.Fatalf("limited admission before the reload: %v, want 3", got)
 	}
 	if got := sampleIn(t, before, "registrar_coalesce_open_windows"); got != 1 {
@@ -117,7 +117,7 @@ func TestEndToEndReloadRaisesTheLimitsWithoutRestarting(t *testing.T) {
 		t.Fatalf("the daemon (pid %d) restarted or exited: %v", pid, err)
 	}
 	after := d.scrape()
-	if got := sampleIn(t, after, `registrar_limited_admission_total{verb="mint"}`); got < 5 {
+	if got := sampleIn(t, after, `registrar_limited_admission_total{policy="default",verb="mint"}`); got < 5 {
 		t.Fatalf("limited admission after the reload: %v, want ≥ 5 (3 before + 1 + the new identity's): the counters were reset", got)
 	}
 	if got := sampleIn(t, after, "registrar_config_last_reload_successful"); got != 1 {
