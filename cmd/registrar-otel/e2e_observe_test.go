@@ -600,7 +600,10 @@ const backendRow = "OpenBao backend"
 // scrape job, $instance the daemon, $__rate_interval five minutes): each
 // returns at least one series and no NaN or infinite value. The panels of
 // the OpenBao backend row are left out: the daemon runs the embedded
-// backend.
+// backend. So is a panel of the shadow counter while the daemon exports
+// no shadow series: its series exist only for a caller policy with a
+// shadow table, which this daemon's configuration may not have (with one,
+// the panel is checked like the others).
 func checkDashboardQueries(t *testing.T, p *promServer) {
 	t.Helper()
 	raw, err := os.ReadFile(dashboardFile)
@@ -635,6 +638,10 @@ func checkDashboardQueries(t *testing.T, p *promServer) {
 		all = append(all, pn)
 		all = append(all, pn.Panels...)
 	}
+	shadow, err := p.query(`registrar_shadow_limited_total{job="registrar-otel"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
 	n, row := 0, ""
 	for _, pn := range all {
 		if pn.Type == "row" {
@@ -647,6 +654,10 @@ func checkDashboardQueries(t *testing.T, p *promServer) {
 			continue
 		}
 		for _, tg := range pn.Targets {
+			if len(shadow) == 0 && strings.Contains(tg.Expr, "registrar_shadow_limited_total") {
+				t.Logf("panel %q target %s not checked: the daemon has no caller policy with a shadow table", pn.Title, tg.RefID)
+				continue
+			}
 			n++
 			q := vars.Replace(tg.Expr)
 			res, err := p.query(q)
