@@ -31,7 +31,7 @@ import (
 // record_version: append its spelling to actions, its subject keys (if new)
 // to subjectKeys, in the order they are written, and to Admin as fields,
 // list which keys it requires in subjectKeysOf, and write the subject's
-// encoding (appendSubject), its decoding (tokendecode.go's subject) and
+// encoding (appendAdmin), its decoding (tokendecode.go's subject) and
 // its rules (validateSubject) beside the others. A bounded string of a
 // subject gets a path in truncPaths (as subject.identity has). Readers of
 // an older version reject the new action's lines as invalid_value (an
