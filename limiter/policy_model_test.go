@@ -378,6 +378,19 @@ func (c *shadowCounter) Limited(_ context.Context, ev Event) {
 	}
 }
 
+// sameCounts fails unless got (shadow events by policy) equals want (what
+// reference limited, by policy), policy by policy.
+func sameCounts(t *testing.T, got, want map[string]int, reference string) {
+	t.Helper()
+	for _, m := range []map[string]int{got, want} {
+		for p := range m {
+			if got[p] != want[p] {
+				t.Errorf("policy %s: %d shadow events, %s limited %d", p, got[p], reference, want[p])
+			}
+		}
+	}
+}
+
 func newShadowCounter() *shadowCounter {
 	return &shadowCounter{shadow: map[string]int{}, limited: map[string]int{}}
 }
@@ -462,16 +475,7 @@ func TestPoliciesAgreeWithTheExactModel(t *testing.T) {
 					}
 				}
 			}
-			for p, n := range wantShadow {
-				if cnt.shadow[p] != n {
-					t.Errorf("policy %s: %d shadow events, the shadow model limited %d", p, cnt.shadow[p], n)
-				}
-			}
-			for p, n := range cnt.shadow {
-				if wantShadow[p] != n {
-					t.Errorf("policy %s: %d shadow events, the shadow model limited %d", p, n, wantShadow[p])
-				}
-			}
+			sameCounts(t, cnt.shadow, wantShadow, "the shadow model")
 			total := 0
 			for _, n := range wantShadow {
 				total += n
@@ -529,15 +533,6 @@ func TestShadowCountsEqualASecondRunEnforcingTheShadow(t *testing.T) {
 	if len(want) == 0 {
 		t.Fatal("no shadow limit happened: the test exercised nothing")
 	}
-	for p, n := range want {
-		if one.shadow[p] != n {
-			t.Errorf("policy %s: %d shadow events, the second run limited %d", p, one.shadow[p], n)
-		}
-	}
-	for p, n := range one.shadow {
-		if want[p] != n {
-			t.Errorf("policy %s: %d shadow events, the second run limited %d", p, n, want[p])
-		}
-	}
+	sameCounts(t, one.shadow, want, "the second run")
 	t.Logf("shadow %v", one.shadow)
 }
