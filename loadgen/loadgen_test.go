@@ -3,7 +3,9 @@ package loadgen_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"reflect"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -253,5 +255,37 @@ func TestInterruptLetsCallsInFlightFinish(t *testing.T) {
 				t.Fatalf("flood=%v: report %+v, want the one call in flight admitted and 9 not started", flood, rep.Progress)
 			}
 		})
+	}
+}
+
+// recordingClient admits every mint and keeps the host and instance each
+// one named.
+type recordingClient struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (c *recordingClient) Mint(_ context.Context, req wire.MintRequest) (*wire.Response, error) {
+	c.mu.Lock()
+	c.seen[fmt.Sprintf("%s/%d", req.Host, req.Instance)] = true
+	c.mu.Unlock()
+	return &wire.Response{StatusCode: http.StatusOK, Outcome: "first_mint"}, nil
+}
+
+// A wave of H hosts × M modules mints instances 1..M on hosts wave-h0001
+// to wave-hH, each once, as the docs and the sizing examples name them.
+func TestWaveNamesHostsAndInstancesFromOne(t *testing.T) {
+	c := &recordingClient{seen: map[string]bool{}}
+	if _, err := loadgen.Wave(context.Background(), c, loadgen.WaveOptions{Hosts: 2, ModulesPerHost: 3, Concurrency: 2}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, h := range []string{"wave-h0001", "wave-h0002"} {
+		for i := 1; i <= 3; i++ {
+			want[fmt.Sprintf("%s/%d", h, i)] = true
+		}
+	}
+	if !reflect.DeepEqual(c.seen, want) {
+		t.Fatalf("mints named %v, want %v", c.seen, want)
 	}
 }

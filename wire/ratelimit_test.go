@@ -117,6 +117,7 @@ func TestFormattedNamesAlwaysParse(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
 		{`a"b`, `a"b`},
 		{`a\b`, `a\b`},
+		{" a~b ", " a~b "}, // the ends of printable ASCII are kept
 		{"tab\there", "tab?here"},
 		{"é", "??"},
 		{"\x7f\x1f", "??"},
@@ -198,6 +199,8 @@ func TestParsersAcceptWhatTheGrammarAllows(t *testing.T) {
 		{`"a";r=999999999999999`, wire.ServiceLimit{Name: "a", Remaining: wire.MaxSFInteger}},
 		{`"a";r=1;acme-x=1.5;acme-y=tok:/x;b;c=?0;d=@-12;e=%"caf%c3%a9";f=:AQ:;g="s\"\\"`, wire.ServiceLimit{Name: "a", Remaining: 1}},
 		{`"esc\"aped\\";r=1`, wire.ServiceLimit{Name: `esc"aped\`, Remaining: 1}},
+		{`" ~edges~ ";r=1`, wire.ServiceLimit{Name: " ~edges~ ", Remaining: 1}},
+		{`"a";r=1;d=%" ~%7f%7F%c3%A9~ "`, wire.ServiceLimit{Name: "a", Remaining: 1}},
 		{`"a";r=1;pk=::`, wire.ServiceLimit{Name: "a", Remaining: 1, PartitionKey: []byte{}}},
 		{`"a";r=1;pk=:YQ:`, wire.ServiceLimit{Name: "a", Remaining: 1, PartitionKey: []byte("a")}},
 		{`"a";r=1;*x=1`, wire.ServiceLimit{Name: "a", Remaining: 1}},
