@@ -209,10 +209,10 @@ func TestInvocationCountersAreExactSampledOrNot(t *testing.T) {
 				metrictest.At(registrar.ScopeName, "registrar.invocations", "verb", "mint", "result", "idempotent_remint"):         1,
 				metrictest.At(registrar.ScopeName, "registrar.invocations", "verb", "mint", "result", "throttled"):                 5,
 				metrictest.At(registrar.ScopeName, "registrar.invocation.duration", "verb", "mint", "result", "throttled"):         5,
-				metrictest.At(otelsink.ScopeName, "registrar.limited.admission", "verb", "mint"):                                   5,
-				metrictest.At(otelsink.ScopeName, "registrar.limited.admission", "verb", "deregister"):                             0,
+				metrictest.At(otelsink.ScopeName, "registrar.limited.admission", "policy", "default", "verb", "mint"):              5,
+				metrictest.At(otelsink.ScopeName, "registrar.limited.admission", "policy", "default", "verb", "deregister"):        0,
 				metrictest.At(registrar.ScopeName, "registrar.invocations", "verb", "deregister", "result", "throttled"):           0,
-				metrictest.At(otelsink.ScopeName, "registrar.limited.predecision_refusal", "verb", "mint"):                         0,
+				metrictest.At(otelsink.ScopeName, "registrar.limited.predecision_refusal", "policy", "default", "verb", "mint"):    0,
 				metrictest.At(registrar.ScopeName, "registrar.invocation.duration", "verb", "mint", "result", "idempotent_remint"): 1,
 			}
 			check := func(when string) {
@@ -229,7 +229,7 @@ func TestInvocationCountersAreExactSampledOrNot(t *testing.T) {
 			v.Mint(ctx, goodMint())
 			want[metrictest.At(registrar.ScopeName, "registrar.invocations", "verb", "mint", "result", "throttled")]++
 			want[metrictest.At(registrar.ScopeName, "registrar.invocation.duration", "verb", "mint", "result", "throttled")]++
-			want[metrictest.At(otelsink.ScopeName, "registrar.limited.admission", "verb", "mint")]++
+			want[metrictest.At(otelsink.ScopeName, "registrar.limited.admission", "policy", "default", "verb", "mint")]++
 			check("after one more throttled call")
 		})
 	}
