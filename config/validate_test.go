@@ -49,6 +49,7 @@ func TestRegistrarBoundsAreInclusive(t *testing.T) {
 		{"a NUL first in state_dir", "registrar.state_dir", func(r *Registrar) { r.StateDir = "\x00/var/lib/registrar" }, true},
 		{"a NUL first in audit_record_dir", "registrar.audit_record_dir", func(r *Registrar) { r.AuditRecordDir = "\x00/var/log/registrar" }, true},
 		{"a NUL in tls_cert_file", "registrar.tls_cert_file", func(r *Registrar) { r.TLSListen = "127.0.0.1:8443"; r.TLSCertFile = "/etc/\x00cert.pem" }, true},
+		{"a NUL first in tls_key_file", "registrar.tls_key_file", func(r *Registrar) { r.TLSListen = "127.0.0.1:8443"; r.TLSKeyFile = "\x00/etc/key.pem" }, true},
 		{"max_conns_per_identity at its bound", "registrar.max_conns_per_identity", func(r *Registrar) { r.MaxConnsPerIdentity = MaxConnsLimit }, false},
 		{"max_conns_per_identity past its bound", "registrar.max_conns_per_identity", func(r *Registrar) { r.MaxConnsPerIdentity = MaxConnsLimit + 1 }, true},
 		{"idle_timeout_ms at its bound", "registrar.idle_timeout_ms", func(r *Registrar) { r.IdleTimeoutMS = MaxTimeoutMS }, false},
