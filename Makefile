@@ -136,7 +136,7 @@ MUTATE_SKIP                := cmd/registrar-otel
 
 .PHONY: mutate
 mutate: ## mutation testing (gremlins) of the packages changed since BASE (or PKGS=...): efficacy per package, lived mutants; >= 90 % for the gated ones
-	@GO=$(GO) GREMLINS=$(GREMLINS) BASE="$(BASE)" PKGS="$(PKGS)" THRESHOLD=$(MUTATE_THRESHOLD) \
+	@GO=$(GO) GREMLINS=$(GREMLINS) BASE="$(BASE)" PKGS="$(PKGS)" EXCLUDE="$(EXCLUDE)" THRESHOLD=$(MUTATE_THRESHOLD) \
 	  COEFFICIENT=$(MUTATE_TIMEOUT_COEFFICIENT) EQUIVALENT=$(CURDIR)/mutants-equivalent.txt \
 	  GATED="$(MUTATE_GATED)" SKIP="$(MUTATE_SKIP)" tools/mutate/mutate.sh
 
