@@ -817,3 +817,19 @@ func TestScanByPolicyIsBounded(t *testing.T) {
 		t.Errorf("shadow total %d, want every record", got)
 	}
 }
+
+// TestScanByPolicyOrdersEnforcedBeforeShadowOnATie: two keys equal in
+// invocations, records, policy and bucket are the enforced one, then the
+// shadow one, so the report's order is the same on every run.
+func TestScanByPolicyOrdersEnforcedBeforeShadowOnATie(t *testing.T) {
+	var b strings.Builder
+	for _, shadow := range []bool{true, false} {
+		r := limited(vocab.Admission, 5)
+		r.Policy, r.Shadow = "agents", shadow
+		b.WriteString(line(t, r, now.Add(-time.Minute)))
+	}
+	rep := scan(t, writeStore(t, b.String()))
+	if len(rep.ByPolicy) != 2 || rep.ByPolicy[0].Shadow || !rep.ByPolicy[1].Shadow {
+		t.Errorf("ByPolicy %+v, want the enforced key before the shadow one", rep.ByPolicy)
+	}
+}
