@@ -56,7 +56,7 @@ func BenchmarkPolicyMissAtTheCap(b *testing.B) {
 	ctx := context.Background()
 	for i := range limiter.MaxEntries {
 		c := l.Caller("drained" + strconv.Itoa(i))
-		for l.ChargeCaller(ctx, c, vocab.Mint, vocab.Admission, time.Time{}).Allowed {
+		for l.ChargeCaller(ctx, &c, vocab.Mint, vocab.Admission, time.Time{}).Allowed {
 		}
 	}
 	ids := make([]string, 4096)
@@ -66,7 +66,8 @@ func BenchmarkPolicyMissAtTheCap(b *testing.B) {
 	i := 0
 	b.ReportAllocs()
 	for b.Loop() {
-		d := l.ChargeCaller(ctx, l.Caller(ids[i&4095]), vocab.Mint, vocab.Admission, time.Time{})
+		c := l.Caller(ids[i&4095])
+		d := l.ChargeCaller(ctx, &c, vocab.Mint, vocab.Admission, time.Time{})
 		if !d.Overflow {
 			b.Fatal("the charge did not fall on an overflow bucket: the map was not at its cap")
 		}

@@ -36,10 +36,12 @@ func (b *tokenBucket) refill(p *params, now Instant) {
 	// now > accruedAt, so the unsigned difference is exact even when the
 	// two straddle zero.
 	elapsed := uint64(now) - uint64(b.accruedAt)
-	gained := elapsed / uint64(p.interval)
-	if gained == 0 {
+	if elapsed < uint64(p.interval) {
+		// Less than one interval: nothing to gain, and no division (a
+		// flood's every charge, and most of ordinary traffic's).
 		return
 	}
+	gained := elapsed / uint64(p.interval)
 	if gained >= uint64(p.burst-b.tokens) {
 		b.tokens = p.burst
 		b.accruedAt = now
@@ -53,11 +55,26 @@ func (b *tokenBucket) refill(p *params, now Instant) {
 
 // take refills the bucket at now and takes one token if it holds one.
 func (b *tokenBucket) take(p *params, now Instant) Decision {
+	if b.takeToken(p, now) {
+		return Decision{Allowed: true, Remaining: b.tokens}
+	}
+	return Decision{RetryAfterSeconds: b.retryAfter(p, now)}
+}
+
+// takeToken refills the bucket at now and takes one token if it holds
+// one, reporting whether it did.
+func (b *tokenBucket) takeToken(p *params, now Instant) bool {
 	b.refill(p, now)
 	if b.tokens > 0 {
 		b.tokens--
-		return Decision{Allowed: true, Remaining: b.tokens}
+		return true
 	}
+	return false
+}
+
+// retryAfter is, for an empty bucket just refilled at now, the time until
+// it holds one token, rounded up to whole seconds, at least 1.
+func (b *tokenBucket) retryAfter(p *params, now Instant) uint64 {
 	// Empty: the next token arrives one interval after accruedAt. After a
 	// refill of an empty bucket now−accruedAt < interval, so wait > 0.
 	wait := uint64(p.interval)
@@ -78,7 +95,7 @@ func (b *tokenBucket) take(p *params, now Instant) Decision {
 	if secs < 1 {
 		secs = 1
 	}
-	return Decision{RetryAfterSeconds: secs}
+	return secs
 }
 
 // fullAt returns the instant the bucket would hold its full burst if no

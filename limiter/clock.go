@@ -51,7 +51,8 @@ func (l *Limiter) Now() Instant { return l.now() }
 // the limiter's instants come from its own clock or from a monotonic
 // reading of the runtime's.
 func (l *Limiter) ChargeTime(ctx context.Context, identity string, verb vocab.Verb, bucket vocab.Bucket, t time.Time) Decision {
-	return l.ChargeCaller(ctx, l.Caller(identity), verb, bucket, t)
+	c := l.Caller(identity)
+	return l.ChargeCaller(ctx, &c, verb, bucket, t)
 }
 
 // ChargeCaller is ChargeTime for a Caller prepared once (Limiter.Caller):
@@ -60,14 +61,23 @@ func (l *Limiter) ChargeTime(ctx context.Context, identity string, verb vocab.Ve
 //
 // A zero t asks for the limiter's own clock (MonotonicNow: one monotonic
 // read) and gives events no At.
-func (l *Limiter) ChargeCaller(ctx context.Context, c Caller, verb vocab.Verb, bucket vocab.Bucket, t time.Time) Decision {
-	if !l.wallClock || t.IsZero() {
-		return l.chargeAt(ctx, &c, verb, bucket, l.now(), time.Time{})
-	}
-	if t == t.Round(0) {
+func (l *Limiter) ChargeCaller(ctx context.Context, c *Caller, verb vocab.Verb, bucket vocab.Bucket, t time.Time) Decision {
+	return l.charge(ctx, c, verb, bucket, 0, t, true)
+}
+
+// instantOf is the instant of a charge ChargeCaller was asked to make at t
+// (not the zero t on the default clock, which charge reads itself), and the
+// reading an event carries as At.
+func (l *Limiter) instantOf(t time.Time) (Instant, time.Time) {
+	switch {
+	case !l.wallClock:
+		return l.now(), time.Time{}
+	case t.IsZero():
+		return MonotonicNow(), t
+	case t == t.Round(0):
 		// No monotonic reading: t.Sub would subtract wall readings, and a
 		// wall step would mint (or drain) tokens. Read the clock instead.
 		t = time.Now()
 	}
-	return l.chargeAt(ctx, &c, verb, bucket, monotonicSince(t), t)
+	return monotonicSince(t), t
 }

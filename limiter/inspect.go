@@ -87,7 +87,7 @@ func (l *Limiter) Inspect(identity string) IdentityStatus {
 	c := l.Caller(identity)
 	st := IdentityStatus{Identity: identity, Local: c.pool == 1}
 	l.overflowMu.Lock()
-	st.Policy = l.overflowTable.names[l.overflowTable.resolve(identity)]
+	st.Policy = l.overflowTable.rows[l.overflowTable.resolve(identity)].name
 	l.overflowMu.Unlock()
 	for v := range vocab.NumVerbs {
 		for b := range vocab.NumBuckets {
@@ -118,8 +118,8 @@ func (l *Limiter) statusAt(c Caller, verb vocab.Verb, bucket vocab.Bucket, now I
 	i, found := s.find(c.identity, h, verb, bucket)
 	if found {
 		e := &s.slots[i]
-		tb, p = e.tb, s.pt.enforced[e.policy][bucket]
-		st.Policy, st.State, shadowed = s.pt.names[e.policy], StateEntry, s.pt.shadowed[e.policy]
+		tb, p = e.tb, s.pt.rows[e.policy].enforced[bucket]
+		st.Policy, st.State, shadowed = s.pt.rows[e.policy].name, StateEntry, s.pt.rows[e.policy].shadowed
 	}
 	mirror = l.mirror
 	s.mu.Unlock()
@@ -128,8 +128,8 @@ func (l *Limiter) statusAt(c Caller, verb vocab.Verb, bucket vocab.Bucket, now I
 		l.overflowMu.Lock()
 		pt := l.overflowTable
 		pol := pt.resolve(c.identity)
-		p, shadowed = pt.enforced[pol][bucket], pt.shadowed[pol]
-		st.Policy, st.State = pt.names[pol], StateAbsent
+		p, shadowed = pt.rows[pol].enforced[bucket], pt.rows[pol].shadowed
+		st.Policy, st.State = pt.rows[pol].name, StateAbsent
 		tb = tokenBucket{tokens: p.burst, accruedAt: now}
 		if overflow {
 			st.State, tb = StateOverflow, l.overflow[c.pool][pol][verb][bucket]
@@ -214,10 +214,10 @@ func (l *Limiter) Overflow() []OverflowStatus {
 		for pol := range l.overflow[pool] {
 			for v := range vocab.NumVerbs {
 				for b := range vocab.NumBuckets {
-					p := pt.enforced[pol][b]
+					p := pt.rows[pol].enforced[b]
 					tb := l.overflow[pool][pol][v][b]
 					tb.refill(&p, now)
-					st := BucketStatus{Verb: vocab.Verb(v), Bucket: vocab.Bucket(b), Policy: pt.names[pol], State: StateOverflow,
+					st := BucketStatus{Verb: vocab.Verb(v), Bucket: vocab.Bucket(b), Policy: pt.rows[pol].name, State: StateOverflow,
 						Burst: p.burst, RefillInterval: time.Duration(p.interval), Tokens: tb.tokens, FullIn: tb.fullAt(&p).sub(now)}
 					if tb.tokens < p.burst {
 						st.NextIn = tb.fullAt(&params{burst: tb.tokens + 1, interval: p.interval}).sub(now)
@@ -272,7 +272,7 @@ func (l *Limiter) resetKey(c Caller, verb vocab.Verb, bucket vocab.Bucket, now I
 	defer s.mu.Unlock()
 	if i, found := s.find(c.identity, h, verb, bucket); found {
 		e := &s.slots[i]
-		e.tb = tokenBucket{tokens: s.pt.enforced[e.policy][bucket].burst, accruedAt: max(now, e.tb.accruedAt)}
+		e.tb = tokenBucket{tokens: s.pt.rows[e.policy].enforced[bucket].burst, accruedAt: max(now, e.tb.accruedAt)}
 		if at := int64(e.tb.accruedAt); at < s.reclaimAt.Load() {
 			s.reclaimAt.Store(at)
 		}

@@ -63,7 +63,7 @@ func TestStatusDescribesABucketWithoutChargingIt(t *testing.T) {
 		t.Fatalf("absent key's shadow: %+v, want the shadow burst 2", st.Shadow)
 	}
 	for range 3 {
-		l.ChargeCaller(context.Background(), c, vocab.Mint, vocab.Admission, time.Time{})
+		l.ChargeCaller(context.Background(), &c, vocab.Mint, vocab.Admission, time.Time{})
 	}
 	now += 30 * ms // a banked partial interval
 	st = l.Status(c, vocab.Mint, vocab.Admission)

@@ -120,7 +120,9 @@ type Limiter struct {
 	// own time.Now reading may stand in for it (ChargeTime).
 	wallClock bool
 	sink      Sink
-	seed      maphash.Seed
+	// silent: sink is Discard, so a limited charge builds no Event.
+	silent bool
+	seed   maphash.Seed
 	// origin is the limiter whose seed hashed a Caller (the limiter
 	// itself, or for the shadow run the limiter it mirrors): a Caller of
 	// another origin is hashed again.
@@ -176,6 +178,7 @@ func New(cfg Config, sink Sink) (*Limiter, error) {
 		now:       now,
 		wallClock: cfg.Now == nil,
 		sink:      sink,
+		silent:    sink == Discard,
 		seed:      maphash.MakeSeed(),
 		local:     cfg.Local,
 	}
@@ -210,6 +213,7 @@ func (l *Limiter) shadowOf(mt *policyTable) *Limiter {
 		now:       l.now,
 		wallClock: l.wallClock,
 		sink:      l.sink,
+		silent:    l.silent,
 		seed:      l.seed,
 		origin:    l.origin,
 		local:     l.local,
@@ -286,8 +290,22 @@ func (l *Limiter) Charge(ctx context.Context, identity string, verb vocab.Verb, 
 // lock under contention): it is then clamped, adding no tokens and never
 // moving the bucket's accrual backwards.
 func (l *Limiter) chargeAt(ctx context.Context, c *Caller, verb vocab.Verb, bucket vocab.Bucket, now Instant, at time.Time) Decision {
+	return l.charge(ctx, c, verb, bucket, now, at, false)
+}
+
+// charge is chargeAt, or with read set ChargeCaller: now is then taken
+// from the clock (or from at; see ChargeTime) once the arguments are
+// checked, so the common charge makes no call of its own for it.
+func (l *Limiter) charge(ctx context.Context, c *Caller, verb vocab.Verb, bucket vocab.Bucket, now Instant, at time.Time, read bool) Decision {
 	if uint(verb) >= vocab.NumVerbs || uint(bucket) >= vocab.NumBuckets {
 		return Decision{RetryAfterSeconds: 1}
+	}
+	if read {
+		if at.IsZero() && l.wallClock {
+			now = MonotonicNow()
+		} else {
+			now, at = l.instantOf(at)
+		}
 	}
 	if c.origin != l.origin {
 		prepared := l.Caller(c.identity)
@@ -299,21 +317,42 @@ func (l *Limiter) chargeAt(ctx context.Context, c *Caller, verb vocab.Verb, buck
 	// run.
 	s := l.shardOf(h)
 	s.mu.Lock()
-	if i, found := s.find(c.identity, h, verb, bucket); found {
+	i, found := s.find(c.identity, h, verb, bucket)
+	if found {
 		e := &s.slots[i]
-		pt := s.pt
-		r := charged{d: e.tb.take(&pt.enforced[e.policy][bucket], now), mirror: l.mirror}
-		r.d.Policy = pt.names[e.policy]
-		r.shadowed = pt.shadowed[e.policy]
-		s.mu.Unlock()
-		if r.d.Allowed && r.mirror == nil {
-			return r.d
+		row := &s.pt.rows[e.policy]
+		p := &row.enforced[bucket]
+		if e.tb.takeToken(p, now) {
+			d := Decision{Allowed: true, Remaining: e.tb.tokens, Policy: row.name}
+			if mirror := l.mirror; mirror != nil {
+				shadowed := row.shadowed
+				s.mu.Unlock()
+				return l.publish(ctx, c, verb, bucket, now, at, &charged{d: d, shadowed: shadowed, mirror: mirror})
+			}
+			s.mu.Unlock()
+			return d
 		}
-		return l.publish(ctx, c, verb, bucket, now, at, r)
-	} else if l.reserve(c.pool) {
+		d := Decision{RetryAfterSeconds: e.tb.retryAfter(p, now), Policy: row.name}
+		shadowed, mirror := row.shadowed, l.mirror
+		s.mu.Unlock()
+		if l.silent && mirror == nil {
+			return d // no event to build, no shadow run to charge
+		}
+		return l.publish(ctx, c, verb, bucket, now, at, &charged{d: d, shadowed: shadowed, mirror: mirror})
+	}
+	return l.chargeAbsent(ctx, s, i, c, h, verb, bucket, now, at)
+}
+
+// chargeAbsent charges a key chargeAt did not find in shard s, whose lock
+// it holds, with i the empty slot where the key would go: an insert below
+// the cap, else (the lock released) a reclaim and a retry, else the
+// overflow bucket. It is apart from chargeAt so the present key's charge
+// keeps a small frame.
+func (l *Limiter) chargeAbsent(ctx context.Context, s *shard, i int, c *Caller, h uint64, verb vocab.Verb, bucket vocab.Bucket, now Instant, at time.Time) Decision {
+	if l.reserve(c.pool) {
 		r := l.insertLocked(s, i, c, h, verb, bucket, now)
 		s.mu.Unlock()
-		return l.publish(ctx, c, verb, bucket, now, at, r)
+		return l.publish(ctx, c, verb, bucket, now, at, &r)
 	}
 	s.mu.Unlock()
 	// The pool is at its cap. Retry after a reclaim that freed a slot, or
@@ -327,13 +366,13 @@ func (l *Limiter) chargeAt(ctx context.Context, c *Caller, verb vocab.Verb, buck
 	if !ok {
 		r = l.chargeOverflow(*c, verb, bucket, now)
 	}
-	return l.publish(ctx, c, verb, bucket, now, at, r)
+	return l.publish(ctx, c, verb, bucket, now, at, &r)
 }
 
 // publish sends a limited charge's event and makes the charge on the
 // shadow run, if there is one, and returns the decision.
-func (l *Limiter) publish(ctx context.Context, c *Caller, verb vocab.Verb, bucket vocab.Bucket, now Instant, at time.Time, r charged) Decision {
-	if !r.d.Allowed && (!l.shadowRun || r.shadowed) {
+func (l *Limiter) publish(ctx context.Context, c *Caller, verb vocab.Verb, bucket vocab.Bucket, now Instant, at time.Time, r *charged) Decision {
+	if !r.d.Allowed && !l.silent && (!l.shadowRun || r.shadowed) {
 		l.sink.Limited(ctx, Event{
 			Identity:          c.identity,
 			Verb:              verb,

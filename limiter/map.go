@@ -83,9 +83,9 @@ func (l *Limiter) chargeEntry(c Caller, h uint64, verb vocab.Verb, bucket vocab.
 	if found {
 		pt := s.pt
 		e := &s.slots[i]
-		d := e.tb.take(&pt.enforced[e.policy][bucket], now)
-		d.Policy = pt.names[e.policy]
-		return charged{d: d, shadowed: pt.shadowed[e.policy], mirror: l.mirror}, true
+		d := e.tb.take(&pt.rows[e.policy].enforced[bucket], now)
+		d.Policy = pt.rows[e.policy].name
+		return charged{d: d, shadowed: pt.rows[e.policy].shadowed, mirror: l.mirror}, true
 	}
 	if !l.reserve(c.pool) {
 		return charged{}, false
@@ -98,7 +98,7 @@ func (l *Limiter) chargeEntry(c Caller, h uint64, verb vocab.Verb, bucket vocab.
 func (l *Limiter) insertLocked(s *shard, i int, c *Caller, h uint64, verb vocab.Verb, bucket vocab.Bucket, now Instant) charged {
 	pt := s.pt
 	pol := pt.resolve(c.identity)
-	p := &pt.enforced[pol][bucket]
+	p := &pt.rows[pol].enforced[bucket]
 	e := &s.slots[i]
 	*e = entry{
 		identity: c.identity,
@@ -112,11 +112,11 @@ func (l *Limiter) insertLocked(s *shard, i int, c *Caller, h uint64, verb vocab.
 	}
 	s.inUse[i/64] |= 1 << (i % 64)
 	d := e.tb.take(p, now)
-	d.Policy = pt.names[pol]
+	d.Policy = pt.rows[pol].name
 	if at := int64(e.tb.fullAt(p)); at < s.reclaimAt.Load() {
 		s.reclaimAt.Store(at) // under s.mu, like every write of it
 	}
-	return charged{d: d, shadowed: pt.shadowed[pol], mirror: l.mirror}
+	return charged{d: d, shadowed: pt.rows[pol].shadowed, mirror: l.mirror}
 }
 
 // find returns the slot holding the key, or the empty slot where it would be

@@ -44,7 +44,7 @@ func snapshot(l *Limiter, now Instant) map[key]uint32 {
 	m := make(map[key]uint32)
 	for _, e := range l.entries() {
 		tb := e.tb
-		tb.refill(&l.table.enforced[e.policy][e.bucket], now)
+		tb.refill(&l.table.rows[e.policy].enforced[e.bucket], now)
 		m[key{e.identity, e.verb, e.bucket}] = tb.tokens
 	}
 	return m
@@ -58,8 +58,8 @@ func checkInvariants(t testing.TB, l *Limiter) {
 	n := 0
 	for _, e := range l.entries() {
 		n++
-		if e.tb.tokens > l.table.enforced[e.policy][e.bucket].burst {
-			t.Fatalf("entry %q/%v/%v holds %d tokens, above the burst %d", e.identity, e.verb, e.bucket, e.tb.tokens, l.table.enforced[e.policy][e.bucket].burst)
+		if e.tb.tokens > l.table.rows[e.policy].enforced[e.bucket].burst {
+			t.Fatalf("entry %q/%v/%v holds %d tokens, above the burst %d", e.identity, e.verb, e.bucket, e.tb.tokens, l.table.rows[e.policy].enforced[e.bucket].burst)
 		}
 		if _, ok := l.lookup(e.identity, e.verb, e.bucket); !ok {
 			t.Fatalf("entry %q/%v/%v is not findable", e.identity, e.verb, e.bucket)
@@ -70,7 +70,7 @@ func checkInvariants(t testing.TB, l *Limiter) {
 	}
 	for v := range l.overflow[0][0] {
 		for b := range l.overflow[0][0][v] {
-			if l.overflow[0][0][v][b].tokens > l.table.enforced[0][b].burst {
+			if l.overflow[0][0][v][b].tokens > l.table.rows[0].enforced[b].burst {
 				t.Fatalf("overflow bucket %v/%v above its burst", vocab.Verb(v), vocab.Bucket(b))
 			}
 		}
@@ -85,8 +85,8 @@ func chargeChecked(t testing.TB, l *Limiter, id string, v vocab.Verb, b vocab.Bu
 	d := l.ChargeAt(context.Background(), id, v, b, now)
 	after := snapshot(l, now)
 	for k, tokens := range before {
-		if _, ok := after[k]; !ok && tokens < l.table.enforced[0][k.b].burst {
-			t.Fatalf("entry %q/%v/%v was removed holding %d of %d tokens", k.id, k.v, k.b, tokens, l.table.enforced[0][k.b].burst)
+		if _, ok := after[k]; !ok && tokens < l.table.rows[0].enforced[k.b].burst {
+			t.Fatalf("entry %q/%v/%v was removed holding %d of %d tokens", k.id, k.v, k.b, tokens, l.table.rows[0].enforced[k.b].burst)
 		}
 	}
 	if !d.Allowed && d.RetryAfterSeconds < 1 {

@@ -44,14 +44,8 @@ type Policy struct {
 // index i+1 is Config.Policies[i]. It is immutable once built; a
 // reconfiguration builds a new one.
 type policyTable struct {
-	names []string
-	// enforced are the sizes the limiter enforces, by policy and bucket.
-	enforced [][vocab.NumBuckets]params
-	// mirrored are the sizes of the shadow run: a policy's shadow sizes
-	// where it has them, its enforced sizes where it does not.
-	mirrored [][vocab.NumBuckets]params
-	// shadowed reports, by policy, that the policy has shadow sizes.
-	shadowed []bool
+	// rows are the policies, by index; the default is row 0.
+	rows []policyRow
 	// anyShadow: some policy has shadow sizes, so the shadow run is kept.
 	anyShadow bool
 	match     func(identity string) (int, bool)
@@ -60,13 +54,25 @@ type policyTable struct {
 	byName map[string]uint16
 }
 
+// policyRow is one policy: all a charge reads of it, in one place.
+type policyRow struct {
+	name string
+	// enforced are the sizes the limiter enforces, by bucket.
+	enforced [vocab.NumBuckets]params
+	// mirrored are the sizes of the shadow run: the policy's shadow sizes
+	// where it has them, its enforced sizes where it does not.
+	mirrored [vocab.NumBuckets]params
+	// shadowed reports that the policy has shadow sizes.
+	shadowed bool
+}
+
 // resolve is the index of identity's policy in t.
 func (t *policyTable) resolve(identity string) uint16 {
 	if t.match == nil {
 		return 0
 	}
 	i, ok := t.match(identity)
-	if !ok || i < 0 || i >= len(t.names)-1 {
+	if !ok || i < 0 || i >= len(t.rows)-1 {
 		return 0 // no match, or a matcher answering outside the table: the default
 	}
 	return uint16(i + 1)
@@ -86,14 +92,11 @@ func newTable(cfg Config) (*policyTable, error) {
 	}
 	n := len(cfg.Policies) + 1
 	t := &policyTable{
-		names:    make([]string, 1, n),
-		enforced: make([][vocab.NumBuckets]params, 1, n),
-		mirrored: make([][vocab.NumBuckets]params, 1, n),
-		shadowed: make([]bool, 1, n),
-		match:    cfg.Match,
-		byName:   make(map[string]uint16, n),
+		rows:   make([]policyRow, 1, n),
+		match:  cfg.Match,
+		byName: make(map[string]uint16, n),
 	}
-	t.names[0], t.enforced[0], t.mirrored[0], t.byName[DefaultPolicy] = DefaultPolicy, def, def, 0
+	t.rows[0], t.byName[DefaultPolicy] = policyRow{name: DefaultPolicy, enforced: def, mirrored: def}, 0
 	var errs []error
 	for _, p := range cfg.Policies {
 		switch _, dup := t.byName[p.Name]; {
@@ -120,11 +123,8 @@ func newTable(cfg Config) (*policyTable, error) {
 			}
 			t.anyShadow = true
 		}
-		t.byName[p.Name] = uint16(len(t.names))
-		t.names = append(t.names, p.Name)
-		t.enforced = append(t.enforced, enf)
-		t.mirrored = append(t.mirrored, mir)
-		t.shadowed = append(t.shadowed, p.Shadow != nil)
+		t.byName[p.Name] = uint16(len(t.rows))
+		t.rows = append(t.rows, policyRow{name: p.Name, enforced: enf, mirrored: mir, shadowed: p.Shadow != nil})
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -136,7 +136,11 @@ func newTable(cfg Config) (*policyTable, error) {
 // sizes enforced.
 func (t *policyTable) mirror() *policyTable {
 	m := *t
-	m.enforced = t.mirrored
+	m.rows = make([]policyRow, len(t.rows))
+	for i, r := range t.rows {
+		r.enforced = r.mirrored
+		m.rows[i] = r
+	}
 	return &m
 }
 

@@ -64,24 +64,24 @@ func (l *Limiter) chargeOverflow(c Caller, verb vocab.Verb, bucket vocab.Bucket,
 	l.overflowMu.Lock()
 	pt := l.overflowTable
 	pol := pt.resolve(c.identity)
-	d := l.overflow[c.pool][pol][verb][bucket].take(&pt.enforced[pol][bucket], now)
-	r := charged{shadowed: pt.shadowed[pol], mirror: l.mirror}
+	d := l.overflow[c.pool][pol][verb][bucket].take(&pt.rows[pol].enforced[bucket], now)
+	r := charged{shadowed: pt.rows[pol].shadowed, mirror: l.mirror}
 	l.overflowMu.Unlock()
 	d.Overflow = true
-	d.Policy = pt.names[pol]
+	d.Policy = pt.rows[pol].name
 	r.d = d
 	return r
 }
 
 // fullOverflow is one pool's overflow buckets for t's policies, each full.
 func fullOverflow(t *policyTable) [][vocab.NumVerbs][vocab.NumBuckets]tokenBucket {
-	o := make([][vocab.NumVerbs][vocab.NumBuckets]tokenBucket, len(t.names))
+	o := make([][vocab.NumVerbs][vocab.NumBuckets]tokenBucket, len(t.rows))
 	for pol := range o {
 		for v := range o[pol] {
 			for b := range o[pol][v] {
 				// Full; a full bucket's accrual instant is set by its first
 				// charge, whatever clock origin the caller's instants use.
-				o[pol][v][b] = tokenBucket{tokens: t.enforced[pol][b].burst, accruedAt: math.MinInt64}
+				o[pol][v][b] = tokenBucket{tokens: t.rows[pol].enforced[b].burst, accruedAt: math.MinInt64}
 			}
 		}
 	}

@@ -64,7 +64,7 @@ func (s *shard) reclaim(now Instant, freed *[numPools]int) {
 			// until it holds an entry that stays (or none).
 			for s.slots[j].used {
 				e := &s.slots[j]
-				p := &s.pt.enforced[e.policy][e.bucket]
+				p := &s.pt.rows[e.policy].enforced[e.bucket]
 				// Refilled on a copy: an entry that stays keeps its last
 				// accrual, so a reconfiguration re-expresses the same
 				// state whether or not a reclaim looked at it first.

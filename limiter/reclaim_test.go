@@ -24,7 +24,7 @@ func checkShardIndex(t testing.TB, l *Limiter) {
 			}
 			if e := &s.slots[j]; e.used {
 				n++
-				if at := e.tb.fullAt(&l.table.enforced[e.policy][e.bucket]); int64(at) < s.reclaimAt.Load() {
+				if at := e.tb.fullAt(&l.table.rows[e.policy].enforced[e.bucket]); int64(at) < s.reclaimAt.Load() {
 					t.Fatalf("shard %d: reclaimAt %d is after entry %q's fill instant %d", i, s.reclaimAt.Load(), e.identity, at)
 				}
 			}

@@ -152,8 +152,8 @@ func (s *shard) reexpress(nt *policyTable, now Instant) {
 		for bits := s.inUse[w]; bits != 0; bits &= bits - 1 {
 			e := &s.slots[w*64+mathbits.TrailingZeros64(bits)]
 			pol := nt.resolve(e.identity)
-			np := &nt.enforced[pol][e.bucket]
-			e.tb.reexpress(&s.pt.enforced[e.policy][e.bucket], np, now)
+			np := &nt.rows[pol].enforced[e.bucket]
+			e.tb.reexpress(&s.pt.rows[e.policy].enforced[e.bucket], np, now)
 			e.policy = pol
 			next = min(next, e.tb.fullAt(np))
 		}
@@ -168,15 +168,15 @@ func (l *Limiter) reexpressOverflow(nt *policyTable, now Instant) {
 	old := l.overflowTable
 	for p := range l.overflow {
 		o := fullOverflow(nt)
-		for pol, name := range nt.names {
-			j, ok := old.byName[name]
+		for pol, row := range nt.rows {
+			j, ok := old.byName[row.name]
 			if !ok {
 				continue
 			}
 			for v := range o[pol] {
 				for b := range o[pol][v] {
 					o[pol][v][b] = l.overflow[p][j][v][b]
-					o[pol][v][b].reexpress(&old.enforced[j][b], &nt.enforced[pol][b], now)
+					o[pol][v][b].reexpress(&old.rows[j].enforced[b], &nt.rows[pol].enforced[b], now)
 				}
 			}
 		}

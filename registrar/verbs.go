@@ -301,7 +301,7 @@ func (v *Verbs) deregister(ctx context.Context, inv *invocation, req *Deregister
 // the intent write. No token → no records, one limited event (published by
 // the limiter), and the same real permanent refusal.
 func (v *Verbs) refusePreDerivation(ctx context.Context, inv *invocation, reason vocab.Reason) error {
-	if d := v.lim.ChargeCaller(ctx, inv.caller, inv.verb, vocab.PredecisionRefusal, inv.arrived); !d.Allowed {
+	if d := v.lim.ChargeCaller(ctx, &inv.caller, inv.verb, vocab.PredecisionRefusal, inv.arrived); !d.Allowed {
 		inv.limited = RefusedError{RequestID: inv.requestID, Reason: reason, Limited: true}
 		return &inv.limited
 	}
@@ -319,7 +319,7 @@ func (v *Verbs) refusePreDerivation(ctx context.Context, inv *invocation, reason
 // returned context is not cancelled by the caller hanging up: once the
 // intent is written the work and its outcome record must finish.
 func (v *Verbs) admit(ctx context.Context, inv *invocation) (context.Context, error) {
-	if d := v.lim.ChargeCaller(ctx, inv.caller, inv.verb, vocab.Admission, inv.arrived); !d.Allowed {
+	if d := v.lim.ChargeCaller(ctx, &inv.caller, inv.verb, vocab.Admission, inv.arrived); !d.Allowed {
 		inv.throttled = ThrottledError{RequestID: inv.requestID, RetryAfterSeconds: d.RetryAfterSeconds}
 		return nil, &inv.throttled
 	}
