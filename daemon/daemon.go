@@ -60,6 +60,7 @@ type Daemon struct {
 	capLog    *logthrottle.Throttle // capacity state changes, per target state
 	backend   closingBackend
 	counts    *counting.Sink
+	otelSink  *otelsink.Sink // the limited and shadow counters, per policy
 	coalescer *coalesce.Sink
 	stateDir  *os.File               // registrar.state_dir, held open for the checkpoint and the guard
 	ckpt      *coalesce.Checkpointer // the evidence checkpoint (evidence.go)
@@ -181,12 +182,15 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 	// and forwards every event, so the counting sink stays the single
 	// per-bucket counter the health member reads.
 	d.counts = counting.New()
-	otelSink, err := otelsink.New(d.counts, mp)
+	d.otelSink, err = otelsink.New(d.counts, mp)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: otel sink: %w", err)
 	}
+	if err := declarePolicies(d.otelSink, r); err != nil {
+		return nil, fmt.Errorf("daemon: otel sink: %w", err)
+	}
 	d.coalescer, err = coalesce.New(coalesce.Options{
-		Next:   otelSink,
+		Next:   d.otelSink,
 		Store:  d.store,
 		Window: time.Duration(r.RateLimitCoalesceWindowSeconds) * time.Second,
 		Logger: logger.With("component", "coalesce"),

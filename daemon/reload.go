@@ -14,6 +14,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/server"
+	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 	"github.com/registrar-otel/registrar-otel/telemetry"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
@@ -243,12 +244,33 @@ func (d *Daemon) apply(next config.Config) error {
 		if err := d.limiter.Reconfigure(lc); err != nil {
 			return err
 		}
+		if err := declarePolicies(d.otelSink, r); err != nil {
+			// The limits are in force; only the new policies' series
+			// wait for their first event to appear.
+			d.logger.LogAttrs(context.Background(), slog.LevelWarn, "caller policies' limited series not declared at zero",
+				slog.String("error", err.Error()))
+		}
 	}
 	if err := d.coalescer.SetWindow(time.Duration(r.RateLimitCoalesceWindowSeconds) * time.Second); err != nil {
 		return err
 	}
 	d.capacity.SetReserve(r.AuditStoreReserveBytes)
 	return d.verbs.SetComponents(r.Components)
+}
+
+// declarePolicies creates, at zero, the limited series of every policy of
+// r and the shadow series of every policy with shadow sizes, so a panel or
+// an alert reads 0 from the first collection rather than no data until the
+// policy's first limited call. A policy removed by a reload keeps its
+// series (a counter's series does not go back), frozen at its last value.
+func declarePolicies(s *otelsink.Sink, r config.Registrar) error {
+	var errs []error
+	for _, p := range r.Callers {
+		if err := s.DeclarePolicy(p.Name, p.Shadow != nil); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // limiterConfig is the limiter's sizes from the [registrar] table: the

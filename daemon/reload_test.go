@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -328,5 +329,68 @@ func TestLimiterConfigKeepsUnixCallersInTheLocalPool(t *testing.T) {
 		if withPolicies && (len(lc.Policies) != 1 || lc.Match == nil) {
 			t.Fatalf("policies: %+v", lc.Policies)
 		}
+	}
+}
+
+// hasSample reports whether the daemon's /metrics holds a line for sample.
+func (r *running) hasSample(t *testing.T, sample string) bool {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	r.d.tel.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, sample+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCallerPoliciesSeriesStartAtZeroAtStartAndOnReload(t *testing.T) {
+	const ops = `[registrar.callers.ops]
+identities = ["unix-peer:uid=4242"]
+rate_limit_admission_burst = 40
+[registrar.callers.ops.shadow]
+rate_limit_admission_burst = 20
+`
+	rr := startFromFile(t)
+	rr.write(t, reloadFile(rr.dir, startLimits, twoComponents+ops), 0o600)
+	if _, err := rr.d.Reload(context.Background()); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	// Declared before any limited call: every verb and bucket at zero,
+	// the shadow series too, for the shadowed policy only.
+	for _, verb := range []string{"mint", "deregister"} {
+		for _, name := range []string{"registrar_limited_admission_total", "registrar_limited_predecision_refusal_total"} {
+			if got := rr.metric(t, name+`{policy="ops",verb="`+verb+`"}`); got != 0 {
+				t.Fatalf("%s ops %s = %v, want 0", name, verb, got)
+			}
+		}
+		for _, bucket := range []string{"admission", "predecision_refusal"} {
+			if got := rr.metric(t, `registrar_shadow_limited_total{bucket="`+bucket+`",policy="ops",verb="`+verb+`"}`); got != 0 {
+				t.Fatalf("shadow %s %s = %v, want 0", bucket, verb, got)
+			}
+		}
+	}
+	if rr.hasSample(t, `registrar_shadow_limited_total{bucket="admission",policy="default",verb="mint"}`) {
+		t.Fatal("the default policy has no shadow sizes, yet has a shadow series")
+	}
+
+	// A daemon started with the policy declares it as well.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "registrar.toml")
+	if err := os.WriteFile(path, []byte(reloadFile(dir, startLimits, twoComponents+ops)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := startLogged(t, cfg, seams{})
+	if got := fresh.metric(t, `registrar_limited_admission_total{policy="ops",verb="deregister"}`); got != 0 {
+		t.Fatalf("at start: ops deregister admission %v, want 0", got)
+	}
+	if got := fresh.metric(t, `registrar_shadow_limited_total{bucket="predecision_refusal",policy="ops",verb="mint"}`); got != 0 {
+		t.Fatalf("at start: ops shadow %v, want 0", got)
 	}
 }
