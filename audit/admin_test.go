@@ -2,7 +2,6 @@ package audit_test
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -98,27 +97,7 @@ func TestValidateAdminPolicyAndShadow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.base()
 			tc.mutate(r)
-			err := r.Validate()
-			if !errors.Is(err, audit.ErrInvalidRecord) {
-				t.Fatalf("Validate = %v; want an ErrInvalidRecord", err)
-			}
-			var pe *audit.PhaseError
-			var fe *audit.FieldError
-			switch {
-			case tc.phase && errors.As(err, &pe):
-				if pe.Field != tc.field || pe.Missing != tc.missing {
-					t.Errorf("got PhaseError{Field: %q, Missing: %v}, want {%q, %v} (%v)", pe.Field, pe.Missing, tc.field, tc.missing, err)
-				}
-			case !tc.phase && errors.As(err, &fe):
-				if fe.Field != tc.field {
-					t.Errorf("got FieldError{Field: %q}, want %q (%v)", fe.Field, tc.field, err)
-				}
-			default:
-				t.Errorf("got %T %v; want phase error %v for %s", err, err, tc.phase, tc.field)
-			}
-			if _, merr := audit.Marshal(r); merr == nil {
-				t.Error("Marshal succeeded on an invalid record")
-			}
+			assertInvalid(t, r, tc.phase, tc.field, tc.missing)
 		})
 	}
 }

@@ -92,30 +92,7 @@ func TestValidatePhaseConsistency(t *testing.T) {
 			}
 			r := base()
 			tc.mutate(r)
-			err := r.Validate()
-			if err == nil {
-				t.Fatal("Validate = nil; want an error")
-			}
-			if !errors.Is(err, audit.ErrInvalidRecord) {
-				t.Errorf("errors.Is(%v, ErrInvalidRecord) = false", err)
-			}
-			var pe *audit.PhaseError
-			var fe *audit.FieldError
-			switch {
-			case tc.phase && errors.As(err, &pe):
-				if pe.Field != tc.field || pe.Missing != tc.missing {
-					t.Errorf("got PhaseError{Field: %q, Missing: %v}, want {%q, %v} (%v)", pe.Field, pe.Missing, tc.field, tc.missing, err)
-				}
-			case !tc.phase && errors.As(err, &fe):
-				if fe.Field != tc.field {
-					t.Errorf("got FieldError{Field: %q}, want %q (%v)", fe.Field, tc.field, err)
-				}
-			default:
-				t.Errorf("got %T %v; want phase error %v for %s", err, err, tc.phase, tc.field)
-			}
-			if _, merr := audit.Marshal(r); merr == nil {
-				t.Error("Marshal succeeded on an invalid record")
-			}
+			assertInvalid(t, r, tc.phase, tc.field, tc.missing)
 		})
 	}
 }
@@ -370,5 +347,33 @@ func TestHostileStringsStayOneLine(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// assertInvalid checks that r fails validation with an ErrInvalidRecord
+// naming field (a PhaseError, with missing, when phase; a FieldError
+// otherwise), and that Marshal refuses it too.
+func assertInvalid(t *testing.T, r *audit.Record, phase bool, field string, missing bool) {
+	t.Helper()
+	err := r.Validate()
+	if !errors.Is(err, audit.ErrInvalidRecord) {
+		t.Fatalf("Validate = %v; want an ErrInvalidRecord", err)
+	}
+	var pe *audit.PhaseError
+	var fe *audit.FieldError
+	switch {
+	case phase && errors.As(err, &pe):
+		if pe.Field != field || pe.Missing != missing {
+			t.Errorf("got PhaseError{Field: %q, Missing: %v}, want {%q, %v} (%v)", pe.Field, pe.Missing, field, missing, err)
+		}
+	case !phase && errors.As(err, &fe):
+		if fe.Field != field {
+			t.Errorf("got FieldError{Field: %q}, want %q (%v)", fe.Field, field, err)
+		}
+	default:
+		t.Errorf("got %T %v; want phase error %v for %s", err, err, phase, field)
+	}
+	if _, merr := audit.Marshal(r); merr == nil {
+		t.Error("Marshal succeeded on an invalid record")
 	}
 }

@@ -186,18 +186,7 @@ func TestACheckpointRoundTripsAndEveryCutIsDetected(t *testing.T) {
 			t.Errorf("window %d: got %+v, want %+v", i, g, w)
 		}
 	}
-	for n := range len(b) {
-		if _, err := DecodeCheckpoint(b[:n]); !errors.Is(err, errTornCheckpoint) {
-			t.Fatalf("cut at %d of %d bytes: %v, want errTornCheckpoint", n, len(b), err)
-		}
-	}
-	for i := range b {
-		d := bytes.Clone(b)
-		d[i] ^= 0x10
-		if _, err := DecodeCheckpoint(d); !errors.Is(err, errTornCheckpoint) {
-			t.Fatalf("byte %d flipped: %v, want errTornCheckpoint", i, err)
-		}
-	}
+	assertEveryCutAndFlipIsTorn(t, b)
 }
 
 func TestTheCheckpointBoundIsTheStatedBytes(t *testing.T) {
@@ -307,18 +296,7 @@ func TestPolicyAndShadowWindowsRoundTripAsVersion2(t *testing.T) {
 			t.Errorf("window %d: got %+v, want %+v", i, g, w)
 		}
 	}
-	for n := range len(b) {
-		if _, err := DecodeCheckpoint(b[:n]); !errors.Is(err, errTornCheckpoint) {
-			t.Fatalf("cut at %d of %d bytes: %v, want errTornCheckpoint", n, len(b), err)
-		}
-	}
-	for i := range b {
-		d := bytes.Clone(b)
-		d[i] ^= 0x10
-		if _, err := DecodeCheckpoint(d); !errors.Is(err, errTornCheckpoint) {
-			t.Fatalf("byte %d flipped: %v, want errTornCheckpoint", i, err)
-		}
-	}
+	assertEveryCutAndFlipIsTorn(t, b)
 	// A flags byte with an unknown bit, its CRC recomputed: refused, not
 	// read as a shadow window.
 	d := bytes.Clone(b[:len(b)-checkpointCRCBytes])
@@ -590,5 +568,23 @@ func BenchmarkCheckpointTick(b *testing.B) {
 			b.ReportMetric(float64(c.writes.Load()-base)/float64(b.N), "fsyncs/tick")
 			b.ReportMetric(float64(c.bytes.Load()), "bytes/checkpoint")
 		})
+	}
+}
+
+// assertEveryCutAndFlipIsTorn checks that the encoded checkpoint b, cut at
+// any length or with any one byte changed, decodes as torn.
+func assertEveryCutAndFlipIsTorn(t *testing.T, b []byte) {
+	t.Helper()
+	for n := range len(b) {
+		if _, err := DecodeCheckpoint(b[:n]); !errors.Is(err, errTornCheckpoint) {
+			t.Fatalf("cut at %d of %d bytes: %v, want errTornCheckpoint", n, len(b), err)
+		}
+	}
+	for i := range b {
+		d := bytes.Clone(b)
+		d[i] ^= 0x10
+		if _, err := DecodeCheckpoint(d); !errors.Is(err, errTornCheckpoint) {
+			t.Fatalf("byte %d flipped: %v, want errTornCheckpoint", i, err)
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -332,20 +331,6 @@ func TestLimiterConfigKeepsUnixCallersInTheLocalPool(t *testing.T) {
 	}
 }
 
-// hasSample reports whether the daemon's /metrics holds a line for sample.
-func (r *running) hasSample(t *testing.T, sample string) bool {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	r.d.tel.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	body, _ := io.ReadAll(rec.Body)
-	for _, line := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(line, sample+" ") {
-			return true
-		}
-	}
-	return false
-}
-
 func TestCallerPoliciesSeriesStartAtZeroAtStartAndOnReload(t *testing.T) {
 	const ops = `[registrar.callers.ops]
 identities = ["unix-peer:uid=4242"]
@@ -372,7 +357,7 @@ rate_limit_admission_burst = 20
 			}
 		}
 	}
-	if rr.hasSample(t, `registrar_shadow_limited_total{bucket="admission",policy="default",verb="mint"}`) {
+	if _, ok, _ := rr.sample(t, `registrar_shadow_limited_total{bucket="admission",policy="default",verb="mint"}`); ok {
 		t.Fatal("the default policy has no shadow sizes, yet has a shadow series")
 	}
 

@@ -57,6 +57,17 @@ func (r *running) mustMint(t *testing.T) *wire.Response {
 // metric scrapes the daemon's /metrics handler for one sample's value.
 func (r *running) metric(t *testing.T, sample string) float64 {
 	t.Helper()
+	v, ok, body := r.sample(t, sample)
+	if !ok {
+		t.Fatalf("no sample %s in\n%s", sample, body)
+	}
+	return v
+}
+
+// sample reads sample from the daemon's /metrics: its value, whether the
+// exposition holds it, and the exposition.
+func (r *running) sample(t *testing.T, sample string) (float64, bool, []byte) {
+	t.Helper()
 	rec := httptest.NewRecorder()
 	r.d.tel.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, _ := io.ReadAll(rec.Body)
@@ -66,11 +77,10 @@ func (r *running) metric(t *testing.T, sample string) float64 {
 			if err != nil {
 				t.Fatalf("%s: %v", line, err)
 			}
-			return f
+			return f, true, body
 		}
 	}
-	t.Fatalf("no sample %s in\n%s", sample, body)
-	return 0
+	return 0, false, body
 }
 
 func scanDir(t *testing.T, dir string) *audit.Report {

@@ -118,8 +118,9 @@ func (l *Limiter) statusAt(c Caller, verb vocab.Verb, bucket vocab.Bucket, now I
 	i, found := s.find(c.identity, h, verb, bucket)
 	if found {
 		e := &s.slots[i]
-		tb, p = e.tb, s.pt.rows[e.policy].enforced[bucket]
-		st.Policy, st.State, shadowed = s.pt.rows[e.policy].name, StateEntry, s.pt.rows[e.policy].shadowed
+		row := &s.pt.rows[e.policy]
+		tb, p = e.tb, row.enforced[bucket]
+		st.Policy, st.State, shadowed = row.name, StateEntry, row.shadowed
 	}
 	mirror = l.mirror
 	s.mu.Unlock()
