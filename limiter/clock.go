@@ -65,15 +65,14 @@ func (l *Limiter) ChargeCaller(ctx context.Context, c *Caller, verb vocab.Verb, 
 	return l.charge(ctx, c, verb, bucket, 0, t, true)
 }
 
-// instantOf is the instant of a charge ChargeCaller was asked to make at t
-// (not the zero t on the default clock, which charge reads itself), and the
-// reading an event carries as At.
+// instantOf is the instant of a charge ChargeCaller was asked to make at t,
+// and the reading an event carries as At. charge reads the default clock
+// itself for a zero t; here a zero t, like any t without a monotonic
+// reading, reads it too.
 func (l *Limiter) instantOf(t time.Time) (Instant, time.Time) {
 	switch {
 	case !l.wallClock:
 		return l.now(), time.Time{}
-	case t.IsZero():
-		return MonotonicNow(), t
 	case t == t.Round(0):
 		// No monotonic reading: t.Sub would subtract wall readings, and a
 		// wall step would mint (or drain) tokens. Read the clock instead.
