@@ -64,7 +64,7 @@ func TestValidatePhaseConsistency(t *testing.T) {
 		{"year 10000", func(r *audit.Record) { r.TS = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }, nil, "ts", false, false},
 		{"outcome without outcome", func(r *audit.Record) { r.Outcome = nil }, outcomeBase, "outcome", true, true},
 		{"refused without reason", func(r *audit.Record) { r.Outcome = &audit.Outcome{Class: vocab.ClassRefused} }, outcomeBase, "outcome.reason", true, true},
-		{"refused with an invalid reason", func(r *audit.Record) { r.Outcome = &audit.Outcome{Class: vocab.ClassRefused, Reason: 13} }, outcomeBase, "outcome.reason", false, false},
+		{"refused with an invalid reason", func(r *audit.Record) { r.Outcome = &audit.Outcome{Class: vocab.ClassRefused, Reason: 17} }, outcomeBase, "outcome.reason", false, false},
 		{"success with a reason", func(r *audit.Record) { r.Outcome.Reason = vocab.ReasonInvalidHost }, outcomeBase, "outcome.reason", false, true},
 		{"success with a detail", func(r *audit.Record) { r.Outcome.Detail = "x" }, outcomeBase, "outcome.detail", false, true},
 		{"invalid class", func(r *audit.Record) { r.Outcome.Class = 0 }, outcomeBase, "outcome.class", false, false},

@@ -27,13 +27,27 @@ type RefusedError struct {
 	// records (a pre-derivation refusal past its bucket). The caller's
 	// answer is the same either way.
 	Limited bool
+	// Scope is, for ReasonOutOfScope, what the caller's policy does not
+	// cover.
+	Scope vocab.Scope
+	// Ceiling and Limit are, for ReasonInstanceCeiling, the ceiling the
+	// mint would have exceeded and its configured value.
+	Ceiling vocab.Ceiling
+	Limit   uint32
 }
 
 func (e *RefusedError) Error() string {
-	if e.RegistrationID != "" {
-		return fmt.Sprintf("registrar: refused %s (registration %s)", e.Reason, e.RegistrationID)
+	what := e.Reason.String()
+	switch e.Reason {
+	case vocab.ReasonOutOfScope:
+		what += " (" + e.Scope.String() + ")"
+	case vocab.ReasonInstanceCeiling:
+		what += fmt.Sprintf(" (%s %d)", e.Ceiling, e.Limit)
 	}
-	return fmt.Sprintf("registrar: refused %s", e.Reason)
+	if e.RegistrationID != "" {
+		return fmt.Sprintf("registrar: refused %s (registration %s)", what, e.RegistrationID)
+	}
+	return "registrar: refused " + what
 }
 
 // ThrottledError is the admission throttle: the invocation was not

@@ -128,6 +128,11 @@ func responseCases() []responseCase {
 		mint("RegistrarUnavailable_AuditUnwritable", unavailable("", registrar.AuditUnwritable), 503, wire.RegistrarUnavailable),
 		mint("RegistrarUnavailable_PostMintUnrecordable", unavailable("h1-review-007", registrar.PostMintUnrecordable), 503, wire.RegistrarUnavailable),
 		mint("RegistrarUnavailable_BackendUnavailable", unavailable("h1-review-007", registrar.BackendUnavailable), 503, wire.RegistrarUnavailable),
+		mint("CallerNotPermitted_no_policy", refused("", vocab.ReasonNoPolicy), 403, wire.CallerNotPermitted),
+		mint("CallerNotPermitted_out_of_scope", &registrar.RefusedError{RequestID: rid, Reason: vocab.ReasonOutOfScope, Scope: vocab.ScopeService}, 403, wire.CallerNotPermitted),
+		{name: "CallerNotPermitted_not_owner", method: http.MethodPost, path: wire.PathDeregister, body: wiretest.DeregisterBody, wantStatus: 403, wantID: wire.CallerNotPermitted,
+			deregister: deregisterAnswer(registrar.DeregisterResult{RequestID: rid}, refused("h1-review-007", vocab.ReasonNotOwner))},
+		mint("InstanceCeilingReached", &registrar.RefusedError{RequestID: rid, RegistrationID: "h1-review-007", Reason: vocab.ReasonInstanceCeiling, Ceiling: vocab.CeilingInstancesPerHost, Limit: 8}, 409, wire.InstanceCeilingReached),
 		{name: "RegistrarBusy", method: http.MethodPost, path: wire.PathMint, body: wiretest.MintBody, wantStatus: 429, wantID: wire.RegistrarBusy, wantRetryAfter: "7",
 			mint: mintAnswer(registrar.MintResult{RequestID: rid}, &registrar.ThrottledError{RequestID: rid, RetryAfterSeconds: 7})},
 		{name: "RequestMalformed", method: http.MethodPost, path: wire.PathMint, body: wiretest.ReplaceMember(wiretest.MintBody, `"instance":7`, `"instance":null`), wantStatus: 400, wantID: wire.RequestMalformed},
@@ -199,6 +204,14 @@ func TestGoldenResponses(t *testing.T) {
 			case wire.RequestMalformed:
 				if u.Error.Detail == "" {
 					t.Errorf("RequestMalformed without a detail")
+				}
+			case wire.CallerNotPermitted:
+				if _, err := vocab.ParseReason(u.Error.Reason); err != nil || (u.Error.Reason == "out_of_scope") != (u.Error.Scope != "") {
+					t.Errorf("CallerNotPermitted with reason %q and scope %q", u.Error.Reason, u.Error.Scope)
+				}
+			case wire.InstanceCeilingReached:
+				if _, err := vocab.ParseCeiling(u.Error.Ceiling); err != nil || u.Error.Limit == 0 {
+					t.Errorf("InstanceCeilingReached with ceiling %q and limit %d", u.Error.Ceiling, u.Error.Limit)
 				}
 			}
 		})

@@ -6,7 +6,10 @@ package vocab
 // reason fails validation.
 type Reason uint8
 
-// The twelve refusal reasons: seven pre-derivation, five post-derivation.
+// The sixteen refusal reasons: nine pre-derivation (the seven checks of the
+// request and the two of authorization, no_policy and out_of_scope), seven
+// post-derivation (not_owner and instance_ceiling among them, decided with
+// the registry).
 const (
 	ReasonInvalidServiceName Reason = iota + 1
 	ReasonInvalidHost
@@ -20,6 +23,19 @@ const (
 	ReasonStoredSpecConflict
 	ReasonHostMismatch
 	ReasonBackendUnavailable
+	// ReasonNoPolicy: the caller's identity matches no caller policy and
+	// is not an operator's. Pre-derivation.
+	ReasonNoPolicy
+	// ReasonOutOfScope: the caller's policy does not cover the service,
+	// component, host or verb asked for. Pre-derivation.
+	ReasonOutOfScope
+	// ReasonNotOwner: the registration was first minted by an identity
+	// the caller's policy may not act for. Post-derivation.
+	ReasonNotOwner
+	// ReasonInstanceCeiling: a new registration would exceed its
+	// component's max_instances_per_host or its policy's
+	// max_registrations. Post-derivation.
+	ReasonInstanceCeiling
 )
 
 var reasons = NewEnum[Reason]("Reason", "refusal reason", []string{
@@ -35,9 +51,13 @@ var reasons = NewEnum[Reason]("Reason", "refusal reason", []string{
 	ReasonStoredSpecConflict:       "stored_spec_conflict",
 	ReasonHostMismatch:             "host_mismatch",
 	ReasonBackendUnavailable:       "backend_unavailable",
+	ReasonNoPolicy:                 "no_policy",
+	ReasonOutOfScope:               "out_of_scope",
+	ReasonNotOwner:                 "not_owner",
+	ReasonInstanceCeiling:          "instance_ceiling",
 })
 
-// Valid reports whether r is one of the twelve reasons.
+// Valid reports whether r is one of the sixteen reasons.
 func (r Reason) Valid() bool { return reasons.Valid(r) }
 
 // String returns the snake_case spelling, e.g. "invalid_host" (Reason(N)
@@ -49,7 +69,7 @@ func (r Reason) String() string { return reasons.String(r) }
 func (r Reason) MarshalText() ([]byte, error) { return reasons.MarshalText(r) }
 
 // UnmarshalText implements encoding.TextUnmarshaler; it accepts exactly the
-// twelve spellings.
+// sixteen spellings.
 func (r *Reason) UnmarshalText(b []byte) error { return reasons.UnmarshalText(r, b) }
 
 // ParseReason parses a refusal reason spelling (exact, no case folding).

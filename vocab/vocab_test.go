@@ -83,15 +83,35 @@ func TestEveryValueRoundTripsAndMisspellingsAreRefused(t *testing.T) {
 		n++
 	}
 	reasons := 0
-	for r := vocab.ReasonInvalidServiceName; r <= vocab.ReasonBackendUnavailable; r++ {
+	for r := vocab.ReasonInvalidServiceName; r.Valid(); r++ {
 		var back vocab.Reason
 		if got, err := vocab.ParseReason(r.String()); err != nil || got != r || back.UnmarshalText([]byte(r.String())) != nil || back != r {
 			t.Errorf("Reason %v: Parse = %v, %v; UnmarshalText = %v", r, got, err, back)
 		}
 		reasons++
 	}
-	if reasons != 12 {
-		t.Errorf("got %d reasons, want 12", reasons)
+	if reasons != 16 {
+		t.Errorf("got %d reasons, want 16", reasons)
+	}
+	scopes := 0
+	for s := vocab.ScopeVerb; s.Valid(); s++ {
+		var back vocab.Scope
+		if got, err := vocab.ParseScope(s.String()); err != nil || got != s || back.UnmarshalText([]byte(s.String())) != nil || back != s {
+			t.Errorf("Scope %v: Parse = %v, %v; UnmarshalText = %v", s, got, err, back)
+		}
+		scopes++
+	}
+	if scopes != 4 || vocab.ScopeVerb.String() != "verb" || vocab.ScopeHost.String() != "host" {
+		t.Errorf("got %d scopes (verb %q, host %q), want 4 from verb to host", scopes, vocab.ScopeVerb, vocab.ScopeHost)
+	}
+	for c := vocab.CeilingInstancesPerHost; c <= vocab.CeilingRegistrations; c++ {
+		var back vocab.Ceiling
+		if got, err := vocab.ParseCeiling(c.String()); err != nil || got != c || back.UnmarshalText([]byte(c.String())) != nil || back != c {
+			t.Errorf("Ceiling %v: Parse = %v, %v; UnmarshalText = %v", c, got, err, back)
+		}
+	}
+	if vocab.CeilingInstancesPerHost.String() != "max_instances_per_host" || vocab.CeilingRegistrations.String() != "max_registrations" {
+		t.Errorf("ceilings spelt %q and %q, want the configuration keys", vocab.CeilingInstancesPerHost, vocab.CeilingRegistrations)
 	}
 	for _, m := range []vocab.Multiplicity{vocab.OnePerDeployment, vocab.OnePerHost, vocab.ManyPerHost} {
 		var back vocab.Multiplicity
@@ -127,13 +147,13 @@ func TestEveryValueRoundTripsAndMisspellingsAreRefused(t *testing.T) {
 // The zero value of the enums that start at 1 is no value: a record or a
 // component that forgot to set one fails validation.
 func TestZeroValuesThatAreNotMembers(t *testing.T) {
-	if vocab.Reason(0).Valid() || vocab.OutcomeClass(0).Valid() || vocab.Multiplicity(0).Valid() {
-		t.Error("a zero Reason, OutcomeClass or Multiplicity is valid; want invalid")
+	if vocab.Reason(0).Valid() || vocab.OutcomeClass(0).Valid() || vocab.Multiplicity(0).Valid() || vocab.Scope(0).Valid() || vocab.Ceiling(0).Valid() {
+		t.Error("a zero Reason, OutcomeClass, Multiplicity, Scope or Ceiling is valid; want invalid")
 	}
 	if !vocab.Verb(0).Valid() || vocab.Verb(0) != vocab.Mint || !vocab.Bucket(0).Valid() {
 		t.Error("the zero Verb and Bucket must be Mint and PredecisionRefusal")
 	}
-	for _, v := range []textEnum{vocab.Reason(0), vocab.OutcomeClass(0), vocab.Multiplicity(0), vocab.Verb(2), vocab.Bucket(2)} {
+	for _, v := range []textEnum{vocab.Reason(0), vocab.OutcomeClass(0), vocab.Multiplicity(0), vocab.Verb(2), vocab.Bucket(2), vocab.Scope(0), vocab.Scope(5), vocab.Ceiling(0), vocab.Ceiling(3)} {
 		if _, err := v.MarshalText(); err == nil {
 			t.Errorf("%v.MarshalText succeeded; want an error", v)
 		}
@@ -145,8 +165,10 @@ func TestZeroValuesThatAreNotMembers(t *testing.T) {
 		{vocab.Multiplicity(0), "multiplicity(0)"},
 		{vocab.Verb(7), "Verb(7)"},
 		{vocab.Bucket(2), "Bucket(2)"},
-		{vocab.Reason(13), "Reason(13)"},
+		{vocab.Reason(17), "Reason(17)"},
 		{vocab.OutcomeClass(0), "OutcomeClass(0)"},
+		{vocab.Scope(5), "Scope(5)"},
+		{vocab.Ceiling(3), "Ceiling(3)"},
 	} {
 		if got := c.v.String(); got != c.want {
 			t.Errorf("String() = %q, want %q", got, c.want)

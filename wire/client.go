@@ -151,8 +151,13 @@ type Response struct {
 	// Class, ErrorID are set on a refusal; Class is the identifier's.
 	Class   Class
 	ErrorID ErrorID
-	// Reason is RegistrarUnavailable's reason.
+	// Reason is RegistrarUnavailable's and CallerNotPermitted's reason.
 	Reason string
+	// Scope is CallerNotPermitted's scope, for out_of_scope.
+	Scope string
+	// Ceiling and Limit are InstanceCeilingReached's ceiling and its value.
+	Ceiling string
+	Limit   uint32
 	// Detail is RequestMalformed's detail.
 	Detail string
 	// RetryAfter is RegistrarBusy's retry_after, whole seconds.
@@ -348,6 +353,7 @@ func (r *Response) decode() error {
 	r.Class = u.Class
 	if u.Error != nil {
 		r.ErrorID, r.Reason, r.Detail, r.RetryAfter = u.Error.ID, u.Error.Reason, u.Error.Detail, u.Error.RetryAfter
+		r.Scope, r.Ceiling, r.Limit = u.Error.Scope, u.Error.Ceiling, u.Error.Limit
 	}
 	r.RawHealth = u.RegistrarHealth
 	if len(u.RegistrarHealth) > 0 {

@@ -147,6 +147,21 @@ func TestClientDecodesTheGoldenAnswers(t *testing.T) {
 		t.Errorf("RequestMalformed decoded as %+v", r)
 	}
 
+	a.status, a.body = 403, golden(t, "response_CallerNotPermitted_out_of_scope.json")
+	if r, err = c.Mint(ctx, MintRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if r.OK() || r.Retryable() || r.ErrorID != CallerNotPermitted || r.Class != Permanent || r.Reason != "out_of_scope" || r.Scope != "service" {
+		t.Errorf("CallerNotPermitted decoded as %+v", r)
+	}
+	a.status, a.body = 409, golden(t, "response_InstanceCeilingReached.json")
+	if r, err = c.Mint(ctx, MintRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if r.OK() || r.ErrorID != InstanceCeilingReached || r.Ceiling != "max_instances_per_host" || r.Limit != 8 || r.RegistrationID != "h1-review-007" {
+		t.Errorf("InstanceCeilingReached decoded as %+v", r)
+	}
+
 	// A refusal's status with a 200: not OK, because an error id is set.
 	a.status = 200
 	if r, err = c.Mint(ctx, MintRequest{}); err != nil || r.OK() {

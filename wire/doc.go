@@ -66,13 +66,18 @@
 //	RegistrarUnavailable     reason        permanent  503
 //	RegistrarBusy            retry_after   retryable  429 + Retry-After
 //	RequestMalformed         detail        permanent  400
+//	CallerNotPermitted       reason[,scope] permanent  403
+//	InstanceCeilingReached   ceiling,limit permanent  409
 //
 // IDForReason is the one exhaustive switch from the verbs' refusal reasons
 // to identifiers. A pre-derivation refusal the limiter suppressed gets the
 // identifier it would have got unlimited; only the admission throttle is
 // RegistrarBusy, whose retry_after (whole seconds, ≥ 1) is repeated in the
 // Retry-After header. RegistrarUnavailable's reason is AuditUnwritable,
-// PostMintUnrecordable or BackendUnavailable.
+// PostMintUnrecordable or BackendUnavailable. CallerNotPermitted's reason is
+// no_policy, out_of_scope (with scope: verb, service, component or host) or
+// not_owner; InstanceCeilingReached names its ceiling
+// (max_instances_per_host or max_registrations) and its limit.
 //
 // Decisions the contract left open, pinned by the golden fixtures:
 //

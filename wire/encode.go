@@ -110,6 +110,16 @@ func appendRefusal(dst []byte, r *RefusalResponse, health []byte) []byte {
 		dst = append(dst, `,"reason":`...)
 		dst = appendJSONString(dst, r.Error.Reason)
 	}
+	if r.Error.Scope != "" {
+		dst = append(dst, `,"scope":`...)
+		dst = appendJSONString(dst, r.Error.Scope)
+	}
+	if r.Error.Ceiling != "" {
+		dst = append(dst, `,"ceiling":`...)
+		dst = appendJSONString(dst, r.Error.Ceiling)
+		dst = append(dst, `,"limit":`...)
+		dst = strconv.AppendUint(dst, uint64(r.Error.Limit), 10)
+	}
 	if r.Error.RetryAfter != 0 {
 		dst = append(dst, `,"retry_after":`...)
 		dst = strconv.AppendUint(dst, r.Error.RetryAfter, 10)

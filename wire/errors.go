@@ -9,7 +9,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
-// ErrorID is one of the nine error identifiers of the closed set. The class
+// ErrorID is one of the eleven error identifiers of the closed set. The class
 // and the HTTP status are properties of the identifier, never of the
 // particular refusal.
 type ErrorID string
@@ -42,6 +42,14 @@ const (
 	// (never charged, never recorded), an unknown path and a wrong method
 	// included. It carries detail. 400.
 	RequestMalformed ErrorID = "RequestMalformed"
+	// CallerNotPermitted: the caller's policy does not allow the call. It
+	// carries reason (no_policy, out_of_scope or not_owner) and, for
+	// out_of_scope, scope (verb, service, component or host). 403.
+	CallerNotPermitted ErrorID = "CallerNotPermitted"
+	// InstanceCeilingReached: a new registration would exceed an instance
+	// ceiling. It carries ceiling (max_instances_per_host or
+	// max_registrations) and limit, the ceiling's value. 409.
+	InstanceCeilingReached ErrorID = "InstanceCeilingReached"
 )
 
 // IDs returns the closed set of identifiers in the spec's table order.
@@ -49,10 +57,11 @@ func IDs() []ErrorID {
 	return []ErrorID{
 		ServiceLabelInvalid, ServiceInstanceMismatch, ServiceSpecConflict, ServiceRequestInvalid,
 		ServiceNameCollision, ServiceHostMismatch, RegistrarUnavailable, RegistrarBusy, RequestMalformed,
+		CallerNotPermitted, InstanceCeilingReached,
 	}
 }
 
-// Valid reports whether id is one of the nine identifiers.
+// Valid reports whether id is one of the eleven identifiers.
 func (id ErrorID) Valid() bool { return id.HTTPStatus() != 0 }
 
 // Class is the class of an identifier: permanent or retryable.
@@ -71,7 +80,8 @@ const (
 func (id ErrorID) Class() Class {
 	switch id {
 	case ServiceLabelInvalid, ServiceInstanceMismatch, ServiceSpecConflict, ServiceRequestInvalid,
-		ServiceNameCollision, ServiceHostMismatch, RegistrarUnavailable, RequestMalformed:
+		ServiceNameCollision, ServiceHostMismatch, RegistrarUnavailable, RequestMalformed,
+		CallerNotPermitted, InstanceCeilingReached:
 		return Permanent
 	case RegistrarBusy:
 		return Retryable
@@ -86,8 +96,10 @@ func (id ErrorID) HTTPStatus() int {
 	switch id {
 	case ServiceLabelInvalid, ServiceInstanceMismatch, ServiceRequestInvalid:
 		return http.StatusUnprocessableEntity
-	case ServiceSpecConflict, ServiceNameCollision, ServiceHostMismatch:
+	case ServiceSpecConflict, ServiceNameCollision, ServiceHostMismatch, InstanceCeilingReached:
 		return http.StatusConflict
+	case CallerNotPermitted:
+		return http.StatusForbidden
 	case RegistrarUnavailable:
 		return http.StatusServiceUnavailable
 	case RegistrarBusy:
@@ -119,6 +131,10 @@ func IDForReason(r vocab.Reason) (id ErrorID, ok bool) {
 		return ServiceNameCollision, true
 	case vocab.ReasonHostMismatch:
 		return ServiceHostMismatch, true
+	case vocab.ReasonNoPolicy, vocab.ReasonOutOfScope, vocab.ReasonNotOwner:
+		return CallerNotPermitted, true
+	case vocab.ReasonInstanceCeiling:
+		return InstanceCeilingReached, true
 	case vocab.ReasonBackendUnavailable:
 		return RegistrarUnavailable, true
 	}
@@ -176,8 +192,22 @@ func RefusalFor(err error) (status int, body RefusalResponse, retryAfter uint64,
 		}
 		body.RequestID, body.RegistrationID = ref.RequestID, ref.RegistrationID
 		body.Error = ErrorBody{ID: id}
-		if id == RegistrarUnavailable {
+		switch id {
+		case RegistrarUnavailable:
 			body.Error.Reason = registrar.BackendUnavailable.String()
+		case CallerNotPermitted:
+			body.Error.Reason = ref.Reason.String()
+			if ref.Reason == vocab.ReasonOutOfScope {
+				if !ref.Scope.Valid() {
+					return 0, body, 0, internalf("out_of_scope refusal without a scope (%d)", uint8(ref.Scope))
+				}
+				body.Error.Scope = ref.Scope.String()
+			}
+		case InstanceCeilingReached:
+			if !ref.Ceiling.Valid() || ref.Limit == 0 {
+				return 0, body, 0, internalf("instance_ceiling refusal without its ceiling (%d, %d)", uint8(ref.Ceiling), ref.Limit)
+			}
+			body.Error.Ceiling, body.Error.Limit = ref.Ceiling.String(), ref.Limit
 		}
 	case una != nil:
 		reason, ok := unavailableReason(una.Reason)

@@ -27,6 +27,8 @@ func TestEveryIdentifierHasTheSpecsClassAndStatus(t *testing.T) {
 		{wire.RegistrarUnavailable, wire.Permanent, 503},
 		{wire.RegistrarBusy, wire.Retryable, 429},
 		{wire.RequestMalformed, wire.Permanent, 400},
+		{wire.CallerNotPermitted, wire.Permanent, 403},
+		{wire.InstanceCeilingReached, wire.Permanent, 409},
 	}
 	ids := wire.IDs()
 	if len(ids) != len(want) {
@@ -77,6 +79,10 @@ func TestEveryRefusalReasonMapsToItsIdentifier(t *testing.T) {
 		vocab.ReasonStoredSpecConflict:       wire.ServiceSpecConflict,
 		vocab.ReasonHostMismatch:             wire.ServiceHostMismatch,
 		vocab.ReasonBackendUnavailable:       wire.RegistrarUnavailable,
+		vocab.ReasonNoPolicy:                 wire.CallerNotPermitted,
+		vocab.ReasonOutOfScope:               wire.CallerNotPermitted,
+		vocab.ReasonNotOwner:                 wire.CallerNotPermitted,
+		vocab.ReasonInstanceCeiling:          wire.InstanceCeilingReached,
 	}
 	n := 0
 	for r := vocab.Reason(1); r.Valid(); r++ {
@@ -94,10 +100,10 @@ func TestEveryRefusalReasonMapsToItsIdentifier(t *testing.T) {
 			}
 		})
 	}
-	if n != 12 {
-		t.Errorf("walked %d reasons, want 12", n)
+	if n != 16 {
+		t.Errorf("walked %d reasons, want 16", n)
 	}
-	for _, r := range []vocab.Reason{0, 13, 255} {
+	for _, r := range []vocab.Reason{0, 17, 255} {
 		if id, ok := wire.IDForReason(r); ok {
 			t.Errorf("reason %d outside the set mapped to %s", uint8(r), id)
 		}
@@ -135,6 +141,41 @@ func TestUnmappableVerbAnswersAreInternal(t *testing.T) {
 	} {
 		if _, _, _, ierr := wire.RefusalFor(err); !errors.Is(ierr, wire.ErrUnmappable) {
 			t.Errorf("%v: got %v, want wire.ErrUnmappable", err, ierr)
+		}
+	}
+}
+
+// CallerNotPermitted carries its reason, and out_of_scope its scope;
+// InstanceCeilingReached its ceiling and limit. A refusal missing what its
+// payload must name is an internal error, never an answer without it.
+func TestAuthorizationRefusalsCarryTheirPayload(t *testing.T) {
+	for _, tc := range []struct {
+		err    *registrar.RefusedError
+		status int
+		want   wire.ErrorBody
+	}{
+		{&registrar.RefusedError{RequestID: "r.1", Reason: vocab.ReasonNoPolicy}, 403,
+			wire.ErrorBody{ID: wire.CallerNotPermitted, Reason: "no_policy"}},
+		{&registrar.RefusedError{RequestID: "r.1", Reason: vocab.ReasonOutOfScope, Scope: vocab.ScopeHost}, 403,
+			wire.ErrorBody{ID: wire.CallerNotPermitted, Reason: "out_of_scope", Scope: "host"}},
+		{&registrar.RefusedError{RequestID: "r.1", RegistrationID: "h1-review-007", Reason: vocab.ReasonNotOwner}, 403,
+			wire.ErrorBody{ID: wire.CallerNotPermitted, Reason: "not_owner"}},
+		{&registrar.RefusedError{RequestID: "r.1", RegistrationID: "h1-review-007", Reason: vocab.ReasonInstanceCeiling, Ceiling: vocab.CeilingRegistrations, Limit: 40}, 409,
+			wire.ErrorBody{ID: wire.InstanceCeilingReached, Ceiling: "max_registrations", Limit: 40}},
+	} {
+		status, body, _, err := wire.RefusalFor(tc.err)
+		if err != nil || status != tc.status || body.Error != tc.want || body.Class != wire.Permanent || body.RegistrationID != tc.err.RegistrationID {
+			t.Errorf("%v: got %d %+v, %v; want %d %+v", tc.err, status, body, err, tc.status, tc.want)
+		}
+	}
+	for _, bad := range []*registrar.RefusedError{
+		{RequestID: "r.1", Reason: vocab.ReasonOutOfScope},
+		{RequestID: "r.1", Reason: vocab.ReasonOutOfScope, Scope: 9},
+		{RequestID: "r.1", Reason: vocab.ReasonInstanceCeiling, Limit: 3},
+		{RequestID: "r.1", Reason: vocab.ReasonInstanceCeiling, Ceiling: vocab.CeilingInstancesPerHost},
+	} {
+		if _, _, _, err := wire.RefusalFor(bad); !errors.Is(err, wire.ErrUnmappable) {
+			t.Errorf("%+v: got %v, want wire.ErrUnmappable", bad, err)
 		}
 	}
 }

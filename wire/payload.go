@@ -102,8 +102,17 @@ type DeregisterResponse struct {
 // RegistrarBusy only, Detail for RequestMalformed only.
 type ErrorBody struct {
 	ID ErrorID `json:"id"`
-	// Reason is AuditUnwritable, PostMintUnrecordable or BackendUnavailable.
+	// Reason is RegistrarUnavailable's (AuditUnwritable,
+	// PostMintUnrecordable or BackendUnavailable) and CallerNotPermitted's
+	// (no_policy, out_of_scope or not_owner).
 	Reason string `json:"reason,omitempty"`
+	// Scope is CallerNotPermitted's for out_of_scope: verb, service,
+	// component or host.
+	Scope string `json:"scope,omitempty"`
+	// Ceiling and Limit are InstanceCeilingReached's: max_instances_per_host
+	// or max_registrations, and its value.
+	Ceiling string `json:"ceiling,omitempty"`
+	Limit   uint32 `json:"limit,omitempty"`
 	// RetryAfter is whole seconds, ≥ 1.
 	RetryAfter uint64 `json:"retry_after,omitempty"`
 	Detail     string `json:"detail,omitempty"`

@@ -257,6 +257,10 @@ func answer(stdout, stderr io.Writer, verb string, addr daemonAddr, asJSON bool,
 	if !asJSON {
 		detail := ""
 		switch {
+		case resp.Scope != "":
+			detail = ": " + resp.Reason + " (" + resp.Scope + ")"
+		case resp.Ceiling != "":
+			detail = fmt.Sprintf(": %s = %d", resp.Ceiling, resp.Limit)
 		case resp.Reason != "":
 			detail = ": " + resp.Reason
 		case resp.Detail != "":
