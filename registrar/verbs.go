@@ -25,6 +25,9 @@ type AuditLog interface {
 type Config struct {
 	// Components maps each configured component to its multiplicity.
 	Components map[string]vocab.Multiplicity
+	// Authority says what each caller may do (SetAuthority replaces it);
+	// nil permits every caller everything.
+	Authority Authority
 	// MaxWrapTTLSeconds bounds a mint's wrap_ttl (registrar.max_wrap_ttl_seconds).
 	MaxWrapTTLSeconds uint32
 }
@@ -58,6 +61,7 @@ type Verbs struct {
 	log               AuditLog
 	backend           Backend
 	components        atomic.Pointer[map[string]vocab.Multiplicity] // swapped whole by SetComponents
+	authority         atomic.Pointer[Authority]                     // swapped whole by SetAuthority; nil permits all
 	maxWrapTTLSeconds uint32
 	now               func() time.Time
 	logger            *slog.Logger
@@ -135,6 +139,7 @@ func New(cfg Config, deps Deps) (*Verbs, error) {
 		tel:               tel,
 	}
 	v.components.Store(&comps)
+	v.SetAuthority(cfg.Authority)
 	if v.now == nil {
 		v.now = time.Now
 	}
@@ -216,13 +221,22 @@ func (v *Verbs) begin(ctx context.Context, start time.Time, verb vocab.Verb, ide
 func (v *Verbs) arrive(ctx context.Context, inv *invocation, component string, mint *MintRequest) (wctx context.Context, id string, unlock func(), err error) {
 	r := inv.requested
 	comps := *v.components.Load() // one table for the whole invocation
+	g, ok := grant(v.authority.Load(), inv.identity)
+	if !ok {
+		return nil, "", nil, v.refusePreDerivation(ctx, inv, vocab.ReasonNoPolicy, 0)
+	}
 	if reason := v.preDerivation(comps, r.ServiceName, r.Host, component, r.Instance, mint); reason != 0 {
-		return nil, "", nil, v.refusePreDerivation(ctx, inv, reason)
+		return nil, "", nil, v.refusePreDerivation(ctx, inv, reason, 0)
+	}
+	if g != nil {
+		if scope := g.OutOfScope(inv.verb, r.ServiceName, component, r.Host); scope != 0 {
+			return nil, "", nil, v.refusePreDerivation(ctx, inv, vocab.ReasonOutOfScope, scope)
+		}
 	}
 	if wctx, err = v.admit(ctx, inv); err != nil {
 		return nil, "", nil, err
 	}
-	id, ok := derive(comps[component], r.Host, component, r.Instance)
+	id, ok = derive(comps[component], r.Host, component, r.Instance)
 	if !ok {
 		return nil, "", nil, v.refuse(wctx, inv, "", vocab.ReasonDerivedKeyInvalid, "")
 	}
@@ -300,16 +314,26 @@ func (v *Verbs) deregister(ctx context.Context, inv *invocation, req *Deregister
 // refusePreDerivation is check point 1: charge predecision_refusal before
 // the intent write. No token → no records, one limited event (published by
 // the limiter), and the same real permanent refusal.
-func (v *Verbs) refusePreDerivation(ctx context.Context, inv *invocation, reason vocab.Reason) error {
+//
+// An out_of_scope refusal names its scope: in the answer, and as the
+// refused record's detail.
+func (v *Verbs) refusePreDerivation(ctx context.Context, inv *invocation, reason vocab.Reason, scope vocab.Scope) error {
 	if d := v.lim.ChargeCaller(ctx, &inv.caller, inv.verb, vocab.PredecisionRefusal, inv.arrived); !d.Allowed {
-		inv.limited = RefusedError{RequestID: inv.requestID, Reason: reason, Limited: true}
+		inv.limited = RefusedError{RequestID: inv.requestID, Reason: reason, Scope: scope, Limited: true}
 		return &inv.limited
 	}
 	wctx := context.WithoutCancel(ctx)
 	if err := v.writeIntent(wctx, inv); err != nil {
 		return &UnavailableError{RequestID: inv.requestID, Reason: AuditUnwritable, Err: err}
 	}
-	return v.refuse(wctx, inv, "", reason, "")
+	detail := ""
+	if scope != 0 {
+		detail = scope.String()
+	}
+	if err := v.writeOutcome(wctx, inv, "", &audit.Outcome{Class: vocab.ClassRefused, Reason: reason, Detail: detail}); err != nil {
+		return &UnavailableError{RequestID: inv.requestID, Reason: AuditUnwritable, Err: err}
+	}
+	return &RefusedError{RequestID: inv.requestID, Reason: reason, Scope: scope}
 }
 
 // admit is check point 2: charge admission before the intent write and
