@@ -80,3 +80,43 @@ func (c *Ceiling) UnmarshalText(text []byte) error { return ceilings.UnmarshalTe
 
 // ParseCeiling parses a ceiling's spelling.
 func ParseCeiling(s string) (Ceiling, error) { return ceilings.Parse(s) }
+
+// Owner is a caller policy's scope_owner: whose registrations its callers
+// may remint or deregister. A registration's owner is the identity that
+// first minted it.
+type Owner uint8
+
+// The three owner scopes.
+const (
+	// OwnerSelf: only registrations the caller itself first minted (the
+	// default).
+	OwnerSelf Owner = iota + 1
+	// OwnerPolicy: registrations first minted by any identity of the
+	// caller's own policy.
+	OwnerPolicy
+	// OwnerAny: any registration (the operators' scope).
+	OwnerAny
+)
+
+var owners = NewEnum[Owner]("Owner", "owner scope", []string{
+	OwnerSelf:   "self",
+	OwnerPolicy: "policy",
+	OwnerAny:    "any",
+})
+
+// Valid reports whether o is one of the three owner scopes.
+func (o Owner) Valid() bool { return owners.Valid(o) }
+
+// String returns "self", "policy" or "any" (Owner(N) for an invalid value).
+func (o Owner) String() string { return owners.String(o) }
+
+// MarshalText implements encoding.TextMarshaler; an invalid owner scope is
+// an error.
+func (o Owner) MarshalText() ([]byte, error) { return owners.MarshalText(o) }
+
+// UnmarshalText implements encoding.TextUnmarshaler; it accepts exactly the
+// three spellings.
+func (o *Owner) UnmarshalText(text []byte) error { return owners.UnmarshalText(o, text) }
+
+// ParseOwner parses "self", "policy" or "any".
+func ParseOwner(s string) (Owner, error) { return owners.Parse(s) }

@@ -110,6 +110,15 @@ func TestEveryValueRoundTripsAndMisspellingsAreRefused(t *testing.T) {
 			t.Errorf("Ceiling %v: Parse = %v, %v; UnmarshalText = %v", c, got, err, back)
 		}
 	}
+	for o := vocab.OwnerSelf; o <= vocab.OwnerAny; o++ {
+		var back vocab.Owner
+		if got, err := vocab.ParseOwner(o.String()); err != nil || got != o || back.UnmarshalText([]byte(o.String())) != nil || back != o {
+			t.Errorf("Owner %v: Parse = %v, %v; UnmarshalText = %v", o, got, err, back)
+		}
+	}
+	if vocab.OwnerSelf.String() != "self" || vocab.OwnerPolicy.String() != "policy" || vocab.OwnerAny.String() != "any" || vocab.Owner(0).Valid() || vocab.Owner(4).Valid() {
+		t.Errorf("owner scopes spelt %q %q %q, want self policy any, and 0 and 4 invalid", vocab.OwnerSelf, vocab.OwnerPolicy, vocab.OwnerAny)
+	}
 	if vocab.CeilingInstancesPerHost.String() != "max_instances_per_host" || vocab.CeilingRegistrations.String() != "max_registrations" {
 		t.Errorf("ceilings spelt %q and %q, want the configuration keys", vocab.CeilingInstancesPerHost, vocab.CeilingRegistrations)
 	}
