@@ -24,6 +24,19 @@
 // ([*IdentityError]). Each matches errors.Is(err, [ErrInvalid]). Nothing
 // the package is given makes it panic.
 //
+// # Scopes
+//
+// A policy may also restrict what its callers ask for: its scope_services,
+// scope_components, scope_hosts and scope_verbs keys ([ScopeSpec]), each a
+// list of glob patterns ('*' any run of bytes, '?' one byte) of which the
+// value must match one; a key left out permits any value. scope_hosts also
+// takes [IdentityPattern], "{identity}": the host the caller's identity
+// names ([IdentityHost]). [CompileScope] refuses, all at once, every
+// pattern that could match no value ([*PatternError]) and every empty or
+// oversized list ([*ScopeKeyError]); [Scope.Check] names the first
+// dimension out of scope, verb, service, component then host, without
+// allocating.
+//
 // # Cost
 //
 // A lookup walks one compressed trie holding the exact identities and the

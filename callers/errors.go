@@ -6,7 +6,8 @@ import (
 	"strconv"
 )
 
-// ErrInvalid matches every error New returns: errors.Is(err, ErrInvalid).
+// ErrInvalid matches every error New, CompileScope and NewAuthority return:
+// errors.Is(err, ErrInvalid).
 var ErrInvalid = errors.New("callers: invalid caller policies")
 
 // DefaultName is the name of the default policy, the [registrar] table's

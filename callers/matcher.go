@@ -53,7 +53,7 @@ func New(ps []Policy) (*Matcher, error) {
 			prefix bool
 		}{{p.Identities, false}, {p.IdentityPrefixes, true}} {
 			for j, id := range set.keys {
-				if rule := identityRule(id); rule != "" {
+				if rule := identityRule(id, set.prefix); rule != "" {
 					errs = append(errs, &IdentityError{Policy: p.Name, Identity: id, Prefix: set.prefix, Index: j, Rule: rule})
 					continue
 				}
@@ -84,11 +84,13 @@ func nameRule(name string) string {
 	return ""
 }
 
-// identityRule is the rule id breaks, or "".
-func identityRule(id string) string {
+// identityRule is the rule id breaks, or "". The empty prefix is the
+// catch-all (identity_prefixes = [""]): every identity starts with it, so
+// it matches each identity no other policy names.
+func identityRule(id string, prefix bool) string {
 	switch {
-	case id == "":
-		return "must not be empty"
+	case id == "" && !prefix:
+		return "must not be empty: an empty prefix (identity_prefixes = [\"\"]) is the way to match every identity"
 	case len(id) > MaxIdentityBytes:
 		return "must be at most " + strconv.Itoa(MaxIdentityBytes) + " bytes, the longest identity the server gives"
 	}

@@ -140,11 +140,11 @@ func TestNewRefusesInvalidPolicies(t *testing.T) {
 		{"two policies of one name", []Policy{{Name: "a", Identities: []string{"x"}}, {Name: "a", Identities: []string{"y"}}},
 			[]error{&NameError{Name: "a", Rule: "names two policies"}}, nil},
 		{"an empty identity", []Policy{{Name: "a", Identities: []string{""}}},
-			[]error{&IdentityError{Policy: "a", Identity: "", Rule: "must not be empty"}},
-			[]string{`callers: policy "a": the identity "" must not be empty`}},
-		{"an empty prefix", []Policy{{Name: "a", IdentityPrefixes: []string{""}}},
-			[]error{&IdentityError{Policy: "a", Identity: "", Prefix: true, Rule: "must not be empty"}},
-			[]string{`callers: policy "a": the identity prefix "" must not be empty`}},
+			[]error{&IdentityError{Policy: "a", Identity: "", Rule: `must not be empty: an empty prefix (identity_prefixes = [""]) is the way to match every identity`}},
+			[]string{`callers: policy "a": the identity "" must not be empty: an empty prefix (identity_prefixes = [""]) is the way to match every identity`}},
+		{"the empty prefix twice", []Policy{{Name: "a", IdentityPrefixes: []string{""}}, {Name: "b", IdentityPrefixes: []string{""}}},
+			[]error{&DuplicateError{Identity: "", Prefix: true, First: "a", Second: "b"}},
+			nil},
 		{"an identity over the bound", []Policy{{Name: "a", Identities: []string{long}}},
 			[]error{&IdentityError{Policy: "a", Identity: long, Rule: "must be at most 512 bytes, the longest identity the server gives"}},
 			[]string{`callers: policy "a": the identity "` + strings.Repeat("a", 80) + `"… (513 bytes) must be at most 512 bytes, the longest identity the server gives`}},
@@ -162,9 +162,9 @@ func TestNewRefusesInvalidPolicies(t *testing.T) {
 			{Name: "b", Identities: []string{"x", ""}, IdentityPrefixes: []string{"\t"}},
 		}, []error{
 			&NameError{Name: "Bad", Rule: "must be a DNS label (a-z, 0-9 and '-', not starting or ending with '-'): it labels metrics and records"},
-			&IdentityError{Policy: "Bad", Identity: "", Rule: "must not be empty"},
+			&IdentityError{Policy: "Bad", Identity: "", Rule: emptyRule},
 			&DuplicateError{Identity: "x", First: "Bad", Second: "b"},
-			&IdentityError{Policy: "b", Identity: "", Index: 1, Rule: "must not be empty"},
+			&IdentityError{Policy: "b", Identity: "", Index: 1, Rule: emptyRule},
 			&IdentityError{Policy: "b", Identity: "\t", Prefix: true, Rule: "must be printable ASCII (bytes 0x20 to 0x7e) like every identity the server gives, byte 0 is 0x9"},
 		}, nil},
 	} {
@@ -256,5 +256,33 @@ func TestTheBoundsAreInclusive(t *testing.T) {
 	}
 	if i, ok := m.Match(prefix); !ok || m.Name(i) != name {
 		t.Errorf("Match(the longest prefix) = %d, %v; want policy 0", i, ok)
+	}
+}
+
+// emptyRule is the rule an empty exact identity breaks.
+const emptyRule = `must not be empty: an empty prefix (identity_prefixes = [""]) is the way to match every identity`
+
+// The empty prefix is the catch-all: every identity no other policy names
+// (exactly, or by a longer prefix) takes it.
+func TestTheEmptyPrefixMatchesEveryOtherIdentity(t *testing.T) {
+	m, err := New([]Policy{
+		{Name: "everyone", IdentityPrefixes: []string{""}},
+		{Name: "agents", IdentityPrefixes: []string{"registrar-client:dns:"}},
+		{Name: "root", Identities: []string{"unix-peer:uid=0"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{
+		"":                                    "everyone",
+		"unix-peer:uid=1000":                  "everyone",
+		"registrar-client:uri:spiffe://x/y":   "everyone",
+		"registrar-client:dns:h1.example.org": "agents",
+		"unix-peer:uid=0":                     "root",
+		"unix-peer:uid=01":                    "everyone",
+	} {
+		if i, ok := m.Match(id); !ok || m.Name(i) != want {
+			t.Errorf("Match(%q) = %s, %v; want %s", id, m.Name(i), ok, want)
+		}
 	}
 }

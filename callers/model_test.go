@@ -44,7 +44,7 @@ func naiveErrors(ps []Policy) []error {
 			tag    string
 		}{{p.Identities, false, "e"}, {p.IdentityPrefixes, true, "p"}} {
 			for j, id := range set.keys {
-				if r := identityRule(id); r != "" {
+				if r := identityRule(id, set.prefix); r != "" {
 					errs = append(errs, &IdentityError{Policy: p.Name, Identity: id, Prefix: set.prefix, Index: j, Rule: r})
 					continue
 				}

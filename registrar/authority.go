@@ -5,27 +5,25 @@ import (
 )
 
 // Authority says what each caller may do with the verbs, behind the
-// transport that says who the caller is. The daemon's is built from the
-// caller policies of the configuration (callers.Authority); Verbs without
-// one lets every caller do anything, as before authorization existed.
+// transport that says who the caller is. The daemon's is
+// *callers.Authority, built from the caller policies of the configuration;
+// Verbs without one lets every caller do anything, as before authorization
+// existed.
 //
 // Its methods are pure (no I/O), cheap and safe for concurrent use: they
 // run on every invocation, before the limiter is charged.
 type Authority interface {
-	// Grant returns what identity may do, or false when identity matches
-	// no caller policy and is not an operator's: the call is refused
-	// no_policy before any other check, so a caller without a policy
-	// learns nothing of the configuration from its refusals.
-	Grant(identity string) (Grant, bool)
-}
-
-// Grant is what one caller may do.
-type Grant interface {
-	// OutOfScope returns 0 when the call is within the caller's scope,
-	// else the first scope, in vocab.Scope's order, that does not cover
-	// it. It runs after the request checks passed: service, component and
+	// Policy returns the index of identity's caller policy (negative for
+	// an operator's identity, unrestricted), or false when identity
+	// matches no policy: the call is refused no_policy before any other
+	// check, so a caller without a policy learns nothing of the
+	// configuration from its refusals.
+	Policy(identity string) (int, bool)
+	// OutOfScope returns 0 when policy's scope covers the call identity
+	// makes, else the first scope, in vocab.Scope's order, that does not.
+	// It runs after the request checks passed: service, component and
 	// host are DNS labels and component is configured.
-	OutOfScope(verb vocab.Verb, service, component, host string) vocab.Scope
+	OutOfScope(policy int, identity string, verb vocab.Verb, service, component, host string) vocab.Scope
 }
 
 // SetAuthority puts a in force from the next invocation on (a reload of
@@ -37,13 +35,4 @@ func (v *Verbs) SetAuthority(a Authority) {
 		return
 	}
 	v.authority.Store(&a)
-}
-
-// grant is identity's Grant under a; ok false: no_policy. Without an
-// authority every caller has the grant that permits all (nil).
-func grant(a *Authority, identity string) (Grant, bool) {
-	if a == nil {
-		return nil, true
-	}
-	return (*a).Grant(identity)
 }

@@ -10,20 +10,25 @@ import (
 	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
-// fakeAuthority grants the identities of grants; every other identity has
-// no policy.
-type fakeAuthority map[string]fakeGrant
+// fakeAuthority grants the identities it holds, each its own policy;
+// every other identity has no policy.
+type fakeAuthority []fakeGrant
 
-func (a fakeAuthority) Grant(identity string) (registrar.Grant, bool) {
-	g, ok := a[identity]
-	return g, ok
+// fakeGrant allows one identity one service and one host, or anything
+// when empty.
+type fakeGrant struct{ identity, service, host string }
+
+func (a fakeAuthority) Policy(identity string) (int, bool) {
+	for i, g := range a {
+		if g.identity == identity {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
-// fakeGrant allows one service and one host, or anything when empty.
-type fakeGrant struct{ service, host string }
-
-func (g fakeGrant) OutOfScope(_ vocab.Verb, service, _, host string) vocab.Scope {
-	switch {
+func (a fakeAuthority) OutOfScope(policy int, _ string, _ vocab.Verb, service, _, host string) vocab.Scope {
+	switch g := a[policy]; {
 	case g.service != "" && service != g.service:
 		return vocab.ScopeService
 	case g.host != "" && host != g.host:
@@ -54,7 +59,7 @@ func TestAuthorizationRefusesBeforeTheBackendAndRecordsWhy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := registrartest.NewBackend(t)
 			h := newHarness(t, 32, 512, b)
-			h.v.SetAuthority(fakeAuthority{agent: {service: "review", host: "h1"}})
+			h.v.SetAuthority(fakeAuthority{{identity: agent, service: "review", host: "h1"}})
 			req := goodMint()
 			req.CallerIdentity = tc.identity
 			tc.mut(&req)
@@ -91,7 +96,7 @@ func TestAuthorizationRefusalsAreChargedToPredecisionRefusal(t *testing.T) {
 	const burst, flood = 3, 20
 	b := registrartest.NewBackend(t)
 	h := newHarness(t, burst, 1, b)
-	h.v.SetAuthority(fakeAuthority{"registrar-client:dns:h1.example.org": {host: "h1"}})
+	h.v.SetAuthority(fakeAuthority{{identity: "registrar-client:dns:h1.example.org", host: "h1"}})
 	out := goodMint()
 	out.CallerIdentity, out.Host = "registrar-client:dns:h1.example.org", "h2"
 	for i := range flood {

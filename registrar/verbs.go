@@ -221,23 +221,27 @@ func (v *Verbs) begin(ctx context.Context, start time.Time, verb vocab.Verb, ide
 func (v *Verbs) arrive(ctx context.Context, inv *invocation, component string, mint *MintRequest) (wctx context.Context, id string, unlock func(), err error) {
 	r := inv.requested
 	comps := *v.components.Load() // one table for the whole invocation
-	g, ok := grant(v.authority.Load(), inv.identity)
-	if !ok {
-		return nil, "", nil, v.refusePreDerivation(ctx, inv, vocab.ReasonNoPolicy, 0)
+	auth := v.authority.Load() // one authority for the whole invocation
+	policy := 0
+	if auth != nil {
+		var ok bool
+		if policy, ok = (*auth).Policy(inv.identity); !ok {
+			return nil, "", nil, v.refusePreDerivation(ctx, inv, vocab.ReasonNoPolicy, 0)
+		}
 	}
 	if reason := v.preDerivation(comps, r.ServiceName, r.Host, component, r.Instance, mint); reason != 0 {
 		return nil, "", nil, v.refusePreDerivation(ctx, inv, reason, 0)
 	}
-	if g != nil {
-		if scope := g.OutOfScope(inv.verb, r.ServiceName, component, r.Host); scope != 0 {
+	if auth != nil {
+		if scope := (*auth).OutOfScope(policy, inv.identity, inv.verb, r.ServiceName, component, r.Host); scope != 0 {
 			return nil, "", nil, v.refusePreDerivation(ctx, inv, vocab.ReasonOutOfScope, scope)
 		}
 	}
 	if wctx, err = v.admit(ctx, inv); err != nil {
 		return nil, "", nil, err
 	}
-	id, ok = derive(comps[component], r.Host, component, r.Instance)
-	if !ok {
+	id, derived := derive(comps[component], r.Host, component, r.Instance)
+	if !derived {
 		return nil, "", nil, v.refuse(wctx, inv, "", vocab.ReasonDerivedKeyInvalid, "")
 	}
 	return wctx, id, v.locks.lock(id), nil
