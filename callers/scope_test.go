@@ -500,7 +500,6 @@ func TestCompileScopeKeepsNoReferenceToTheCallersSlices(t *testing.T) {
 	}
 }
 
-
 func TestScopeErrorsAreOnlyInvalid(t *testing.T) {
 	for _, e := range []error{&PatternError{}, &ScopeKeyError{}} {
 		if errors.Is(e, errors.New("other")) {

@@ -221,7 +221,7 @@ func (v *Verbs) begin(ctx context.Context, start time.Time, verb vocab.Verb, ide
 func (v *Verbs) arrive(ctx context.Context, inv *invocation, component string, mint *MintRequest) (wctx context.Context, id string, unlock func(), err error) {
 	r := inv.requested
 	comps := *v.components.Load() // one table for the whole invocation
-	auth := v.authority.Load() // one authority for the whole invocation
+	auth := v.authority.Load()    // one authority for the whole invocation
 	policy := 0
 	if auth != nil {
 		var ok bool
