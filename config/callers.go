@@ -8,17 +8,22 @@ import (
 	"strings"
 
 	"github.com/registrar-otel/registrar-otel/callers"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // Caller policies: [registrar.callers.<name>] tables, each naming the
-// identities it applies to and any of the four bucket sizes, with an
-// optional [registrar.callers.<name>.shadow] subtable of candidate sizes.
-// The keys a policy table and a shadow table take are declared once, in
-// policyKeys and shadowKeys below (the four sizes in sizeKeys); decoding,
-// Validate, Keys and Table (the documentation's rows), Diff and config
-// check's listing derive from them. Which policy an identity takes is the
-// callers package's rule, and Validate checks the names, identities and
-// prefixes by building its Matcher: one rule, in one place.
+// identities it applies to, any of the four bucket sizes, what its callers
+// may do (the scope_* keys, scope_owner) and how many registrations they
+// may hold (max_registrations), with an optional
+// [registrar.callers.<name>.shadow] subtable of candidate sizes. The keys
+// a policy table and a shadow table take are declared once, in policyKeys
+// and shadowKeys below (the four sizes in sizeKeys); decoding, Validate,
+// Keys and Table (the documentation's rows), Diff and config check's
+// listing derive from them. Which policy an identity takes is the callers
+// package's rule, and Validate checks the names, identities and prefixes
+// by building its Matcher; a scope's patterns by compiling it with
+// callers.CompileScope: one rule, in one place (scope.go holds the
+// checks that relate a scope to the rest of the configuration).
 
 // CallerPolicy is one [registrar.callers.<name>] table.
 type CallerPolicy struct {
@@ -38,6 +43,32 @@ type CallerPolicy struct {
 	// the subtable does not set holds the policy's enforced value. Nil
 	// without a shadow.
 	Shadow *CallerSizes
+	// Scope is what the policy's callers may ask for: the patterns of its
+	// scope_services, scope_components, scope_hosts and scope_verbs keys,
+	// a nil list (the key left out) meaning any value. Compile it with
+	// callers.CompileScope (Validate has). Not settable from the
+	// environment.
+	Scope callers.ScopeSpec
+	// Owner is the policy's scope_owner: whose registrations its callers
+	// may remint or deregister. Load always fills it, with vocab.OwnerSelf
+	// when the table leaves it out; the zero value of a policy built in
+	// code reads as OwnerSelf too (EffectiveOwner). Not settable from the
+	// environment.
+	Owner vocab.Owner
+	// MaxRegistrations is the policy's max_registrations: how many live
+	// registrations its identities may hold together. 0 means no ceiling
+	// (the key left out; the file cannot set 0). Not settable from the
+	// environment.
+	MaxRegistrations uint32
+}
+
+// EffectiveOwner returns p.Owner, or vocab.OwnerSelf for the zero value
+// (a policy built in code that does not set it).
+func (p CallerPolicy) EffectiveOwner() vocab.Owner {
+	if p.Owner == 0 {
+		return vocab.OwnerSelf
+	}
+	return p.Owner
 }
 
 // CallerSizes are the four bucket sizes of a caller policy, the
@@ -123,6 +154,17 @@ func (r Registrar) CallerPolicies() []callers.Policy {
 	return out
 }
 
+// CallerRules returns what each policy of r.Callers may do, as the
+// callers package names it: rules[i] is r.Callers[i]'s, beside
+// CallerPolicies (callers.NewAuthority takes both).
+func (r Registrar) CallerRules() []callers.Rules {
+	out := make([]callers.Rules, len(r.Callers))
+	for i, p := range r.Callers {
+		out[i] = callers.Rules{Scope: p.Scope, Owner: p.EffectiveOwner(), MaxRegistrations: p.MaxRegistrations}
+	}
+	return out
+}
+
 // CallersMatcher returns the Matcher of r.Callers: its policy i is
 // r.Callers[i]. The error is callers.New's; a Config that Load returned or
 // that Validate accepts never gets one.
@@ -145,6 +187,12 @@ func (r Registrar) Policy(name string) (CallerPolicy, bool) {
 func (p CallerPolicy) clone() CallerPolicy {
 	p.Identities = slices.Clone(p.Identities)
 	p.IdentityPrefixes = slices.Clone(p.IdentityPrefixes)
+	p.Scope = callers.ScopeSpec{
+		Services:   slices.Clone(p.Scope.Services),
+		Components: slices.Clone(p.Scope.Components),
+		Hosts:      slices.Clone(p.Scope.Hosts),
+		Verbs:      slices.Clone(p.Scope.Verbs),
+	}
 	if p.Shadow != nil {
 		s := *p.Shadow
 		p.Shadow = &s
@@ -208,12 +256,19 @@ const (
 	keyIdentities       = "identities"
 	keyIdentityPrefixes = "identity_prefixes"
 	keyShadow           = "shadow"
+	keyScopeServices    = "scope_services"
+	keyScopeComponents  = "scope_components"
+	keyScopeHosts       = "scope_hosts"
+	keyScopeVerbs       = "scope_verbs"
+	keyScopeOwner       = "scope_owner"
+	keyMaxRegistrations = "max_registrations"
 	callersTable        = "registrar.callers"
 )
 
 // policyKeys are the keys of a [registrar.callers.<name>] table, besides
-// its shadow subtable.
-var policyKeys = append([]policyKey{
+// its shadow subtable: who it applies to, its sizes, then what its callers
+// may do and hold (authorizationKeys).
+var policyKeys = slices.Concat([]policyKey{
 	{name: keyIdentities, typ: "array of strings", def: "[]", doc: "the exact identities the policy applies to",
 		decode: func(d *decoder, key string, v any, p *CallerPolicy) bool {
 			var ok bool
@@ -226,7 +281,7 @@ var policyKeys = append([]policyKey{
 			p.IdentityPrefixes, ok = d.strings(key, v)
 			return ok
 		}},
-}, sizePolicyKeys(func(p *CallerPolicy) *CallerSizes { return &p.Sizes }, "registrar.", "")...)
+}, sizePolicyKeys(func(p *CallerPolicy) *CallerSizes { return &p.Sizes }, "registrar.", ""), authorizationKeys)
 
 // shadowKeys are the keys of a [registrar.callers.<name>.shadow] table.
 var shadowKeys = sizePolicyKeys(func(p *CallerPolicy) *CallerSizes { return p.Shadow }, callersTable+".<name>.", "shadow ")
@@ -300,8 +355,8 @@ func (d *decoder) callers(key string, v any, r *Registrar) {
 		if !ok {
 			continue
 		}
-		p := CallerPolicy{Name: name}
-		listsOK := d.policyTable(pkey, pt, policyKeys, &p, "a caller policy", "identities, identity_prefixes, the four rate_limit_* keys and a shadow table", keyShadow)
+		p := CallerPolicy{Name: name, Owner: vocab.OwnerSelf}
+		listsOK := d.policyTable(pkey, pt, policyKeys, &p, "a caller policy", policyTakes, keyShadow)
 		if sv, ok := pt[keyShadow]; ok {
 			skey := policyKeyPath(name, keyShadow)
 			if st, ok := d.table(skey, sv, "must be a table of the four rate_limit_* keys"); ok {
@@ -322,6 +377,10 @@ func (d *decoder) callers(key string, v any, r *Registrar) {
 		r.Callers = append(r.Callers, p)
 	}
 }
+
+// policyTakes is what a policy table takes, as the refusal of a key it
+// does not know says.
+const policyTakes = "identities, identity_prefixes, the four rate_limit_* keys, the four scope_* keys, scope_owner, max_registrations and a shadow table"
 
 // policyTable decodes the keys of a policy or shadow table t (named key)
 // and refuses the others but those of also; it reports whether the
@@ -424,9 +483,9 @@ func resolveCallers(r *Registrar) {
 
 // checkCallers is Validate's rule of the policies: the names, identities
 // and prefixes callers.New accepts, at least one identity or prefix each,
-// and no zero size. A size the table does not set and that is zero only
-// because the key it takes its value from is zero is left to that key's
-// own error.
+// no zero size, and a scope and owner checkScope accepts. A size the table
+// does not set and that is zero only because the key it takes its value
+// from is zero is left to that key's own error.
 func checkCallers(r *Registrar, add func(*KeyError)) {
 	def := r.DefaultSizes()
 	for _, p := range r.Callers {
@@ -438,6 +497,7 @@ func checkCallers(r *Registrar, add func(*KeyError)) {
 		if p.Shadow != nil {
 			checkSizes(*p.Shadow, p.Sizes, func(k string) string { return policyKeyPath(p.Name, keyShadow, k) }, add)
 		}
+		checkScope(p, r.Components, add)
 	}
 	_, err := r.CallersMatcher()
 	for _, e := range Errors(err) {
@@ -486,9 +546,11 @@ func callersError(err error) *KeyError {
 	return &KeyError{Key: callersTable, Rule: err.Error()} // not reached: New returns only the three
 }
 
-// showPolicy is one policy on one line, as the file sets it: its lists
-// and the sizes it sets itself (an unset size follows the key it takes its
-// value from, which Diff reports on its own).
+// showPolicy is one policy on one line, as the file sets it: its lists,
+// the sizes it sets itself (an unset size follows the key it takes its
+// value from, which Diff reports on its own), and the authorization keys
+// it sets (an unset scope key is any value, an unset owner self, an unset
+// ceiling none: what they say does not change while they stay unset).
 func showPolicy(p CallerPolicy) string {
 	var b strings.Builder
 	list := func(k string, v []string) {
@@ -516,6 +578,18 @@ func showPolicy(p CallerPolicy) string {
 	if p.Shadow != nil {
 		b.WriteString(" shadow")
 		sizes("shadow.", *p.Shadow)
+	}
+	for _, k := range scopeKeys {
+		if v := *k.field(&p.Scope); v != nil {
+			b.WriteByte(' ')
+			list(k.name, v)
+		}
+	}
+	if o := p.EffectiveOwner(); o != vocab.OwnerSelf {
+		b.WriteString(" " + keyScopeOwner + "=" + quote(o.String()))
+	}
+	if p.MaxRegistrations != 0 {
+		b.WriteString(" " + keyMaxRegistrations + "=" + showU32(p.MaxRegistrations))
 	}
 	return b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/callers"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 const allSizesSet = SetAdmissionBurst | SetAdmissionRefillInterval | SetPredecisionRefusalBurst | SetPredecisionRefusalRefillInterval
@@ -27,6 +28,7 @@ func TestCallerPoliciesLoadSortedWithTheirSizes(t *testing.T) {
 			Name:             "agents",
 			IdentityPrefixes: []string{"registrar-client:uri:spiffe://example.org/host/"},
 			Sizes:            CallerSizes{AdmissionBurst: 4, AdmissionRefillIntervalMS: 500, PredecisionRefusalBurst: 32, PredecisionRefusalRefillIntervalMS: 1000, Set: SetAdmissionBurst},
+			Owner:            vocab.OwnerSelf, // the default, filled
 		},
 		{
 			Name:             "control-plane",
@@ -34,6 +36,7 @@ func TestCallerPoliciesLoadSortedWithTheirSizes(t *testing.T) {
 			IdentityPrefixes: []string{"registrar-client:uri:spiffe://example.org/control-plane/"},
 			Sizes:            CallerSizes{AdmissionBurst: 1600, AdmissionRefillIntervalMS: 100, PredecisionRefusalBurst: 32, PredecisionRefusalRefillIntervalMS: 1000, Set: SetAdmissionBurst | SetAdmissionRefillInterval},
 			Shadow:           &CallerSizes{AdmissionBurst: 800, AdmissionRefillIntervalMS: 100, PredecisionRefusalBurst: 32, PredecisionRefusalRefillIntervalMS: 1000, Set: SetAdmissionBurst},
+			Owner:            vocab.OwnerSelf,
 		},
 	}
 	if !reflect.DeepEqual(cfg.Registrar.Callers, want) {
@@ -153,7 +156,7 @@ func TestCallerListsCannotComeFromTheEnvironment(t *testing.T) {
 		{"REGISTRAR_OTEL_REGISTRAR__CALLERS__AGENTS__RATE_LIMIT_ADMISSION_BURST=1.5",
 			`registrar.callers.agents.rate_limit_admission_burst must be an unsigned integer, got "1.5" (from environment variable REGISTRAR_OTEL_REGISTRAR__CALLERS__AGENTS__RATE_LIMIT_ADMISSION_BURST)`},
 		{"REGISTRAR_OTEL_REGISTRAR__CALLERS__AGENTS__BURST=8",
-			`registrar.callers.agents.burst is not a key of a caller policy: it takes identities, identity_prefixes, the four rate_limit_* keys and a shadow table (from environment variable REGISTRAR_OTEL_REGISTRAR__CALLERS__AGENTS__BURST)`},
+			`registrar.callers.agents.burst is not a key of a caller policy: it takes identities, identity_prefixes, the four rate_limit_* keys, the four scope_* keys, scope_owner, max_registrations and a shadow table (from environment variable REGISTRAR_OTEL_REGISTRAR__CALLERS__AGENTS__BURST)`},
 	} {
 		if got := loadErrors(t, file, c.env); got != c.want+"\n" {
 			t.Errorf("with %s:\n%swant:\n%s", c.env, got, c.want)

@@ -70,6 +70,13 @@ type Registrar struct {
 	// Components maps a component name (a DNS label) to its multiplicity,
 	// from [registrar.components.<name>] multiplicity = "...".
 	Components map[string]vocab.Multiplicity
+	// MaxInstancesPerHost maps a many-per-host component's name to its
+	// max_instances_per_host, from [registrar.components.<name>]: how
+	// many live registrations of the component one host may hold (a mint
+	// of a new instance beyond it is refused; a remint never is). Only
+	// the components that set it are present, each greater than 0; nil
+	// when none does (the default): no ceiling.
+	MaxInstancesPerHost map[string]uint32
 	// Callers are the caller policies, from [registrar.callers.<name>]
 	// tables, sorted by name; none by default (every identity takes the
 	// sizes above, policy "default"). See CallerPolicy.
@@ -162,8 +169,9 @@ func (t Telemetry) TraceSampleRatio() float64 {
 const SignalOff = "none"
 
 // Config is the whole configuration. It is a plain value: safe for
-// concurrent reads, and Load never retains it. Copies share the Components
-// and Extra maps and the Callers slice; use Clone for an independent copy.
+// concurrent reads, and Load never retains it. Copies share the Components,
+// MaxInstancesPerHost and Extra maps and the Callers slice; use Clone for
+// an independent copy.
 type Config struct {
 	Registrar Registrar
 	Telemetry Telemetry
@@ -199,11 +207,12 @@ func exampleComponents() map[string]vocab.Multiplicity {
 	}
 }
 
-// Clone returns a copy of c whose Components and Extra maps and Callers
-// (each policy's lists and shadow too) are independent of c's (Extra
-// values themselves are shared).
+// Clone returns a copy of c whose Components, MaxInstancesPerHost and
+// Extra maps and Callers (each policy's lists, scope and shadow too) are
+// independent of c's (Extra values themselves are shared).
 func (c Config) Clone() Config {
 	c.Registrar.Components = maps.Clone(c.Registrar.Components)
+	c.Registrar.MaxInstancesPerHost = maps.Clone(c.Registrar.MaxInstancesPerHost)
 	c.Registrar.Extra = maps.Clone(c.Registrar.Extra)
 	c.Registrar.Callers = cloneCallers(c.Registrar.Callers)
 	return c

@@ -143,8 +143,8 @@ func ruleRemovedRatio(v any) string {
 }
 
 // components decodes [registrar.components.<name>] tables into
-// r.Components, over what is already there (the examples when no file was
-// given, nothing otherwise).
+// r.Components and r.MaxInstancesPerHost, over what is already there (the
+// examples when no file was given, nothing otherwise).
 func (d *decoder) components(key string, v any, r *Registrar) {
 	m, ok := d.table(key, v, "must be a table")
 	if !ok {
@@ -163,9 +163,15 @@ func (d *decoder) components(key string, v any, r *Registrar) {
 		}
 		mkey := ckey + ".multiplicity"
 		for _, k := range slices.Sorted(maps.Keys(ct)) {
-			if k != "multiplicity" {
+			if k != "multiplicity" && k != keyMaxInstancesPerHost {
 				d.unknown = append(d.unknown, unknownKey{key: keyPath("registrar", "components", name, k), envVar: envVarOf(ct[k])})
 			}
+		}
+		// The ceiling is decoded (its type checked) whatever the
+		// multiplicity, and kept only beside one that decoded.
+		ceiling, hasCeiling := uint32(0), false
+		if cv, ok := ct[keyMaxInstancesPerHost]; ok {
+			ceiling, hasCeiling = d.u32(ckey+"."+keyMaxInstancesPerHost, cv)
 		}
 		mv, ok := ct["multiplicity"]
 		if !ok {
@@ -183,6 +189,12 @@ func (d *decoder) components(key string, v any, r *Registrar) {
 			continue
 		}
 		r.Components[name] = mult
+		if hasCeiling {
+			if r.MaxInstancesPerHost == nil {
+				r.MaxInstancesPerHost = map[string]uint32{}
+			}
+			r.MaxInstancesPerHost[name] = ceiling
+		}
 	}
 }
 

@@ -44,21 +44,31 @@
 // limiter. A FIFO, a device or a directory is refused at once (*FileError). Errors never repeat an OTLP endpoint's user-info, query or
 // fragment (RedactURL).
 //
-// Each component is a table [registrar.components.<name>] with one key,
-// multiplicity = "one-per-deployment" | "one-per-host" | "many-per-host". The
-// name must be a DNS label (1 to 63 characters of a-z, 0-9 and '-', not
+// Each component is a table [registrar.components.<name>] with the key
+// multiplicity = "one-per-deployment" | "one-per-host" | "many-per-host"
+// (Registrar.Components) and, for a many-per-host component only, the
+// instance ceiling max_instances_per_host (Registrar.MaxInstancesPerHost).
+// The name must be a DNS label (1 to 63 characters of a-z, 0-9 and '-', not
 // starting or ending with '-') because it is part of derived registration ids.
 //
 // Each caller policy is a table [registrar.callers.<name>] (Registrar.Callers,
-// sorted by name): the identities and identity prefixes it applies to and
-// any of the four rate_limit_* bucket sizes, a size it does not set being
-// the [registrar] key's; an optional [registrar.callers.<name>.shadow]
-// table holds candidate sizes, a size it does not set being the policy's.
-// Which policy an identity takes is the callers package's rule (exact
-// identity, else the longest prefix, else "default"), and Validate checks
-// names, identities and duplicates by building its Matcher
-// (Registrar.CallersMatcher). Unlike [registrar]'s, an unknown key in a
-// policy is an error, and the lists cannot be set from the environment.
+// sorted by name): the identities and identity prefixes it applies to, any
+// of the four rate_limit_* bucket sizes, a size it does not set being the
+// [registrar] key's, and what its callers may do and hold: the scope_services,
+// scope_components, scope_hosts and scope_verbs patterns (a key left out
+// permits any value), scope_owner and max_registrations. An optional
+// [registrar.callers.<name>.shadow] table holds candidate sizes, a size it
+// does not set being the policy's. Which policy an identity takes is the
+// callers package's rule (exact identity, else the longest prefix, else
+// none: refused no_policy unless an operator's), and Validate checks names,
+// identities and duplicates by building its Matcher
+// (Registrar.CallersMatcher), a scope's patterns by compiling it
+// (callers.CompileScope), and that a component scope names configured
+// components and "{identity}" a policy whose identities can name a host.
+// Unlike [registrar]'s, an unknown key in a policy is an error, and neither
+// the lists nor what a policy's callers may do can be set from the
+// environment. Config.AuthorizationWarnings names a listener that admits
+// callers no policy can match.
 //
 // # Strictness and errors
 //

@@ -56,6 +56,7 @@ var registrarKeys = []key{
 	u32Key("registrar", "max_wrap_ttl_seconds", "u32", func(c *Config) *uint32 { return &c.Registrar.MaxWrapTTLSeconds }, 1800, restart,
 		"the largest wrap_ttl in seconds a mint may ask for", nonZero(ruleZeroWrapTTL)),
 	componentsKey,
+	componentCeilingKey,
 	// Live: the daemon re-expresses the buckets of an identity whose
 	// policy or sizes changed, as for a change of the defaults.
 	callersKey,
@@ -134,7 +135,9 @@ func concatKeys(tables ...[]key) []key {
 }
 
 // componentsKey is [registrar.components.<name>]: one table per component
-// with the single key multiplicity.
+// with the key multiplicity and, for a many-per-host component, the key
+// max_instances_per_host (componentCeilingKey, which this row's decoder
+// reads).
 var componentsKey = key{
 	table: "registrar", name: "components", listed: "registrar.components.<name>.multiplicity",
 	typ: "string", live: live, doc: "the multiplicity of each component",
@@ -149,7 +152,11 @@ var componentsKey = key{
 		}
 		m := make(map[string]any, len(c.Registrar.Components))
 		for name, mult := range c.Registrar.Components {
-			m[name] = map[string]any{"multiplicity": mult.String()}
+			t := map[string]any{"multiplicity": mult.String()}
+			if n, ok := c.Registrar.MaxInstancesPerHost[name]; ok {
+				t[keyMaxInstancesPerHost] = int64(n)
+			}
+			m[name] = t
 		}
 		return m
 	},
@@ -329,6 +336,9 @@ var keyRank = func() map[string]int {
 		if _, ok := rank[k.table]; !ok {
 			rank[k.table] = len(rank)
 		}
+		if _, ok := rank[k.table+"."+k.name]; ok {
+			continue // the components' ceilings rank with the components
+		}
 		rank[k.table+"."+k.name] = len(rank)
 		if k.table == "telemetry" && k.name == "trace_sample_per_million" {
 			rank["telemetry."+removedTraceSampleRatio] = len(rank)
@@ -355,23 +365,30 @@ func errorRank(err error) int {
 
 // compareErrors orders errors by errorRank, and the errors of the caller
 // policies, which share one rank, by key: policy by policy, each policy's
-// keys in documentation order (identities, identity_prefixes, the sizes,
-// the shadow's).
+// keys in name order; so are the components', whether a rule was checked
+// while decoding or after (a component's multiplicity before its
+// max_instances_per_host).
 func compareErrors(a, b error) int {
 	if c := errorRank(a) - errorRank(b); c != 0 {
 		return c
 	}
 	ka, oka := a.(*KeyError)
 	kb, okb := b.(*KeyError)
-	if oka && okb && strings.HasPrefix(ka.Key, callersTable+".") && strings.HasPrefix(kb.Key, callersTable+".") {
-		return strings.Compare(ka.Key, kb.Key)
+	if !oka || !okb {
+		return 0
+	}
+	for _, table := range []string{"registrar.components.", callersTable + "."} {
+		if strings.HasPrefix(ka.Key, table) && strings.HasPrefix(kb.Key, table) {
+			return strings.Compare(ka.Key, kb.Key)
+		}
 	}
 	return 0
 }
 
 // Keys returns every key this version knows, dotted and in documentation
 // order, with the component table as registrar.components.<name>.multiplicity
-// and the keys of a caller policy as registrar.callers.<name>.<key> and
+// and registrar.components.<name>.max_instances_per_host, and the keys of a
+// caller policy as registrar.callers.<name>.<key> and
 // registrar.callers.<name>.shadow.<key>. The docs test checks each one is
 // documented in every language.
 func Keys() []string {

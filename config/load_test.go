@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/registrar-otel/registrar-otel/callers"
 	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
@@ -104,6 +105,7 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 			Components: map[string]vocab.Multiplicity{
 				"review": vocab.ManyPerHost, "edge-proxy": vocab.OnePerHost, "control-plane": vocab.OnePerDeployment,
 			},
+			MaxInstancesPerHost: map[string]uint32{"review": 4},
 			Callers: []CallerPolicy{
 				{
 					Name:             "agents",
@@ -112,6 +114,10 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 					// keys: the policy's.
 					Sizes:  CallerSizes{AdmissionBurst: 1024, AdmissionRefillIntervalMS: 250, PredecisionRefusalBurst: 16, PredecisionRefusalRefillIntervalMS: 2000},
 					Shadow: &CallerSizes{AdmissionBurst: 8, AdmissionRefillIntervalMS: 250, PredecisionRefusalBurst: 16, PredecisionRefusalRefillIntervalMS: 2000, Set: SetAdmissionBurst},
+					Scope: callers.ScopeSpec{Services: []string{"review", "edge-*"}, Components: []string{"review", "edge-proxy"},
+						Hosts: []string{"{identity}"}, Verbs: []string{"mint"}},
+					Owner:            vocab.OwnerPolicy,
+					MaxRegistrations: 1000,
 				},
 				{
 					Name:             "control-plane",
@@ -121,6 +127,14 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 						Set: SetAdmissionBurst | SetAdmissionRefillInterval | SetPredecisionRefusalBurst | SetPredecisionRefusalRefillInterval},
 					Shadow: &CallerSizes{AdmissionBurst: 800, AdmissionRefillIntervalMS: 200, PredecisionRefusalBurst: 48, PredecisionRefusalRefillIntervalMS: 750,
 						Set: SetAdmissionBurst | SetAdmissionRefillInterval | SetPredecisionRefusalBurst | SetPredecisionRefusalRefillInterval},
+					Owner: vocab.OwnerAny,
+				},
+				{
+					Name:             "local",
+					IdentityPrefixes: []string{"unix-peer:"},
+					Sizes:            CallerSizes{AdmissionBurst: 1024, AdmissionRefillIntervalMS: 250, PredecisionRefusalBurst: 16, PredecisionRefusalRefillIntervalMS: 2000},
+					Scope:            callers.ScopeSpec{Components: []string{"rev*"}},
+					Owner:            vocab.OwnerSelf,
 				},
 			},
 			UnixMaxConns:          256,

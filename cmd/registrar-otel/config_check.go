@@ -34,12 +34,15 @@ parse, and the key matches the certificate), and the socket, state and audit
 paths (serve creates a missing directory 0700 and refuses a symlink, a
 non-directory or a group- or world-writable one), and that
 registrar.socket_group names a group this host has. It warns about a TLS
-private key its group or others may read, and about a listen address
+private key its group or others may read, about a listen address
 (registrar.tls_listen, telemetry.metrics_listen) serve could not bind,
-saying when a running daemon holds it.
+saying when a running daemon holds it, and about a listener that admits
+callers (registrar.socket_group's members, registrar.tls_listen's
+certificate holders) no caller policy can match: they would all be refused
+no_policy.
 
 Unknown keys are warnings (they are kept, for keys a later version knows);
---strict makes them, and the two warnings above, errors. An unknown key one edit away from a known key is
+--strict makes them, and the three warnings above, errors. An unknown key one edit away from a known key is
 an error in any mode: it is a likely misspelling, and the default applies
 while it stays.
 
@@ -114,7 +117,7 @@ func (r *checkResult) warnf(key, format string, args ...any) {
 func configCheck(args, environ []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("config check")
 	path := fs.String("config", "", "TOML configuration `file` to check (default: the embedded defaults, as make run)")
-	strict := fs.Bool("strict", false, "treat unknown keys, a private key others may read and a listen address serve cannot bind as errors")
+	strict := fs.Bool("strict", false, "treat unknown keys, a private key others may read, a listen address serve cannot bind and a listener no caller policy covers as errors")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout (schema: docs, operations, --json schemas) instead of text")
 	if code, ok := parseFlags(fs, configCheckUsage, args, stdout, stderr); !ok {
 		return code
@@ -204,6 +207,9 @@ func runCheck(path string, environ []string, strict bool) *checkResult {
 		})
 		res.OK = false
 		return res
+	}
+	for _, w := range cfg.AuthorizationWarnings() {
+		res.note(w.Key, "%s", w.Message)
 	}
 	checkTLS(res, &cfg)
 	checkKeyMode(res, &cfg)
@@ -309,6 +315,7 @@ type effectiveJSON struct {
 		Backend                                     string            `json:"backend"`
 		LogLevel                                    string            `json:"log_level"`
 		Components                                  map[string]string `json:"components"`
+		MaxInstancesPerHost                         map[string]uint32 `json:"max_instances_per_host"`
 		Callers                                     []callerJSON      `json:"callers"`
 	} `json:"registrar"`
 	Telemetry struct {
@@ -354,6 +361,8 @@ func effective(cfg *config.Config) effectiveJSON {
 	for n, m := range cfg.Registrar.Components {
 		e.Registrar.Components[n] = m.String()
 	}
+	e.Registrar.MaxInstancesPerHost = map[string]uint32{}
+	maps.Copy(e.Registrar.MaxInstancesPerHost, cfg.Registrar.MaxInstancesPerHost)
 	e.Registrar.Callers = callersOf(cfg.Registrar)
 	return e
 }
@@ -404,7 +413,11 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	} else {
 		fmt.Fprintln(tw, "components:")
 		for _, name := range slices.Sorted(maps.Keys(r.Components)) {
-			row(name, r.Components[name])
+			m := r.Components[name]
+			if n, ok := r.MaxInstancesPerHost[name]; ok {
+				m += fmt.Sprintf(", at most %d live per host (max_instances_per_host)", n)
+			}
+			row(name, m)
 		}
 	}
 

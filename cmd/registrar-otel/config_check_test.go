@@ -57,7 +57,7 @@ components:
   control-plane  one-per-deployment
   edge-proxy     one-per-host
   review         many-per-host
-callers: (none: every identity takes the [registrar] sizes, policy default)
+callers: (none: only the operators, root and the daemon's uid on the unix socket, may call, with the [registrar] sizes, policy default; any other identity is refused no_policy)
 telemetry:
   metrics_listen            127.0.0.1:9464
   otlp_endpoint             (none)
@@ -104,10 +104,12 @@ metrics_listen = ""
 		"  registrar.tls_key_file        "+key+": private key matching the certificate\n",
 		"  registrar.tls_client_ca_file  "+ca+": 1 CA certificate(s)\n",
 		"  unknown keys kept           registrar.audit_store_backend\n",
-		"components:\n  review  many-per-host\ncallers: (none: every identity takes the [registrar] sizes, policy default)\ntelemetry:\n",
+		"components:\n  review  many-per-host\ncallers: (none: only the operators, root and the daemon's uid on the unix socket, may call, with the [registrar] sizes, policy default; any other identity is refused no_policy)\ntelemetry:\n",
 		"  metrics_listen            (disabled)\n")
-	if want := "warning: registrar.audit_store_backend is not a known key; kept untouched, this version does not use it\n"; stderr != want {
-		t.Errorf("stderr = %q, want the one warning %q", stderr, want)
+	// The TLS listener admits certificate holders no policy can match.
+	if want := "warning: registrar.audit_store_backend is not a known key; kept untouched, this version does not use it\n" +
+		"warning: " + tlsNoPolicyWarning(":8443") + "\n"; stderr != want {
+		t.Errorf("stderr = %q, want the two warnings %q", stderr, want)
 	}
 }
 
@@ -246,14 +248,26 @@ func TestConfigCheckListsTheCallerPolicies(t *testing.T) {
 	if code != configCheckOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
-	wantContains(t, "stdout", stdout, `callers (an identity takes its exact identity's policy, else the longest matching prefix's, else default):
+	wantContains(t, "stdout", stdout, `callers (an identity takes its exact identity's policy, else the longest matching prefix's, else none and is refused no_policy; the operators, root and the daemon's uid on the unix socket, may do anything unless a policy names them exactly):
   agents:
     identity_prefixes                  registrar-client:uri:spiffe://example.org/host/
+    scope                              services: any
+                                       components: any
+                                       hosts: any
+                                       verbs: any
+    scope_owner                        self
+    max_registrations                  none
     admission bucket                   burst 4 (set), one token every 500 ms (default)
     predecision_refusal bucket         burst 32 (default), one token every 1000 ms (default)
   control-plane:
     identities                         unix-peer:uid=0
     identity_prefixes                  registrar-client:uri:spiffe://example.org/control-plane/
+    scope                              services: any
+                                       components: any
+                                       hosts: any
+                                       verbs: any
+    scope_owner                        self
+    max_registrations                  none
     admission bucket                   burst 1600 (set), one token every 100 ms (set)
     predecision_refusal bucket         burst 32 (default), one token every 1000 ms (default)
     shadow admission bucket            burst 800 (set), one token every 100 ms (enforced)
