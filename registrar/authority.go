@@ -10,8 +10,9 @@ import (
 // Verbs without one lets every caller do anything, as before authorization
 // existed.
 //
-// Its methods are pure (no I/O), cheap and safe for concurrent use: they
-// run on every invocation, before the limiter is charged.
+// Its methods are pure (no I/O), cheap and safe for concurrent use: Policy
+// and OutOfScope run on every invocation, before the limiter is charged;
+// MayAct runs inside the backend's work.
 type Authority interface {
 	// Policy returns the index of identity's caller policy (negative for
 	// an operator's identity, unrestricted), or false when identity
@@ -24,6 +25,13 @@ type Authority interface {
 	// It runs after the request checks passed: service, component and
 	// host are DNS labels and component is configured.
 	OutOfScope(policy int, identity string, verb vocab.Verb, service, component, host string) vocab.Scope
+	// MayAct reports whether identity, of policy, may remint or
+	// deregister a registration whose recorded owner is owner ("" for
+	// one minted before owners were recorded). The verbs hand it to the
+	// backend (MintOp.MayAct, DeregisterOp.MayAct), which asks it inside
+	// the registration's atomicity whenever the registration exists; a
+	// refusal is not_owner.
+	MayAct(policy int, identity, owner string) bool
 }
 
 // SetAuthority puts a in force from the next invocation on (a reload of

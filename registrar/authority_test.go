@@ -15,8 +15,11 @@ import (
 type fakeAuthority []fakeGrant
 
 // fakeGrant allows one identity one service and one host, or anything
-// when empty.
-type fakeGrant struct{ identity, service, host string }
+// when empty, and its own registrations, or any under anyOwner.
+type fakeGrant struct {
+	identity, service, host string
+	anyOwner                bool
+}
 
 func (a fakeAuthority) Policy(identity string) (int, bool) {
 	for i, g := range a {
@@ -35,6 +38,10 @@ func (a fakeAuthority) OutOfScope(policy int, _ string, _ vocab.Verb, service, _
 		return vocab.ScopeHost
 	}
 	return 0
+}
+
+func (a fakeAuthority) MayAct(policy int, identity, owner string) bool {
+	return a[policy].anyOwner || owner != "" && owner == identity
 }
 
 func TestAuthorizationRefusesBeforeTheBackendAndRecordsWhy(t *testing.T) {

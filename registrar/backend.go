@@ -8,7 +8,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
-// Backend stores bindings (registration id → host, spec) and issues
+// Backend stores bindings (registration id → host, spec, owner) and issues
 // identities. The verbs call it only after the admission charge and the
 // intent write, under the registration id's lock, and never see how it
 // stores things. Implementations must be safe for concurrent use; the verbs
@@ -17,21 +17,38 @@ import (
 // A returned error means the backend failed (the verbs record
 // backend_unavailable); every determined answer is a status.
 //
+// Ownership: a binding records its owner, the MintOp.Owner of the mint that
+// created it, and keeps it until it is removed (a remint never changes it,
+// whoever makes it). Whenever a binding exists, the first check of a call
+// is op.MayAct(owner), before the host, spec and host-mismatch checks, so a
+// caller that may not act learns only that: MintNotOwner or
+// DeregisterNotOwner, and nothing of the registration changed (the
+// previously issued material still works). A binding stored before owners
+// were recorded has the owner "". The check is part of the call's
+// atomicity: it judges the binding the call then acts on.
+//
 // backend/backendtest.Run is this contract as one suite, which every
-// implementation runs: each status below, the material's shape, concurrent
-// calls for one registration id (as from two daemons on one store: exactly
-// one MintCreated) and for overlapping ones, and the *PartialError rule.
+// implementation runs: each status below, the material's shape, the owner
+// and the order of the checks, concurrent calls for one registration id
+// (as from two daemons on one store: exactly one MintCreated) and for
+// overlapping ones, and the *PartialError rule.
 type Backend interface {
-	// Mint binds op.RegistrationID to (op.Host, op.Spec) and issues
-	// material, atomically:
-	//   - no binding → create binding and identity → MintCreated;
+	// Mint binds op.RegistrationID to (op.Host, op.Spec, op.Owner) and
+	// issues material, atomically:
+	//   - no binding → create binding and identity, recording op.Owner
+	//     → MintCreated (op.MayAct is not called);
+	//   - op.MayAct refuses the binding's owner → MintNotOwner (nothing
+	//     changed);
 	//   - bound to another host → MintCollision (nothing changed);
 	//   - bound to the same host with another spec → MintSpecConflict
 	//     (nothing changed);
-	//   - same host and spec → re-issue material → MintReissued.
+	//   - same host and spec → re-issue material, keeping the owner →
+	//     MintReissued.
 	Mint(ctx context.Context, op MintOp) (MintStatus, Material, error)
 	// Deregister removes op.RegistrationID's binding and identity:
-	//   - no binding → DeregisterAbsent;
+	//   - no binding → DeregisterAbsent (op.MayAct is not called);
+	//   - op.MayAct refuses the binding's owner → DeregisterNotOwner
+	//     (nothing changed);
 	//   - bound to another host → DeregisterHostMismatch (nothing changed);
 	//   - else remove → DeregisterRemoved.
 	Deregister(ctx context.Context, op DeregisterOp) (DeregisterStatus, error)
@@ -42,6 +59,16 @@ type MintOp struct {
 	RegistrationID string
 	Host           string
 	Spec           Spec
+	// Owner is the caller identity a binding this mint creates records as
+	// its owner; "" records none (as a binding stored before owners were
+	// recorded). A mint of an existing binding never changes its owner.
+	Owner string
+	// MayAct, when a binding exists, is asked whether the caller may act
+	// on it, with the binding's recorded owner ("" for a binding stored
+	// before owners were recorded); false answers MintNotOwner. nil means
+	// anyone may act. It must be pure and cheap: a backend may call it
+	// inside its transaction, and more than once for one call.
+	MayAct func(owner string) bool
 	// WrapTTL is the wrapped secret's lifetime from Now.
 	WrapTTL time.Duration
 	Now     time.Time
@@ -51,7 +78,16 @@ type MintOp struct {
 type DeregisterOp struct {
 	RegistrationID string
 	Host           string
+	// MayAct is as MintOp's: false answers DeregisterNotOwner.
+	MayAct func(owner string) bool
 }
+
+// Permits reports whether op.MayAct lets the caller act on a binding
+// owned by owner: always when MayAct is nil.
+func (op MintOp) Permits(owner string) bool { return op.MayAct == nil || op.MayAct(owner) }
+
+// Permits is MintOp.Permits for a deregister.
+func (op DeregisterOp) Permits(owner string) bool { return op.MayAct == nil || op.MayAct(owner) }
 
 // MintStatus is the backend's answer to a mint.
 type MintStatus uint8
@@ -61,6 +97,9 @@ const (
 	MintReissued
 	MintCollision
 	MintSpecConflict
+	// MintNotOwner: MintOp.MayAct refused the binding's owner; nothing
+	// changed.
+	MintNotOwner
 )
 
 // DeregisterStatus is the backend's answer to a deregister.
@@ -70,11 +109,14 @@ const (
 	DeregisterRemoved DeregisterStatus = iota + 1
 	DeregisterAbsent
 	DeregisterHostMismatch
+	// DeregisterNotOwner: DeregisterOp.MayAct refused the binding's
+	// owner; nothing changed.
+	DeregisterNotOwner
 )
 
 var (
-	mintStatusNames       = vocab.NewEnum[MintStatus]("MintStatus", "MintStatus", []string{MintCreated: "MintCreated", MintReissued: "MintReissued", MintCollision: "MintCollision", MintSpecConflict: "MintSpecConflict"})
-	deregisterStatusNames = vocab.NewEnum[DeregisterStatus]("DeregisterStatus", "DeregisterStatus", []string{DeregisterRemoved: "DeregisterRemoved", DeregisterAbsent: "DeregisterAbsent", DeregisterHostMismatch: "DeregisterHostMismatch"})
+	mintStatusNames       = vocab.NewEnum[MintStatus]("MintStatus", "MintStatus", []string{MintCreated: "MintCreated", MintReissued: "MintReissued", MintCollision: "MintCollision", MintSpecConflict: "MintSpecConflict", MintNotOwner: "MintNotOwner"})
+	deregisterStatusNames = vocab.NewEnum[DeregisterStatus]("DeregisterStatus", "DeregisterStatus", []string{DeregisterRemoved: "DeregisterRemoved", DeregisterAbsent: "DeregisterAbsent", DeregisterHostMismatch: "DeregisterHostMismatch", DeregisterNotOwner: "DeregisterNotOwner"})
 )
 
 // String returns the constant's name, or MintStatus(N) for a value outside

@@ -14,11 +14,13 @@ func TestBackendStatusesNameThemselves(t *testing.T) {
 		{registrar.MintReissued.String(), "MintReissued"},
 		{registrar.MintCollision.String(), "MintCollision"},
 		{registrar.MintSpecConflict.String(), "MintSpecConflict"},
+		{registrar.MintNotOwner.String(), "MintNotOwner"},
 		{registrar.MintStatus(0).String(), "MintStatus(0)"},
 		{registrar.MintStatus(9).String(), "MintStatus(9)"},
 		{registrar.DeregisterRemoved.String(), "DeregisterRemoved"},
 		{registrar.DeregisterAbsent.String(), "DeregisterAbsent"},
 		{registrar.DeregisterHostMismatch.String(), "DeregisterHostMismatch"},
+		{registrar.DeregisterNotOwner.String(), "DeregisterNotOwner"},
 		{registrar.DeregisterStatus(200).String(), "DeregisterStatus(200)"},
 	} {
 		if c.got != c.want {

@@ -26,7 +26,9 @@
 //     component, instance) (derived_key_invalid if it fails).
 //  5. Under that id's lock (shared by both verbs): the backend's Mint or
 //     Deregister, then the outcome record, written before the lock is
-//     released.
+//     released. When the registration exists, the backend's first check
+//     is ownership: the invocation's Authority.MayAct on the caller and
+//     the registration's recorded owner (not_owner).
 //
 // The limiter's lock is never held across backend work or a record write.
 //
@@ -53,9 +55,9 @@
 //
 //   - *RefusedError: permanent, retrying the same request cannot succeed.
 //     Reason is an vocab.Reason: the seven pre-derivation reasons above,
-//     derived_key_invalid, and the backend's determined answers
-//     registration_id_collision and stored_spec_conflict (mint) and
-//     host_mismatch (deregister).
+//     derived_key_invalid, and the backend's determined answers not_owner
+//     (both verbs), registration_id_collision and stored_spec_conflict
+//     (mint) and host_mismatch (deregister).
 //   - *ThrottledError: the admission throttle, the only retryable answer.
 //   - *UnavailableError: the registrar could not do or record the work.
 //     Reason is AuditUnwritable (a record could not be written, nothing was
@@ -70,9 +72,13 @@
 // only after the admission charge and the intent write, under the
 // registration id's lock, and must be safe for concurrent use across ids.
 // Mint is atomic: MintCreated and MintReissued issue Material,
-// MintCollision and MintSpecConflict change nothing. Deregister answers
-// DeregisterRemoved, DeregisterAbsent, or DeregisterHostMismatch (nothing
-// changed). A failure after the registry was, or may have been, changed is
+// MintNotOwner, MintCollision and MintSpecConflict change nothing.
+// Deregister answers DeregisterRemoved, DeregisterAbsent, or
+// DeregisterNotOwner or DeregisterHostMismatch (nothing changed). A
+// binding records its owner, MintOp.Owner of the mint that created it (the
+// verbs pass the caller identity), and whenever a binding exists the
+// backend asks the op's MayAct about that owner before any other check, so
+// a caller refused not_owner learns nothing else of the registration. A failure after the registry was, or may have been, changed is
 // a *PartialError, and a retry of the same request must converge. The
 // shared suite backend/backendtest.Run checks all of this for any
 // implementation; backend/embedded, backend/openbao and the test fake in

@@ -161,6 +161,11 @@ type invocation struct {
 	caller    limiter.Caller
 	requested *audit.Requested
 	span      trace.Span
+	// auth and policy are the authority arrive loaded and the caller's
+	// policy index in it: one authority for the whole invocation, the
+	// ownership check included. auth is nil when none is in force.
+	auth   Authority
+	policy int
 	// req is what requested points to, idBuf the bytes of requestID, and
 	// throttled and limited the answers of a limited call: all live in the
 	// one allocation of the invocation, so a flood's calls cost one
@@ -221,19 +226,20 @@ func (v *Verbs) begin(ctx context.Context, start time.Time, verb vocab.Verb, ide
 func (v *Verbs) arrive(ctx context.Context, inv *invocation, component string, mint *MintRequest) (wctx context.Context, id string, unlock func(), err error) {
 	r := inv.requested
 	comps := *v.components.Load() // one table for the whole invocation
-	auth := v.authority.Load()    // one authority for the whole invocation
-	policy := 0
-	if auth != nil {
+	// One authority for the whole invocation, the ownership check
+	// included: a reload meanwhile does not change its answers.
+	if auth := v.authority.Load(); auth != nil {
+		inv.auth = *auth
 		var ok bool
-		if policy, ok = (*auth).Policy(inv.identity); !ok {
+		if inv.policy, ok = inv.auth.Policy(inv.identity); !ok {
 			return nil, "", nil, v.refusePreDerivation(ctx, inv, vocab.ReasonNoPolicy, 0)
 		}
 	}
 	if reason := v.preDerivation(comps, r.ServiceName, r.Host, component, r.Instance, mint); reason != 0 {
 		return nil, "", nil, v.refusePreDerivation(ctx, inv, reason, 0)
 	}
-	if auth != nil {
-		if scope := (*auth).OutOfScope(policy, inv.identity, inv.verb, r.ServiceName, component, r.Host); scope != 0 {
+	if inv.auth != nil {
+		if scope := inv.auth.OutOfScope(inv.policy, inv.identity, inv.verb, r.ServiceName, component, r.Host); scope != 0 {
 			return nil, "", nil, v.refusePreDerivation(ctx, inv, vocab.ReasonOutOfScope, scope)
 		}
 	}
@@ -245,6 +251,17 @@ func (v *Verbs) arrive(ctx context.Context, inv *invocation, component string, m
 		return nil, "", nil, v.refuse(wctx, inv, "", vocab.ReasonDerivedKeyInvalid, "")
 	}
 	return wctx, id, v.locks.lock(id), nil
+}
+
+// mayAct is the ownership check the backend asks when the registration
+// exists: the invocation's authority on its caller and the registration's
+// recorded owner. nil (anyone may act) when no authority is in force.
+func (inv *invocation) mayAct() func(owner string) bool {
+	if inv.auth == nil {
+		return nil
+	}
+	auth, policy, identity := inv.auth, inv.policy, inv.identity
+	return func(owner string) bool { return auth.MayAct(policy, identity, owner) }
 }
 
 func (v *Verbs) mint(ctx context.Context, inv *invocation, req *MintRequest) (MintResult, error) {
@@ -259,6 +276,8 @@ func (v *Verbs) mint(ctx context.Context, inv *invocation, req *MintRequest) (Mi
 		RegistrationID: id,
 		Host:           req.Host,
 		Spec:           req.Spec,
+		Owner:          inv.identity,
+		MayAct:         inv.mayAct(),
 		WrapTTL:        time.Duration(req.WrapTTLSeconds) * time.Second,
 		Now:            v.now(),
 	})
@@ -266,6 +285,8 @@ func (v *Verbs) mint(ctx context.Context, inv *invocation, req *MintRequest) (Mi
 		return res, v.backendFailed(wctx, inv, id, err)
 	}
 	switch status {
+	case MintNotOwner:
+		return res, v.refuse(wctx, inv, id, vocab.ReasonNotOwner, "")
 	case MintCollision:
 		return res, v.refuse(wctx, inv, id, vocab.ReasonRegistrationIDCollision, "")
 	case MintSpecConflict:
@@ -292,11 +313,13 @@ func (v *Verbs) deregister(ctx context.Context, inv *invocation, req *Deregister
 	}
 	defer unlock()
 	res.RegistrationID = id
-	status, err := v.backend.Deregister(wctx, DeregisterOp{RegistrationID: id, Host: req.Host})
+	status, err := v.backend.Deregister(wctx, DeregisterOp{RegistrationID: id, Host: req.Host, MayAct: inv.mayAct()})
 	if err != nil {
 		return res, v.backendFailed(wctx, inv, id, err)
 	}
 	switch status {
+	case DeregisterNotOwner:
+		return res, v.refuse(wctx, inv, id, vocab.ReasonNotOwner, "")
 	case DeregisterHostMismatch:
 		return res, v.refuse(wctx, inv, id, vocab.ReasonHostMismatch, "")
 	case DeregisterAbsent:

@@ -2,9 +2,10 @@
 // that every implementation runs (modelled on Tailscale's
 // tstest/chonktest.RunChonkTests): each mint and deregister status of the
 // table in registrar/backend.go, what a refusal leaves unchanged, the shape
-// of the material, idempotent deregister, concurrent calls for one
-// registration id and for overlapping ones, and the partial-failure rule of
-// registrar.PartialError.
+// of the material, idempotent deregister, ownership (the owner a first
+// mint records, what MayAct is asked, and that its refusal comes first and
+// changes nothing), concurrent calls for one registration id and for
+// overlapping ones, and the partial-failure rule of registrar.PartialError.
 //
 // It is test support: it imports testing, and production code never
 // imports it (cmd/registrar-otel's deptest holds that).
@@ -62,6 +63,17 @@ type Options struct {
 	// Concurrency is how many calls the concurrency subtests run at once;
 	// zero means DefaultConcurrency.
 	Concurrency int
+	// Deliver, if set, takes delivery of the material a mint issued for
+	// id, as the service it was issued for would, and returns the check
+	// that it still works: that the service can still log in with it, or
+	// as near as the backend can tell. The suite calls the check once,
+	// after calls that must have changed nothing, and never uses the
+	// material again; nil checks only that the role id is unchanged.
+	Deliver func(t *testing.T, b registrar.Backend, id string, m registrar.Material) (stillWorks func() error)
+	// DropOwner, if set, rewrites id's binding on b's store in the shape
+	// a release before owners were recorded wrote: without an owner. nil
+	// skips the subtest of such bindings.
+	DropOwner func(t *testing.T, b registrar.Backend, id string)
 }
 
 // Run runs the contract against backends from newBackend, which is called
@@ -89,9 +101,15 @@ func Run(t *testing.T, newBackend func(t *testing.T) registrar.Backend, opts Opt
 		{"deregister/an unbound id is absent", testDeregisterAbsent},
 		{"deregister/another host is a mismatch", testDeregisterHostMismatch},
 		{"deregister/the bound host removes, then it is absent", testDeregisterRemovedThenAbsent},
+		{"owner/the first mint records its owner, which every later call is asked about", testOwnerRecorded},
+		{"owner/a remint MayAct refuses is MintNotOwner and changes nothing", testMintNotOwner},
+		{"owner/a deregister MayAct refuses is DeregisterNotOwner and removes nothing", testDeregisterNotOwner},
+		{"owner/the ownership check comes before the host, spec and host-mismatch checks", testOwnerCheckedFirst},
+		{"owner/a binding stored without an owner is asked about the owner \"\"", testUnownedBinding},
 		{"concurrency/mints of one id have one created", testConcurrentOneID},
 		{"concurrency/mints of one id from two hosts have one owner", testConcurrentTwoHosts},
 		{"concurrency/mints and deregisters of overlapping ids", testConcurrentOverlapping},
+		{"concurrency/mints of one id by many identities have one owner", testConcurrentOwners},
 		{"partial/a failed mint changed nothing or converges", testMintFaults},
 		{"partial/a failed deregister changed nothing or converges", testDeregisterFaults},
 	}
@@ -132,8 +150,16 @@ var baseSpec = registrar.Spec{Component: "review", ServiceName: "review", Reload
 // enough for every backend's role names).
 func (c *subject) id(name string) string { return c.prefix + "-" + name }
 
+// The caller identities of the ownership subtests: ownerA mints by
+// default (subject.op), ownerB is another caller.
+const (
+	ownerA = "identity-a"
+	ownerB = "identity-b"
+)
+
+// op is a mint of id from host by ownerA, with MayAct nil (anyone may act).
 func (c *subject) op(id, host string) registrar.MintOp {
-	return registrar.MintOp{RegistrationID: id, Host: host, Spec: baseSpec, WrapTTL: ttl, Now: now}
+	return registrar.MintOp{RegistrationID: id, Host: host, Spec: baseSpec, Owner: ownerA, WrapTTL: ttl, Now: now}
 }
 
 func (c *subject) mint(t *testing.T, b registrar.Backend, op registrar.MintOp) (registrar.MintStatus, registrar.Material) {
@@ -159,12 +185,17 @@ func (c *subject) mustMint(t *testing.T, b registrar.Backend, op registrar.MintO
 
 func (c *subject) mustDeregister(t *testing.T, b registrar.Backend, id, host string, want registrar.DeregisterStatus) {
 	t.Helper()
-	st, err := b.Deregister(context.Background(), registrar.DeregisterOp{RegistrationID: id, Host: host})
+	c.mustDeregisterOp(t, b, registrar.DeregisterOp{RegistrationID: id, Host: host}, want)
+}
+
+func (c *subject) mustDeregisterOp(t *testing.T, b registrar.Backend, op registrar.DeregisterOp, want registrar.DeregisterStatus) {
+	t.Helper()
+	st, err := b.Deregister(context.Background(), op)
 	if err != nil {
-		t.Fatalf("Deregister(%s from %s): %v", id, host, err)
+		t.Fatalf("Deregister(%s from %s): %v", op.RegistrationID, op.Host, err)
 	}
 	if st != want {
-		t.Fatalf("Deregister(%s from %s): got %s, want %s", id, host, st, want)
+		t.Fatalf("Deregister(%s from %s): got %s, want %s", op.RegistrationID, op.Host, st, want)
 	}
 }
 
@@ -518,11 +549,20 @@ func testMintFaults(t *testing.T, c *subject) {
 			c.mustDeregister(t, b, id, "h1", registrar.DeregisterAbsent)
 			c.mustMint(t, b, c.op(id, "h1"), registrar.MintCreated)
 		} else {
-			// A partial one converges when the same request is retried.
-			st, m := c.mint(t, b, c.op(id, "h1"))
+			// A partial one converges when the same request is retried,
+			// and a binding it claimed has its owner.
+			a := allow()
+			st, m := c.mint(t, b, by(c.op(id, "h1"), ownerA, a))
 			if st != registrar.MintCreated && st != registrar.MintReissued {
 				t.Fatalf("retry of %s: got %s, want MintCreated or MintReissued", call, st)
 			}
+			a.mu.Lock()
+			for _, o := range a.asked {
+				if o != ownerA {
+					t.Errorf("retry of %s: MayAct was asked about the owner %q, want the claim's %q", call, o, ownerA)
+				}
+			}
+			a.mu.Unlock()
 			checkMaterial(t, c.op(id, "h1"), st, m)
 			c.unchanged(t, id, "h1", m.RoleID)
 		}

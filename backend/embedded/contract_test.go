@@ -3,9 +3,11 @@ package embedded_test
 import (
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/registrar-otel/registrar-otel/backend/backendtest"
 	"github.com/registrar-otel/registrar-otel/backend/embedded"
@@ -62,5 +64,31 @@ func TestBackendContract(t *testing.T) {
 			r.mu.Unlock()
 			return func() { r.mu.Lock(); r.armed = false; r.mu.Unlock() }, true
 		},
+		// The identity record is what the mint left (the binding's
+		// validity, role id and owner) and the secret still verifies.
+		Deliver: func(t *testing.T, b registrar.Backend, id string, m registrar.Material) func() error {
+			eb := b.(*embedded.Backend)
+			before, ok := binding(t, eb, id)
+			if !ok {
+				t.Fatalf("Binding(%s): absent right after its mint", id)
+			}
+			return func() error {
+				after, ok, err := eb.Binding(id)
+				switch {
+				case err != nil:
+					return err
+				case !ok:
+					return errors.New("the binding is gone")
+				case after != before:
+					return fmt.Errorf("the binding and identity changed from %+v to %+v", before, after)
+				}
+				valid, err := eb.VerifySecret(id, m.WrappedSecretID, m.ExpiresAt.Add(-time.Millisecond))
+				if err == nil && !valid {
+					err = errors.New("the wrapped secret id no longer verifies")
+				}
+				return err
+			}
+		},
+		DropOwner: func(t *testing.T, b registrar.Backend, id string) { embedded.DropOwner(t, b.(*embedded.Backend), id) },
 	})
 }

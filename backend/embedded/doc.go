@@ -8,13 +8,26 @@
 // does not decode, or has another version, is a *CorruptRecordError naming
 // the bucket and key, never a panic and never "absent":
 //
-//	bindings:   {v, host, spec {component, service_name, reload}, role_id, created_at}
+//	bindings:   {v, host, spec {component, service_name, reload}, role_id, created_at, owner}
 //	identities: {v, role_id, secret_sha256, expires_at, issued_at}
 //
 // Times are UTC with millisecond precision. The role id is a random
 // version 4 UUID created by the first mint and kept by every remint; each
 // mint issues a fresh wrapped secret id (32 random bytes, base64url without
 // padding) that expires at Now + WrapTTL.
+//
+// # Ownership
+//
+// owner is the caller identity of the mint that created the binding
+// (registrar.MintOp.Owner), kept by every remint whoever makes it, and
+// omitted when empty. It came without a new "v": a binding written before
+// owners were recorded has none and reads as owner "", so a database of an
+// earlier release opens as it is. Whenever the binding exists, Mint and
+// Deregister ask the op's MayAct about its owner first, inside the write
+// transaction, before the host and spec checks; a refusal
+// (registrar.MintNotOwner, registrar.DeregisterNotOwner) writes nothing, so
+// the identity record, and with it the secret already delivered, is
+// unchanged.
 //
 // # What is never stored
 //

@@ -72,6 +72,9 @@ type Binding struct {
 	Host   string
 	Spec   registrar.Spec
 	RoleID string
+	// Owner is the caller identity of the first mint, "" for a binding
+	// stored before owners were recorded.
+	Owner string
 	// CreatedAt is the first mint's Now (UTC, milliseconds).
 	CreatedAt time.Time
 	// IssuedAt and ExpiresAt are the current wrapped secret's last mint's
@@ -216,7 +219,9 @@ func (b *Backend) Close() error {
 // ctx.Err() without touching the database; a started transaction is not
 // cancelled. Material is the zero value unless the status is MintCreated or
 // MintReissued. A remint replaces the previous wrapped secret's hash, so
-// the previous secret no longer verifies.
+// the previous secret no longer verifies. op.MayAct is asked inside the
+// transaction, first thing once the binding is read, and may be asked
+// again if the shared transaction is re-run (group.go).
 func (b *Backend) Mint(ctx context.Context, op registrar.MintOp) (registrar.MintStatus, registrar.Material, error) {
 	if err := checkMint(op); err != nil {
 		return 0, registrar.Material{}, err
@@ -249,7 +254,7 @@ func (b *Backend) mintPlan(op registrar.MintOp, status *registrar.MintStatus, ma
 		var muts []mutation
 		var rec bindingRecord
 		if raw := bindings.Get(key); raw == nil {
-			rec = bindingRecord{V: recordVersion, Host: op.Host, Spec: toSpecRecord(op.Spec), CreatedAt: now}
+			rec = bindingRecord{V: recordVersion, Host: op.Host, Spec: toSpecRecord(op.Spec), CreatedAt: now, Owner: op.Owner}
 			var err error
 			if rec.RoleID, err = newRoleID(b.rand); err != nil {
 				return nil, err
@@ -264,6 +269,12 @@ func (b *Backend) mintPlan(op registrar.MintOp, status *registrar.MintStatus, ma
 			var err error
 			if rec, err = decodeBinding(op.RegistrationID, raw); err != nil {
 				return nil, err
+			}
+			// Ownership first: a caller that may not act learns
+			// nothing else of the binding.
+			if !op.Permits(rec.Owner) {
+				*status = registrar.MintNotOwner
+				return nil, nil
 			}
 			if rec.Host != op.Host {
 				*status = registrar.MintCollision
@@ -299,7 +310,7 @@ func (b *Backend) mintPlan(op registrar.MintOp, status *registrar.MintStatus, ma
 }
 
 // Deregister implements registrar.Backend in one write transaction, with
-// Mint's durability and context rules.
+// Mint's durability, context and ownership rules.
 func (b *Backend) Deregister(ctx context.Context, op registrar.DeregisterOp) (registrar.DeregisterStatus, error) {
 	if op.RegistrationID == "" || op.Host == "" {
 		return 0, fmt.Errorf("%w: empty registration id or host", ErrInvalidOp)
@@ -324,6 +335,10 @@ func (b *Backend) Deregister(ctx context.Context, op registrar.DeregisterOp) (re
 		rec, err := decodeBinding(op.RegistrationID, raw)
 		if err != nil {
 			return nil, err
+		}
+		if !op.Permits(rec.Owner) {
+			status = registrar.DeregisterNotOwner
+			return nil, nil
 		}
 		if rec.Host != op.Host {
 			status = registrar.DeregisterHostMismatch
@@ -357,7 +372,7 @@ func (b *Backend) Binding(registrationID string) (bnd Binding, ok bool, err erro
 		if err != nil {
 			return err
 		}
-		bnd = Binding{Host: rec.Host, Spec: rec.Spec.spec(), RoleID: rec.RoleID, CreatedAt: rec.CreatedAt, IssuedAt: id.IssuedAt, ExpiresAt: id.ExpiresAt}
+		bnd = Binding{Host: rec.Host, Spec: rec.Spec.spec(), RoleID: rec.RoleID, Owner: rec.Owner, CreatedAt: rec.CreatedAt, IssuedAt: id.IssuedAt, ExpiresAt: id.ExpiresAt}
 		ok = true
 		return nil
 	})

@@ -12,6 +12,8 @@ import (
 // table tests use.
 var fuzzSeeds = [][]byte{
 	[]byte(`{"v":1,"host":"web1","spec":{"component":"collector","service_name":"otel","reload":"sighup"},"role_id":"1b4e28ba-2fa1-41d2-883f-0016d3cca427","created_at":"2026-08-23T12:34:56.789Z"}`),
+	[]byte(`{"v":1,"host":"web1","spec":{"component":"collector","service_name":"otel","reload":"sighup"},"role_id":"1b4e28ba-2fa1-41d2-883f-0016d3cca427","created_at":"2026-08-23T12:34:56.789Z","owner":"unix-peer:uid=1000"}`),
+	[]byte(`{"v":1,"host":"h","role_id":"r","owner":7}`),
 	[]byte(`{"v":1,"role_id":"1b4e28ba-2fa1-41d2-883f-0016d3cca427","secret_sha256":"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08","expires_at":"2026-08-23T12:39:56.789Z","issued_at":"2026-08-23T12:34:56.789Z"}`),
 	[]byte("\x00not json"),
 	[]byte(`{"v":2,"host":"web1","role_id":"r"}`),
@@ -70,7 +72,7 @@ func FuzzDecodeBinding(f *testing.F) {
 			t.Fatalf("decoded %+v from %q: version, host and role_id must hold", r, raw)
 		}
 	}, func(r, r2 bindingRecord) bool {
-		return r2.Host == r.Host && r2.RoleID == r.RoleID && r2.Spec == r.Spec && r2.CreatedAt.Equal(r.CreatedAt)
+		return r2.Host == r.Host && r2.RoleID == r.RoleID && r2.Spec == r.Spec && r2.CreatedAt.Equal(r.CreatedAt) && r2.Owner == r.Owner
 	})
 }
 

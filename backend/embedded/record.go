@@ -33,12 +33,19 @@ const (
 // bindingRecord is a bindings value: what the registration id is bound to.
 // The spec has its own JSON names so that the file format does not follow
 // registrar.Spec's tags if they ever change.
+//
+// Owner was added without a new version: a binding written before owners
+// were recorded has no "owner" and decodes with Owner "", which is what the
+// ownership check is given for it; a binding minted with no owner is
+// written without one, in the same shape.
 type bindingRecord struct {
 	V         int        `json:"v"`
 	Host      string     `json:"host"`
 	Spec      specRecord `json:"spec"`
 	RoleID    string     `json:"role_id"`
 	CreatedAt time.Time  `json:"created_at"`
+	// Owner is the caller identity of the mint that created the binding.
+	Owner string `json:"owner,omitempty"`
 }
 
 type specRecord struct {

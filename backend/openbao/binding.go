@@ -20,7 +20,11 @@ type binding struct {
 	// the binding ("" before the first, and for bindings written before
 	// this field existed): the next mint destroys that secret id.
 	secretIDAccessor string
-	version          int // the KV version read
+	// owner is the caller identity of the mint that claimed the binding
+	// ("" for a binding written before owners were recorded, or claimed
+	// by a mint that named none); every later write keeps it.
+	owner   string
+	version int // the KV version read
 }
 
 const (
@@ -41,6 +45,9 @@ func (bd *binding) data() map[string]any {
 	}
 	if bd.secretIDAccessor != "" {
 		m["secret_id_accessor"] = bd.secretIDAccessor
+	}
+	if bd.owner != "" {
+		m["owner"] = bd.owner
 	}
 	return m
 }
@@ -69,6 +76,13 @@ func decodeBinding(p string, version int, data map[string]any) (*binding, error)
 	if acc, ok := data["secret_id_accessor"]; ok {
 		if bd.secretIDAccessor, ok = acc.(string); !ok {
 			return nil, fmt.Errorf("%w at %s (version %d): \"secret_id_accessor\" is not a string", ErrCorrupt, p, version)
+		}
+	}
+	// Optional like secret_id_accessor, and without a new format: a
+	// binding written before owners were recorded reads as owner "".
+	if o, ok := data["owner"]; ok {
+		if bd.owner, ok = o.(string); !ok {
+			return nil, fmt.Errorf("%w at %s (version %d): \"owner\" is not a string", ErrCorrupt, p, version)
 		}
 	}
 	if v != bindingFormat {

@@ -1,7 +1,11 @@
 package openbao_test
 
 import (
+	"context"
+	"path"
 	"testing"
+
+	"github.com/openbao/openbao/api/v2"
 
 	"github.com/registrar-otel/registrar-otel/backend/backendtest"
 	"github.com/registrar-otel/registrar-otel/registrar"
@@ -56,5 +60,39 @@ func runContract(t *testing.T, e *env) {
 		// The retry after a fault comes from a restarted daemon: a new
 		// backend that knows only what the server holds.
 		Restart: func(t *testing.T, _ registrar.Backend) registrar.Backend { return newBackend(t) },
+		// The service unwraps its secret id now, as it would on delivery,
+		// and the check is that it still logs in (which uses it up).
+		Deliver: func(t *testing.T, _ registrar.Backend, id string, m registrar.Material) func() error {
+			ctx := context.Background()
+			s, err := e.unwrapper(t).Logical().UnwrapWithContext(ctx, m.WrappedSecretID)
+			if err != nil {
+				t.Fatalf("unwrapping the secret id of %s: %v", id, err)
+			}
+			secretID, _ := s.Data["secret_id"].(string)
+			if secretID == "" {
+				t.Fatalf("unwrapping the secret id of %s: no secret_id in %v", id, s.Data)
+			}
+			return func() error {
+				_, err := login(ctx, e.unwrapper(t), m.RoleID, secretID)
+				return err
+			}
+		},
+		// A new version of the binding without "owner", written with the
+		// root token, as a release before owners were recorded left it.
+		DropOwner: func(t *testing.T, _ registrar.Backend, id string) {
+			ctx := context.Background()
+			kv, p := e.root.KVv2("secret"), path.Join(testPrefix, "bindings", id)
+			s, err := kv.Get(ctx, p)
+			if err != nil {
+				t.Fatalf("reading the binding of %s: %v", id, err)
+			}
+			if o, _ := s.Data["owner"].(string); o == "" {
+				t.Fatalf("the binding of %s records no owner: %v", id, s.Data)
+			}
+			delete(s.Data, "owner")
+			if _, err := kv.Put(ctx, p, s.Data, api.WithCheckAndSet(s.VersionMetadata.Version)); err != nil {
+				t.Fatalf("rewriting the binding of %s without its owner: %v", id, err)
+			}
+		},
 	})
 }

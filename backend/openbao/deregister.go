@@ -8,8 +8,8 @@ import (
 	"github.com/registrar-otel/registrar-otel/registrar"
 )
 
-// Deregister implements registrar.Backend: host check, then delete the
-// role and the binding, in that order.
+// Deregister implements registrar.Backend: ownership check, host check,
+// then delete the role and the binding, in that order.
 func (b *Backend) Deregister(ctx context.Context, op registrar.DeregisterOp) (registrar.DeregisterStatus, error) {
 	if op.RegistrationID == "" || op.Host == "" || !isName(op.RegistrationID) {
 		return 0, fmt.Errorf("%w: registration id %q, host %q", ErrInvalidOp, op.RegistrationID, op.Host)
@@ -47,6 +47,8 @@ func (b *Backend) deregister(ctx context.Context, op registrar.DeregisterOp) (re
 		return 0, err
 	case bd == nil:
 		return registrar.DeregisterAbsent, nil
+	case !op.Permits(bd.owner):
+		return registrar.DeregisterNotOwner, nil
 	case bd.host != op.Host:
 		return registrar.DeregisterHostMismatch, nil
 	}

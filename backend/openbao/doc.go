@@ -16,8 +16,11 @@
 //
 // The binding is a KV v2 secret of strings: v ("1"), host, component,
 // service_name, reload, state ("claimed" or "active"), created_at (RFC
-// 3339, UTC) and, once a secret id was issued, secret_id_accessor (the last
-// secret id's accessor). The service's policy grants read on
+// 3339, UTC), owner (the caller identity of the mint that claimed it;
+// absent when that mint named none) and, once a secret id was issued,
+// secret_id_accessor (the last secret id's accessor). owner came without a
+// new v: a binding written before owners were recorded has none and reads
+// as owner "". The service's policy grants read on
 // <kv_mount>/data/<kv_prefix>/services/<service_name>/* and nothing else;
 // ServicePolicy shows it. The backend writes no policy: the role carries
 // that one, binds a secret id, and issues secret ids with
@@ -29,11 +32,15 @@
 // # Mint
 //
 //  1. Read the binding. If there is none, claim it with an absent-only
-//     compare-and-set (cas=0) in state "claimed"; a claim that loses a race
-//     reads the winner's binding instead. A binding is never rolled back.
-//  2. Apply the rules in the verbs' order: another host →
-//     registrar.MintCollision; the same host with another spec →
-//     registrar.MintSpecConflict. Nothing is written in either case.
+//     compare-and-set (cas=0) in state "claimed", recording op.Owner as
+//     its owner; a claim that loses a race reads the winner's binding
+//     instead. A binding is never rolled back.
+//  2. Apply the rules in the verbs' order. Ownership first, for a binding
+//     this mint did not claim: op.MayAct refuses its owner →
+//     registrar.MintNotOwner. Then another host → registrar.MintCollision;
+//     the same host with another spec → registrar.MintSpecConflict.
+//     Nothing is written in any of these cases, so the secret id already
+//     delivered still logs in.
 //  3. Create or update the role (idempotent: each mint restates it, so
 //     drift is repaired), read the role id, and generate a secret id
 //     wrapped for the requested TTL.
@@ -41,7 +48,7 @@
 //     the version that was read: the mint whose compare-and-set wins is the
 //     first mint (registrar.MintCreated); every other mint of an active
 //     binding is a remint (registrar.MintReissued) with the same role id and
-//     a new wrapped secret id.
+//     a new wrapped secret id. Every write of the binding keeps its owner.
 //  5. A remint destroys the previous secret id by the accessor in the
 //     binding (one the server no longer knows counts as destroyed), then
 //     records the new one's accessor with a compare-and-set: at most one
@@ -49,8 +56,9 @@
 //
 // # Deregister
 //
-// Read the binding: none → registrar.DeregisterAbsent; another host →
-// registrar.DeregisterHostMismatch. Otherwise delete the role, then the
+// Read the binding: none → registrar.DeregisterAbsent; op.MayAct refuses
+// its owner → registrar.DeregisterNotOwner; another host →
+// registrar.DeregisterHostMismatch (nothing is deleted in either). Otherwise delete the role, then the
 // binding with all its versions (so a later claim with cas=0 succeeds) →
 // registrar.DeregisterRemoved. The binding goes last, so a role never
 // outlives it.
@@ -82,6 +90,9 @@
 // their cause at warn level.
 //
 // A Backend is safe for concurrent use. The verbs serialise calls per
-// registration id; concurrent calls for one id from several daemons are
-// resolved by the compare-and-set on the binding.
+// registration id, and so does the backend itself (a process-local lock per
+// id, held from the binding read to the call's last write), so the
+// ownership check judges the binding the call then acts on; concurrent
+// calls for one id from several daemons are resolved by the
+// compare-and-set on the binding.
 package openbao

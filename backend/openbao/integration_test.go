@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ func TestFirstMintClaimsTheBindingAndCreatesThePolicyAndTheRole(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
 	op := mintOp("h1-review-007", "h1", "review")
+	op.Owner = "unix-peer:uid=1000"
 	status, mat, err := e.b.Mint(ctx, op)
 	if err != nil || status != registrar.MintCreated {
 		t.Fatalf("Mint = %v, %v; want MintCreated", status, err)
@@ -39,7 +41,7 @@ func TestFirstMintClaimsTheBindingAndCreatesThePolicyAndTheRole(t *testing.T) {
 	}
 	delete(s.binding, "secret_id_accessor")
 	wantBinding := map[string]any{"v": "1", "host": "h1", "component": "review", "service_name": "review",
-		"reload": "systemctl reload review", "state": "active", "created_at": testNow.Format(time.RFC3339Nano)}
+		"reload": "systemctl reload review", "state": "active", "created_at": testNow.Format(time.RFC3339Nano), "owner": "unix-peer:uid=1000"}
 	if fmt.Sprint(s.binding) != fmt.Sprint(wantBinding) {
 		t.Errorf("binding = %v, want %v", s.binding, wantBinding)
 	}
@@ -831,5 +833,100 @@ func TestConcurrentMintsOfOneIDNeverHaveTwoRoleWritesInFlight(t *testing.T) {
 		if first != 1 {
 			t.Errorf("%s: %d first mints among %d concurrent callers, want 1", id, first, callers)
 		}
+	}
+}
+
+// A call by a caller that may not act on the registration reads the
+// binding and nothing else: no role, secret id or binding request reaches
+// the server, and the secret id its owner holds still logs in. So does a
+// call from another host, which MayAct is asked about before the host.
+func TestANotOwnerCallReadsTheBindingAndWritesNothing(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	op := mintOp("h1-review-009", "h1", "review")
+	op.Owner = "unix-peer:uid=1000"
+	_, mat, err := e.b.Mint(ctx, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.unwrapper(t).Logical().UnwrapWithContext(ctx, mat.WrappedSecretID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secretID, _ := s.Data["secret_id"].(string)
+	before := e.state(t, op.RegistrationID)
+
+	var asked []string
+	deny := func(owner string) bool { asked = append(asked, owner); return false }
+	n := e.px.count()
+	for _, host := range []string{"h1", "h2"} {
+		attack := mintOp(op.RegistrationID, host, "review")
+		attack.Owner, attack.MayAct = "unix-peer:uid=1001", deny
+		if st, m, err := e.b.Mint(ctx, attack); err != nil || st != registrar.MintNotOwner || m != (registrar.Material{}) {
+			t.Errorf("mint from %s by another identity = %v, %+v, %v; want MintNotOwner and no material", host, st, m, err)
+		}
+		if st, err := e.b.Deregister(ctx, registrar.DeregisterOp{RegistrationID: op.RegistrationID, Host: host, MayAct: deny}); err != nil || st != registrar.DeregisterNotOwner {
+			t.Errorf("deregister from %s by another identity = %v, %v; want DeregisterNotOwner", host, st, err)
+		}
+	}
+	reqs := e.px.requests()[n:]
+	read := "GET /v1/secret/data/" + testPrefix + "/bindings/" + op.RegistrationID
+	if len(reqs) != 4 || slices.ContainsFunc(reqs, func(r string) bool { return r != read }) {
+		t.Errorf("requests of four refused calls: %q, want the binding read four times and nothing else", reqs)
+	}
+	if want := []string{op.Owner, op.Owner, op.Owner, op.Owner}; !slices.Equal(asked, want) {
+		t.Errorf("MayAct was asked about %q, want %q", asked, want)
+	}
+	if after := e.state(t, op.RegistrationID); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("refused calls changed the server's state:\nbefore %+v\nafter  %+v", before, after)
+	}
+	if _, err := login(ctx, e.unwrapper(t), mat.RoleID, secretID); err != nil {
+		t.Errorf("the owner's secret id no longer logs in after the refused calls: %v", err)
+	}
+}
+
+// A mint whose own claim is rewritten before it activates it (another
+// writer of the store) answers for the binding only while it still says
+// what the mint claimed, owner included: under another owner it is a
+// partial failure, never a remint of someone else's registration.
+func TestAMintDoesNotAnswerForAClaimRewrittenUnderAnotherOwner(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, rewrittenOwner string
+		wantPartial          bool
+	}{
+		{"same owner", "unix-peer:uid=1000", false},
+		{"another owner", "unix-peer:uid=1001", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			op := mintOp("rewritten-"+strings.ReplaceAll(tc.name, " ", "-"), "h1", "review")
+			op.Owner = "unix-peer:uid=1000"
+			p := path.Join(testPrefix, "bindings", op.RegistrationID)
+			writes := 0
+			e.px.setHook(func(_ int, r *http.Request) (action, <-chan struct{}) {
+				if r.Method == http.MethodGet || r.URL.Path != "/v1/secret/data/"+p {
+					return forward, nil
+				}
+				if writes++; writes == 2 { // the activation: rewrite the claim first
+					kv := e.root.KVv2("secret")
+					s, err := kv.Get(ctx, p)
+					if err != nil {
+						t.Errorf("reading the claim: %v", err)
+						return forward, nil
+					}
+					s.Data["owner"], s.Data["state"] = tc.rewrittenOwner, "active"
+					if _, err := kv.Put(ctx, p, s.Data); err != nil {
+						t.Errorf("rewriting the claim: %v", err)
+					}
+				}
+				return forward, nil
+			})
+			st, _, err := e.b.Mint(ctx, op)
+			e.px.setHook(nil)
+			if _, partial := errors.AsType[*registrar.PartialError](err); partial != tc.wantPartial || (!tc.wantPartial && (err != nil || st != registrar.MintReissued)) {
+				t.Errorf("Mint = %v, %v; want partial=%t (else MintReissued)", st, err, tc.wantPartial)
+			}
+		})
 	}
 }

@@ -72,6 +72,8 @@ func (b *Backend) mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 		prog progress
 		bd   *binding
 		err  error
+		// claimed: this mint claimed the binding, so it is its owner's.
+		claimed bool
 	)
 	id := op.RegistrationID
 	for attempt := 0; bd == nil; attempt++ {
@@ -84,17 +86,23 @@ func (b *Backend) mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 		if bd != nil {
 			break
 		}
-		claim := &binding{host: op.Host, spec: op.Spec, state: stateClaimed, createdAt: op.Now.UTC().Format(time.RFC3339Nano)}
+		claim := &binding{host: op.Host, spec: op.Spec, state: stateClaimed, createdAt: op.Now.UTC().Format(time.RFC3339Nano), owner: op.Owner}
 		version, lost, err := b.writeBinding(ctx, OpBindingClaim, id, claim, 0)
 		if err != nil {
 			return 0, registrar.Material{}, prog.fail("binding claimed", err)
 		}
 		if !lost {
 			claim.version = version
-			bd = claim
+			bd, claimed = claim, true
 			prog.done("binding claimed")
 		}
 		// A lost claim: another mint claimed it first; read it.
+	}
+	// Ownership first, under the id's lock and on the binding just read
+	// (one this mint claimed is its own): a caller that may not act
+	// learns nothing else, and nothing is written.
+	if !claimed && !op.Permits(bd.owner) {
+		return registrar.MintNotOwner, registrar.Material{}, nil
 	}
 	switch {
 	case bd.host != op.Host:
@@ -193,7 +201,7 @@ func (b *Backend) mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 	if err != nil {
 		return 0, registrar.Material{}, prog.fail("", err)
 	}
-	if now == nil || now.state != stateActive || now.host != op.Host || now.spec != op.Spec {
+	if now == nil || now.state != stateActive || now.host != op.Host || now.spec != op.Spec || now.owner != bd.owner {
 		return 0, registrar.Material{}, prog.fail("", fmt.Errorf("openbao: mint %q: the binding at %s changed while this mint completed it", id, b.BindingPath(id)))
 	}
 	return registrar.MintReissued, mat, nil

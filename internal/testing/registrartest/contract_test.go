@@ -31,6 +31,15 @@ func TestBackendContract(t *testing.T) {
 			}
 			return func() { fake.Err, fake.Partial = nil, nil }, true
 		},
+		Deliver: func(_ *testing.T, b registrar.Backend, id string, m registrar.Material) func() error {
+			return func() error {
+				if !b.(*registrartest.Backend).Valid(id, m.WrappedSecretID) {
+					return errors.New("the wrapped secret id is no longer the current one")
+				}
+				return nil
+			}
+		},
+		DropOwner: func(_ *testing.T, b registrar.Backend, id string) { b.(*registrartest.Backend).DropOwner(id) },
 	})
 }
 

@@ -40,7 +40,9 @@ func (f FailingBackend) Deregister(context.Context, registrar.DeregisterOp) (reg
 // Backend is an in-memory registrar.Backend with the embedded backend's
 // statuses; it passes backend/backendtest's contract suite. A binding's
 // role id is new with each binding ("role-<id>-<n>") and each mint issues a
-// new wrapped secret id ("secret-<n>"). With a non-nil T it reports two overlapping calls for one
+// new wrapped secret id ("secret-<n>"). A binding records the owner its
+// first mint named, and every call on an existing binding asks the op's
+// MayAct first. With a non-nil T it reports two overlapping calls for one
 // registration id (the verbs must serialise them). Safe for concurrent use.
 type Backend struct {
 	// Err, if set, is returned by every call before it changes anything
@@ -69,6 +71,9 @@ type binding struct {
 	host   string
 	spec   registrar.Spec
 	roleID string
+	owner  string
+	// secret is the last wrapped secret id issued: the only one Valid.
+	secret string
 	// claimed: a first mint claimed it and failed before completing it.
 	claimed bool
 }
@@ -114,16 +119,18 @@ func (b *Backend) Mint(_ context.Context, op registrar.MintOp) (registrar.MintSt
 	cur, ok := b.bindings[op.RegistrationID]
 	status := registrar.MintReissued
 	switch {
+	case ok && !op.Permits(cur.owner):
+		return registrar.MintNotOwner, registrar.Material{}, nil
 	case !ok:
 		if b.Partial != nil {
-			b.bindings[op.RegistrationID] = binding{host: op.Host, spec: op.Spec, claimed: true}
+			b.bindings[op.RegistrationID] = binding{host: op.Host, spec: op.Spec, owner: op.Owner, claimed: true}
 			return 0, registrar.Material{}, &registrar.PartialError{Changed: []string{"binding claimed"}, Err: b.Partial}
 		}
+		cur.owner = op.Owner
 		fallthrough
 	case cur.claimed && cur.host == op.Host && cur.spec == op.Spec:
 		b.issued++
-		cur = binding{host: op.Host, spec: op.Spec, roleID: fmt.Sprintf("role-%s-%d", op.RegistrationID, b.issued)}
-		b.bindings[op.RegistrationID] = cur
+		cur = binding{host: op.Host, spec: op.Spec, owner: cur.owner, roleID: fmt.Sprintf("role-%s-%d", op.RegistrationID, b.issued)}
 		status = registrar.MintCreated
 	case cur.host != op.Host:
 		return registrar.MintCollision, registrar.Material{}, nil
@@ -131,7 +138,9 @@ func (b *Backend) Mint(_ context.Context, op registrar.MintOp) (registrar.MintSt
 		return registrar.MintSpecConflict, registrar.Material{}, nil
 	}
 	b.issued++
-	return status, registrar.Material{RoleID: cur.roleID, WrappedSecretID: fmt.Sprintf("secret-%d", b.issued), ExpiresAt: op.Now.Add(op.WrapTTL)}, nil
+	cur.secret = fmt.Sprintf("secret-%d", b.issued)
+	b.bindings[op.RegistrationID] = cur
+	return status, registrar.Material{RoleID: cur.roleID, WrappedSecretID: cur.secret, ExpiresAt: op.Now.Add(op.WrapTTL)}, nil
 }
 
 // Deregister removes, or answers absent or a host mismatch.
@@ -147,6 +156,8 @@ func (b *Backend) Deregister(_ context.Context, op registrar.DeregisterOp) (regi
 	switch {
 	case !ok:
 		return registrar.DeregisterAbsent, nil
+	case !op.Permits(cur.owner):
+		return registrar.DeregisterNotOwner, nil
 	case cur.host != op.Host:
 		return registrar.DeregisterHostMismatch, nil
 	}
@@ -163,6 +174,34 @@ func (b *Backend) Has(id string) bool {
 	defer b.mu.Unlock()
 	_, ok := b.bindings[id]
 	return ok
+}
+
+// Owner returns the owner id's binding recorded, and whether id is bound.
+func (b *Backend) Owner(id string) (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur, ok := b.bindings[id]
+	return cur.owner, ok
+}
+
+// Valid reports whether wrappedSecretID is the last one issued for id: a
+// remint replaces it, a removal ends it.
+func (b *Backend) Valid(id, wrappedSecretID string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur, ok := b.bindings[id]
+	return ok && !cur.claimed && cur.secret == wrappedSecretID
+}
+
+// DropOwner forgets id's owner, as if its binding had been stored before
+// owners were recorded.
+func (b *Backend) DropOwner(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cur, ok := b.bindings[id]; ok {
+		cur.owner = ""
+		b.bindings[id] = cur
+	}
 }
 
 // Calls returns how many calls reached the backend.
