@@ -215,9 +215,15 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 	if err != nil {
 		return nil, fmt.Errorf("daemon: verbs: %w", err)
 	}
+	auth, err := authority(r)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: caller policies: %w", err)
+	}
+	warnAuthorization(context.Background(), logger.With("component", "config"), cfg)
 	d.verbs, err = registrar.New(registrar.Config{
 		Components:        r.Components,
 		MaxWrapTTLSeconds: r.MaxWrapTTLSeconds,
+		Authority:         auth,
 	}, registrar.Deps{
 		Limiter:        d.limiter,
 		Audit:          d.store,

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/registrar-otel/registrar-otel/callers"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/server"
@@ -120,6 +121,7 @@ func (d *Daemon) Reload(ctx context.Context) ([]config.Change, error) {
 	lv.Set(min(lv.Level(), level))
 	d.logger.LogAttrs(ctx, slog.LevelInfo, "configuration reloaded", attrs...)
 	lv.Set(level)
+	warnAuthorization(ctx, d.logger.With("component", "config"), rs.applied)
 	return changes, nil
 }
 
@@ -236,6 +238,15 @@ func (d *Daemon) rereadToken(ctx context.Context, o config.OpenBao) error {
 // apply puts the live keys of next in force.
 func (d *Daemon) apply(next config.Config) error {
 	r, old := next.Registrar, d.reload.applied.Registrar
+	var auth *callers.Authority
+	if !reflect.DeepEqual(r.Callers, old.Callers) {
+		// Built first: a policy table that cannot be put in force leaves
+		// the limiter's sizes as they were too.
+		var err error
+		if auth, err = authority(r); err != nil {
+			return err
+		}
+	}
 	if r.DefaultSizes() != old.DefaultSizes() || !reflect.DeepEqual(r.Callers, old.Callers) {
 		lc, err := limiterConfig(r)
 		if err != nil {
@@ -255,7 +266,13 @@ func (d *Daemon) apply(next config.Config) error {
 		return err
 	}
 	d.capacity.SetReserve(r.AuditStoreReserveBytes)
-	return d.verbs.SetComponents(r.Components)
+	if err := d.verbs.SetComponents(r.Components); err != nil {
+		return err
+	}
+	if auth != nil {
+		d.verbs.SetAuthority(auth)
+	}
+	return nil
 }
 
 // declarePolicies creates, at zero, the limited series of every policy of

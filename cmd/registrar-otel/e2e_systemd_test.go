@@ -194,7 +194,9 @@ func TestServePlaysItsPartUnderSystemd(t *testing.T) {
 	ids := unusedIDs(t, 3)
 	gid, uidA, uidB := ids[0], ids[1], ids[2]
 	fs := newFakeSystemd(t, gid)
-	cfg := fs.config("rate_limit_predecision_refusal_burst = 2")
+	// The socket group's members are callers: a policy admits them (the
+	// package's own configuration does the same).
+	cfg := fs.config("rate_limit_predecision_refusal_burst = 2\n\n[registrar.callers.members]\nidentity_prefixes = [\"unix-peer:\"]\n")
 
 	// A caller queued on the socket before the daemon starts.
 	early := make(chan error, 1)
