@@ -44,6 +44,9 @@ type scanner struct {
 	// byPolicy sums limited and shadow records per key; created on the
 	// first one.
 	byPolicy map[policyKey]*LimitedSummary
+	// refusedBy sums authorization refusals per key
+	// (ScanOptions.ByIdentity); nil otherwise.
+	refusedBy map[refusedKey]*IdentityRefused
 
 	// refLine and refFinish replace line and finish (the reference scan of
 	// the benchmarks and agreement tests); nil in production.
@@ -97,7 +100,8 @@ func (sc *scanner) line(name string, lineNo uint64, chunk []byte) {
 
 // counted decodes one line and counts it: a malformed line under its rule,
 // a record inside the window under its phase (and a limited record's count
-// under its bucket). It returns the record inside the window, or nil.
+// under its bucket, an authorization refusal under its reason). It returns
+// the record inside the window, or nil.
 func (sc *scanner) counted(name string, lineNo uint64, chunk []byte) *Record {
 	sc.order++
 	r, err := sc.decode(chunk)
@@ -114,6 +118,8 @@ func (sc *scanner) counted(name string, lineNo uint64, chunk []byte) *Record {
 		sc.rep.ShadowLimited[r.LimitedBucket].add(r.Count)
 	case r.Phase == PhaseLimited:
 		sc.rep.Limited[r.LimitedBucket].add(r.Count)
+	case r.Phase == PhaseOutcome && r.Outcome.Class == vocab.ClassRefused:
+		sc.refused(r)
 	}
 	return r
 }
@@ -158,6 +164,59 @@ func (sc *scanner) identity(r *Record) {
 		sc.byIdentity[k] = s
 	}
 	s.add(r.Count)
+}
+
+type refusedKey struct {
+	identity string
+	reason   vocab.Reason
+	scope    vocab.Scope
+}
+
+// refused counts a refused outcome record whose reason is one of
+// AuthorizationReasons: under its reason, out_of_scope also under the
+// scope its detail names, and with ByIdentity under its (identity,
+// reason, scope) key, or in the remainder once MaxScanIdentities keys are
+// held. Other refusals are not counted. It allocates only for a new key.
+func (sc *scanner) refused(r *Record) {
+	reason := r.Outcome.Reason
+	var scope vocab.Scope
+	switch reason {
+	case vocab.ReasonOutOfScope:
+		scope = scopeNamed(r.Outcome.Detail)
+		sc.rep.RefusedOutOfScope[scope]++
+	case vocab.ReasonNoPolicy, vocab.ReasonNotOwner, vocab.ReasonInstanceCeiling:
+	default:
+		return
+	}
+	sc.rep.Refused[reason]++
+	if sc.refusedBy == nil {
+		return
+	}
+	k := refusedKey{r.CallerIdentity, reason, scope}
+	s := sc.refusedBy[k]
+	if s == nil {
+		if len(sc.refusedBy) >= MaxScanIdentities {
+			sc.rep.RefusedOtherIdentities[reason]++
+			return
+		}
+		// The identity is a slice of the decoder's buffer: keep a copy.
+		k.identity = strings.Clone(k.identity)
+		s = &IdentityRefused{CallerIdentity: k.identity, Reason: reason, Scope: scope}
+		sc.refusedBy[k] = s
+	}
+	s.Records++
+}
+
+// scopeNamed is the scope an out_of_scope record's detail names (the
+// registrar writes the scope's spelling alone), or 0. Unlike
+// vocab.ParseScope it allocates nothing for a detail that names none.
+func scopeNamed(detail string) vocab.Scope {
+	for s := vocab.ScopeVerb; s.Valid(); s++ {
+		if detail == s.String() {
+			return s
+		}
+	}
+	return 0
 }
 
 type policyKey struct {
@@ -227,6 +286,7 @@ func (sc *scanner) finish() {
 			cmp.Compare(a.CallerIdentity, b.CallerIdentity), cmp.Compare(a.Bucket, b.Bucket))
 	})
 	sc.finishPolicies()
+	sc.finishRefused()
 	var unpaired []*reqState
 	for _, st := range sc.waiting {
 		if st.first.TS.Before(sc.settled) {
@@ -248,6 +308,17 @@ func (sc *scanner) finishPolicies() {
 	slices.SortFunc(sc.rep.ByPolicy, func(a, b PolicyLimited) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(b.Records, a.Records),
 			cmp.Compare(a.Policy, b.Policy), cmp.Compare(a.Bucket, b.Bucket), boolCompare(a.Shadow, b.Shadow))
+	})
+}
+
+// finishRefused lists the per-identity refusals, sorted.
+func (sc *scanner) finishRefused() {
+	for _, s := range sc.refusedBy {
+		sc.rep.RefusedByIdentity = append(sc.rep.RefusedByIdentity, *s)
+	}
+	slices.SortFunc(sc.rep.RefusedByIdentity, func(a, b IdentityRefused) int {
+		return cmp.Or(cmp.Compare(b.Records, a.Records), cmp.Compare(a.CallerIdentity, b.CallerIdentity),
+			cmp.Compare(a.Reason, b.Reason), cmp.Compare(a.Scope, b.Scope))
 	})
 }
 

@@ -14,6 +14,27 @@ type IdentityLimited struct {
 	LimitedSummary
 }
 
+// AuthorizationReasons are the refusal reasons of caller authorization,
+// the ones Scan counts in Report.Refused, in the order it reports them.
+// On the wire no_policy, out_of_scope and not_owner are answered
+// CallerNotPermitted, instance_ceiling InstanceCeilingReached. A variable
+// only because Go has no constant arrays: never assign to it.
+var AuthorizationReasons = [...]vocab.Reason{vocab.ReasonNoPolicy, vocab.ReasonOutOfScope, vocab.ReasonNotOwner, vocab.ReasonInstanceCeiling}
+
+// IdentityRefused is one (caller identity, reason, scope)'s authorization
+// refusals: refused outcome records, one per refused invocation.
+type IdentityRefused struct {
+	CallerIdentity string
+	// Reason is one of AuthorizationReasons.
+	Reason vocab.Reason
+	// Scope is, for vocab.ReasonOutOfScope, the scope the record's
+	// outcome.detail names (0 when it names none of the four); 0 for the
+	// other reasons.
+	Scope vocab.Scope
+	// Records is the number of refused outcome records.
+	Records uint64
+}
+
 // Report is the result of Scan. Its counts are exact; its lists are the
 // first MaxReportedLines entries in file order.
 type Report struct {
@@ -63,6 +84,29 @@ type Report struct {
 	// LimitedOtherIdentities instead.
 	LimitedByIdentity      []IdentityLimited
 	LimitedOtherIdentities [vocab.NumBuckets]LimitedSummary
+
+	// Refused counts the refused outcome records in the window whose
+	// reason is one of AuthorizationReasons, indexed by vocab.Reason (the
+	// other reasons' entries stay 0): the caller-authorization refusals
+	// that were recorded. A pre-derivation refusal (no_policy,
+	// out_of_scope) past the caller's predecision_refusal bucket writes no
+	// outcome record, only a limited record's count (in Limited, with no
+	// reason), so it is never in Refused: these are the recorded
+	// refusals, not every refusal.
+	Refused [vocab.ReasonInstanceCeiling + 1]uint64
+	// RefusedOutOfScope splits Refused[vocab.ReasonOutOfScope] by the
+	// scope each record's outcome.detail names, indexed by vocab.Scope;
+	// index 0 counts a detail that names none of the four (absent, or
+	// written by something other than the registrar).
+	RefusedOutOfScope [vocab.ScopeHost + 1]uint64
+
+	// RefusedByIdentity (with ScanOptions.ByIdentity) is Refused per
+	// (caller identity, reason, scope), out_of_scope split by its scope:
+	// the most records first (then identity, reason and scope order).
+	// Keys past MaxScanIdentities are summed in RefusedOtherIdentities
+	// instead, indexed by vocab.Reason.
+	RefusedByIdentity      []IdentityRefused
+	RefusedOtherIdentities [vocab.ReasonInstanceCeiling + 1]uint64
 
 	// Records counts the well-formed records in the window, by phase
 	// (index Phase-1: intent, outcome, limited, admin).

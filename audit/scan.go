@@ -36,24 +36,30 @@ type ScanOptions struct {
 	// Now is the scan's reference instant; zero means time.Now().
 	Now time.Time
 	// ByIdentity also sums the limited records per (caller identity,
-	// bucket) into Report.LimitedByIdentity.
+	// bucket) into Report.LimitedByIdentity, and the authorization
+	// refusals per (caller identity, reason, scope) into
+	// Report.RefusedByIdentity.
 	ByIdentity bool
 }
 
-// MaxScanIdentities bounds the (caller identity, bucket) keys a scan with
-// ScanOptions.ByIdentity keeps: the records of keys past it are summed in
-// Report.LimitedOtherIdentities, so a store of any size is scanned in
+// MaxScanIdentities bounds the keys of each per-identity breakdown a scan
+// with ScanOptions.ByIdentity keeps: (caller identity, bucket) for the
+// limited records, (caller identity, reason, scope) for the refusals. The
+// records of keys past it are summed in Report.LimitedOtherIdentities and
+// Report.RefusedOtherIdentities, so a store of any size is scanned in
 // bounded memory. The limiter's own map holds 256 entries; a store that
 // names more keys than this was flooded by an identity unstable across
 // connections, which the remainder still counts.
 const MaxScanIdentities = 4096
 
-// Scan reads the store in opts.Dir (read-only) and reports its anomalies.
-// It reads rotated generations oldest first, then the active file; it
-// never follows a symlink (symlinked entries are skipped and listed), never
-// holds a line longer than MaxRecordBytes in memory, and never panics on any
-// input. It returns an error only when the store cannot be read (missing,
-// unreadable or symlinked directory, a read failure) or ctx is done.
+// Scan reads the store in opts.Dir (read-only) and reports its anomalies,
+// and the evidence that is not one: the counted (limited) records, the
+// admin records and the recorded caller-authorization refusals. It reads
+// rotated generations oldest first, then the active file; it never follows
+// a symlink (symlinked entries are skipped and listed), never holds a line
+// longer than MaxRecordBytes in memory, and never panics on any input. It
+// returns an error only when the store cannot be read (missing, unreadable
+// or symlinked directory, a read failure) or ctx is done.
 //
 // Scan holds no shared state: concurrent scans (and a daemon appending
 // meanwhile) are safe. A final line still being appended when the scan
@@ -109,6 +115,7 @@ func scan(ctx context.Context, opts ScanOptions, setup func(*scanner)) (*Report,
 	sc.euid = os.Geteuid
 	if opts.ByIdentity {
 		sc.byIdentity = make(map[identityKey]*LimitedSummary)
+		sc.refusedBy = make(map[refusedKey]*IdentityRefused)
 	}
 	if setup != nil {
 		setup(sc)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // Exit statuses of `audit scan`.
@@ -41,10 +42,16 @@ world-writable), lists every file it did not read with the reason, and
 summarises the limited (counted) records per bucket, the shadow records
 (calls a caller policy's shadow sizes would have limited, none of which
 was) apart from them, both per caller policy, and lists the admin records
-(who reset which identity's limits). With --by identity it also lists the
-limited records per caller identity and bucket, the most limited
-invocations first (the --top N, 0 for all): who is flooding. The store's
-owner is the uid running the scan, or, run as root, the directory's owner.
+(who reset which identity's limits). It counts the recorded
+caller-authorization refusals by reason (no_policy, out_of_scope split by
+scope, not_owner: CallerNotPermitted; instance_ceiling:
+InstanceCeilingReached); a refusal limited by predecision_refusal writes no
+outcome record, so it is only in the limited counts. With --by identity it
+also lists the limited records per caller identity and bucket, the most
+limited invocations first (who is flooding), and the refusals per caller
+identity and reason, the most first (who is asking for what it may not
+have): the --top N rows of each, 0 for all. The store's owner is the uid
+running the scan, or, run as root, the directory's owner.
 
 Exit status: 0 when the store is clean, 1 when anomalies are found, 2 on a
 usage error or an unreadable store, 4 when --fail-on-limited N is given and
@@ -69,8 +76,8 @@ func runAuditScan(args []string, stdout, stderr io.Writer) int {
 	cfgPath := flags.String("config", "", "the daemon's configuration `file`, to find registrar.audit_record_dir (default: the embedded defaults, as make run)")
 	window := flags.Duration("window", audit.DefaultScanWindow, "lookback `duration`: older records are ignored")
 	asJSON := flags.Bool("json", false, "print one JSON object instead of text (schema: docs, operations, --json schemas)")
-	by := flags.String("by", "bucket", "`breakdown` of the limited records: bucket (the totals) or identity (also per caller identity and bucket)")
-	top := flags.Uint("top", defaultScanTop, "with --by identity, the `number` of identity rows shown, most limited first; 0 shows all")
+	by := flags.String("by", "bucket", "`breakdown` of the limited records and refusals: bucket (the totals) or identity (also per caller identity)")
+	top := flags.Uint("top", defaultScanTop, "with --by identity, the `number` of rows shown of each per-identity list, most first; 0 shows all")
 	failOn := flags.Uint64("fail-on-limited", 0, "exit 4 when more than this `number` of invocations were limited in the window")
 	if code, ok := parseFlags(flags, auditScanUsage, args, stdout, stderr); !ok {
 		if code == exitUsage {
@@ -156,14 +163,42 @@ func (v scanView) exitCode() int {
 	return auditScanClean
 }
 
-// shown is the identity rows printed and how many were left out.
+// shown is the limited identity rows printed and how many were left out.
 func (v scanView) shown() ([]audit.IdentityLimited, int) {
-	rows := v.rep.LimitedByIdentity
-	if v.top == 0 || uint(len(rows)) <= v.top {
+	return topRows(v.rep.LimitedByIdentity, v.top)
+}
+
+// shownRefused is the refused identity rows printed and how many were
+// left out.
+func (v scanView) shownRefused() ([]audit.IdentityRefused, int) {
+	return topRows(v.rep.RefusedByIdentity, v.top)
+}
+
+// topRows is the first top rows (all when top is 0) and how many are left
+// out.
+func topRows[T any](rows []T, top uint) ([]T, int) {
+	if top == 0 || uint(len(rows)) <= top {
 		return rows, 0
 	}
-	return rows[:v.top], len(rows) - int(v.top)
+	return rows[:top], len(rows) - int(top)
 }
+
+// scopeName is how both outputs spell a refusal's scope: the scope an
+// out_of_scope record's detail names, "unnamed" when it names none, and ""
+// for the other reasons.
+func scopeName(reason vocab.Reason, scope vocab.Scope) string {
+	switch {
+	case reason != vocab.ReasonOutOfScope:
+		return ""
+	case scope.Valid():
+		return scope.String()
+	}
+	return scopeUnnamed
+}
+
+// scopeUnnamed spells an out_of_scope refusal whose detail names no
+// scope.
+const scopeUnnamed = "unnamed"
 
 // totalLimited is how many invocations were limited in the window, both
 // buckets, saturating. Shadow records are not limited invocations: they

@@ -40,10 +40,21 @@ type scanJSON struct {
 	StoreAnomalies     []scanStoreAnomalyJSON            `json:"store_anomalies"`
 	LateLimitedRecords uint64                            `json:"late_limited_records"`
 	EvidenceGaps       []scanGapJSON                     `json:"evidence_gaps"`
+	// Refused counts the recorded caller-authorization refusals per
+	// reason (every audit.AuthorizationReasons member, 0 included), and
+	// RefusedOutOfScope splits out_of_scope by scope (the four and
+	// "unnamed").
+	Refused           map[string]uint64 `json:"refused"`
+	RefusedOutOfScope map[string]uint64 `json:"refused_out_of_scope"`
 	// With --by identity only.
 	LimitedByIdentity        []scanIdentityJSON     `json:"limited_by_identity,omitempty"`
 	LimitedByIdentityOmitted *int                   `json:"limited_by_identity_omitted,omitempty"`
 	LimitedOtherIdentities   map[string]scanLimJSON `json:"limited_other_identities,omitempty"`
+	// omitzero, not omitempty: with --by identity an empty list is [],
+	// as every list of the shape.
+	RefusedByIdentity        []scanRefusedJSON `json:"refused_by_identity,omitzero"`
+	RefusedByIdentityOmitted *int              `json:"refused_by_identity_omitted,omitzero"`
+	RefusedOtherIdentities   map[string]uint64 `json:"refused_other_identities,omitzero"`
 	// With --fail-on-limited only.
 	FailOnLimited *failOnLimited `json:"fail_on_limited,omitempty"`
 }
@@ -94,6 +105,16 @@ type scanIdentityJSON struct {
 	Bucket         string `json:"bucket"`
 	Records        uint64 `json:"records"`
 	Count          uint64 `json:"count"`
+}
+
+// scanRefusedJSON is one (caller identity, reason, scope)'s refusals.
+// Scope is the scope of an out_of_scope row (or "unnamed"), "" for the
+// other reasons.
+type scanRefusedJSON struct {
+	CallerIdentity string `json:"caller_identity"`
+	Reason         string `json:"reason"`
+	Scope          string `json:"scope"`
+	Records        uint64 `json:"records"`
 }
 
 type scanStoreAnomalyJSON struct {
@@ -150,6 +171,14 @@ func writeScanJSON(w io.Writer, v scanView) error {
 		StoreAnomalies:       []scanStoreAnomalyJSON{},
 		LateLimitedRecords:   rep.LateLimitedRecords,
 		EvidenceGaps:         []scanGapJSON{},
+		Refused:              map[string]uint64{},
+		RefusedOutOfScope:    map[string]uint64{scopeUnnamed: rep.RefusedOutOfScope[0]},
+	}
+	for _, r := range audit.AuthorizationReasons {
+		out.Refused[r.String()] = rep.Refused[r]
+	}
+	for sc := vocab.ScopeVerb; sc.Valid(); sc++ {
+		out.RefusedOutOfScope[sc.String()] = rep.RefusedOutOfScope[sc]
 	}
 	for _, g := range rep.Gaps {
 		out.EvidenceGaps = append(out.EvidenceGaps, scanGapJSON{g.File, g.Line, g.From.UTC().Format(audit.TimeLayout), g.To.UTC().Format(audit.TimeLayout), g.Records, g.Count})
@@ -203,6 +232,16 @@ func writeScanJSON(w io.Writer, v scanView) error {
 		out.LimitedOtherIdentities = map[string]scanLimJSON{}
 		for b := range vocab.Bucket(vocab.NumBuckets) {
 			out.LimitedOtherIdentities[b.String()] = scanLimJSON(rep.LimitedOtherIdentities[b])
+		}
+		refused, refusedOmitted := v.shownRefused()
+		out.RefusedByIdentity = []scanRefusedJSON{}
+		for _, r := range refused {
+			out.RefusedByIdentity = append(out.RefusedByIdentity, scanRefusedJSON{r.CallerIdentity, r.Reason.String(), scopeName(r.Reason, r.Scope), r.Records})
+		}
+		out.RefusedByIdentityOmitted = &refusedOmitted
+		out.RefusedOtherIdentities = map[string]uint64{}
+		for _, r := range audit.AuthorizationReasons {
+			out.RefusedOtherIdentities[r.String()] = rep.RefusedOtherIdentities[r]
 		}
 	}
 	out.FailOnLimited = v.failOn

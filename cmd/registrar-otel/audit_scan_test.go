@@ -50,6 +50,23 @@ func scanOutcome(id string) *audit.Record {
 	return r
 }
 
+// scanRefusal is a refused outcome record of an authorization reason, as
+// the registrar writes it: out_of_scope's detail names the scope, a
+// not_owner or instance_ceiling refusal carries the registration id.
+func scanRefusal(identity string, reason vocab.Reason, detail string) *audit.Record {
+	scanRefusals++
+	r := scanIntent(fmt.Sprintf("refused-%d", scanRefusals))
+	r.Phase, r.CallerIdentity = audit.PhaseOutcome, identity
+	r.Outcome = &audit.Outcome{Class: vocab.ClassRefused, Reason: reason, Detail: detail}
+	if reason == vocab.ReasonNotOwner || reason == vocab.ReasonInstanceCeiling {
+		r.RegistrationID = "h1-review"
+	}
+	return r
+}
+
+// scanRefusals numbers scanRefusal's request ids.
+var scanRefusals int
+
 func scanShadow(policy string, b vocab.Bucket, n uint64) *audit.Record {
 	r := scanLimited(b, n)
 	r.Policy, r.Shadow = policy, true
@@ -120,8 +137,8 @@ func TestAuditScanJSONIsStable(t *testing.T) {
 	}
 	keys := slices.Sorted(maps.Keys(got))
 	want := []string{"admin", "anomalies", "by_policy", "by_policy_other", "dir", "evidence_gaps", "files", "grace_seconds", "intent_without_outcome",
-		"late_limited_records", "limited", "malformed", "malformed_by_rule", "malformed_records", "now", "records", "shadow_limited", "skipped",
-		"store_anomalies", "unpaired_intents", "window_seconds"}
+		"late_limited_records", "limited", "malformed", "malformed_by_rule", "malformed_records", "now", "records", "refused", "refused_out_of_scope",
+		"shadow_limited", "skipped", "store_anomalies", "unpaired_intents", "window_seconds"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("got keys %v, want %v", keys, want)
 	}
@@ -266,5 +283,56 @@ func TestAuditScanShowsShadowTotalsApartAndTheAdminRecords(t *testing.T) {
 		if strings.Contains(out, absent) {
 			t.Errorf("a store without policies, shadows or admin records prints %q:\n%s", absent, out)
 		}
+	}
+}
+
+// TestAuditScanShowsEachCallersAuthorizationRefusals: the refusal totals
+// are always printed, every reason (0 included); --by identity lists them
+// per caller, reason and scope, most first, cut by --top (0 for all) apart
+// from the limited rows; with --by identity and no refusal the JSON list is
+// [], never absent; refusals are evidence: they change no exit status.
+func TestAuditScanShowsEachCallersAuthorizationRefusals(t *testing.T) {
+	plain := auditStore(t, scanIntent("q1"), scanOutcome("q1"))
+	_, out, _ := auditScanOutput("--dir", plain)
+	wantContains(t, "a store without refusals", out,
+		"refused by caller authorization (CallerNotPermitted, InstanceCeilingReached; recorded refusals only, limited ones are under limited):\n"+
+			"  no_policy            0 records\n"+
+			"  out_of_scope         0 records (verb 0, service 0, component 0, host 0, unnamed 0)\n"+
+			"  not_owner            0 records\n"+
+			"  instance_ceiling     0 records\n")
+	code, out, errs := auditScanOutput("--dir", plain, "--by", "identity", "--json")
+	var empty map[string]any
+	if err := json.Unmarshal([]byte(out), &empty); err != nil || code != auditScanClean {
+		t.Fatalf("exit %d, %v; stderr %s", code, err, errs)
+	}
+	if rows, ok := empty["refused_by_identity"].([]any); !ok || len(rows) != 0 || empty["refused_by_identity_omitted"] != float64(0) {
+		t.Errorf("--by identity without refusals: refused_by_identity %v, omitted %v; want [] and 0", empty["refused_by_identity"], empty["refused_by_identity_omitted"])
+	}
+
+	var recs []*audit.Record
+	for range 3 {
+		recs = append(recs, scanRefusal("registrar-client:dns:h2", vocab.ReasonOutOfScope, "component"))
+	}
+	recs = append(recs, scanRefusal("unix-peer:uid=1001", vocab.ReasonNoPolicy, ""), scanRefusal("unix-peer:uid=1001", vocab.ReasonNoPolicy, ""),
+		scanRefusal("unix-peer:uid=1002", vocab.ReasonNotOwner, ""), scanLimited(vocab.PredecisionRefusal, 40))
+	dir := auditStore(t, recs...)
+	code, out, errs = auditScanOutput("--dir", dir, "--by", "identity", "--top", "1", "--fail-on-limited", "100")
+	if code != auditScanClean {
+		t.Fatalf("exit %d, want 0 (refusals are no anomaly, 40 limited not more than 100); stderr %s\n%s", code, errs, out)
+	}
+	wantContains(t, "report", out,
+		"  no_policy            2 records\n  out_of_scope         3 records (verb 0, service 0, component 3, host 0, unnamed 0)\n  not_owner            1 records\n  instance_ceiling     0 records\n",
+		"limited by caller identity (1 of 1, most limited invocations first):",
+		"refused by caller identity (1 of 3, most refusals first):\n"+
+			"  caller_identity          reason        scope      records\n"+
+			"  registrar-client:dns:h2  out_of_scope  component  3\n"+
+			"  ... and 2 more (--top 0 shows all)\n")
+	_, out, _ = auditScanOutput("--dir", dir, "--by", "identity", "--top", "0")
+	wantContains(t, "report with --top 0", out,
+		"refused by caller identity (3 of 3, most refusals first):",
+		"  unix-peer:uid=1001       no_policy     -          2\n  unix-peer:uid=1002       not_owner     -          1\n")
+	_, out, _ = auditScanOutput("--dir", dir)
+	if strings.Contains(out, "refused by caller identity") {
+		t.Errorf("without --by identity the report lists refusals per identity:\n%s", out)
 	}
 }

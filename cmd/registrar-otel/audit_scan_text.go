@@ -64,6 +64,7 @@ func writeScanText(w io.Writer, v scanView) error {
 		p.printf("  %s:%d from %s to %s: %d records, %d invocations recovered; limited invocations in between may be uncounted\n",
 			g.File, g.Line, g.From.UTC().Format(audit.TimeLayout), g.To.UTC().Format(audit.TimeLayout), g.Records, g.Count)
 	}
+	writeRefused(p, rep)
 	if v.byIdentity {
 		rows, omitted := v.shown()
 		p.printf("\nlimited by caller identity (%d of %d, most limited invocations first):\n", len(rows), len(rep.LimitedByIdentity))
@@ -83,6 +84,7 @@ func writeScanText(w io.Writer, v scanView) error {
 		if omitted > 0 {
 			p.printf("  ... and %d more (--top 0 shows all)\n", omitted)
 		}
+		writeRefusedByIdentity(p, v)
 	}
 	if v.failOn != nil {
 		verdict := "not more than"
@@ -100,6 +102,54 @@ func writeScanText(w io.Writer, v scanView) error {
 		p.printf("\nresult: clean\n")
 	}
 	return p.err
+}
+
+// writeRefused prints the recorded caller-authorization refusals per
+// reason, every reason (0 included), out_of_scope's split by scope.
+func writeRefused(p *errWriter, rep *audit.Report) {
+	p.printf("\nrefused by caller authorization (CallerNotPermitted, InstanceCeilingReached; recorded refusals only, limited ones are under limited):\n")
+	for _, r := range audit.AuthorizationReasons {
+		p.printf("  %-20s %d records", r, rep.Refused[r])
+		if r == vocab.ReasonOutOfScope {
+			p.printf(" (")
+			for sc := vocab.ScopeVerb; sc.Valid(); sc++ {
+				p.printf("%s %d, ", sc, rep.RefusedOutOfScope[sc])
+			}
+			p.printf("%s %d)", scopeUnnamed, rep.RefusedOutOfScope[0])
+		}
+		p.printf("\n")
+	}
+}
+
+// writeRefusedByIdentity prints the refusals per (caller identity,
+// reason, scope), the most first, and the remainder past the scan's
+// bound.
+func writeRefusedByIdentity(p *errWriter, v scanView) {
+	rep := v.rep
+	rows, omitted := v.shownRefused()
+	p.printf("\nrefused by caller identity (%d of %d, most refusals first):\n", len(rows), len(rep.RefusedByIdentity))
+	var buf strings.Builder
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  caller_identity\treason\tscope\trecords")
+	scope := func(r vocab.Reason, sc vocab.Scope) string {
+		if s := scopeName(r, sc); s != "" {
+			return s
+		}
+		return "-"
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\n", printable(r.CallerIdentity), r.Reason, scope(r.Reason, r.Scope), r.Records)
+	}
+	for _, r := range audit.AuthorizationReasons {
+		if n := rep.RefusedOtherIdentities[r]; n > 0 {
+			fmt.Fprintf(tw, "  (identities past the first %d)\t%s\t-\t%d\n", audit.MaxScanIdentities, r, n)
+		}
+	}
+	tw.Flush()
+	p.printf("%s", buf.String())
+	if omitted > 0 {
+		p.printf("  ... and %d more (--top 0 shows all)\n", omitted)
+	}
 }
 
 // writeShadowAndPolicies prints the shadow totals, apart from the limited
