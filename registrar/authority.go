@@ -32,15 +32,25 @@ type Authority interface {
 	// the registration's atomicity whenever the registration exists; a
 	// refusal is not_owner.
 	MayAct(policy int, identity, owner string) bool
+	// MaxRegistrations is policy's max_registrations: how many live
+	// registrations the identities of policy may own together (each
+	// counted by its recorded owner's policy under this authority); 0
+	// means no ceiling, and so does a negative policy (an operator).
+	MaxRegistrations(policy int) uint32
 }
 
 // SetAuthority puts a in force from the next invocation on (a reload of
 // the caller policies); nil permits every caller everything. An invocation
-// that has arrived keeps the authority it started with.
+// that has arrived keeps the authority it started with. The counts of the
+// policies' registrations follow: every registration's owner is counted
+// again under a, in memory, here (and by a mint of an invocation that
+// arrived under another authority, under that one), so a reload needs no
+// Rebuild for the ceilings.
 func (v *Verbs) SetAuthority(a Authority) {
-	if a == nil {
-		v.authority.Store(nil)
-		return
+	var p *Authority
+	if a != nil {
+		p = &a
 	}
-	v.authority.Store(&a)
+	v.authority.Store(p)
+	v.tally.under(p)
 }

@@ -15,10 +15,12 @@ import (
 type fakeAuthority []fakeGrant
 
 // fakeGrant allows one identity one service and one host, or anything
-// when empty, and its own registrations, or any under anyOwner.
+// when empty, and its own registrations, or any under anyOwner; it may
+// own at most maxRegistrations live registrations (0: any number).
 type fakeGrant struct {
 	identity, service, host string
 	anyOwner                bool
+	maxRegistrations        uint32
 }
 
 func (a fakeAuthority) Policy(identity string) (int, bool) {
@@ -43,6 +45,8 @@ func (a fakeAuthority) OutOfScope(policy int, _ string, _ vocab.Verb, service, _
 func (a fakeAuthority) MayAct(policy int, identity, owner string) bool {
 	return a[policy].anyOwner || owner != "" && owner == identity
 }
+
+func (a fakeAuthority) MaxRegistrations(policy int) uint32 { return a[policy].maxRegistrations }
 
 func TestAuthorizationRefusesBeforeTheBackendAndRecordsWhy(t *testing.T) {
 	const agent, stranger = "registrar-client:dns:h1.example.org", "unix-peer:uid=1000"

@@ -27,14 +27,27 @@ import (
 // were recorded has the owner "". The check is part of the call's
 // atomicity: it judges the binding the call then acts on.
 //
+// Reservation: a mint that is about to create a binding (none exists)
+// first asks op.Reserve, inside the same atomicity as the creation and
+// before anything is written; false answers MintCeilingReached and
+// nothing changed. Reserve is never called when a binding exists: a
+// remint, every refusal of an existing binding, and the completion of a
+// binding a failed mint claimed (a *PartialError; its retry answers
+// MintCreated without a reservation, since the claim is already a
+// binding). It may be called more than once for one call (a transaction
+// run again): the call's status says whether it created.
+//
 // backend/backendtest.Run is this contract as one suite, which every
 // implementation runs: each status below, the material's shape, the owner
-// and the order of the checks, concurrent calls for one registration id
-// (as from two daemons on one store: exactly one MintCreated) and for
-// overlapping ones, and the *PartialError rule.
+// and the order of the checks, the reservation, concurrent calls for one
+// registration id (as from two daemons on one store: exactly one
+// MintCreated) and for overlapping ones, the *PartialError rule, and
+// Lister when the backend implements it.
 type Backend interface {
 	// Mint binds op.RegistrationID to (op.Host, op.Spec, op.Owner) and
 	// issues material, atomically:
+	//   - no binding, and op.Reserve refuses → MintCeilingReached
+	//     (nothing changed; op.MayAct is not called);
 	//   - no binding → create binding and identity, recording op.Owner
 	//     → MintCreated (op.MayAct is not called);
 	//   - op.MayAct refuses the binding's owner → MintNotOwner (nothing
@@ -69,6 +82,15 @@ type MintOp struct {
 	// anyone may act. It must be pure and cheap: a backend may call it
 	// inside its transaction, and more than once for one call.
 	MayAct func(owner string) bool
+	// Reserve, when no binding exists, is asked whether this mint may
+	// create one: inside the mint's atomicity, after the binding was read
+	// and before anything is written, exactly when the mint is about to
+	// create (never when a binding exists, whatever its state). false
+	// answers MintCeilingReached and nothing is written. nil reserves
+	// always. The verbs' takes a slot of the instance ceilings; it is
+	// cheap, takes no lock a backend holds, and is safe to call again for
+	// the same call (a re-run transaction).
+	Reserve func() bool
 	// WrapTTL is the wrapped secret's lifetime from Now.
 	WrapTTL time.Duration
 	Now     time.Time
@@ -86,6 +108,10 @@ type DeregisterOp struct {
 // owned by owner: always when MayAct is nil.
 func (op MintOp) Permits(owner string) bool { return op.MayAct == nil || op.MayAct(owner) }
 
+// Reserves reports whether op.Reserve lets the mint create a binding:
+// always when Reserve is nil.
+func (op MintOp) Reserves() bool { return op.Reserve == nil || op.Reserve() }
+
 // Permits is MintOp.Permits for a deregister.
 func (op DeregisterOp) Permits(owner string) bool { return op.MayAct == nil || op.MayAct(owner) }
 
@@ -100,6 +126,9 @@ const (
 	// MintNotOwner: MintOp.MayAct refused the binding's owner; nothing
 	// changed.
 	MintNotOwner
+	// MintCeilingReached: there was no binding and MintOp.Reserve
+	// refused to create one; nothing changed.
+	MintCeilingReached
 )
 
 // DeregisterStatus is the backend's answer to a deregister.
@@ -115,7 +144,7 @@ const (
 )
 
 var (
-	mintStatusNames       = vocab.NewEnum[MintStatus]("MintStatus", "MintStatus", []string{MintCreated: "MintCreated", MintReissued: "MintReissued", MintCollision: "MintCollision", MintSpecConflict: "MintSpecConflict", MintNotOwner: "MintNotOwner"})
+	mintStatusNames       = vocab.NewEnum[MintStatus]("MintStatus", "MintStatus", []string{MintCreated: "MintCreated", MintReissued: "MintReissued", MintCollision: "MintCollision", MintSpecConflict: "MintSpecConflict", MintNotOwner: "MintNotOwner", MintCeilingReached: "MintCeilingReached"})
 	deregisterStatusNames = vocab.NewEnum[DeregisterStatus]("DeregisterStatus", "DeregisterStatus", []string{DeregisterRemoved: "DeregisterRemoved", DeregisterAbsent: "DeregisterAbsent", DeregisterHostMismatch: "DeregisterHostMismatch", DeregisterNotOwner: "DeregisterNotOwner"})
 )
 

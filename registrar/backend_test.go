@@ -15,6 +15,7 @@ func TestBackendStatusesNameThemselves(t *testing.T) {
 		{registrar.MintCollision.String(), "MintCollision"},
 		{registrar.MintSpecConflict.String(), "MintSpecConflict"},
 		{registrar.MintNotOwner.String(), "MintNotOwner"},
+		{registrar.MintCeilingReached.String(), "MintCeilingReached"},
 		{registrar.MintStatus(0).String(), "MintStatus(0)"},
 		{registrar.MintStatus(9).String(), "MintStatus(9)"},
 		{registrar.DeregisterRemoved.String(), "DeregisterRemoved"},

@@ -33,6 +33,11 @@ func (v *Verbs) preDerivation(comps map[string]vocab.Multiplicity, serviceName, 
 	if !ok {
 		return vocab.ReasonComponentNotConfigured
 	}
+	if mint != nil && mint.Spec.Component != component {
+		// The spec names the registration it is stored with: its
+		// component is what the registry keeps and the ceilings count.
+		return vocab.ReasonSpecIdentityDisagreement
+	}
 	if (m == vocab.ManyPerHost) != (instance != 0) || instance > MaxInstance {
 		return vocab.ReasonServiceInstanceMismatch
 	}

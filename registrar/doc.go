@@ -28,7 +28,10 @@
 //     Deregister, then the outcome record, written before the lock is
 //     released. When the registration exists, the backend's first check
 //     is ownership: the invocation's Authority.MayAct on the caller and
-//     the registration's recorded owner (not_owner).
+//     the registration's recorded owner (not_owner). When it does not and
+//     the mint is about to create it, the backend asks the reservation
+//     (MintOp.Reserve) for a slot under the instance ceilings
+//     (instance_ceiling).
 //
 // The limiter's lock is never held across backend work or a record write.
 //
@@ -56,8 +59,11 @@
 //   - *RefusedError: permanent, retrying the same request cannot succeed.
 //     Reason is an vocab.Reason: the seven pre-derivation reasons above,
 //     derived_key_invalid, and the backend's determined answers not_owner
-//     (both verbs), registration_id_collision and stored_spec_conflict
-//     (mint) and host_mismatch (deregister).
+//     (both verbs), instance_ceiling, registration_id_collision and
+//     stored_spec_conflict (mint) and host_mismatch (deregister). An
+//     instance_ceiling refusal names its ceiling and value
+//     (RefusedError.Ceiling and Limit, and the record's detail, e.g.
+//     "max_instances_per_host 8").
 //   - *ThrottledError: the admission throttle, the only retryable answer.
 //   - *UnavailableError: the registrar could not do or record the work.
 //     Reason is AuditUnwritable (a record could not be written, nothing was
@@ -72,17 +78,54 @@
 // only after the admission charge and the intent write, under the
 // registration id's lock, and must be safe for concurrent use across ids.
 // Mint is atomic: MintCreated and MintReissued issue Material,
-// MintNotOwner, MintCollision and MintSpecConflict change nothing.
+// MintNotOwner, MintCeilingReached, MintCollision and MintSpecConflict
+// change nothing.
 // Deregister answers DeregisterRemoved, DeregisterAbsent, or
 // DeregisterNotOwner or DeregisterHostMismatch (nothing changed). A
 // binding records its owner, MintOp.Owner of the mint that created it (the
 // verbs pass the caller identity), and whenever a binding exists the
 // backend asks the op's MayAct about that owner before any other check, so
-// a caller refused not_owner learns nothing else of the registration. A failure after the registry was, or may have been, changed is
-// a *PartialError, and a retry of the same request must converge. The
-// shared suite backend/backendtest.Run checks all of this for any
-// implementation; backend/embedded, backend/openbao and the test fake in
-// internal/testing/registrartest run it.
+// a caller refused not_owner learns nothing else of the registration. A
+// mint about to create a binding asks the op's Reserve first, inside the
+// same atomicity; never for an existing binding. A failure after the
+// registry was, or may have been, changed is a *PartialError, and a retry
+// of the same request must converge. A backend that is a Lister lists its
+// bindings, for Rebuild. The shared suite backend/backendtest.Run checks
+// all of this for any implementation, and backendtest.RunCeilings the
+// ceilings through the verbs over it; backend/embedded, backend/openbao
+// and the test fake in internal/testing/registrartest run both.
+//
+// # Instance ceilings
+//
+// A mint that would create a registration beyond a ceiling is refused
+// instance_ceiling: a component's max_instances_per_host (SetCeilings; the
+// live registrations of that component on that host) or the caller
+// policy's max_registrations (Authority.MaxRegistrations; the live
+// registrations whose recorded owner takes that policy under the authority
+// in force; an unowned registration and an operator's count for none), the
+// host's checked first. A remint is never refused by a ceiling, even one
+// lowered below the count; a deregister that removes frees its slot at
+// once.
+//
+// The counts are the verbs', in memory, one entry per registration id
+// with its spec's component, host and owner (so a deregister knows whose
+// slot it frees without asking the backend). The refusal is decided where
+// the backend knows the mint creates: MintOp.Reserve, called inside the
+// backend's atomicity, takes the slot under the count lock (two mints
+// racing for the last slot: exactly one gets it), and the mint's answer
+// settles it, under the registration's lock: MintCreated keeps it, an
+// answer that did not create releases it, and a *PartialError after a
+// reservation keeps it (the backend may have created the binding: the
+// counts err high, never past a ceiling) until the retry, a deregister of
+// the id or the next Rebuild settles it. A *PartialError of a deregister
+// likewise keeps the registration counted.
+//
+// Rebuild recounts the registry (a Lister), at start and whenever the
+// daemon wants, while the verbs keep serving: the changes they make
+// meanwhile are journalled and applied over the listing, and reservations
+// still in flight are carried over. Stock reports the counts for the
+// gauges. The counts are exact for one daemon per registry; two daemons on
+// one OpenBao server each count their own mints until their next Rebuild.
 //
 // # Telemetry
 //

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,22 +28,27 @@ func (l *memoryLog) Append(_ context.Context, r *audit.Record) error {
 	return nil
 }
 
-// memoryBackend is a registrar.Backend in memory: bindings by
-// registration id.
+// memoryBackend is a registrar.Backend and registrar.Lister in memory:
+// bindings by registration id (it keeps no spec, and so answers no
+// conflict of specs).
 type memoryBackend struct {
 	mu       sync.Mutex
-	bindings map[string]string // registration id → host
+	bindings map[string]registrar.Registration
 }
 
 func (b *memoryBackend) Mint(_ context.Context, op registrar.MintOp) (registrar.MintStatus, registrar.Material, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	mat := registrar.Material{RoleID: "role-" + op.RegistrationID, WrappedSecretID: "wrapped", ExpiresAt: op.Now.Add(op.WrapTTL)}
-	switch host, ok := b.bindings[op.RegistrationID]; {
+	switch bd, ok := b.bindings[op.RegistrationID]; {
+	case !ok && !op.Reserves():
+		return registrar.MintCeilingReached, registrar.Material{}, nil
 	case !ok:
-		b.bindings[op.RegistrationID] = op.Host
+		b.bindings[op.RegistrationID] = registrar.Registration{ID: op.RegistrationID, Host: op.Host, Component: op.Spec.Component, Owner: op.Owner}
 		return registrar.MintCreated, mat, nil
-	case host != op.Host:
+	case !op.Permits(bd.Owner):
+		return registrar.MintNotOwner, registrar.Material{}, nil
+	case bd.Host != op.Host:
 		return registrar.MintCollision, registrar.Material{}, nil
 	}
 	return registrar.MintReissued, mat, nil
@@ -50,14 +57,28 @@ func (b *memoryBackend) Mint(_ context.Context, op registrar.MintOp) (registrar.
 func (b *memoryBackend) Deregister(_ context.Context, op registrar.DeregisterOp) (registrar.DeregisterStatus, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	switch host, ok := b.bindings[op.RegistrationID]; {
+	switch bd, ok := b.bindings[op.RegistrationID]; {
 	case !ok:
 		return registrar.DeregisterAbsent, nil
-	case host != op.Host:
+	case !op.Permits(bd.Owner):
+		return registrar.DeregisterNotOwner, nil
+	case bd.Host != op.Host:
 		return registrar.DeregisterHostMismatch, nil
 	}
 	delete(b.bindings, op.RegistrationID)
 	return registrar.DeregisterRemoved, nil
+}
+
+func (b *memoryBackend) Registrations(_ context.Context, fn func(registrar.Registration) error) error {
+	b.mu.Lock()
+	regs := slices.Collect(maps.Values(b.bindings))
+	b.mu.Unlock()
+	for _, r := range regs {
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Example mints an identity, mints it again (idempotent), is throttled on
@@ -75,7 +96,7 @@ func Example() {
 	log := &memoryLog{}
 	verbs, err := registrar.New(
 		registrar.Config{Components: map[string]vocab.Multiplicity{"web": vocab.OnePerDeployment}, MaxWrapTTLSeconds: 600},
-		registrar.Deps{Limiter: lim, Audit: log, Backend: &memoryBackend{bindings: map[string]string{}}},
+		registrar.Deps{Limiter: lim, Audit: log, Backend: &memoryBackend{bindings: map[string]registrar.Registration{}}},
 	)
 	if err != nil {
 		fmt.Println(err)
@@ -122,4 +143,56 @@ func Example() {
 	// outcome idempotent_remint
 	// intent
 	// outcome refused
+}
+
+// ExampleVerbs_Rebuild restarts over a registry holding two workers of
+// host-1: Rebuild counts them before serving, so with a ceiling of two
+// per host a third is refused, a remint is not, and a deregister frees
+// the slot at once.
+func ExampleVerbs_Rebuild() {
+	lim, err := limiter.New(limiter.Config{
+		PredecisionRefusal: limiter.BucketConfig{Burst: 8, RefillInterval: time.Minute},
+		Admission:          limiter.BucketConfig{Burst: 8, RefillInterval: time.Minute},
+	}, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	registry := &memoryBackend{bindings: map[string]registrar.Registration{
+		"host-1-worker-001": {ID: "host-1-worker-001", Host: "host-1", Component: "worker", Owner: "unix-peer:uid=1000"},
+		"host-1-worker-002": {ID: "host-1-worker-002", Host: "host-1", Component: "worker", Owner: "unix-peer:uid=1000"},
+	}}
+	verbs, err := registrar.New(registrar.Config{
+		Components:          map[string]vocab.Multiplicity{"worker": vocab.ManyPerHost},
+		MaxInstancesPerHost: map[string]uint32{"worker": 2},
+		MaxWrapTTLSeconds:   600,
+	}, registrar.Deps{Limiter: lim, Audit: &memoryLog{}, Backend: registry})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	if err := verbs.Rebuild(ctx); err != nil { // at start, before serving
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%+v\n", verbs.Stock().Components)
+	worker := func(n uint32) registrar.MintRequest {
+		return registrar.MintRequest{CallerIdentity: "unix-peer:uid=1000", ServiceName: "worker", Host: "host-1", Instance: n,
+			Component: "worker", Spec: registrar.Spec{Component: "worker", ServiceName: "worker"}, WrapTTLSeconds: 300}
+	}
+	_, err = verbs.Mint(ctx, worker(3))
+	fmt.Println(err)
+	res, err := verbs.Mint(ctx, worker(2))
+	fmt.Println(res.Outcome, err)
+	_, err = verbs.Deregister(ctx, registrar.DeregisterRequest{CallerIdentity: "unix-peer:uid=1000", ServiceName: "worker", Host: "host-1", Instance: 1, Component: "worker"})
+	fmt.Println(err)
+	res, err = verbs.Mint(ctx, worker(3))
+	fmt.Println(res.Outcome, err)
+	// Output:
+	// [{Component:worker Live:2 BusiestHost:2 Ceiling:2}]
+	// registrar: refused instance_ceiling (max_instances_per_host 2) (registration host-1-worker-003)
+	// idempotent_remint <nil>
+	// <nil>
+	// first_mint <nil>
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/vocab"
@@ -132,8 +133,11 @@ func (nopObserver) Partial(context.Context, vocab.Verb)                         
 // a span is the invocation's own, opened and closed around it, while the
 // metric instruments are telemetry's.
 type instruments struct {
-	tracer     trace.Tracer
-	obs        Observer
+	tracer trace.Tracer
+	obs    Observer
+	// refused counts the authorization refusals by verb and reason
+	// (AuthorizationReasons' order), for AuthorizationRefusals.
+	refused    [vocab.NumVerbs][len(AuthorizationReasons)]atomic.Uint64
 	spanNames  [vocab.NumVerbs]string
 	verbAttr   [vocab.NumVerbs]attribute.KeyValue
 	startOpts  []trace.SpanStartOption
@@ -198,6 +202,13 @@ func (in *instruments) start(ctx context.Context, verb vocab.Verb, _ string) (co
 func (in *instruments) finish(ctx context.Context, inv *invocation, start time.Time, registrationID string, ok Result, err error) {
 	result := ResultOf(ok, err)
 	in.obs.Finished(ctx, inv.verb, result, time.Since(start))
+	if result == ResultRefused {
+		if r, ok := refusedError(err); ok {
+			if i := authorizationIndex(r.Reason); i >= 0 {
+				in.refused[inv.verb][i].Add(1)
+			}
+		}
+	}
 	span := inv.span
 	if span.IsRecording() {
 		buf := spanAttrPool.Get().(*[numSpanAttrs]attribute.KeyValue)
@@ -243,4 +254,32 @@ func (in *instruments) noteUnrecordable(ctx context.Context, verb vocab.Verb) {
 
 func (in *instruments) notePartial(ctx context.Context, verb vocab.Verb) {
 	in.obs.Partial(ctx, verb)
+}
+
+// AuthorizationReasons are the refusals of the caller policies, in the
+// order AuthorizationRefusals counts them.
+var AuthorizationReasons = [...]vocab.Reason{vocab.ReasonNoPolicy, vocab.ReasonOutOfScope, vocab.ReasonNotOwner, vocab.ReasonInstanceCeiling}
+
+// authorizationIndex is r's index in AuthorizationReasons, or -1.
+func authorizationIndex(r vocab.Reason) int {
+	for i, a := range AuthorizationReasons {
+		if a == r {
+			return i
+		}
+	}
+	return -1
+}
+
+// AuthorizationRefusals returns how many calls the caller policies refused
+// since start, by verb and by reason (AuthorizationReasons' order): limited
+// refusals, which wrote no record, included. For the
+// registrar_authorization_refusals_total counter.
+func (v *Verbs) AuthorizationRefusals() [vocab.NumVerbs][len(AuthorizationReasons)]uint64 {
+	var out [vocab.NumVerbs][len(AuthorizationReasons)]uint64
+	for verb := range out {
+		for i := range out[verb] {
+			out[verb][i] = v.tel.refused[verb][i].Load()
+		}
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,9 @@ type Config struct {
 	Authority Authority
 	// MaxWrapTTLSeconds bounds a mint's wrap_ttl (registrar.max_wrap_ttl_seconds).
 	MaxWrapTTLSeconds uint32
+	// MaxInstancesPerHost is the per-host instance ceilings SetCeilings
+	// replaces: component → max_instances_per_host; absent or 0, none.
+	MaxInstancesPerHost map[string]uint32
 }
 
 // Deps are the verbs' collaborators.
@@ -56,12 +60,21 @@ type Deps struct {
 // registration id; then, under that id's lock (shared by both verbs), the
 // backend work and the outcome record, written before the lock is released.
 // The limiter's lock is never held across backend work or a record write.
+//
+// A mint that would create a registration beyond an instance ceiling (a
+// component's max_instances_per_host on the host, or the caller policy's
+// max_registrations) is refused instance_ceiling, after its intent record,
+// by the backend work that knows whether it creates (MintOp.Reserve); see
+// SetCeilings, Rebuild and Stock.
 type Verbs struct {
 	lim               *limiter.Limiter
 	log               AuditLog
 	backend           Backend
 	components        atomic.Pointer[map[string]vocab.Multiplicity] // swapped whole by SetComponents
 	authority         atomic.Pointer[Authority]                     // swapped whole by SetAuthority; nil permits all
+	ceilings          atomic.Pointer[map[string]uint32]             // swapped whole by SetCeilings
+	tally             tally                                         // the live registrations the ceilings bound
+	rebuilding        sync.Mutex                                    // one Rebuild at a time
 	maxWrapTTLSeconds uint32
 	now               func() time.Time
 	logger            *slog.Logger
@@ -140,6 +153,9 @@ func New(cfg Config, deps Deps) (*Verbs, error) {
 	}
 	v.components.Store(&comps)
 	v.SetAuthority(cfg.Authority)
+	v.SetCeilings(cfg.MaxInstancesPerHost)
+	v.tally.s = newTallyState(v.authority.Load())
+	v.tally.pending = map[string]tallyEntry{}
 	if v.now == nil {
 		v.now = time.Now
 	}
@@ -163,8 +179,11 @@ type invocation struct {
 	span      trace.Span
 	// auth and policy are the authority arrive loaded and the caller's
 	// policy index in it: one authority for the whole invocation, the
-	// ownership check included. auth is nil when none is in force.
+	// ownership check and the ceilings included. auth is nil when none is
+	// in force; authp is the pointer it was loaded from, which the counts
+	// of the policies are kept under.
 	auth   Authority
+	authp  *Authority
 	policy int
 	// req is what requested points to, idBuf the bytes of requestID, and
 	// throttled and limited the answers of a limited call: all live in the
@@ -229,7 +248,7 @@ func (v *Verbs) arrive(ctx context.Context, inv *invocation, component string, m
 	// One authority for the whole invocation, the ownership check
 	// included: a reload meanwhile does not change its answers.
 	if auth := v.authority.Load(); auth != nil {
-		inv.auth = *auth
+		inv.auth, inv.authp = *auth, auth
 		var ok bool
 		if inv.policy, ok = inv.auth.Policy(inv.identity); !ok {
 			return nil, "", nil, v.refusePreDerivation(ctx, inv, vocab.ReasonNoPolicy, 0)
@@ -272,19 +291,28 @@ func (v *Verbs) mint(ctx context.Context, inv *invocation, req *MintRequest) (Mi
 	}
 	defer unlock() // after the outcome record: it is written under the lock
 	res.RegistrationID = id
+	rsv := v.reservationFor(inv, id, req)
 	status, mat, err := v.backend.Mint(wctx, MintOp{
 		RegistrationID: id,
 		Host:           req.Host,
 		Spec:           req.Spec,
 		Owner:          inv.identity,
-		MayAct:         inv.mayAct(),
+		MayAct:         rsv.mayAct,
+		Reserve:        rsv.reserve,
 		WrapTTL:        time.Duration(req.WrapTTLSeconds) * time.Second,
 		Now:            v.now(),
 	})
+	// Settled under the id's lock, before anything else can reserve it.
+	rsv.settle(status, err)
 	if err != nil {
 		return res, v.backendFailed(wctx, inv, id, err)
 	}
 	switch status {
+	case MintCeilingReached:
+		if rsv.ceiling == 0 {
+			return res, v.backendFailed(wctx, inv, id, errors.New("backend answered MintCeilingReached, but no reservation was refused"))
+		}
+		return res, v.refuseCeiling(wctx, inv, id, rsv.ceiling, rsv.limit)
 	case MintNotOwner:
 		return res, v.refuse(wctx, inv, id, vocab.ReasonNotOwner, "")
 	case MintCollision:
@@ -314,6 +342,7 @@ func (v *Verbs) deregister(ctx context.Context, inv *invocation, req *Deregister
 	defer unlock()
 	res.RegistrationID = id
 	status, err := v.backend.Deregister(wctx, DeregisterOp{RegistrationID: id, Host: req.Host, MayAct: inv.mayAct()})
+	v.settleDeregister(id, status, err)
 	if err != nil {
 		return res, v.backendFailed(wctx, inv, id, err)
 	}

@@ -35,6 +35,7 @@ var preDerivationCases = []struct {
 	{"reserved prefix", func(r *registrar.MintRequest) { r.ServiceName, r.Spec.ServiceName = "registrar-x", "registrar-x" }, vocab.ReasonReservedServiceName},
 	{"spec names another service", func(r *registrar.MintRequest) { r.Spec.ServiceName = "other" }, vocab.ReasonSpecIdentityDisagreement},
 	{"component not configured", func(r *registrar.MintRequest) { r.Component = "nope" }, vocab.ReasonComponentNotConfigured},
+	{"spec names another component", func(r *registrar.MintRequest) { r.Spec.Component = "edge-proxy" }, vocab.ReasonSpecIdentityDisagreement},
 	{"instance missing for many-per-host", func(r *registrar.MintRequest) { r.Instance = 0 }, vocab.ReasonServiceInstanceMismatch},
 	{"instance above 999", func(r *registrar.MintRequest) { r.Instance = 1000 }, vocab.ReasonServiceInstanceMismatch},
 	{"instance on one-per-host", func(r *registrar.MintRequest) { r.Component, r.Spec.Component = "edge-proxy", "edge-proxy" }, vocab.ReasonServiceInstanceMismatch},

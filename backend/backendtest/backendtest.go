@@ -4,8 +4,16 @@
 // table in registrar/backend.go, what a refusal leaves unchanged, the shape
 // of the material, idempotent deregister, ownership (the owner a first
 // mint records, what MayAct is asked, and that its refusal comes first and
-// changes nothing), concurrent calls for one registration id and for
-// overlapping ones, and the partial-failure rule of registrar.PartialError.
+// changes nothing), the reservation (Reserve asked exactly when a mint
+// creates, never for a remint, and its refusal MintCeilingReached changing
+// nothing), concurrent calls for one registration id and for overlapping
+// ones, the partial-failure rule of registrar.PartialError (and that a
+// binding a failed mint may have claimed is listed, and completed without
+// a reservation), and, for a backend that is a registrar.Lister, that it
+// lists exactly the bindings with their owners.
+//
+// RunCeilings is the instance ceilings over a backend: the real verbs,
+// racing for the last slot and through a long random walk with crashes.
 //
 // It is test support: it imports testing, and production code never
 // imports it (cmd/registrar-otel's deptest holds that).
@@ -106,10 +114,16 @@ func Run(t *testing.T, newBackend func(t *testing.T) registrar.Backend, opts Opt
 		{"owner/a deregister MayAct refuses is DeregisterNotOwner and removes nothing", testDeregisterNotOwner},
 		{"owner/the ownership check comes before the host, spec and host-mismatch checks", testOwnerCheckedFirst},
 		{"owner/a binding stored without an owner is asked about the owner \"\"", testUnownedBinding},
+		{"reserve/Reserve is asked exactly when a mint creates, never for a remint", testReserveAskedWhenCreating},
+		{"reserve/a refused reservation is MintCeilingReached and changes nothing", testReserveRefusalChangesNothing},
+		{"lister/lists exactly the bindings, with their hosts, components and owners", testListerListsLiveBindings},
+		{"lister/stops at fn's error and at a cancelled context", testListerStopsAtFnsError},
 		{"concurrency/mints of one id have one created", testConcurrentOneID},
 		{"concurrency/mints of one id from two hosts have one owner", testConcurrentTwoHosts},
 		{"concurrency/mints and deregisters of overlapping ids", testConcurrentOverlapping},
 		{"concurrency/mints of one id by many identities have one owner", testConcurrentOwners},
+		{"concurrency/mints of one id ask Reserve once, the one that creates", testConcurrentReserveOnce},
+		{"concurrency/mints of distinct ids racing for one slot have one created", testConcurrentLastSlot},
 		{"partial/a failed mint changed nothing or converges", testMintFaults},
 		{"partial/a failed deregister changed nothing or converges", testDeregisterFaults},
 	}
@@ -544,17 +558,36 @@ func testMintFaults(t *testing.T, c *subject) {
 			t.Errorf("%s: got material %+v, want the zero value", call, m)
 		}
 		b := c.retrier(t)
+		regs, canList := c.listed(t, b)
+		_, listed := regs[id]
 		if !checkFailure(t, call, err) {
 			// A clean failure changed nothing: the id is unbound.
+			if listed {
+				t.Errorf("%s: Registrations lists %s after a failure that is no *PartialError, want nothing bound", call, id)
+			}
 			c.mustDeregister(t, b, id, "h1", registrar.DeregisterAbsent)
 			c.mustMint(t, b, c.op(id, "h1"), registrar.MintCreated)
 		} else {
 			// A partial one converges when the same request is retried,
-			// and a binding it claimed has its owner.
-			a := allow()
-			st, m := c.mint(t, b, by(c.op(id, "h1"), ownerA, a))
+			// and a binding it claimed has its owner. The listing tells
+			// which: a binding it holds (even a claim) is completed
+			// without a reservation, since the verbs counted it from the
+			// listing; one it does not hold is created with one.
+			a, r := allow(), &reserver{allow: true}
+			st, m := c.mint(t, b, r.on(by(c.op(id, "h1"), ownerA, a)))
 			if st != registrar.MintCreated && st != registrar.MintReissued {
 				t.Fatalf("retry of %s: got %s, want MintCreated or MintReissued", call, st)
+			}
+			if canList {
+				asked := r.asked.Load() != 0
+				switch {
+				case listed && asked:
+					t.Errorf("retry of %s: Reserve was asked for %s, which Registrations listed (a binding exists), want not asked", call, id)
+				case !listed && st == registrar.MintCreated && !asked:
+					t.Errorf("retry of %s: MintCreated without asking Reserve for %s, which Registrations did not list, want it asked", call, id)
+				case listed && regs[id].Owner != ownerA:
+					t.Errorf("retry of %s: Registrations lists the claim of %s with owner %q, want %q", call, id, regs[id].Owner, ownerA)
+				}
 			}
 			a.mu.Lock()
 			for _, o := range a.asked {
@@ -601,9 +634,16 @@ func testDeregisterFaults(t *testing.T, c *subject) {
 			c.unchanged(t, id, "h1", first.RoleID)
 			c.mustDeregister(t, b, id, "h1", registrar.DeregisterRemoved)
 		} else {
+			regs, canList := c.listed(t, b)
+			_, listed := regs[id]
 			st, err := b.Deregister(context.Background(), registrar.DeregisterOp{RegistrationID: id, Host: "h1"})
 			if err != nil || (st != registrar.DeregisterRemoved && st != registrar.DeregisterAbsent) {
 				t.Fatalf("retry of %s: got %s, %v; want DeregisterRemoved or DeregisterAbsent", call, st, err)
+			}
+			// The listing holds the binding exactly when the retry still
+			// had one to remove.
+			if canList && listed != (st == registrar.DeregisterRemoved) {
+				t.Errorf("retry of %s: got %s, but Registrations listed %s: %t", call, st, id, listed)
 			}
 		}
 		c.mustDeregister(t, b, id, "h1", registrar.DeregisterAbsent)

@@ -29,6 +29,16 @@
 // the identity record, and with it the secret already delivered, is
 // unchanged.
 //
+// # Reservation and listing
+//
+// A mint that finds no binding asks the op's Reserve (the verbs' instance
+// ceilings) inside the same write transaction, before it writes anything:
+// the answer judges the absence that transaction read, and a refusal
+// (registrar.MintCeilingReached) writes nothing. A remint never asks it.
+// Backend.Registrations (registrar.Lister) lists every binding in one
+// read-only transaction, a consistent snapshot; a binding that does not
+// decode stops it with a *CorruptRecordError.
+//
 // # What is never stored
 //
 // The wrapped secret id itself: only its SHA-256 is kept, and a remint

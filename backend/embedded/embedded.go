@@ -31,7 +31,10 @@ const FileName = "registrar.db"
 // Options.OpenTimeout is not set.
 const DefaultOpenTimeout = time.Second
 
-var _ registrar.Backend = (*Backend)(nil)
+var (
+	_ registrar.Backend = (*Backend)(nil)
+	_ registrar.Lister  = (*Backend)(nil)
+)
 
 // Options configures Open. The zero value is ready to use.
 type Options struct {
@@ -220,8 +223,10 @@ func (b *Backend) Close() error {
 // cancelled. Material is the zero value unless the status is MintCreated or
 // MintReissued. A remint replaces the previous wrapped secret's hash, so
 // the previous secret no longer verifies. op.MayAct is asked inside the
-// transaction, first thing once the binding is read, and may be asked
-// again if the shared transaction is re-run (group.go).
+// transaction, first thing once the binding is read; op.Reserve, when
+// there is none, before anything is written (a refusal is
+// MintCeilingReached and writes nothing). Either may be asked again if the
+// shared transaction is re-run (group.go).
 func (b *Backend) Mint(ctx context.Context, op registrar.MintOp) (registrar.MintStatus, registrar.Material, error) {
 	if err := checkMint(op); err != nil {
 		return 0, registrar.Material{}, err
@@ -254,6 +259,12 @@ func (b *Backend) mintPlan(op registrar.MintOp, status *registrar.MintStatus, ma
 		var muts []mutation
 		var rec bindingRecord
 		if raw := bindings.Get(key); raw == nil {
+			// The reservation is part of the transaction: it judges the
+			// absence this run read, and a refusal writes nothing.
+			if !op.Reserves() {
+				*status = registrar.MintCeilingReached
+				return nil, nil
+			}
 			rec = bindingRecord{V: recordVersion, Host: op.Host, Spec: toSpecRecord(op.Spec), CreatedAt: now, Owner: op.Owner}
 			var err error
 			if rec.RoleID, err = newRoleID(b.rand); err != nil {
@@ -380,6 +391,35 @@ func (b *Backend) Binding(registrationID string) (bnd Binding, ok bool, err erro
 		return Binding{}, false, fmt.Errorf("embedded: binding %q: %w", registrationID, err)
 	}
 	return bnd, ok, nil
+}
+
+// Registrations implements registrar.Lister: every binding, decoded, in
+// one read-only transaction (a consistent snapshot: a commit meanwhile is
+// not seen), in key order. A binding that does not decode stops it with a
+// *CorruptRecordError naming its key: a registry that cannot be read is not
+// counted by guess. fn runs inside the transaction and must not call the
+// backend.
+func (b *Backend) Registrations(ctx context.Context, fn func(registrar.Registration) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := b.view(func(bindings, _ *bolt.Bucket) error {
+		return bindings.ForEach(func(k, raw []byte) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			id := string(k)
+			rec, err := decodeBinding(id, raw)
+			if err != nil {
+				return err
+			}
+			return fn(registrar.Registration{ID: id, Host: rec.Host, Component: rec.Spec.Component, Owner: rec.Owner})
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("embedded: listing the registrations: %w", err)
+	}
+	return nil
 }
 
 // VerifySecret reports whether wrappedSecretID is registrationID's current

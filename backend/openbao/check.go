@@ -103,6 +103,7 @@ func (b *Backend) CheckPolicy(ctx context.Context) ([]PolicyCheck, error) {
 	checks := []PolicyCheck{
 		{bindings, "the binding: claim, read, activate", []string{"create", "read", "update"}, nil},
 		{meta, "the binding's versions: deleted at deregister", []string{"delete"}, nil},
+		{path.Dir(meta) + "/", "the bindings' list: the instance ceilings are counted from it at start", []string{"list"}, nil},
 		{role, "the role: written at each mint, deleted at deregister", []string{"create", "delete", "update"}, nil},
 		{role + "/role-id", "the role id: read, never written", []string{"read"}, nil},
 		{role + "/secret-id", "a wrapped secret id per mint", []string{"update"}, nil},

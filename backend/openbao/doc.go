@@ -31,10 +31,14 @@
 //
 // # Mint
 //
-//  1. Read the binding. If there is none, claim it with an absent-only
-//     compare-and-set (cas=0) in state "claimed", recording op.Owner as
-//     its owner; a claim that loses a race reads the winner's binding
-//     instead. A binding is never rolled back.
+//  1. Read the binding. If there is none, ask op.Reserve (the verbs'
+//     instance ceilings, under the id's lock): a refusal is
+//     registrar.MintCeilingReached and nothing is written. Then claim it
+//     with an absent-only compare-and-set (cas=0) in state "claimed",
+//     recording op.Owner as its owner; a claim that loses a race reads the
+//     winner's binding instead. A binding is never rolled back. A binding
+//     that exists, "claimed" by a mint that failed included, is never
+//     reserved again: its completion is the first mint.
 //  2. Apply the rules in the verbs' order. Ownership first, for a binding
 //     this mint did not claim: op.MayAct refuses its owner →
 //     registrar.MintNotOwner. Then another host → registrar.MintCollision;
@@ -62,6 +66,15 @@
 // binding with all its versions (so a later claim with cas=0 succeeds) →
 // registrar.DeregisterRemoved. The binding goes last, so a role never
 // outlives it.
+//
+// # Listing
+//
+// Backend.Registrations (registrar.Lister, which the verbs' Rebuild counts
+// the ceilings from) lists <kv_mount>/metadata/<kv_prefix>/bindings/ (the
+// token policy's one list capability) and reads each binding, a few at a
+// time within openbao.max_in_flight; "claimed" bindings are listed too.
+// The listing is not a snapshot: the verbs journal their own changes
+// meanwhile.
 //
 // # Failures, retries and restarts
 //

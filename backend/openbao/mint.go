@@ -86,6 +86,13 @@ func (b *Backend) mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 		if bd != nil {
 			break
 		}
+		// About to create: the reservation comes before the claim, the
+		// first write, under the id's lock. A refusal writes nothing. A
+		// claim lost to another daemon reads the winner's binding and
+		// creates nothing (the verbs release the slot on its status).
+		if !op.Reserves() {
+			return registrar.MintCeilingReached, registrar.Material{}, nil
+		}
 		claim := &binding{host: op.Host, spec: op.Spec, state: stateClaimed, createdAt: op.Now.UTC().Format(time.RFC3339Nano), owner: op.Owner}
 		version, lost, err := b.writeBinding(ctx, OpBindingClaim, id, claim, 0)
 		if err != nil {

@@ -39,8 +39,11 @@ const (
 	// (auth/token/lookup-self, auth/token/renew-self), on the tick.
 	OpTokenLookup
 	OpTokenRenew
+	// OpBindingList lists the bindings' ids (a LIST of their metadata),
+	// for registrar.Lister; each is then read (OpBindingRead).
+	OpBindingList
 
-	numOps = 11
+	numOps = 12
 )
 
 var opNames = [numOps]string{
@@ -55,6 +58,7 @@ var opNames = [numOps]string{
 	OpSecretIDDestroy: "secret_id_destroy",
 	OpTokenLookup:     "token_lookup",
 	OpTokenRenew:      "token_renew",
+	OpBindingList:     "binding_list",
 }
 
 var opMethods = [numOps]string{
@@ -69,6 +73,7 @@ var opMethods = [numOps]string{
 	OpSecretIDDestroy: "PUT",
 	OpTokenLookup:     "GET",
 	OpTokenRenew:      "PUT",
+	OpBindingList:     "LIST",
 }
 
 // String returns the label value, e.g. "binding_claim".

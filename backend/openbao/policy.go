@@ -37,7 +37,9 @@ path %q {
 // the values the backend writes; zero means the defaults, 1 h and 1):
 //
 //   - the bindings: claim, read, activate (create, read, update) and delete
-//     every version (metadata delete), one path segment below bindings/;
+//     every version (metadata delete), one path segment below bindings/,
+//     and list them (the instance ceilings' count at start: the metadata
+//     path bindings/ itself, list only);
 //   - the roles of the AppRole mount, one segment below role/: write them
 //     only with token_policies one registrar-otel-service-* policy (no
 //     comma, so no second policy), bind_secret_id true and exactly these
@@ -72,6 +74,9 @@ path "%[1]s/+" {
 }
 path "%[2]s/+" {
   capabilities = ["delete"]
+}
+path "%[2]s/" {
+  capabilities = ["list"]
 }
 # Every role of this AppRole mount, which must be the registrar's alone.
 # Parameter values are exact (numbers as strings): what the backend writes.

@@ -84,3 +84,7 @@ func TestOverlappingCallsForOneIDAreReported(t *testing.T) {
 		t.Errorf("reported: got %q, want exactly [%q]", rec.msgs, want)
 	}
 }
+
+func TestCeilings(t *testing.T) {
+	backendtest.RunCeilings(t, func(*testing.T) registrar.Backend { return registrartest.NewBackend(nil) }, backendtest.CeilingOptions{})
+}

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/registrar-otel/registrar-otel/registrar"
@@ -42,8 +44,10 @@ func (f FailingBackend) Deregister(context.Context, registrar.DeregisterOp) (reg
 // role id is new with each binding ("role-<id>-<n>") and each mint issues a
 // new wrapped secret id ("secret-<n>"). A binding records the owner its
 // first mint named, and every call on an existing binding asks the op's
-// MayAct first. With a non-nil T it reports two overlapping calls for one
-// registration id (the verbs must serialise them). Safe for concurrent use.
+// MayAct first; a mint of an unbound id asks its Reserve before anything
+// else. It lists its bindings (registrar.Lister), in id order. With a
+// non-nil T it reports two overlapping calls for one registration id (the
+// verbs must serialise them). Safe for concurrent use.
 type Backend struct {
 	// Err, if set, is returned by every call before it changes anything
 	// (a failing backend).
@@ -65,7 +69,10 @@ type Backend struct {
 	issued   int // role ids and secrets issued, for fresh values
 }
 
-var _ registrar.Backend = (*Backend)(nil)
+var (
+	_ registrar.Backend = (*Backend)(nil)
+	_ registrar.Lister  = (*Backend)(nil)
+)
 
 type binding struct {
 	host   string
@@ -121,6 +128,8 @@ func (b *Backend) Mint(_ context.Context, op registrar.MintOp) (registrar.MintSt
 	switch {
 	case ok && !op.Permits(cur.owner):
 		return registrar.MintNotOwner, registrar.Material{}, nil
+	case !ok && !op.Reserves():
+		return registrar.MintCeilingReached, registrar.Material{}, nil
 	case !ok:
 		if b.Partial != nil {
 			b.bindings[op.RegistrationID] = binding{host: op.Host, spec: op.Spec, owner: op.Owner, claimed: true}
@@ -166,6 +175,32 @@ func (b *Backend) Deregister(_ context.Context, op registrar.DeregisterOp) (regi
 		return 0, &registrar.PartialError{Changed: []string{"binding removed"}, Err: b.Partial}
 	}
 	return registrar.DeregisterRemoved, nil
+}
+
+// Registrations lists every binding, claimed ones too, in id order,
+// calling fn outside the backend's lock (after a copy): Err fails it
+// before fn is called.
+func (b *Backend) Registrations(ctx context.Context, fn func(registrar.Registration) error) error {
+	b.mu.Lock()
+	if b.Err != nil {
+		b.mu.Unlock()
+		return b.Err
+	}
+	regs := make([]registrar.Registration, 0, len(b.bindings))
+	for id, cur := range b.bindings {
+		regs = append(regs, registrar.Registration{ID: id, Host: cur.host, Component: cur.spec.Component, Owner: cur.owner})
+	}
+	b.mu.Unlock()
+	slices.SortFunc(regs, func(x, y registrar.Registration) int { return strings.Compare(x.ID, y.ID) })
+	for _, r := range regs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Has reports whether id is bound.
