@@ -2,16 +2,15 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
-	"slices"
+	"time"
 
 	"github.com/registrar-otel/registrar-otel/callers"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/server"
+	"github.com/registrar-otel/registrar-otel/telemetry"
 )
 
 // operators are the identities that are unrestricted unless a policy names
@@ -30,29 +29,63 @@ func operators() []string {
 // other identity that matches no policy is refused no_policy. The error is
 // callers.NewAuthority's, which a validated configuration never gets.
 func authority(r config.Registrar) (*callers.Authority, error) {
-	if err := ceilingsUnenforced(r); err != nil {
-		return nil, err
-	}
 	return callers.NewAuthority(r.CallerPolicies(), r.CallerRules(), operators())
 }
 
-// errCeilingUnenforced refuses a configuration that sets an instance
-// ceiling while this build cannot enforce it: a ceiling that is accepted
-// and not kept would be worse than none. (Issue 36's ceiling lands next.)
-var errCeilingUnenforced = errors.New("the instance ceiling is not enforced by this build yet: remove the key, or upgrade to a release that enforces it")
-
-// ceilingsUnenforced names each ceiling r sets.
-func ceilingsUnenforced(r config.Registrar) error {
-	var errs []error
+// hasCeilings reports whether r sets an instance ceiling.
+func hasCeilings(r config.Registrar) bool {
+	if len(r.MaxInstancesPerHost) > 0 {
+		return true
+	}
 	for _, p := range r.Callers {
 		if p.MaxRegistrations != 0 {
-			errs = append(errs, fmt.Errorf("registrar.callers.%s.max_registrations: %w", p.Name, errCeilingUnenforced))
+			return true
 		}
 	}
-	for _, c := range slices.Sorted(maps.Keys(r.MaxInstancesPerHost)) {
-		errs = append(errs, fmt.Errorf("registrar.components.%s.max_instances_per_host: %w", c, errCeilingUnenforced))
+	return false
+}
+
+// countRegistrations counts the registry's registrations for the ceilings
+// and the gauges, before the first verb is served: the counts live in
+// memory only, so this is also their recovery after a crash. With a
+// ceiling configured a backend that cannot be listed refuses the start
+// (a ceiling counted from nothing would admit past it); without one the
+// start goes on, a warning says so, and the tick retries.
+func (d *Daemon) countRegistrations(ctx context.Context, r config.Registrar) error {
+	err := d.verbs.Rebuild(ctx)
+	switch {
+	case err == nil:
+		d.stockStale.Store(false)
+		return nil
+	case hasCeilings(r):
+		return fmt.Errorf("daemon: counting the registrations for the instance ceilings: %w", err)
 	}
-	return errors.Join(errs...)
+	d.stockStale.Store(true)
+	d.logger.LogAttrs(ctx, slog.LevelWarn, "registrations not counted yet; registrar_registrations reads 0 until the tick counts them",
+		slog.Any("error", err))
+	return nil
+}
+
+// recountTick retries the count the start could not make.
+func (d *Daemon) recountTick(ctx context.Context, _ time.Time) error {
+	if !d.stockStale.Load() {
+		return nil
+	}
+	if err := d.verbs.Rebuild(ctx); err != nil {
+		return fmt.Errorf("daemon: counting registrations: %w", err)
+	}
+	d.stockStale.Store(false)
+	return nil
+}
+
+// stockStats is the gauges' view of the verbs' counts.
+func (d *Daemon) stockStats() telemetry.StockStats {
+	st := d.verbs.Stock()
+	out := telemetry.StockStats{Components: make([]telemetry.ComponentStock, len(st.Components)), Refusals: d.verbs.AuthorizationRefusals()}
+	for i, c := range st.Components {
+		out.Components[i] = telemetry.ComponentStock{Component: c.Component, Live: c.Live, BusiestHost: uint64(c.BusiestHost), Ceiling: c.Ceiling}
+	}
+	return out
 }
 
 // warnAuthorization logs each listener of cfg that admits callers no

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/config"
+	"github.com/registrar-otel/registrar-otel/wire"
 
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/vocab"
@@ -57,6 +58,14 @@ scope_services = ["review"]
 	if reason, scope := refusedFor(mintAsIdentity(t, rr.running, member, "payments", 4)); reason != vocab.ReasonOutOfScope || scope != vocab.ScopeService {
 		t.Fatalf("a member out of scope: %v %v, want out_of_scope service", reason, scope)
 	}
+	for _, c := range []struct {
+		reason string
+		want   float64
+	}{{"no_policy", 1}, {"out_of_scope", 1}, {"not_owner", 0}, {"instance_ceiling", 0}} {
+		if got := rr.metric(t, `registrar_authorization_refusals_total{reason="`+c.reason+`",verb="mint"}`); got != c.want {
+			t.Errorf("refusals %s = %v, want %v", c.reason, got, c.want)
+		}
+	}
 	// The prefix unix-peer: does not restrict root: only a policy naming
 	// it exactly would.
 	if err := mintAsIdentity(t, rr.running, "unix-peer:uid=0", "payments", 5); err != nil {
@@ -81,20 +90,70 @@ func TestWarnAuthorizationLogsEachListenerNoPolicyCovers(t *testing.T) {
 	}
 }
 
-// Until the instance ceiling is enforced, a configuration that sets one is
-// refused, naming each key, rather than accepted and not kept.
-func TestACeilingThisBuildCannotEnforceIsRefused(t *testing.T) {
-	r := config.Registrar{
-		Callers:             []config.CallerPolicy{{Name: "agents", IdentityPrefixes: []string{"registrar-client:"}, MaxRegistrations: 40}},
-		MaxInstancesPerHost: map[string]uint32{"review": 8},
+// mintInstance mints review on h1 as root over the socket.
+func mintInstance(t *testing.T, r *running, instance uint32) *wire.Response {
+	t.Helper()
+	req := mint("review")
+	req.Instance = instance
+	resp, err := r.client.Mint(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
 	}
-	_, err := authority(r)
-	if !errors.Is(err, errCeilingUnenforced) || !strings.Contains(err.Error(), "registrar.callers.agents.max_registrations") ||
-		!strings.Contains(err.Error(), "registrar.components.review.max_instances_per_host") {
-		t.Fatalf("authority = %v, want both ceilings refused by name", err)
+	return resp
+}
+
+// The per-host ceiling holds through the daemon: the mint past it is
+// refused by name, a remint is not, a deregister frees the slot at once, and
+// a restart counts the registry again before serving.
+func TestTheInstanceCeilingHoldsAcrossARestart(t *testing.T) {
+	rr := startFromFile(t)
+	rr.write(t, reloadFile(rr.dir, "", `[registrar.components.review]
+multiplicity = "many-per-host"
+max_instances_per_host = 2
+`), 0o600)
+	if _, err := rr.d.Reload(context.Background()); err != nil {
+		t.Fatalf("Reload: %v", err)
 	}
-	r.Callers[0].MaxRegistrations, r.MaxInstancesPerHost = 0, nil
-	if _, err := authority(r); err != nil {
-		t.Fatalf("no ceiling: %v", err)
+	for i := range uint32(2) {
+		if resp := mintInstance(t, rr.running, i+1); !resp.OK() {
+			t.Fatalf("mint %d below the ceiling: %+v", i+1, resp)
+		}
+	}
+	resp := mintInstance(t, rr.running, 3)
+	if resp.ErrorID != wire.InstanceCeilingReached || resp.Ceiling != "max_instances_per_host" || resp.Limit != 2 || resp.StatusCode != 409 {
+		t.Fatalf("the third instance: %+v, want 409 InstanceCeilingReached max_instances_per_host 2", resp)
+	}
+	if resp := mintInstance(t, rr.running, 1); !resp.OK() || resp.Outcome != "idempotent_remint" {
+		t.Fatalf("a remint at the ceiling: %+v, want idempotent_remint", resp)
+	}
+	if got := rr.metric(t, `registrar_registrations{component="review"}`); got != 2 {
+		t.Fatalf("registrar_registrations{review} = %v, want 2", got)
+	}
+	if got := rr.metric(t, `registrar_registrations_busiest_host{component="review"}`); got != 2 {
+		t.Fatalf("busiest host = %v, want 2", got)
+	}
+	if got := rr.metric(t, `registrar_registrations_ceiling{component="review"}`); got != 2 {
+		t.Fatalf("ceiling gauge = %v, want 2", got)
+	}
+	dereg := wire.DeregisterRequest{ProtocolVersion: 1, ServiceName: "review", Host: "h1", Instance: 2, Component: "review"}
+	if resp, err := rr.client.Deregister(context.Background(), dereg); err != nil || !resp.OK() {
+		t.Fatalf("deregister: %+v, %v", resp, err)
+	}
+	if resp := mintInstance(t, rr.running, 3); !resp.OK() {
+		t.Fatalf("a mint after the deregister freed a slot: %+v", resp)
+	}
+
+	// A restart on the same state directory counts the registry again.
+	rr.stop(t)
+	cfg, err := config.Load(rr.path, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := startLogged(t, cfg, seams{})
+	if resp := mintInstance(t, again, 4); resp.ErrorID != wire.InstanceCeilingReached {
+		t.Fatalf("after the restart, a third live instance: %+v, want InstanceCeilingReached", resp)
+	}
+	if got := again.metric(t, `registrar_registrations{component="review"}`); got != 2 {
+		t.Fatalf("after the restart registrar_registrations{review} = %v, want 2 (counted from the registry)", got)
 	}
 }

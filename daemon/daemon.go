@@ -69,8 +69,11 @@ type Daemon struct {
 	limiter   *limiter.Limiter
 	health    *health.Holder
 	verbs     *registrar.Verbs
-	server    *server.Server
-	listeners []net.Listener
+	// stockStale: the registrations were not counted from the registry
+	// yet (the backend could not list them at start); the tick retries.
+	stockStale atomic.Bool
+	server     *server.Server
+	listeners  []net.Listener
 
 	closers []func() error // in reverse order of opening
 
@@ -234,6 +237,13 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 	})
 	if err != nil {
 		return nil, fmt.Errorf("daemon: verbs: %w", err)
+	}
+	d.verbs.SetCeilings(r.MaxInstancesPerHost)
+	if err := d.countRegistrations(context.Background(), r); err != nil {
+		return nil, err
+	}
+	if err := telemetry.RegisterStock(mp, d.stockStats); err != nil {
+		return nil, fmt.Errorf("daemon: telemetry: %w", err)
 	}
 	if err := telemetry.RegisterLimiter(mp, d.limiter.Stats); err != nil {
 		return nil, fmt.Errorf("daemon: telemetry: %w", err)

@@ -272,6 +272,7 @@ func (d *Daemon) apply(next config.Config) error {
 	if auth != nil {
 		d.verbs.SetAuthority(auth)
 	}
+	d.verbs.SetCeilings(r.MaxInstancesPerHost)
 	return nil
 }
 

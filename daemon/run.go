@@ -189,6 +189,7 @@ func (d *Daemon) tickTasks() []tickTask {
 		{"private-directories", d.guard.Tick},
 		{"audit-capacity", d.probeCapacity},
 		{"health", func(context.Context, time.Time) error { return d.health.Refresh() }},
+		{"registrations-count", d.recountTick},
 		{"openbao-token", func(ctx context.Context, now time.Time) error {
 			if t, ok := d.backend.(tokenChecker); ok {
 				return t.CheckToken(ctx, now, false)

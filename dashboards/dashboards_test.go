@@ -60,6 +60,8 @@ var wantAlerts = map[string]string{
 	"RegistrarOpenBaoTokenExpiring":      "critical",
 	"RegistrarUncleanRestart":            "warning",
 	"RegistrarConfigReloadFailed":        "warning",
+	"RegistrarInstanceCeilingNear":       "warning",
+	"RegistrarCallersRefused":            "warning",
 }
 
 // notFromTheDaemon are the series a query may use that Prometheus itself

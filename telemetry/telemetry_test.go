@@ -397,6 +397,11 @@ func exercise(t *testing.T) exercised {
 	if err := telemetry.RegisterDirectories(mp, func() telemetry.DirectoryStats { return telemetry.DirectoryStats{} }); err != nil {
 		t.Fatalf("RegisterDirectories: %v", err)
 	}
+	if err := telemetry.RegisterStock(mp, func() telemetry.StockStats {
+		return telemetry.StockStats{Components: []telemetry.ComponentStock{{Component: "review", Live: 3, BusiestHost: 2, Ceiling: 8}}}
+	}); err != nil {
+		t.Fatalf("RegisterStock: %v", err)
+	}
 	obs := newObserver(t, mp, telemetry.NewAuditObserver)
 	store, err := audit.Open(audit.Options{Dir: filepath.Join(t.TempDir(), "audit"), Observer: obs})
 	if err != nil {
