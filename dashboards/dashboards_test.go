@@ -332,7 +332,7 @@ func TestDashboardRowsGroupLimiterEvidenceAndAuditStore(t *testing.T) {
 	for _, r := range rows {
 		got = append(got, deref(r.Title))
 	}
-	if want := []string{"Limiter", "Evidence", "Audit store: $instance", "Wire", "OpenBao backend"}; !slices.Equal(got, want) {
+	if want := []string{"Limiter", "Evidence", "Audit store: $instance", "Wire", "Callers and registrations", "OpenBao backend"}; !slices.Equal(got, want) {
 		t.Errorf("rows: got %q, want %q", got, want)
 	}
 	seen := map[uint32]string{}
