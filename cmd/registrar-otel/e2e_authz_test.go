@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/registrar-otel/registrar-otel/wire"
+)
+
+// scopedAgents is a policy binding every agent certificate
+// (spiffe://registrar.test/agent/<host>) to its own host and to the review
+// component, with budgets no matrix drains.
+const scopedAgents = `rate_limit_admission_burst = 1000000
+rate_limit_predecision_refusal_burst = 1000000
+
+[registrar.callers.agents]
+identity_prefixes = ["registrar-client:uri:spiffe://registrar.test/agent/"]
+scope_hosts = ["{identity}"]
+scope_components = ["review"]
+`
+
+// TestEndToEndAMatrixOfScopedCertificates is issue 36's mTLS acceptance:
+// 64 certificates, each scoped to its own host, call every (caller, host,
+// component, verb) of a 64 × 64 × 2 × 2 matrix over real TLS. Every
+// out-of-scope call is refused CallerNotPermitted out_of_scope naming its
+// scope, none reaches the registry (the live registrations are exactly the
+// in-scope ones, and an out-of-scope deregister removes nothing), and every
+// in-scope call succeeds.
+func TestEndToEndAMatrixOfScopedCertificates(t *testing.T) {
+	const n = 64
+	p := newE2EPKI(t)
+	d, addr := startTLSDaemon(t, p, scopedAgents)
+	host := func(i int) string { return fmt.Sprintf("h%d", i) }
+	clients := make([]*wire.Client, n)
+	for i := range clients {
+		cert := p.Client(t, "spiffe://registrar.test/agent/"+host(i))
+		clients[i] = wire.NewTLSClient(addr, p.clientConfig(&cert), wire.WithTimeout(e2eIODeadline))
+		defer clients[i].CloseIdleConnections()
+	}
+	components := []string{"review", "edge-proxy"}
+	mintReq := func(h, component string) wire.MintRequest {
+		req := wire.MintRequest{ServiceName: component, Host: h, Component: component,
+			Spec: wire.Spec{Component: component, ServiceName: component}, WrapTTL: 60}
+		if component == "review" {
+			req.Instance = 1
+		}
+		return req
+	}
+	deregReq := func(h, component string) wire.DeregisterRequest {
+		m := mintReq(h, component)
+		return wire.DeregisterRequest{ServiceName: m.ServiceName, Host: h, Instance: m.Instance, Component: component}
+	}
+	// wantScope is the scope an out-of-scope call names ("" in scope): the
+	// component is judged before the host.
+	wantScope := func(i, j int, component string) string {
+		switch {
+		case component != "review":
+			return "component"
+		case i != j:
+			return "host"
+		}
+		return ""
+	}
+	// run calls every (caller, host, component) with call, from one
+	// goroutine per caller, and checks each answer; only selects which
+	// calls are made.
+	run := func(verb string, only func(i, j int, component string) bool, call func(c *wire.Client, h, component string) (*wire.Response, error)) (ok, refused int) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		var bad []string
+		for i := range n {
+			wg.Go(func() {
+				for j := range n {
+					for _, component := range components {
+						if !only(i, j, component) {
+							continue
+						}
+						resp, err := call(clients[i], host(j), component)
+						mu.Lock()
+						scope := wantScope(i, j, component)
+						switch {
+						case err != nil:
+							bad = append(bad, fmt.Sprintf("%s %s→%s/%s: %v", verb, host(i), host(j), component, err))
+						case scope == "" && resp.OK():
+							ok++
+						case scope != "" && resp.StatusCode == 403 && resp.ErrorID == wire.CallerNotPermitted && resp.Reason == "out_of_scope" && resp.Scope == scope:
+							refused++
+						default:
+							bad = append(bad, fmt.Sprintf("%s %s→%s/%s: %d %s %s %s, want scope %q", verb, host(i), host(j), component, resp.StatusCode, resp.ErrorID, resp.Reason, resp.Scope, scope))
+						}
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if len(bad) > 0 {
+			t.Fatalf("%d unexpected answers, the first: %s", len(bad), strings.Join(bad[:min(5, len(bad))], "; "))
+		}
+		return ok, refused
+	}
+	all := func(int, int, string) bool { return true }
+	mint := func(c *wire.Client, h, component string) (*wire.Response, error) {
+		return c.Mint(context.Background(), mintReq(h, component))
+	}
+	dereg := func(c *wire.Client, h, component string) (*wire.Response, error) {
+		return c.Deregister(context.Background(), deregReq(h, component))
+	}
+
+	if ok, refused := run("mint", all, mint); ok != n || refused != n*n*2-n {
+		t.Fatalf("mints: %d admitted and %d refused, want %d and %d", ok, refused, n, n*n*2-n)
+	}
+	live := func() (review, edge float64) {
+		exp := d.scrape()
+		return sampleIn(t, exp, `registrar_registrations{component="review"}`), sampleIn(t, exp, `registrar_registrations{component="edge-proxy"}`)
+	}
+	if review, edge := live(); review != n || edge != 0 {
+		t.Fatalf("live registrations after the mints: review %v, edge-proxy %v; want %d and 0: an out-of-scope mint reached the registry", review, edge, n)
+	}
+	// Out-of-scope deregisters first: every review registration exists,
+	// and none of them may go.
+	outOfScope := func(i, j int, component string) bool { return wantScope(i, j, component) != "" }
+	if ok, refused := run("deregister", outOfScope, dereg); ok != 0 || refused != n*n*2-n {
+		t.Fatalf("out-of-scope deregisters: %d removed and %d refused, want 0 and %d", ok, refused, n*n*2-n)
+	}
+	if review, _ := live(); review != n {
+		t.Fatalf("live review registrations after the out-of-scope deregisters: %v, want %d", review, n)
+	}
+	inScope := func(i, j int, component string) bool { return wantScope(i, j, component) == "" }
+	if ok, _ := run("deregister", inScope, dereg); ok != n {
+		t.Fatalf("in-scope deregisters: %d removed, want %d", ok, n)
+	}
+	if review, edge := live(); review != 0 || edge != 0 {
+		t.Fatalf("live registrations at the end: review %v, edge-proxy %v; want 0", review, edge)
+	}
+	if got := sampleIn(t, d.scrape(), `registrar_authorization_refusals_total{reason="out_of_scope",verb="mint"}`); got != n*n*2-n {
+		t.Fatalf("out_of_scope mint refusals counted: %v, want %d", got, n*n*2-n)
+	}
+}
