@@ -140,3 +140,55 @@ func TestEndToEndAMatrixOfScopedCertificates(t *testing.T) {
 		t.Fatalf("out_of_scope mint refusals counted: %v, want %d", got, n*n*2-n)
 	}
 }
+
+// TestEndToEndAnotherCallersRegistrationIsNotOwned is the review's
+// ownership attack on the real binary: under the catch-all policy
+// (identity_prefixes = [""]), caller B's remint and deregister of caller A's
+// registration are refused not_owner and change nothing (the registration
+// stays, A remints it with its role); once a reload gives the policy
+// scope_owner = "policy", the same calls succeed.
+func TestEndToEndAnotherCallersRegistrationIsNotOwned(t *testing.T) {
+	p := newE2EPKI(t)
+	d, addr := startTLSDaemon(t, p, "\n[registrar.callers.everyone]\nidentity_prefixes = [\"\"]\n")
+	client := func(name string) *wire.Client {
+		cert := p.Client(t, "spiffe://registrar.test/member/"+name)
+		c := wire.NewTLSClient(addr, p.clientConfig(&cert), wire.WithTimeout(e2eIODeadline))
+		t.Cleanup(c.CloseIdleConnections)
+		return c
+	}
+	a, b := client("a"), client("b")
+	ctx := context.Background()
+	req := reviewMint("h1", 7)
+	first, err := a.Mint(ctx, req)
+	if err != nil || first.Outcome != "first_mint" {
+		t.Fatalf("A's mint: %+v, %v", first, err)
+	}
+	dereg := wire.DeregisterRequest{ServiceName: "review", Host: "h1", Instance: 7, Component: "review"}
+	for name, call := range map[string]func() (*wire.Response, error){
+		"remint":     func() (*wire.Response, error) { return b.Mint(ctx, req) },
+		"deregister": func() (*wire.Response, error) { return b.Deregister(ctx, dereg) },
+	} {
+		resp, err := call()
+		if err != nil || resp.StatusCode != 403 || resp.ErrorID != wire.CallerNotPermitted || resp.Reason != "not_owner" || resp.RegistrationID != first.RegistrationID {
+			t.Fatalf("B's %s of A's registration: %+v, %v; want 403 CallerNotPermitted not_owner naming %s", name, resp, err, first.RegistrationID)
+		}
+	}
+	if got := sampleIn(t, d.scrape(), `registrar_registrations{component="review"}`); got != 1 {
+		t.Fatalf("live review registrations after B's refused calls: %v, want 1", got)
+	}
+	again, err := a.Mint(ctx, req)
+	if err != nil || again.Outcome != "idempotent_remint" || again.Material == nil || again.Material.RoleID != first.Material.RoleID {
+		t.Fatalf("A's remint after B's refused calls: %+v, %v; want idempotent_remint with role %s", again, err, first.Material.RoleID)
+	}
+
+	d.rewrite(`identity_prefixes = [""]`, "identity_prefixes = [\"\"]\nscope_owner = \"policy\"", 0o600)
+	if code, out, errOut := d.run("reload", "--config", d.config); code != 0 {
+		t.Fatalf("reload: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if resp, err := b.Mint(ctx, req); err != nil || resp.Outcome != "idempotent_remint" {
+		t.Fatalf("B's remint under scope_owner = \"policy\": %+v, %v", resp, err)
+	}
+	if resp, err := b.Deregister(ctx, dereg); err != nil || resp.Outcome != "removed" {
+		t.Fatalf("B's deregister under scope_owner = \"policy\": %+v, %v", resp, err)
+	}
+}
