@@ -192,3 +192,59 @@ func TestEndToEndAnotherCallersRegistrationIsNotOwned(t *testing.T) {
 		t.Fatalf("B's deregister under scope_owner = \"policy\": %+v, %v", resp, err)
 	}
 }
+
+// TestEndToEndThirtyTwoMintsRaceForTheLastSlot: a policy's
+// max_registrations of 8 with 7 live, and 32 callers of the policy minting
+// 32 new registrations at once through the binary: exactly one first_mint
+// and 31 InstanceCeilingReached naming the ceiling.
+func TestEndToEndThirtyTwoMintsRaceForTheLastSlot(t *testing.T) {
+	p := newE2EPKI(t)
+	d, addr := startTLSDaemon(t, p, "rate_limit_admission_burst = 1000\n\n[registrar.callers.agents]\nidentity_prefixes = [\"registrar-client:\"]\nscope_owner = \"policy\"\nmax_registrations = 8\n")
+	cert := p.Client(t, "spiffe://registrar.test/agent/first")
+	first := wire.NewTLSClient(addr, p.clientConfig(&cert), wire.WithTimeout(e2eIODeadline))
+	defer first.CloseIdleConnections()
+	ctx := context.Background()
+	for i := range uint32(7) {
+		if resp, err := first.Mint(ctx, reviewMint("h1", i+1)); err != nil || !resp.OK() {
+			t.Fatalf("mint %d below the ceiling: %+v, %v", i+1, resp, err)
+		}
+	}
+	const racers = 32
+	answers := make([]*wire.Response, racers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range racers {
+		cert := p.Client(t, fmt.Sprintf("spiffe://registrar.test/agent/r%d", i))
+		c := wire.NewTLSClient(addr, p.clientConfig(&cert), wire.WithTimeout(e2eIODeadline))
+		defer c.CloseIdleConnections()
+		wg.Go(func() {
+			<-start
+			resp, err := c.Mint(ctx, reviewMint("h2", uint32(i+1)))
+			if err != nil {
+				t.Errorf("racer %d: %v", i, err)
+				return
+			}
+			answers[i] = resp
+		})
+	}
+	close(start)
+	wg.Wait()
+	won, ceiling := 0, 0
+	for i, r := range answers {
+		switch {
+		case r == nil:
+		case r.Outcome == "first_mint":
+			won++
+		case r.StatusCode == 409 && r.ErrorID == wire.InstanceCeilingReached && r.Ceiling == "max_registrations" && r.Limit == 8:
+			ceiling++
+		default:
+			t.Errorf("racer %d: %d %s %s", i, r.StatusCode, r.ErrorID, r.Outcome)
+		}
+	}
+	if won != 1 || ceiling != racers-1 {
+		t.Fatalf("%d first_mint and %d InstanceCeilingReached, want 1 and %d", won, ceiling, racers-1)
+	}
+	if got := sampleIn(t, d.scrape(), `registrar_registrations{component="review"}`); got != 8 {
+		t.Fatalf("live review registrations: %v, want 8", got)
+	}
+}
