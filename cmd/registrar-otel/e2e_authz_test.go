@@ -248,3 +248,55 @@ func TestEndToEndThirtyTwoMintsRaceForTheLastSlot(t *testing.T) {
 		t.Fatalf("live review registrations: %v, want 8", got)
 	}
 }
+
+// TestEndToEndACallerWithNoPolicyIsRefusedBeforeAnything: a certificate
+// the CA signed but no policy names (the policies cover agents only) is
+// refused no_policy on both verbs, with nothing written beyond each call's
+// intent and refused outcome, and nothing in the registry; an agent and
+// root are served.
+func TestEndToEndACallerWithNoPolicyIsRefusedBeforeAnything(t *testing.T) {
+	p := newE2EPKI(t)
+	d, addr := startTLSDaemon(t, p, "\n[registrar.callers.agents]\nidentity_prefixes = [\"registrar-client:uri:spiffe://registrar.test/agent/\"]\n")
+	stranger := p.Client(t, "spiffe://registrar.test/stranger")
+	c := wire.NewTLSClient(addr, p.clientConfig(&stranger), wire.WithTimeout(e2eIODeadline))
+	defer c.CloseIdleConnections()
+	ctx := context.Background()
+	bad := reviewMint("H1!", 0) // malformed too: no_policy comes first
+	for _, call := range []func() (*wire.Response, error){
+		func() (*wire.Response, error) { return c.Mint(ctx, reviewMint("h1", 1)) },
+		func() (*wire.Response, error) { return c.Mint(ctx, bad) },
+		func() (*wire.Response, error) {
+			return c.Deregister(ctx, wire.DeregisterRequest{ServiceName: "review", Host: "h1", Instance: 1, Component: "review"})
+		},
+	} {
+		resp, err := call()
+		if err != nil || resp.StatusCode != 403 || resp.ErrorID != wire.CallerNotPermitted || resp.Reason != "no_policy" || resp.RegistrationID != "" {
+			t.Fatalf("the stranger's call: %+v, %v; want 403 CallerNotPermitted no_policy", resp, err)
+		}
+	}
+	var intents, refused int
+	for _, r := range readAudit(t, d.auditDir) {
+		if r.CallerIdentity != "registrar-client:uri:spiffe://registrar.test/stranger" {
+			continue
+		}
+		switch {
+		case r.Phase == "intent":
+			intents++
+		case r.Phase == "outcome" && r.Outcome != nil && r.Outcome.Class == "refused" && r.Outcome.Reason == "no_policy" && r.RegistrationID == "":
+			refused++
+		default:
+			t.Errorf("a record of the stranger beyond its intents and refusals: %+v", r)
+		}
+	}
+	if intents != 3 || refused != 3 {
+		t.Fatalf("the stranger's records: %d intents and %d no_policy outcomes, want 3 and 3", intents, refused)
+	}
+	if got := sampleIn(t, d.scrape(), `registrar_registrations{component="review"}`); got != 0 {
+		t.Fatalf("live registrations after the stranger's calls: %v, want 0", got)
+	}
+	agent := p.Client(t, "spiffe://registrar.test/agent/h1")
+	ac := wire.NewTLSClient(addr, p.clientConfig(&agent), wire.WithTimeout(e2eIODeadline))
+	defer ac.CloseIdleConnections()
+	mintOKOn(t, ac, "h1")
+	mintOKOn(t, wire.NewUnixClient(d.socket, wire.WithTimeout(e2eIODeadline)), "h2") // root, an operator
+}
