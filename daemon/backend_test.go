@@ -3,6 +3,7 @@ package daemon
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,8 +18,10 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/callers"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/internal/testing/vaulttest"
+	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/vocab"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
@@ -432,5 +435,45 @@ func TestBulkheadLoadAgainstAHangingServer(t *testing.T) {
 	t.Logf("  test process RSS: %.1f MiB before, %.1f MiB peak (+%.1f MiB)", float64(rss0)/(1<<20), float64(rssPeak)/(1<<20), float64(rssPeak-rss0)/(1<<20))
 	if rss0 > 0 && !raceEnabled && rssPeak-rss0 > 128<<20 {
 		t.Errorf("RSS grew by %d MiB under the load, more than the documented 128 MiB", (rssPeak-rss0)>>20)
+	}
+}
+
+// On a real OpenBao/Vault server: a caller whose policy scopes it to the
+// review service asks to mint the payments service (whose role would carry
+// payments' policy). It is refused out_of_scope before the backend: the
+// server holds no role and no binding for it, so no secret id of it can
+// ever read payments' secret; the same caller's in-scope mint is written.
+func TestAnOutOfScopeServiceIsNeverWrittenToOpenBao(t *testing.T) {
+	t.Parallel() // its daemon's seams are its own
+	srv := vaulttest.StartDev(t)
+	cfg := testConfig(t)
+	cfg.OpenBao.RequestTimeoutMS = 2000
+	cfg.Registrar.Callers = []config.CallerPolicy{{Name: "agents", IdentityPrefixes: []string{"registrar-client:"},
+		Sizes: cfg.Registrar.DefaultSizes(), Scope: callers.ScopeSpec{Services: []string{"review"}}}}
+	r := startOnOpenBao(t, cfg, srv.Addr, srv.RootToken)
+	ctx := context.Background()
+	call := func(service string, instance uint32) error {
+		_, err := r.d.verbs.Mint(ctx, registrar.MintRequest{
+			CallerIdentity: "registrar-client:dns:h1.example.org", ServiceName: service, Host: "h1", Instance: instance, Component: "review",
+			Spec: registrar.Spec{Component: "review", ServiceName: service}, WrapTTLSeconds: 60,
+		})
+		return err
+	}
+	var ref *registrar.RefusedError
+	if err := call("payments", 1); !errors.As(err, &ref) || ref.Reason != vocab.ReasonOutOfScope || ref.Scope != vocab.ScopeService {
+		t.Fatalf("mint of payments: %v, want out_of_scope (service)", err)
+	}
+	for _, path := range []string{"auth/approle/role/bootroot-service-h1-review-001", "secret/data/registrar-otel/bindings/h1-review-001"} {
+		if s, err := srv.Client().Logical().Read(path); err != nil || s != nil {
+			t.Fatalf("the server holds %s after the refused mint: %v, %v", path, s, err)
+		}
+	}
+	if err := call("review", 2); err != nil {
+		t.Fatalf("the in-scope mint: %v", err)
+	}
+	for _, path := range []string{"auth/approle/role/bootroot-service-h1-review-002", "secret/data/registrar-otel/bindings/h1-review-002"} {
+		if s, err := srv.Client().Logical().Read(path); err != nil || s == nil {
+			t.Fatalf("the in-scope mint's %s is not on the server: %v, %v", path, s, err)
+		}
 	}
 }
