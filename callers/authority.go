@@ -107,10 +107,14 @@ func (a *Authority) Policy(identity string) (int, bool) {
 
 // OutOfScope returns 0 when policy's scope covers the call identity makes,
 // else the first scope (vocab.Scope's order) that does not. policy is
-// Policy's index; an operator's call is always in scope.
+// Policy's index; an operator's call is always in scope, and an index
+// that is neither Operator nor a policy's is out of every scope.
 func (a *Authority) OutOfScope(policy int, identity string, verb vocab.Verb, service, component, host string) vocab.Scope {
-	if policy < 0 || policy >= len(a.scopes) {
+	switch {
+	case policy == Operator:
 		return 0
+	case policy < 0 || policy >= len(a.scopes):
+		return vocab.ScopeVerb // no policy of this Authority's: nothing is in scope
 	}
 	var idHost string
 	var hasHost bool
@@ -127,8 +131,10 @@ func (a *Authority) OutOfScope(policy int, identity string, verb vocab.Verb, ser
 // recorded) is the operators' alone.
 func (a *Authority) MayAct(policy int, identity, owner string) bool {
 	switch {
-	case policy < 0 || policy >= len(a.rules):
+	case policy == Operator:
 		return true
+	case policy < 0 || policy >= len(a.rules):
+		return false // no policy of this Authority's
 	case owner == "":
 		return false
 	case owner == identity:

@@ -142,3 +142,31 @@ func TestNewAuthorityRefusesWhatNewAndCompileScopeRefuse(t *testing.T) {
 		t.Fatalf("NewAuthority without rules = %v, %v; want an error", a, err)
 	}
 }
+
+// Every policy index is judged by its own rules, the first included, and
+// an index that is neither Operator nor a policy's is refused everything:
+// a caller's mistake fails closed.
+func TestAuthorityJudgesEveryIndexAndFailsClosedOutsideThem(t *testing.T) {
+	a := testAuthority(t)
+	cp, _ := a.Policy("registrar-client:uri:spiffe://example.org/control-plane")
+	if cp != 0 {
+		t.Fatalf("control-plane is policy %d, want 0", cp)
+	}
+	if a.MayAct(0, "registrar-client:uri:spiffe://example.org/control-plane", agentH1) {
+		t.Error("policy 0 (scope_owner self) may act on another identity's registration")
+	}
+	if !a.MayAct(0, "registrar-client:uri:spiffe://example.org/control-plane", "registrar-client:uri:spiffe://example.org/control-plane") {
+		t.Error("policy 0 may not act on its own registration")
+	}
+	for _, p := range []int{3, 4, -2} {
+		if a.MayAct(p, agentH1, agentH1) {
+			t.Errorf("MayAct(%d): an index of no policy may act", p)
+		}
+		if got := a.OutOfScope(p, agentH1, vocab.Mint, "review", "review", "h1"); got == 0 {
+			t.Errorf("OutOfScope(%d): an index of no policy is in scope", p)
+		}
+		if a.MaxRegistrations(p) != 0 {
+			t.Errorf("MaxRegistrations(%d) != 0", p)
+		}
+	}
+}

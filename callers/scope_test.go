@@ -592,3 +592,17 @@ func naiveCheck(spec ScopeSpec, identity string, verb vocab.Verb, service, compo
 	}
 	return vocab.Scope(0)
 }
+
+// A verb outside the two is out of any scope_verbs, whatever its value, and
+// never read past the table of verbs.
+func TestAVerbOutsideTheTwoIsOutOfScopeVerbs(t *testing.T) {
+	s, err := CompileScope("edge", ScopeSpec{Verbs: []string{"*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []vocab.Verb{vocab.NumVerbs, vocab.NumVerbs + 1, 255} {
+		if got := s.Check("", false, v, "a", "b", "c"); got != vocab.ScopeVerb {
+			t.Errorf("Check(verb %d) = %v, want verb", v, got)
+		}
+	}
+}
