@@ -650,3 +650,33 @@ func testDeregisterFaults(t *testing.T, c *subject) {
 		c.mustMint(t, b, c.op(id, "h2"), registrar.MintCreated)
 	}
 }
+
+// oneCreated checks racing mints' results: each without error and with
+// sound material, exactly one MintCreated and every other lost, and it
+// returns the winner's op and the losers'. name says which op a message
+// means.
+func oneCreated(t *testing.T, rs []mintResult, lost registrar.MintStatus, name func(registrar.MintOp) string) (winner registrar.MintOp, losers []registrar.MintOp) {
+	t.Helper()
+	won := false
+	for i, r := range rs {
+		if r.err != nil {
+			t.Fatalf("mint %d: %v", i, r.err)
+		}
+		checkMaterial(t, r.op, r.st, r.m)
+		switch r.st {
+		case registrar.MintCreated:
+			if won {
+				t.Fatalf("mint %s: a second MintCreated (the first: %s), want one and %s for the others", name(r.op), name(winner), lost)
+			}
+			winner, won = r.op, true
+		case lost:
+			losers = append(losers, r.op)
+		default:
+			t.Errorf("mint %s: got %s, want MintCreated for one and %s for the others", name(r.op), r.st, lost)
+		}
+	}
+	if !won {
+		t.Fatalf("no mint got MintCreated, want one")
+	}
+	return winner, losers
+}

@@ -210,26 +210,8 @@ func testConcurrentOwners(t *testing.T, c *subject) {
 		ops[i] = c.op(id, "h1")
 		ops[i].Owner, ops[i].MayAct = self, func(owner string) bool { return owner == self }
 	}
-	winner := ""
-	for i, r := range mintAll(c.b, ops) {
-		if r.err != nil {
-			t.Fatalf("mint %d: %v", i, r.err)
-		}
-		checkMaterial(t, r.op, r.st, r.m)
-		switch r.st {
-		case registrar.MintCreated:
-			if winner != "" {
-				t.Fatalf("mint by %s: got a second MintCreated (the first by %s), want one", r.op.Owner, winner)
-			}
-			winner = r.op.Owner
-		case registrar.MintNotOwner:
-		default:
-			t.Errorf("mint by %s: got %s, want MintCreated for one identity and MintNotOwner for the others", r.op.Owner, r.st)
-		}
-	}
-	if winner == "" {
-		t.Fatalf("no mint got MintCreated, want one")
-	}
+	won, _ := oneCreated(t, mintAll(c.b, ops), registrar.MintNotOwner, func(op registrar.MintOp) string { return "by " + op.Owner })
+	winner := won.Owner
 	a := allow()
 	c.mustMint(t, c.b, by(c.op(id, "h1"), ownerA, a), registrar.MintReissued)
 	a.check(t, "a remint after the race", owner(winner))

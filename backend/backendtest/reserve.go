@@ -133,26 +133,9 @@ func testConcurrentLastSlot(t *testing.T, c *subject) {
 		ops[i] = c.op(c.id(fmt.Sprintf("s%d", i)), "h1")
 		ops[i].Reserve = take
 	}
-	var winner string
-	for i, r := range mintAll(c.b, ops) {
-		if r.err != nil {
-			t.Fatalf("mint %d: %v", i, r.err)
-		}
-		checkMaterial(t, r.op, r.st, r.m)
-		switch r.st {
-		case registrar.MintCreated:
-			if winner != "" {
-				t.Fatalf("%s got MintCreated after %s took the only slot, want MintCeilingReached", r.op.RegistrationID, winner)
-			}
-			winner = r.op.RegistrationID
-		case registrar.MintCeilingReached:
-			c.mustDeregister(t, c.b, r.op.RegistrationID, "h1", registrar.DeregisterAbsent)
-		default:
-			t.Errorf("mint of %s: got %s, want MintCreated or MintCeilingReached", r.op.RegistrationID, r.st)
-		}
-	}
-	if winner == "" {
-		t.Fatalf("no mint took the only slot, want one")
+	_, losers := oneCreated(t, mintAll(c.b, ops), registrar.MintCeilingReached, func(op registrar.MintOp) string { return "of " + op.RegistrationID })
+	for _, op := range losers {
+		c.mustDeregister(t, c.b, op.RegistrationID, "h1", registrar.DeregisterAbsent)
 	}
 }
 
