@@ -2,232 +2,20 @@ package limiter
 
 import (
 	"context"
-	"math"
-	"math/big"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/registrar-otel/registrar-otel/internal/testing/limitermodel"
 	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
-// An exact integer model of the limiter with caller policies: a plain map
-// of buckets, the pools' caps, the reclaim rule, one overflow bucket per
-// (pool, policy, verb, bucket), and re-expression on reconfiguration,
-// written for clarity (big integers, no shards, no hashing). The property
-// tests drive the limiter and the model with the same charges and
-// reconfigurations and require every decision to agree.
-
-type mKey struct {
-	id string
-	v  vocab.Verb
-	b  vocab.Bucket
-}
-
-type mBucket struct {
-	tokens    uint64
-	accruedAt int64
-	policy    string
-}
-
-type mSizes [vocab.NumBuckets]struct{ burst, interval int64 }
-
-type mOverflowKey struct {
-	pool   int
-	policy string
-	v      vocab.Verb
-	b      vocab.Bucket
-}
-
-type model struct {
-	sizes    map[string]mSizes // by policy name, "default" included
-	assign   map[string]string // identity → policy name; absent: default
-	local    func(string) bool
-	entries  map[mKey]*mBucket
-	count    [2]int
-	overflow map[mOverflowKey]*mBucket
-}
-
-func newModel(sizes map[string]mSizes, assign map[string]string, local func(string) bool) *model {
-	m := &model{sizes: sizes, assign: assign, local: local, entries: map[mKey]*mBucket{}, overflow: map[mOverflowKey]*mBucket{}}
-	m.fillOverflow()
-	return m
-}
-
-// fillOverflow creates, full, the overflow buckets of every policy that
-// has none (all of them at start, the new ones after a reconfiguration).
-func (m *model) fillOverflow() {
-	for pol, s := range m.sizes {
-		for pool := range 2 {
-			for v := range vocab.NumVerbs {
-				for b := range vocab.NumBuckets {
-					k := mOverflowKey{pool, pol, vocab.Verb(v), vocab.Bucket(b)}
-					if _, ok := m.overflow[k]; !ok {
-						m.overflow[k] = &mBucket{tokens: uint64(s[b].burst), accruedAt: math.MinInt64}
-					}
-				}
-			}
-		}
-	}
-}
-
-func (m *model) clone() *model {
-	c := *m
-	c.entries = make(map[mKey]*mBucket, len(m.entries))
-	for k, b := range m.entries {
-		nb := *b
-		c.entries[k] = &nb
-	}
-	c.overflow = make(map[mOverflowKey]*mBucket, len(m.overflow))
-	for k, b := range m.overflow {
-		nb := *b
-		c.overflow[k] = &nb
-	}
-	return &c
-}
-
-func (m *model) policyOf(id string) string {
-	if p, ok := m.assign[id]; ok {
-		if _, ok := m.sizes[p]; ok {
-			return p
-		}
-	}
-	return DefaultPolicy
-}
-
-func (m *model) pool(id string) int {
-	if m.local(id) {
-		return 1
-	}
-	return 0
-}
-
-// refill accrues whole intervals, banking the partial one; a full bucket
-// banks nothing.
-func mRefill(b *mBucket, burst, interval, now int64) {
-	if now <= b.accruedAt {
-		return
-	}
-	if b.tokens >= uint64(burst) {
-		b.accruedAt = now
-		return
-	}
-	gained := (now - b.accruedAt) / interval
-	if b.tokens+uint64(gained) >= uint64(burst) {
-		b.tokens, b.accruedAt = uint64(burst), now
-		return
-	}
-	b.tokens += uint64(gained)
-	b.accruedAt += gained * interval
-}
-
-func mTake(b *mBucket, burst, interval, now int64) Decision {
-	mRefill(b, burst, interval, now)
-	if b.tokens > 0 {
-		b.tokens--
-		return Decision{Allowed: true, Remaining: uint32(b.tokens)}
-	}
-	wait := b.accruedAt + interval - now // accruedAt ≤ now after a refill at now
-	return Decision{RetryAfterSeconds: uint64(max(1, (wait+int64(time.Second)-1)/int64(time.Second)))}
-}
-
-func (m *model) charge(id string, v vocab.Verb, b vocab.Bucket, now int64) Decision {
-	k := mKey{id, v, b}
-	if e, ok := m.entries[k]; ok {
-		s := m.sizes[e.policy][b]
-		d := mTake(e, s.burst, s.interval, now)
-		d.Policy = e.policy
-		return d
-	}
-	pool := m.pool(id)
-	if m.count[pool] >= 256 {
-		for k, e := range m.entries {
-			s := m.sizes[e.policy][k.b]
-			c := *e // only looked at: a reclaim never moves an entry's accrual
-			mRefill(&c, s.burst, s.interval, now)
-			if c.tokens >= uint64(s.burst) {
-				delete(m.entries, k)
-				m.count[m.pool(k.id)]--
-			}
-		}
-	}
-	pol := m.policyOf(id)
-	s := m.sizes[pol][b]
-	if m.count[pool] < 256 {
-		e := &mBucket{tokens: uint64(s.burst), accruedAt: now, policy: pol}
-		m.entries[k] = e
-		m.count[pool]++
-		d := mTake(e, s.burst, s.interval, now)
-		d.Policy = pol
-		return d
-	}
-	d := mTake(m.overflow[mOverflowKey{pool, pol, v, b}], s.burst, s.interval, now)
-	d.Overflow, d.Policy = true, pol
-	return d
-}
-
-// mReexpress: the lesser of the holding under the old sizes and the
-// holding under the new ones since the last accrual, capped at the new
-// burst, each counted as tokens and a fraction of a new interval.
-func mReexpress(b *mBucket, oldBurst, oldInterval, newBurst, newInterval, now int64) {
-	t := max(now, b.accruedAt)
-	a, c := *b, *b
-	mRefill(&a, oldBurst, oldInterval, t)
-	mRefill(&c, newBurst, newInterval, t)
-	ta, fa := min(a.tokens, uint64(newBurst)), big.NewInt(0)
-	if a.tokens < uint64(oldBurst) {
-		fa.Mul(big.NewInt(t-a.accruedAt), big.NewInt(newInterval))
-		fa.Quo(fa, big.NewInt(oldInterval))
-	}
-	tc, fc := min(c.tokens, uint64(newBurst)), big.NewInt(0)
-	if c.tokens < uint64(newBurst) {
-		fc.SetInt64(t - c.accruedAt)
-	}
-	tokens, frac := ta, fa
-	if tc < ta || tc == ta && fc.Cmp(fa) < 0 {
-		tokens, frac = tc, fc
-	}
-	if tokens >= uint64(newBurst) {
-		b.tokens, b.accruedAt = uint64(newBurst), t
-		return
-	}
-	b.tokens, b.accruedAt = tokens, t-frac.Int64()
-}
-
-func (m *model) reconfigure(sizes map[string]mSizes, assign map[string]string, now int64) {
-	oldSizes := m.sizes
-	m.sizes, m.assign = sizes, assign
-	for k, e := range m.entries {
-		o := oldSizes[e.policy][k.b]
-		e.policy = m.policyOf(k.id)
-		n := sizes[e.policy][k.b]
-		mReexpress(e, o.burst, o.interval, n.burst, n.interval, now)
-	}
-	for k, e := range m.overflow {
-		n, ok := sizes[k.policy]
-		if !ok {
-			delete(m.overflow, k) // a removed policy's overflow buckets go
-			continue
-		}
-		o := oldSizes[k.policy][k.b]
-		mReexpress(e, o.burst, o.interval, n[k.b].burst, n[k.b].interval, now)
-	}
-	m.fillOverflow()
-}
-
-func (m *model) sweep(now int64) {
-	for k, e := range m.entries {
-		s := m.sizes[e.policy][k.b]
-		c := *e // only looked at: a reclaim never moves an entry's accrual
-		mRefill(&c, s.burst, s.interval, now)
-		if c.tokens >= uint64(s.burst) {
-			delete(m.entries, k)
-			m.count[m.pool(k.id)]--
-		}
-	}
-}
+// The exact integer model of the limiter with caller policies is
+// internal/testing/limitermodel, shared with the verbs' authorization model
+// test. The property tests drive the limiter and the model with the same
+// charges and reconfigurations and require every decision to agree.
 
 // scenario is one configuration of the property test: policies with
 // sizes and shadows, and the identities' assignment.
@@ -276,15 +64,20 @@ func (s scenario) shadowed() map[string]bool {
 	return out
 }
 
-func msizes(s Sizes) mSizes {
-	var m mSizes
-	m[vocab.PredecisionRefusal].burst, m[vocab.PredecisionRefusal].interval = int64(s.PredecisionRefusal.Burst), int64(s.PredecisionRefusal.RefillInterval)
-	m[vocab.Admission].burst, m[vocab.Admission].interval = int64(s.Admission.Burst), int64(s.Admission.RefillInterval)
+func msizes(s Sizes) limitermodel.Sizes {
+	var m limitermodel.Sizes
+	m[vocab.PredecisionRefusal].Burst, m[vocab.PredecisionRefusal].Interval = int64(s.PredecisionRefusal.Burst), int64(s.PredecisionRefusal.RefillInterval)
+	m[vocab.Admission].Burst, m[vocab.Admission].Interval = int64(s.Admission.Burst), int64(s.Admission.RefillInterval)
 	return m
 }
 
-func (s scenario) modelSizes() map[string]mSizes {
-	out := map[string]mSizes{DefaultPolicy: msizes(s.def)}
+// mapAssign is the model's assignment of assign: identity → policy name.
+func mapAssign(assign map[string]string) func(string) string {
+	return func(id string) string { return assign[id] }
+}
+
+func (s scenario) modelSizes() map[string]limitermodel.Sizes {
+	out := map[string]limitermodel.Sizes{DefaultPolicy: msizes(s.def)}
 	for _, p := range s.policies {
 		out[p.Name] = msizes(p.Sizes)
 	}
@@ -416,11 +209,11 @@ func TestPoliciesAgreeWithTheExactModel(t *testing.T) {
 			cfg := sc.config()
 			cfg.Local = localID
 			l := mustNew(t, cfg, cnt)
-			m := newModel(sc.modelSizes(), sc.assign, localID)
-			var shadow *model
+			m := limitermodel.New(sc.modelSizes(), mapAssign(sc.assign), localID)
+			var shadow *limitermodel.Model
 			if len(sc.shadowed()) > 0 {
-				shadow = m.clone()
-				shadow.reconfigure(sc.promoted().modelSizes(), sc.assign, 0)
+				shadow = m.Clone()
+				shadow.Reconfigure(sc.promoted().modelSizes(), mapAssign(sc.assign), 0)
 			}
 			wantShadow := map[string]int{}
 			overflows := 0
@@ -437,20 +230,20 @@ func TestPoliciesAgreeWithTheExactModel(t *testing.T) {
 					mustReconfigure(t, l, ncfg, Instant(now))
 					switch hasShadow := len(sc.shadowed()) > 0; {
 					case hasShadow && shadow == nil:
-						shadow = m.clone()
-						shadow.reconfigure(sc.promoted().modelSizes(), sc.assign, now)
+						shadow = m.Clone()
+						shadow.Reconfigure(sc.promoted().modelSizes(), mapAssign(sc.assign), now)
 					case hasShadow:
-						shadow.reconfigure(sc.promoted().modelSizes(), sc.assign, now)
+						shadow.Reconfigure(sc.promoted().modelSizes(), mapAssign(sc.assign), now)
 					default:
 						shadow = nil
 					}
-					m.reconfigure(sc.modelSizes(), sc.assign, now)
+					m.Reconfigure(sc.modelSizes(), mapAssign(sc.assign), now)
 					continue
 				case step%251 == 250:
 					l.reclaim(Instant(now))
-					m.sweep(now)
+					m.Sweep(now)
 					if shadow != nil {
-						shadow.sweep(now)
+						shadow.Sweep(now)
 						l.mirror.reclaim(Instant(now))
 					}
 					continue
@@ -461,7 +254,7 @@ func TestPoliciesAgreeWithTheExactModel(t *testing.T) {
 				}
 				v, b := vocab.Verb(r.IntN(2)), vocab.Bucket(r.IntN(2))
 				got := l.ChargeAt(ctx, id, v, b, Instant(now))
-				want := m.charge(id, v, b, now)
+				want := Decision(m.Charge(id, v, b, now))
 				if got != want {
 					t.Fatalf("step %d: %s %v/%v at %d: limiter %+v, model %+v", step, id, v, b, now, got, want)
 				}
@@ -469,7 +262,7 @@ func TestPoliciesAgreeWithTheExactModel(t *testing.T) {
 					overflows++
 				}
 				if shadow != nil {
-					sd := shadow.charge(id, v, b, now)
+					sd := shadow.Charge(id, v, b, now)
 					if !sd.Allowed && sc.shadowed()[sd.Policy] {
 						wantShadow[sd.Policy]++
 					}
