@@ -3,13 +3,13 @@ package registrar_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/registrar-otel/registrar-otel/backend/backendtest"
 	"github.com/registrar-otel/registrar-otel/backend/embedded"
 	"github.com/registrar-otel/registrar-otel/callers"
 	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
@@ -281,16 +281,6 @@ var modelComponents = map[string]vocab.Multiplicity{
 	"review": vocab.ManyPerHost, "edge-proxy": vocab.OnePerHost, "control-plane": vocab.OnePerDeployment,
 }
 
-func modelRegistrationID(component, host string, instance uint32) string {
-	switch modelComponents[component] {
-	case vocab.OnePerDeployment:
-		return component
-	case vocab.OnePerHost:
-		return host + "-" + component
-	}
-	return fmt.Sprintf("%s-%s-%03d", host, component, instance)
-}
-
 // modelBackend is a backend under test, with the means to restart it (a
 // crash: the same registry, opened again) and to ask whether a delivered
 // secret id still logs in.
@@ -464,7 +454,7 @@ func runAuthorizationModel(t *testing.T, seed uint64, steps int, mb *modelBacken
 				}
 			}
 		}
-		id := modelRegistrationID(component, host, instance)
+		id := backendtest.RegistrationID(modelComponents[component], component, host, instance)
 		g := regs[id]
 		if reason != 0 {
 			d := lm.Charge(caller.id, verb, vocab.PredecisionRefusal, now)

@@ -250,7 +250,15 @@ func (w *walk) pick() (string, string, uint32) {
 }
 
 func walkID(component, host string, instance uint32) string {
-	switch ceilingComponents[component] {
+	return RegistrationID(ceilingComponents[component], component, host, instance)
+}
+
+// RegistrationID is the registration id the verbs derive, written from
+// the spec's rule (one-per-deployment: the component; one-per-host:
+// host-component; many-per-host: host-component-NNN) as the tests'
+// reference: the random walk's and the verbs' authorization model's.
+func RegistrationID(m vocab.Multiplicity, component, host string, instance uint32) string {
+	switch m {
 	case vocab.OnePerDeployment:
 		return component
 	case vocab.OnePerHost:
