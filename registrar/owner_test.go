@@ -121,9 +121,7 @@ func TestAnotherIdentitysRemintAndDeregisterAreRefusedNotOwner(t *testing.T) {
 	if err != nil || res.Outcome != registrar.IdempotentRemint || res.Material.RoleID != first.Material.RoleID {
 		t.Fatalf("alice's remint: %+v, %v; want idempotent_remint of the same role", res, err)
 	}
-	if d, err := h.v.Deregister(ctx, deregisterBy(alice)); err != nil || d.Outcome != registrar.Removed {
-		t.Fatalf("alice's deregister: %+v, %v; want removed", d, err)
-	}
+	removes(t, h, alice)
 }
 
 func TestAPolicyThatMayActForAnyOwnerRemintsAndDeregisters(t *testing.T) {
@@ -134,15 +132,11 @@ func TestAPolicyThatMayActForAnyOwnerRemintsAndDeregisters(t *testing.T) {
 	if _, err := h.v.Mint(ctx, mintBy(alice)); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := h.v.Mint(ctx, mintBy(bob)); err != nil || res.Outcome != registrar.IdempotentRemint {
-		t.Fatalf("bob's remint: %+v, %v; want idempotent_remint", res, err)
-	}
+	remints(t, h, bob)
 	if owner, _ := b.Owner("h1-review-007"); owner != alice {
 		t.Errorf("owner after bob's remint: got %q, want still %q", owner, alice)
 	}
-	if d, err := h.v.Deregister(ctx, deregisterBy(bob)); err != nil || d.Outcome != registrar.Removed {
-		t.Fatalf("bob's deregister: %+v, %v; want removed", d, err)
-	}
+	removes(t, h, bob)
 }
 
 // askLog is an Authority that lets every call through and keeps what
@@ -212,13 +206,9 @@ func TestWithoutAnAuthorityAnyIdentityMayRemintAndDeregister(t *testing.T) {
 	if _, err := h.v.Mint(ctx, mintBy(alice)); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := h.v.Mint(ctx, mintBy(bob)); err != nil || res.Outcome != registrar.IdempotentRemint {
-		t.Fatalf("bob's remint: %+v, %v; want idempotent_remint", res, err)
-	}
+	remints(t, h, bob)
 	b.DropOwner("h1-review-007") // and a registration of an earlier release
-	if d, err := h.v.Deregister(ctx, deregisterBy(bob)); err != nil || d.Outcome != registrar.Removed {
-		t.Fatalf("bob's deregister: %+v, %v; want removed", d, err)
-	}
+	removes(t, h, bob)
 }
 
 // A registration of an earlier release has no owner: only a caller whose
@@ -236,7 +226,23 @@ func TestARegistrationWithoutAnOwnerIsRefusedToAPolicysCaller(t *testing.T) {
 	checkNotOwner(t, h, err)
 	_, err = h.v.Deregister(ctx, deregisterBy(alice))
 	checkNotOwner(t, h, err)
-	if d, err := h.v.Deregister(ctx, deregisterBy(bob)); err != nil || d.Outcome != registrar.Removed {
-		t.Fatalf("deregister by a caller that may act for any owner: %+v, %v; want removed", d, err)
+	removes(t, h, bob) // a caller that may act for any owner
+}
+
+// remints fails unless who's mint of the registration answers
+// idempotent_remint.
+func remints(t *testing.T, h *harness, who string) {
+	t.Helper()
+	if res, err := h.v.Mint(context.Background(), mintBy(who)); err != nil || res.Outcome != registrar.IdempotentRemint {
+		t.Fatalf("%s's remint: %+v, %v; want idempotent_remint", who, res, err)
+	}
+}
+
+// removes fails unless who's deregister of the registration answers
+// removed.
+func removes(t *testing.T, h *harness, who string) {
+	t.Helper()
+	if d, err := h.v.Deregister(context.Background(), deregisterBy(who)); err != nil || d.Outcome != registrar.Removed {
+		t.Fatalf("%s's deregister: %+v, %v; want removed", who, d, err)
 	}
 }
