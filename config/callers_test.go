@@ -225,11 +225,7 @@ func TestValidateChecksHandBuiltPolicies(t *testing.T) {
 		{Name: "c", IdentityPrefixes: []string{"p"}, Sizes: good, Shadow: &CallerSizes{Set: SetAdmissionBurst}}, // zeros in the shadow
 		{Name: "d", Sizes: good},
 	}
-	var got []string
-	for _, e := range Errors(c.Validate()) {
-		got = append(got, e.Error())
-	}
-	want := []string{
+	sameErrors(t, c.Validate(), []string{
 		"registrar.callers.b.rate_limit_admission_burst must be greater than 0; a zero burst throttles the first legitimate mint",
 		"registrar.callers.b.rate_limit_predecision_refusal_burst must be greater than 0; a zero burst throttles the first legitimate mint",
 		"registrar.callers.b.rate_limit_predecision_refusal_refill_interval_ms must be greater than 0; a zero interval is an unbounded token supply that disables the limiter silently",
@@ -240,10 +236,7 @@ func TestValidateChecksHandBuiltPolicies(t *testing.T) {
 		"registrar.callers.d.identities must name at least one identity unless identity_prefixes names a prefix: a policy that names neither applies to no caller",
 		"registrar.callers.a names two policies",
 		`registrar.callers.b.identities[0] must not name an identity registrar.callers.a.identities names too: an identity takes one policy, got "x"`,
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("Validate:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	})
 	for _, e := range Errors(c.Validate()) {
 		var ke *KeyError
 		if !errors.As(e, &ke) {

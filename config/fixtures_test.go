@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,6 +20,18 @@ func errorLines(err error) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// sameErrors fails unless err's errors, in order, read want.
+func sameErrors(t *testing.T, err error, want []string) {
+	t.Helper()
+	var got []string
+	for _, e := range Errors(err) {
+		got = append(got, e.Error())
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Validate:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 func fixtures(t *testing.T, pattern string) []string {
