@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/user"
@@ -90,12 +89,7 @@ func TestConfigCheckListsEachPolicysScope(t *testing.T) {
 	if got := res.Config.Registrar.MaxInstancesPerHost; len(got) != 1 || got["review"] != 4 {
 		t.Errorf("config.registrar.max_instances_per_host = %v, want review 4", got)
 	}
-	var indented bytes.Buffer
-	if err := json.Indent(&indented, res.Config.Registrar.Callers, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	indented.WriteByte('\n')
-	golden(t, "config_check_callers_scoped.json", indented.Bytes())
+	goldenJSON(t, "config_check_callers_scoped.json", res.Config.Registrar.Callers)
 }
 
 // TestConfigCheckRefusesBadScopes: the authorization rules fail the check

@@ -289,12 +289,7 @@ telemetry:
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
-	var indented bytes.Buffer
-	if err := json.Indent(&indented, res.Config.Registrar.Callers, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	indented.WriteByte('\n')
-	golden(t, "config_check_callers.json", indented.Bytes())
+	goldenJSON(t, "config_check_callers.json", res.Config.Registrar.Callers)
 }
 
 // TestConfigCheckRefusesBadCallerPolicies: a policy error exits 2 with the
@@ -768,4 +763,16 @@ func TestOTLPCredentialsAreNeverPrintedByServeOrConfigCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// goldenJSON compares raw, indented as config check --json's readers
+// see it, with the golden file name.
+func goldenJSON(t *testing.T, name string, raw json.RawMessage) {
+	t.Helper()
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, raw, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	indented.WriteByte('\n')
+	golden(t, name, indented.Bytes())
 }
