@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -258,15 +258,44 @@ type checkpointFS interface {
 	SyncDir() error
 }
 
-// dirFS is checkpointFS on an open private directory (privdir.Open).
+// dirFS is checkpointFS on an open private directory (privdir.Open),
+// held open since start: every file is opened relative to it (openIn),
+// never by path, and must be a regular file.
 type dirFS struct {
 	dir *os.File
 }
 
-func (d dirFS) path(name string) string { return filepath.Join(d.dir.Name(), name) }
+// NotRegularError is a checkpoint file that is not a regular file (a
+// FIFO, a device, a directory, a socket): it is refused, not opened for
+// reading or writing, so that nothing put at the name can block the tick.
+type NotRegularError struct {
+	// Name is the file's name in the state directory.
+	Name string
+	// Mode is its type.
+	Mode fs.FileMode
+}
+
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("coalesce: checkpoint file %s is not a regular file (%s): remove it; the checkpoint is not written until then", e.Name, e.Mode.Type())
+}
+
+// regular returns f when it is a regular file; else it closes f and
+// returns a *NotRegularError.
+func regular(f *os.File, name string) (*os.File, error) {
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, &NotRegularError{Name: name, Mode: st.Mode()}
+	}
+	return f, nil
+}
 
 func (d dirFS) ReadFile(name string) ([]byte, error) {
-	f, err := os.OpenFile(d.path(name), os.O_RDONLY|oNoFollow, 0)
+	f, err := openIn(d.dir, name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -275,8 +304,16 @@ func (d dirFS) ReadFile(name string) ([]byte, error) {
 }
 
 func (d dirFS) WriteFile(name string, data []byte) error {
-	f, err := os.OpenFile(d.path(name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|oNoFollow, 0o600)
+	// O_RDWR, not O_WRONLY: a FIFO opened write-only with no reader fails
+	// (ENXIO, which names nothing), read-write it opens at once and is
+	// refused as not regular. Not O_TRUNC at open: a file is truncated only
+	// once it is known to be regular.
+	f, err := openIn(d.dir, name, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
+		return err
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
 		return err
 	}
 	if _, err := f.Write(data); err != nil {
@@ -291,7 +328,7 @@ func (d dirFS) WriteFile(name string, data []byte) error {
 }
 
 func (d dirFS) Remove(name string) error {
-	if err := os.Remove(d.path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := removeIn(d.dir, name); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return nil

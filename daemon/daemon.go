@@ -64,11 +64,14 @@ type Daemon struct {
 	coalescer *coalesce.Sink
 	stateDir  *os.File               // registrar.state_dir, held open for the checkpoint and the guard
 	ckpt      *coalesce.Checkpointer // the evidence checkpoint (evidence.go)
-	guard     *dirGuard              // the private directories' recheck on the tick (dirguard.go)
-	recovery  coalesce.Recovery      // what start found of the previous stop (evidence.go)
-	limiter   *limiter.Limiter
-	health    *health.Holder
-	verbs     *registrar.Verbs
+	// ckptFailing is the checkpoint's last failure, logged once ("" after
+	// a write that succeeded); the tick goroutine's alone.
+	ckptFailing string
+	guard       *dirGuard         // the private directories' recheck on the tick (dirguard.go)
+	recovery    coalesce.Recovery // what start found of the previous stop (evidence.go)
+	limiter     *limiter.Limiter
+	health      *health.Holder
+	verbs       *registrar.Verbs
 	// stockStale: the registrations were not counted from the registry
 	// yet (the backend could not list them at start); the tick retries.
 	stockStale atomic.Bool

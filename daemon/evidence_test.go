@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -162,4 +163,49 @@ func TestNoCheckpointIsWrittenOnTheRequestPath(t *testing.T) {
 	if got := r.d.ckpt.Writes() - before; got != 1 {
 		t.Fatalf("%d checkpoint writes after two ticks with one change between, want 1", got)
 	}
+}
+
+// Issue 41: a FIFO left at both checkpoint files while the daemon runs.
+// No tick blocks on it: mints are answered, each tick that has windows to
+// write fails at once and is counted, the failure is logged once, not on
+// every tick; once the FIFOs go the next tick writes, and the stop
+// completes.
+func TestAFIFOAtTheCheckpointNeverBlocksTheTickAndIsLoggedOnce(t *testing.T) {
+	t.Parallel() // its daemon's seams are its own
+	cfg := testConfig(t)
+	var logs logtest.Buffer
+	r := launch(t, cfg, slog.New(slog.NewTextHandler(&logs, nil)), seams{})
+	ctx := context.Background()
+	r.tick()
+	for i := range 2 {
+		name := filepath.Join(cfg.Registrar.StateDir, coalesce.CheckpointFile(uint64(i)))
+		os.Remove(name)
+		if err := syscall.Mkfifo(name, 0o600); err != nil {
+			t.Skipf("mkfifo: %v", err)
+		}
+	}
+	before := r.d.ckpt.Failures()
+	for i := range 3 {
+		for range 5 {
+			if resp, err := r.client.Mint(ctx, mint("BAD")); err != nil || resp.StatusCode == 0 {
+				t.Fatalf("a mint beside the FIFO: %+v, %v", resp, err)
+			}
+		}
+		r.tick()
+		if got := r.d.ckpt.Failures() - before; got != uint64(i+1) {
+			t.Fatalf("after tick %d past the FIFO: %d checkpoint failures counted, want %d", i+1, got, i+1)
+		}
+	}
+	if n := len(logs.Lines("evidence-checkpoint", "not a regular file")); n != 1 {
+		t.Fatalf("the FIFO's failure logged %d times in 3 ticks, want once:\n%s", n, logs.String())
+	}
+	for i := range 2 {
+		os.Remove(filepath.Join(cfg.Registrar.StateDir, coalesce.CheckpointFile(uint64(i))))
+	}
+	writes := r.d.ckpt.Writes()
+	r.tick()
+	if r.d.ckpt.Writes() != writes+1 {
+		t.Fatal("the tick after the FIFOs went did not write the checkpoint")
+	}
+	r.stop(t)
 }

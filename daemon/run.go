@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/coalesce"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/telemetry"
 )
@@ -177,10 +178,23 @@ func (d *Daemon) tickTasks() []tickTask {
 		}},
 		// After the tick's batch is durable: the windows still not written.
 		{"evidence-checkpoint", func(ctx context.Context, now time.Time) error {
-			if err := d.ckpt.Tick(ctx, now); err != nil {
-				return fmt.Errorf("daemon: evidence checkpoint (registrar.state_dir): %w", err)
+			err := d.ckpt.Tick(ctx, now)
+			if err == nil {
+				d.ckptFailing = ""
+				return nil
 			}
-			return nil
+			failing := err.Error()
+			if _, ok := errors.AsType[*coalesce.NotRegularError](err); ok {
+				failing = "not regular" // either file: the ticks take turns
+			}
+			if failing == d.ckptFailing {
+				// The last tick's failure again (a FIFO left at a file's
+				// name): counted, in registrar_coalesce_checkpoint_failures_total,
+				// and logged once, not every second.
+				return nil
+			}
+			d.ckptFailing = failing
+			return fmt.Errorf("daemon: evidence checkpoint (registrar.state_dir): %w", err)
 		}},
 		{"limiter-sweep", func(context.Context, time.Time) error {
 			d.limiter.Sweep()
