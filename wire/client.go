@@ -11,6 +11,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -38,6 +42,9 @@ type clientConfig struct {
 	propagator  propagation.TextMapPropagator
 	noKeepAlive bool
 	timeout     time.Duration
+	// serverUIDs are the uids besides root a unix socket's server may run
+	// as; nil: the owner of the socket's directory.
+	serverUIDs []uint32
 }
 
 // ClientOption configures a Client.
@@ -64,14 +71,88 @@ func WithTimeout(d time.Duration) ClientOption {
 	return func(c *clientConfig) { c.timeout = d }
 }
 
+// WithServerUIDs names the uids, besides root, that the server on a unix
+// socket may run as (the daemon's user: the owner of its
+// registrar.state_dir). Without it, the owner of the socket's directory is
+// trusted besides root. Over TLS the server's certificate is checked
+// instead, and the option is not used.
+func WithServerUIDs(uids ...uint32) ClientOption {
+	return func(c *clientConfig) { c.serverUIDs = append([]uint32{}, uids...) }
+}
+
+// ServerNotTrustedError is a unix socket whose server runs as a user the
+// client does not trust: neither root nor one of the trusted uids
+// (WithServerUIDs, or the owner of the socket's directory). Whoever can
+// create a socket where the client looks can answer in the registrar's
+// place (a forged backup, a forged limits answer), so the client speaks
+// to it no further: nothing was sent but the connection itself.
+type ServerNotTrustedError struct {
+	// Socket is the socket's path.
+	Socket string
+	// UID is the server's uid, from SO_PEERCRED.
+	UID uint32
+	// Trusted are the uids trusted besides root.
+	Trusted []uint32
+}
+
+func (e *ServerNotTrustedError) Error() string {
+	want := "root"
+	for _, u := range e.Trusted {
+		want += " or uid " + strconv.FormatUint(uint64(u), 10)
+	}
+	return fmt.Sprintf("wire: the server on unix socket %s runs as uid %d, not as %s (the daemon's user): refusing to talk to it, another user's process may be answering in the registrar's place",
+		e.Socket, e.UID, want)
+}
+
+// checkServer refuses c unless its server runs as root or a trusted uid
+// (see ServerNotTrustedError). Off Linux the uid cannot be read, and
+// nothing is checked.
+func checkServer(c net.Conn, socketPath string, trusted []uint32) error {
+	uc, ok := c.(*net.UnixConn)
+	if !peerCredentials || !ok {
+		return nil
+	}
+	uid, err := PeerUID(uc)
+	if err != nil {
+		return fmt.Errorf("wire: unix socket %s: checking who the server is: %w", socketPath, err)
+	}
+	if uid == 0 {
+		return nil
+	}
+	if trusted == nil {
+		dir := filepath.Dir(socketPath)
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return fmt.Errorf("wire: unix socket %s: checking who the server is: %w", socketPath, err)
+		}
+		if owner, ok := FileOwner(fi); ok {
+			trusted = []uint32{owner}
+		}
+	}
+	if slices.Contains(trusted, uid) {
+		return nil
+	}
+	return &ServerNotTrustedError{Socket: socketPath, UID: uid, Trusted: trusted}
+}
+
 // NewUnixClient returns a client of the registrar listening on the unix
-// socket at socketPath.
+// socket at socketPath. Each connection's server must run as root or a
+// trusted uid (WithServerUIDs); another is refused with a
+// *ServerNotTrustedError before anything is sent.
 func NewUnixClient(socketPath string, opts ...ClientOption) *Client {
 	cfg := clientOptions(opts)
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", socketPath)
+			c, err := d.DialContext(ctx, "unix", socketPath)
+			if err != nil {
+				return nil, err
+			}
+			if err := checkServer(c, socketPath, cfg.serverUIDs); err != nil {
+				c.Close()
+				return nil, err
+			}
+			return c, nil
 		},
 		DisableKeepAlives: cfg.noKeepAlive,
 		IdleConnTimeout:   DefaultIdleTimeout / 2, // before the server drops it

@@ -64,12 +64,18 @@ func runBackup(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "registrar-otel backup: registrar.backend is openbao: the registry lives in OpenBao; back up the OpenBao server (its own snapshot) instead")
 		return exitFailure
 	}
+	fromDefault := *socket == "" && *cfgPath == ""
 	if *socket == "" {
 		*socket = cfg.Registrar.SocketPath
 	}
+	cl, err := unixClient(*socket, *cfgPath, fromDefault, stderr, wire.WithTimeout(*timeout))
+	if err != nil {
+		fmt.Fprint(stderr, "registrar-otel backup: ")
+		printErrors(stderr, err)
+		return exitUsage
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	cl := wire.NewUnixClient(*socket, wire.WithTimeout(*timeout))
 	from := "the running daemon at " + *socket
 	n, err := writeSnapshot(*out, func(w io.Writer) (int64, error) { return cl.Backup(ctx, w) })
 	if daemonStopped(err) {
@@ -88,7 +94,7 @@ func runBackup(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintln(stderr, "  run it as the daemon's user (sudo -u registrar-otel registrar-otel backup ...) or as root")
 			}
 			return exitFailure
-		case errors.As(err, &op) && op.Op == "dial":
+		case errors.As(err, &op) && op.Op == "dial", errors.As(err, new(*wire.ServerNotTrustedError)):
 			return transportError(stderr, "backup", daemonAddr{socket: *socket, fromConfig: *cfgPath}, err)
 		}
 		fmt.Fprintf(stderr, "registrar-otel backup: %v\n", err)

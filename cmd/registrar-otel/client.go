@@ -75,7 +75,11 @@ func (c *connFlags) client(stderr io.Writer) (*wire.Client, daemonAddr, error) {
 		return nil, daemonAddr{}, err
 	}
 	fromDefault := c.socket == "" && c.config == "" && socket == defaultSocket()
-	return wire.NewUnixClient(socket, opts...), daemonAddr{socket: socket, fromConfig: c.config, fromDefault: fromDefault}, nil
+	cl, err := unixClient(socket, c.config, fromDefault, stderr, opts...)
+	if err != nil {
+		return nil, daemonAddr{}, err
+	}
+	return cl, daemonAddr{socket: socket, fromConfig: c.config, fromDefault: fromDefault}, nil
 }
 
 // resolveSocket is --socket, or registrar.socket_path of --config (or of

@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"syscall"
+
+	"github.com/registrar-otel/registrar-otel/wire"
 )
 
 // daemonAddr is where a client command connects: a unix socket, or a TCP
@@ -58,7 +60,10 @@ func explainTransport(addr daemonAddr, err error) string {
 		return fmt.Sprintf("no protocol answer from %s: %v", addr, err)
 	}
 	where := describePath(addr.socket, addr.fromDefault)
+	var nt *wire.ServerNotTrustedError
 	switch {
+	case errors.As(err, &nt):
+		return fmt.Sprintf("refused to talk to the server on %s: it runs as uid %d, neither root nor the daemon's user; nothing was sent\n  another user's process may be answering in the registrar's place: name the daemon's configuration with --config FILE (its registrar.state_dir's owner is the daemon's user), or its real socket with --socket PATH", where, nt.UID)
 	case dial && errors.Is(err, fs.ErrNotExist):
 		return fmt.Sprintf("no daemon socket at %s (no such file)\n  %s, %s", where, start, point)
 	case dial && errors.Is(err, syscall.ECONNREFUSED) && !isSocket(addr.socket):

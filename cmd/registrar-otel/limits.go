@@ -93,7 +93,13 @@ func (a *adminFlags) client(name string, stderr io.Writer) (*wire.Client, daemon
 		return nil, daemonAddr{}, false
 	}
 	fromDefault := a.socket == "" && a.config == "" && path == defaultSocket()
-	return wire.NewUnixClient(path, wire.WithTimeout(a.timeout)), daemonAddr{socket: path, fromConfig: a.config, fromDefault: fromDefault}, true
+	cl, err := unixClient(path, a.config, fromDefault, stderr, wire.WithTimeout(a.timeout))
+	if err != nil {
+		fmt.Fprintf(stderr, "registrar-otel %s: ", name)
+		printErrors(stderr, err)
+		return nil, daemonAddr{}, false
+	}
+	return cl, daemonAddr{socket: path, fromConfig: a.config, fromDefault: fromDefault}, true
 }
 
 // adminFailure prints why an administrative call got no answer and

@@ -62,8 +62,14 @@ func runLoad(stdout, stderr io.Writer, lf *loadFlags, sum *loadSummary, what str
 			}
 		}
 	}()
-	addr := daemonAddr{socket: socket, fromConfig: lf.config}
-	client := wire.NewUnixClient(socket, wire.WithTimeout(30*time.Second))
+	fromDefault := lf.socket == "" && lf.config == ""
+	addr := daemonAddr{socket: socket, fromConfig: lf.config, fromDefault: fromDefault}
+	client, err := unixClient(socket, lf.config, fromDefault, stderr, wire.WithTimeout(30*time.Second))
+	if err != nil {
+		fmt.Fprintf(stderr, "registrar-otel %s: ", name)
+		printErrors(stderr, err)
+		return exitUsage
+	}
 	if h, err := client.Health(context.Background()); err != nil {
 		return transportError(stderr, name, addr, err)
 	} else if !h.OK() {

@@ -49,7 +49,12 @@ func runReload(args []string, stdout, stderr io.Writer) int {
 		printErrors(stderr, err)
 		return exitUsage
 	}
-	c := wire.NewUnixClient(path, wire.WithTimeout(*timeout))
+	c, err := unixClient(path, *cfgPath, *socket == "" && *cfgPath == "" && path == defaultSocket(), stderr, wire.WithTimeout(*timeout))
+	if err != nil {
+		fmt.Fprint(stderr, "registrar-otel reload: ")
+		printErrors(stderr, err)
+		return exitUsage
+	}
 	defer c.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/wire"
+)
+
+// foreignServerEnv makes the test binary (TestMain) serve on the socket
+// it names, as another user's server would: every request is answered 200
+// with a forged body, and its path written to stdout, until stdin closes.
+const foreignServerEnv = "REGISTRAR_TEST_FOREIGN_SERVER"
+
+func runForeignServer(socket string) int {
+	l, err := net.Listen("unix", socket)
+	if err != nil {
+		fmt.Println("listen:", err)
+		return 1
+	}
+	fmt.Println("ready")
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
+	http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Println("request", r.URL.Path)
+		io.WriteString(w, "a forged snapshot")
+	}))
+	return 0
+}
+
+// startForeignServer runs the test binary as uid daemonUID, serving on
+// socket (in a directory that uid may write), and returns a function that
+// waits up to a deadline for want requests in all and returns their paths.
+func startForeignServer(t *testing.T, socket string) func(want int) []string {
+	t.Helper()
+	dir, _ := daemonUIDDir(t)
+	self := filepath.Join(dir, "e2e.test")
+	copyFile(t, os.Args[0], self, 0o755)
+	cmd := asDaemonUID(exec.Command(self))
+	cmd.Env = append(os.Environ(), foreignServerEnv+"="+socket)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	select {
+	case l := <-lines:
+		if l != "ready" {
+			t.Fatalf("the foreign server: %q", l)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the foreign server did not start")
+	}
+	var got []string
+	return func(want int) []string {
+		deadline := time.After(10 * time.Second)
+		for len(got) < want {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					return got
+				}
+				if p, found := strings.CutPrefix(l, "request "); found {
+					got = append(got, p)
+				}
+			case <-deadline:
+				return got
+			}
+		}
+		return got
+	}
+}
+
+// Issue 41, item 5: root's backup, told a socket where another user's
+// server answers (in a shared sticky directory root owns, as /tmp),
+// refuses it naming the server's uid, sends it nothing, and creates no
+// --out; the real daemon, run by that uid and named by its configuration
+// (whose state directory the uid owns), still gives its backup.
+func TestEndToEndBackupRefusesAServerRunByAnotherUser(t *testing.T) {
+	needRoot(t, "the servers run as another uid")
+	shared := filepath.Join(shortTempDir(t), "shared")
+	mkdir(t, shared, 0o1777)
+	for _, d := range []string{filepath.Dir(shared), shared} {
+		if err := os.Chmod(d, map[bool]os.FileMode{true: 0o1777, false: 0o755}[d == shared]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	socket := filepath.Join(shared, "registrar.sock")
+	requests := startForeignServer(t, socket)
+	bin := buildBinary(t)
+	out := filepath.Join(t.TempDir(), "registry.db")
+	code, stdout, stderr := runCmd(t, exec.Command(bin, "backup", "--socket", socket, "--out", out))
+	if code == exitOK || !strings.Contains(stderr, "uid "+strconv.Itoa(daemonUID)) || !strings.Contains(stderr, "nothing was sent") {
+		t.Fatalf("backup from a server of uid %d in a directory root owns: exit %d\nstdout:\n%s\nstderr:\n%s\nwant a refusal naming the uid", daemonUID, code, stdout, stderr)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(out), "*")); len(left) != 0 {
+		t.Fatalf("the refused backup left %v", left)
+	}
+
+	// The real daemon as that uid, its files in a directory it owns.
+	dir, own := daemonUIDDir(t)
+	cfg := writeConfig(t, dir, serveDoc(dir, "", ""), 0o644)
+	startLogged(t, "daemon", asDaemonUID(exec.Command(own, "serve", "--config", cfg)), "registrar-otel serving")
+	code, stdout, stderr = runCmd(t, exec.Command(bin, "backup", "--config", cfg, "--out", out))
+	if code != exitOK || !strings.Contains(stdout, "from the running daemon") {
+		t.Fatalf("backup with the daemon's configuration: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if fi, err := os.Stat(out); err != nil || fi.Size() == 0 {
+		t.Fatalf("the backup: %v, %v", fi, err)
+	}
+	// The foreign server was never sent a request: its first would come
+	// before this health probe.
+	wire.NewUnixClient(socket, wire.WithServerUIDs(daemonUID)).Health(context.Background())
+	if got := requests(1); len(got) != 1 || got[0] != wire.PathHealth {
+		t.Fatalf("the foreign server got %q, want only the trusting probe's health request", got)
+	}
+}
+
+// Issue 41, item 5: root does not use the embedded default socket path,
+// which is relative to the working directory (whoever controls the
+// directory controls what answers there): every client command refuses it
+// with exit 2 and a pointer to --config, before connecting.
+func TestEndToEndRootRefusesTheRelativeDefaultSocket(t *testing.T) {
+	needRoot(t, "the rule is root's")
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"backup", "--out", filepath.Join(dir, "b.db")},
+		{"reload"},
+		{"limits", "show"},
+		{"limits", "reset", "--identity", "unix-peer:uid=0"},
+		{"mint", "--service-name", "review", "--host", "h1", "--component", "review", "--instance", "1"},
+		{"deregister", "--service-name", "review", "--host", "h1", "--component", "review", "--instance", "1"},
+		{"load", "wave", "--hosts", "1", "--modules-per-host", "1"},
+	} {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		code, stdout, stderr := runCmd(t, cmd)
+		if code != exitUsage || !strings.Contains(stderr, "--config FILE") || !strings.Contains(stderr, "relative") {
+			t.Errorf("%s as root with the relative default socket: exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit 2 pointing at --config", args[0], code, stdout, stderr)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
+		t.Fatalf("the refused commands left %v", left)
+	}
+}
