@@ -12,9 +12,13 @@ import (
 
 // scopedAgents is a policy binding every agent certificate
 // (spiffe://registrar.test/agent/<host>) to its own host and to the review
-// component, with budgets no matrix drains.
+// component, with budgets no matrix drains. The matrix's 64 callers open
+// their connections at once: a handshake slot for each, since the default
+// 32 evicts handshakes when the machine is slow (seen with the other core
+// busy), and the matrix is about scope, not the handshake budget.
 const scopedAgents = `rate_limit_admission_burst = 1000000
 rate_limit_predecision_refusal_burst = 1000000
+tls_handshake_max_conns = 64
 
 [registrar.callers.agents]
 identity_prefixes = ["registrar-client:uri:spiffe://registrar.test/agent/"]
