@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/registrar-otel/registrar-otel/wire"
 )
@@ -206,8 +207,9 @@ func scopedCertificateMatrix(t *testing.T, backend matrixBackend) {
 // ownership attack on the real binary: under the catch-all policy
 // (identity_prefixes = [""]), caller B's remint and deregister of caller A's
 // registration are refused not_owner and change nothing (the registration
-// stays, A remints it with its role); once a reload gives the policy
-// scope_owner = "policy", the same calls succeed.
+// stays, A's secret still verifies in the registry, A remints it with its
+// role); once a reload gives the policy scope_owner = "policy", the same
+// calls succeed.
 func TestEndToEndAnotherCallersRegistrationIsNotOwned(t *testing.T) {
 	p := newE2EPKI(t)
 	d, addr := startTLSDaemon(t, p, "\n[registrar.callers.everyone]\nidentity_prefixes = [\"\"]\n")
@@ -236,6 +238,13 @@ func TestEndToEndAnotherCallersRegistrationIsNotOwned(t *testing.T) {
 	}
 	if got := sampleIn(t, d.scrape(), `registrar_registrations{component="review"}`); got != 1 {
 		t.Fatalf("live review registrations after B's refused calls: %v, want 1", got)
+	}
+	// A's secret still logs in: the registry's own check of it (an online
+	// backup's VerifySecret). A's remint below would pass even if B's
+	// refused remint had replaced A's secret.
+	reg, _ := registrySnapshot(t, d)
+	if ok, err := reg.VerifySecret(first.RegistrationID, first.Material.WrappedSecretID, time.Now()); err != nil || !ok {
+		t.Fatalf("A's secret after B's refused calls: verifies %v (%v), want true", ok, err)
 	}
 	again, err := a.Mint(ctx, req)
 	if err != nil || again.Outcome != "idempotent_remint" || again.Material == nil || again.Material.RoleID != first.Material.RoleID {
