@@ -3,18 +3,24 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
 // scopedAgents is a policy binding every agent certificate
 // (spiffe://registrar.test/agent/<host>) to its own host and to the review
-// component, with budgets no matrix drains.
+// component, with budgets no matrix drains. The matrix's 64 callers open
+// their connections at once: a handshake slot for each, since the default
+// 32 evicts handshakes when the machine is slow (seen with the other core
+// busy), and the matrix is about scope, not the handshake budget.
 const scopedAgents = `rate_limit_admission_burst = 1000000
 rate_limit_predecision_refusal_burst = 1000000
+tls_handshake_max_conns = 64
 
 [registrar.callers.agents]
 identity_prefixes = ["registrar-client:uri:spiffe://registrar.test/agent/"]
@@ -22,17 +28,34 @@ scope_hosts = ["{identity}"]
 scope_components = ["review"]
 `
 
-// TestEndToEndAMatrixOfScopedCertificates is issue 36's mTLS acceptance:
-// 64 certificates, each scoped to its own host, call every (caller, host,
+// TestEndToEndAMatrixOfScopedCertificates is issue 36's mTLS acceptance
+// on the embedded backend (scopedCertificateMatrix): the registry itself,
+// read through an online backup, holds exactly the in-scope registrations.
+func TestEndToEndAMatrixOfScopedCertificates(t *testing.T) {
+	scopedCertificateMatrix(t, matrixBackend{held: embeddedHeld})
+}
+
+// matrixBackend is a backend the scoped-certificate matrix runs on.
+type matrixBackend struct {
+	// registrar and tables are the configuration the backend adds: lines
+	// of [registrar], and tables after [telemetry].
+	registrar, tables string
+	// held reads what the backend itself holds, by registration id.
+	held func(t *testing.T, d *daemonProc) map[string]heldRegistration
+}
+
+// scopedCertificateMatrix is issue 36's mTLS acceptance on backend: 64
+// certificates, each scoped to its own host, call every (caller, host,
 // component, verb) of a 64 × 64 × 2 × 2 matrix over real TLS. Every
 // out-of-scope call is refused CallerNotPermitted out_of_scope naming its
-// scope, none reaches the registry (the live registrations are exactly the
-// in-scope ones, and an out-of-scope deregister removes nothing), and every
-// in-scope call succeeds.
-func TestEndToEndAMatrixOfScopedCertificates(t *testing.T) {
+// scope, none reaches the backend (what the backend holds after the mints
+// is exactly the in-scope registrations, each owned by its caller, and the
+// out-of-scope deregisters change nothing of it, not even a secret), and
+// every in-scope call succeeds (the backend holds nothing at the end).
+func scopedCertificateMatrix(t *testing.T, backend matrixBackend) {
 	const n = 64
 	p := newE2EPKI(t)
-	d, addr := startTLSDaemon(t, p, scopedAgents)
+	d, addr := startTLSDaemonWith(t, p, backend.registrar+scopedAgents, backend.tables)
 	host := func(i int) string { return fmt.Sprintf("h%d", i) }
 	clients := make([]*wire.Client, n)
 	for i := range clients {
@@ -109,6 +132,33 @@ func TestEndToEndAMatrixOfScopedCertificates(t *testing.T) {
 	dereg := func(c *wire.Client, h, component string) (*wire.Response, error) {
 		return c.Deregister(context.Background(), deregReq(h, component))
 	}
+	// inScopeHeld checks that the backend holds exactly the in-scope
+	// registrations, each owned by its own caller with a role and a
+	// secret, and returns what it holds.
+	inScopeHeld := func(when string) map[string]heldRegistration {
+		t.Helper()
+		held := backend.held(t, d)
+		var bad []string
+		want := make(map[string]bool, n)
+		for i := range n {
+			id := fmt.Sprintf("%s-review-001", host(i))
+			want[id] = true
+			owner := "registrar-client:uri:spiffe://registrar.test/agent/" + host(i)
+			if h, ok := held[id]; !ok || h.owner != owner || h.role == "" || h.secret == "" {
+				bad = append(bad, fmt.Sprintf("%s: %+v (held %v), want owner %s with a role and a secret", id, h, ok, owner))
+			}
+		}
+		for id, h := range held {
+			if !want[id] {
+				bad = append(bad, fmt.Sprintf("%s held (%+v): no in-scope call names it", id, h))
+			}
+		}
+		if len(held) != n || len(bad) > 0 {
+			t.Fatalf("%s: the backend holds %d registrations, want the %d in-scope ones; %d wrong, the first: %s",
+				when, len(held), n, len(bad), strings.Join(bad[:min(5, len(bad))], "; "))
+		}
+		return held
+	}
 
 	if ok, refused := run("mint", all, mint); ok != n || refused != n*n*2-n {
 		t.Fatalf("mints: %d admitted and %d refused, want %d and %d", ok, refused, n, n*n*2-n)
@@ -120,8 +170,9 @@ func TestEndToEndAMatrixOfScopedCertificates(t *testing.T) {
 	if review, edge := live(); review != n || edge != 0 {
 		t.Fatalf("live registrations after the mints: review %v, edge-proxy %v; want %d and 0: an out-of-scope mint reached the registry", review, edge, n)
 	}
+	afterMints := inScopeHeld("after the mints")
 	// Out-of-scope deregisters first: every review registration exists,
-	// and none of them may go.
+	// and none of them may go, nor change.
 	outOfScope := func(i, j int, component string) bool { return wantScope(i, j, component) != "" }
 	if ok, refused := run("deregister", outOfScope, dereg); ok != 0 || refused != n*n*2-n {
 		t.Fatalf("out-of-scope deregisters: %d removed and %d refused, want 0 and %d", ok, refused, n*n*2-n)
@@ -129,12 +180,23 @@ func TestEndToEndAMatrixOfScopedCertificates(t *testing.T) {
 	if review, _ := live(); review != n {
 		t.Fatalf("live review registrations after the out-of-scope deregisters: %v, want %d", review, n)
 	}
+	if after := inScopeHeld("after the out-of-scope deregisters"); !maps.Equal(after, afterMints) {
+		for id, h := range after {
+			if afterMints[id] != h {
+				t.Fatalf("%s changed during the out-of-scope deregisters: %+v, then %+v", id, afterMints[id], h)
+			}
+		}
+		t.Fatal("what the backend holds changed during the out-of-scope deregisters")
+	}
 	inScope := func(i, j int, component string) bool { return wantScope(i, j, component) == "" }
 	if ok, _ := run("deregister", inScope, dereg); ok != n {
 		t.Fatalf("in-scope deregisters: %d removed, want %d", ok, n)
 	}
 	if review, edge := live(); review != 0 || edge != 0 {
 		t.Fatalf("live registrations at the end: review %v, edge-proxy %v; want 0", review, edge)
+	}
+	if held := backend.held(t, d); len(held) != 0 {
+		t.Fatalf("the backend still holds %d registrations after the in-scope deregisters: %v", len(held), held)
 	}
 	if got := sampleIn(t, d.scrape(), `registrar_authorization_refusals_total{reason="out_of_scope",verb="mint"}`); got != n*n*2-n {
 		t.Fatalf("out_of_scope mint refusals counted: %v, want %d", got, n*n*2-n)
@@ -145,8 +207,9 @@ func TestEndToEndAMatrixOfScopedCertificates(t *testing.T) {
 // ownership attack on the real binary: under the catch-all policy
 // (identity_prefixes = [""]), caller B's remint and deregister of caller A's
 // registration are refused not_owner and change nothing (the registration
-// stays, A remints it with its role); once a reload gives the policy
-// scope_owner = "policy", the same calls succeed.
+// stays, A's secret still verifies in the registry, A remints it with its
+// role); once a reload gives the policy scope_owner = "policy", the same
+// calls succeed.
 func TestEndToEndAnotherCallersRegistrationIsNotOwned(t *testing.T) {
 	p := newE2EPKI(t)
 	d, addr := startTLSDaemon(t, p, "\n[registrar.callers.everyone]\nidentity_prefixes = [\"\"]\n")
@@ -175,6 +238,13 @@ func TestEndToEndAnotherCallersRegistrationIsNotOwned(t *testing.T) {
 	}
 	if got := sampleIn(t, d.scrape(), `registrar_registrations{component="review"}`); got != 1 {
 		t.Fatalf("live review registrations after B's refused calls: %v, want 1", got)
+	}
+	// A's secret still logs in: the registry's own check of it (an online
+	// backup's VerifySecret). A's remint below would pass even if B's
+	// refused remint had replaced A's secret.
+	reg, _ := registrySnapshot(t, d)
+	if ok, err := reg.VerifySecret(first.RegistrationID, first.Material.WrappedSecretID, time.Now()); err != nil || !ok {
+		t.Fatalf("A's secret after B's refused calls: verifies %v (%v), want true", ok, err)
 	}
 	again, err := a.Mint(ctx, req)
 	if err != nil || again.Outcome != "idempotent_remint" || again.Material == nil || again.Material.RoleID != first.Material.RoleID {

@@ -99,7 +99,14 @@ func withClients(extra string) string {
 // clientsPolicy.
 func startTLSDaemon(t *testing.T, p *e2ePKI, extra string) (*daemonProc, string) {
 	t.Helper()
-	d := startDaemon(t, p.tlsLines("127.0.0.1:0")+withClients(extra), "")
+	return startTLSDaemonWith(t, p, extra, "")
+}
+
+// startTLSDaemonWith is startTLSDaemon with tables (TOML tables, such as
+// [openbao]) added after [telemetry].
+func startTLSDaemonWith(t *testing.T, p *e2ePKI, extra, tables string) (*daemonProc, string) {
+	t.Helper()
+	d := startDaemon(t, p.tlsLines("127.0.0.1:0")+withClients(extra), tables)
 	addr := tlsAddrRE.FindString(strings.ReplaceAll(d.ready, d.metricsURL, ""))
 	if addr == "" {
 		t.Fatalf("no TLS listener address in %q", d.ready)
