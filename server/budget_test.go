@@ -516,7 +516,10 @@ func tlsPipeServer(t *testing.T, o Options, p *pipePKI) (*Server, *pipeListener,
 func tlsDial(l *pipeListener, p *pipePKI, cert *tls.Certificate) (*tls.Conn, error) {
 	cfg := &tls.Config{RootCAs: p.Pool(), ServerName: "registrar", NextProtos: []string{"http/1.1"}}
 	if cert != nil {
-		cfg.Certificates = []tls.Certificate{*cert}
+		// Sent whatever the server asks for: Go's client would otherwise
+		// keep back a certificate of another CA, or one it cannot parse,
+		// and the server would see none.
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
 	}
 	c := tls.Client(l.dial(), cfg)
 	if err := c.Handshake(); err != nil {
