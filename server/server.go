@@ -16,6 +16,12 @@ import (
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
+// httpHeaderSlack is what net/http reads of a header block beyond
+// http.Server.MaxHeaderBytes before it answers 431 (its initial read
+// limit is MaxHeaderBytes + 4096). Measured: with MaxHeaderBytes at 16 KiB
+// a 20,480-byte block was served and a 20,481-byte one refused.
+const httpHeaderSlack = 4096
+
 // Verbs is what the server drives: *registrar.Verbs. The error is nil,
 // *registrar.RefusedError, *registrar.ThrottledError or
 // *registrar.UnavailableError; anything else is answered 500.
@@ -111,9 +117,12 @@ func New(o Options) (*Server, error) {
 		ReadTimeout:       o.ReadTimeout,
 		WriteTimeout:      o.WriteTimeout,
 		IdleTimeout:       o.IdleTimeout,
-		MaxHeaderBytes:    wire.MaxHeaderBytes,
-		ConnContext:       s.connContext,
-		ConnState:         s.connState,
+		// net/http lets a header block run 4096 bytes past MaxHeaderBytes
+		// (its bufio slack): this makes the enforced bound the documented
+		// one, the request line and the blank line included.
+		MaxHeaderBytes: wire.MaxHeaderBytes - httpHeaderSlack,
+		ConnContext:    s.connContext,
+		ConnState:      s.connState,
 		// HTTP/1.1 only: a non-nil empty map turns HTTP/2 off.
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 		// What net/http reports about a connection (the TLS handshakes are

@@ -19,5 +19,7 @@ const (
 	DefaultIdleTimeout = 15 * time.Second
 )
 
-// MaxHeaderBytes bounds a request's header block (16 KiB).
+// MaxHeaderBytes bounds a request's header block (16 KiB): the request
+// line, the header fields and the blank line, exactly; a larger block is
+// answered 431 and its connection closed.
 const MaxHeaderBytes = 16 << 10

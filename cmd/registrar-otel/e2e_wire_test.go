@@ -1343,3 +1343,33 @@ rate_limit_coalesce_window_seconds = 1`, tickMS)+clientsPolicy, "")
 		t.Fatalf("audit scan after the trials: %+v", rep)
 	}
 }
+
+// Issue 41, item 6: the real binary bounds a request's header block at
+// the documented 16 KiB: 16,384 bytes are served, a 17 KiB block is
+// answered 431 (a plain HTTP error, no protocol body), as docs/en/wire.md
+// says.
+func TestEndToEndTheHeaderBlockIsBoundedAsDocumented(t *testing.T) {
+	d := startDaemon(t, "", "")
+	status := func(n int) int {
+		c, err := net.Dial("unix", d.socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(e2eIODeadline))
+		head := "GET /v1/health HTTP/1.1\r\nHost: registrar\r\nX-Pad: "
+		go io.WriteString(c, head+strings.Repeat("a", n-len(head)-4)+"\r\n\r\n")
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("a %d-byte header block: %v", n, err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if got := status(wire.MaxHeaderBytes); got != http.StatusOK {
+		t.Errorf("a header block of exactly 16 KiB: %d, want 200", got)
+	}
+	if got := status(17 << 10); got != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("a 17 KiB header block: %d, want 431", got)
+	}
+}
