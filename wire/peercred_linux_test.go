@@ -3,122 +3,22 @@
 package wire
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/registrar-otel/registrar-otel/internal/testing/peertest"
 )
 
-// fakeServerEnv names the socket the test binary, re-run as another uid,
-// serves on (TestHelperForeignServer).
-const fakeServerEnv = "WIRE_TEST_FOREIGN_SERVER"
-
-// TestHelperForeignServer is not a test: run by foreignServer as another
-// uid, it answers every request on the socket fakeServerEnv names with 200
-// and the body "forged", and writes one line to stdout per request, until
-// its stdin closes.
-func TestHelperForeignServer(t *testing.T) {
-	path := os.Getenv(fakeServerEnv)
-	if path == "" {
-		t.Skip("run by foreignServer only")
-	}
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		fmt.Println("listen:", err)
-		os.Exit(1)
-	}
-	fmt.Println("ready")
-	go func() {
-		io.Copy(io.Discard, os.Stdin)
-		os.Exit(0)
-	}()
-	http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Println("request", r.URL.Path)
-		io.WriteString(w, "forged")
-	}))
-}
-
-// foreignServer runs a server as uid on a socket in dir (which that uid
-// may write; its parent, base, a directory uid may read) and returns its
-// socket and a function that waits, up to a deadline, until the server
-// has got want requests in all and returns their paths.
-func foreignServer(t *testing.T, base, dir string, uid int) (socket string, requests func(want int) []string) {
-	t.Helper()
-	socket = filepath.Join(dir, "registrar.sock")
-	// The test binary where uid may run it (go test builds it in a
-	// directory only its user reads).
-	self, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(base, "wire.test")
-	if err := os.WriteFile(bin, self, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-test.run=^TestHelperForeignServer$", "-test.count=1")
-	cmd.Env = append(os.Environ(), fakeServerEnv+"="+socket)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Wait()
-	})
-	lines := make(chan string, 64)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	select {
-	case l := <-lines:
-		if l != "ready" {
-			t.Fatalf("the foreign server: %q", l)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the foreign server did not start")
-	}
-	var got []string
-	return socket, func(want int) []string {
-		deadline := time.After(10 * time.Second)
-		for len(got) < want {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					return got
-				}
-				if p, found := strings.CutPrefix(l, "request "); found {
-					got = append(got, p)
-				}
-			case <-deadline:
-				return got
-			}
-		}
-		return got
-	}
+func TestMain(m *testing.M) {
+	peertest.ServeIfAsked() // the test binary as another user's server
+	os.Exit(m.Run())
 }
 
 // unusedUID is a uid no account has, for the foreign server.
@@ -153,10 +53,21 @@ func TestTheClientRefusesAServerRunByAnotherUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(shared, 0o1777) // past the umask
-	socket, requests := foreignServer(t, base, shared, uid)
+	// The test binary where uid may run it (go test builds it in a
+	// directory only its user reads).
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(base, "wire.test")
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(shared, "registrar.sock")
+	requests := peertest.Start(t, bin, socket, uid)
 	ctx := context.Background()
 
-	_, err := NewUnixClient(socket, WithTimeout(10*time.Second)).Health(ctx)
+	_, err = NewUnixClient(socket, WithTimeout(10*time.Second)).Health(ctx)
 	var nt *ServerNotTrustedError
 	if !errors.As(err, &nt) || nt.UID != uint32(uid) || nt.Socket != socket {
 		t.Fatalf("a server of uid %d in a directory root owns: %v, want a *ServerNotTrustedError naming the uid", uid, err)

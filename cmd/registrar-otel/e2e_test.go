@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/internal/testing/logtest"
+	"github.com/registrar-otel/registrar-otel/internal/testing/peertest"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -32,9 +33,7 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	if socket := os.Getenv(foreignServerEnv); socket != "" {
-		os.Exit(runForeignServer(socket)) // the test binary as another user's server (e2e_trust_test.go)
-	}
+	peertest.ServeIfAsked() // the test binary as another user's server (e2e_trust_test.go)
 	// In-process config checks must not depend on who holds the default
 	// metrics port on this machine; the binary probes for real.
 	bindProbe = func(string) error { return nil }

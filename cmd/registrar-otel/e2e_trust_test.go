@@ -1,105 +1,26 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/registrar-otel/registrar-otel/internal/testing/peertest"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
-// foreignServerEnv makes the test binary (TestMain) serve on the socket
-// it names, as another user's server would: every request is answered 200
-// with a forged body, and its path written to stdout, until stdin closes.
-const foreignServerEnv = "REGISTRAR_TEST_FOREIGN_SERVER"
-
-func runForeignServer(socket string) int {
-	l, err := net.Listen("unix", socket)
-	if err != nil {
-		fmt.Println("listen:", err)
-		return 1
-	}
-	fmt.Println("ready")
-	go func() {
-		io.Copy(io.Discard, os.Stdin)
-		os.Exit(0)
-	}()
-	http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Println("request", r.URL.Path)
-		io.WriteString(w, "a forged snapshot")
-	}))
-	return 0
-}
-
 // startForeignServer runs the test binary as uid daemonUID, serving on
-// socket (in a directory that uid may write), and returns a function that
-// waits up to a deadline for want requests in all and returns their paths.
+// socket as another user's server would (peertest).
 func startForeignServer(t *testing.T, socket string) func(want int) []string {
 	t.Helper()
 	dir, _ := daemonUIDDir(t)
 	self := filepath.Join(dir, "e2e.test")
 	copyFile(t, os.Args[0], self, 0o755)
-	cmd := asDaemonUID(exec.Command(self))
-	cmd.Env = append(os.Environ(), foreignServerEnv+"="+socket)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Wait()
-	})
-	lines := make(chan string, 64)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	select {
-	case l := <-lines:
-		if l != "ready" {
-			t.Fatalf("the foreign server: %q", l)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the foreign server did not start")
-	}
-	var got []string
-	return func(want int) []string {
-		deadline := time.After(10 * time.Second)
-		for len(got) < want {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					return got
-				}
-				if p, found := strings.CutPrefix(l, "request "); found {
-					got = append(got, p)
-				}
-			case <-deadline:
-				return got
-			}
-		}
-		return got
-	}
+	return peertest.Start(t, self, socket, daemonUID)
 }
 
 // Issue 41, item 5: root's backup, told a socket where another user's
