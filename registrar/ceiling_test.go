@@ -263,6 +263,42 @@ func TestABackendThatFailsCleanlyReleasesTheSlot(t *testing.T) {
 	}
 }
 
+// lostClaim is a backend that reserves, then finds the registration
+// another daemon created meanwhile (OpenBao's compare-and-set claim lost
+// to a second registrar) and owned by someone the caller may not act for.
+type lostClaim struct {
+	*registrartest.Backend
+	owner string
+}
+
+func (l *lostClaim) Mint(_ context.Context, op registrar.MintOp) (registrar.MintStatus, registrar.Material, error) {
+	if !op.Reserves() {
+		return registrar.MintCeilingReached, registrar.Material{}, nil
+	}
+	if !op.Permits(l.owner) {
+		return registrar.MintNotOwner, registrar.Material{}, nil
+	}
+	return registrar.MintReissued, registrar.Material{RoleID: "r"}, nil
+}
+
+// A mint that took a slot and then was refused not_owner (the
+// registration turned out to be another's) gives the slot back: the
+// caller created nothing, so the ceiling still admits its next mint.
+func TestAReservationRefusedNotOwnerGivesItsSlotBack(t *testing.T) {
+	b := &lostClaim{Backend: registrartest.NewBackend(t), owner: bob}
+	h := newHarness(t, 32, 512, b)
+	h.v.SetAuthority(fakeAuthority{{identity: alice}, {identity: bob}})
+	h.v.SetCeilings(map[string]uint32{"review": 1})
+	_, err := h.v.Mint(context.Background(), mintOf(alice, "h1", 1))
+	checkNotOwnerOf(t, h, err, "h1-review-001")
+	if n := live(h); n != 0 {
+		t.Fatalf("after the refused mint: %d live, want 0 (the slot given back)", n)
+	}
+	if got := h.v.Stock().Policies; len(got) != 0 {
+		t.Fatalf("after the refused mint the policies own %+v, want nothing", got)
+	}
+}
+
 // ceilingBackend answers MintCeilingReached without asking Reserve: a
 // backend's bug, which must not pass for a determined refusal.
 type ceilingBackend struct{ *registrartest.Backend }
