@@ -42,3 +42,21 @@ func TestAuthorizationRefusalsAreCountedByVerbAndReason(t *testing.T) {
 		t.Fatalf("AuthorizationReasons = %v", registrar.AuthorizationReasons)
 	}
 }
+
+// A refusal's message names what the caller needs to act: the scope an
+// out_of_scope call left, the ceiling and its value, the registration.
+func TestARefusalsMessageNamesItsScopeOrCeiling(t *testing.T) {
+	for _, c := range []struct {
+		err  registrar.RefusedError
+		want string
+	}{
+		{registrar.RefusedError{Reason: vocab.ReasonOutOfScope, Scope: vocab.ScopeHost}, "registrar: refused out_of_scope (host)"},
+		{registrar.RefusedError{Reason: vocab.ReasonInstanceCeiling, Ceiling: vocab.CeilingRegistrations, Limit: 3, RegistrationID: "h1-review-001"},
+			"registrar: refused instance_ceiling (max_registrations 3) (registration h1-review-001)"},
+		{registrar.RefusedError{Reason: vocab.ReasonNoPolicy}, "registrar: refused no_policy"},
+	} {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("Error() = %q, want %q", got, c.want)
+		}
+	}
+}

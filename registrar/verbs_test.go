@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
 	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
+	"github.com/registrar-otel/registrar-otel/limiter"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/vocab"
 )
@@ -553,5 +555,37 @@ func TestSetComponentsStopsAcceptingARemovedComponent(t *testing.T) {
 		return m
 	}()); err != nil {
 		t.Fatalf("a refused SetComponents changed the table: %v", err)
+	}
+}
+
+// New names the dependency it was not given, and refuses a zero wrap TTL.
+func TestNewRefusesMissingDependencies(t *testing.T) {
+	lim, err := limiter.New(limiter.Config{
+		PredecisionRefusal: limiter.BucketConfig{Burst: 1, RefillInterval: time.Second},
+		Admission:          limiter.BucketConfig{Burst: 1, RefillInterval: time.Second},
+	}, limiter.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := registrar.Deps{Limiter: lim, Audit: &audittest.AuditLog{}, Backend: registrartest.NewBackend(t)}
+	cfg := registrar.Config{Components: testComponents, MaxWrapTTLSeconds: 60}
+	for _, c := range []struct {
+		change func(*registrar.Config, *registrar.Deps)
+		want   string
+	}{
+		{func(_ *registrar.Config, d *registrar.Deps) { d.Limiter = nil }, "nil limiter"},
+		{func(_ *registrar.Config, d *registrar.Deps) { d.Audit = nil }, "nil audit log"},
+		{func(_ *registrar.Config, d *registrar.Deps) { d.Backend = nil }, "nil backend"},
+		{func(c *registrar.Config, _ *registrar.Deps) { c.MaxWrapTTLSeconds = 0 }, "wrap TTL"},
+		{func(c *registrar.Config, _ *registrar.Deps) { c.Components = map[string]vocab.Multiplicity{"x": 9} }, "invalid multiplicity"},
+	} {
+		cc, dd := cfg, good
+		c.change(&cc, &dd)
+		if v, err := registrar.New(cc, dd); err == nil || v != nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New: %v, %v; want an error naming %q", v, err, c.want)
+		}
+	}
+	if _, err := registrar.New(cfg, good); err != nil {
+		t.Fatalf("New with every dependency: %v", err)
 	}
 }
