@@ -59,7 +59,7 @@ func TestNoDaemonErrorNamesTheSocketAndTheFix(t *testing.T) {
 	}
 	// Without --socket the default (make run's) path is tried, relative to
 	// the working directory, and named absolute, saying so.
-	cmd := exec.Command(bin, append([]string{"mint"}, ident...)...)
+	cmd := unprivileged(t, exec.Command(bin, append([]string{"mint"}, ident...)...), dir)
 	cmd.Dir = dir
 	msg, _ := cmd.CombinedOutput()
 	want := "no daemon socket at " + filepath.Join(dir, "var/run/registrar.sock") + " (the default var/run/registrar.sock, relative to the working directory " + dir + ")"

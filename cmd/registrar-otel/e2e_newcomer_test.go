@@ -46,8 +46,12 @@ func wantRun(t *testing.T, dir string, env []string, args []string, code int, wa
 // directory.
 func TestDefaultPathsAreNamedAbsoluteAndRelativeToTheWorkingDirectory(t *testing.T) {
 	dir := t.TempDir()
-	wantRun(t, dir, nil, []string{"mint", "--service-name", "review", "--host", "h1", "--component", "review", "--instance", "1"}, exitTransport,
-		"no daemon socket at "+filepath.Join(dir, "var/run/registrar.sock")+" (the default var/run/registrar.sock, relative to the working directory "+dir+")")
+	mint := unprivileged(t, exec.Command(buildBinary(t), "mint", "--service-name", "review", "--host", "h1", "--component", "review", "--instance", "1"), dir)
+	mint.Dir, mint.Env = dir, append(os.Environ(), "PWD="+dir)
+	want := "no daemon socket at " + filepath.Join(dir, "var/run/registrar.sock") + " (the default var/run/registrar.sock, relative to the working directory " + dir + ")"
+	if code, _, errOut := runCmd(t, mint); code != exitTransport || !strings.Contains(errOut, want) {
+		t.Errorf("mint with the default socket: exit %d, stderr:\n%s\nwant exit %d and %q", code, errOut, exitTransport, want)
+	}
 	wantRun(t, dir, nil, []string{"audit", "scan"}, auditScanFailed,
 		"audit scan: cannot read the record store at "+filepath.Join(dir, "var/audit")+" (the default var/audit, relative to the working directory "+dir+"): no such file or directory",
 		"--dir DIR")

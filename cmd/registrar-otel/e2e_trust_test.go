@@ -96,3 +96,24 @@ func TestEndToEndRootRefusesTheRelativeDefaultSocket(t *testing.T) {
 		t.Fatalf("the refused commands left %v", left)
 	}
 }
+
+// unprivileged makes cmd run as uid daemonUID when the test runs as root
+// (root refuses the relative default socket path; the messages for
+// everyone else are what the caller tests), from a copy of the binary that
+// uid may run, in dir, which it is made able to enter.
+func unprivileged(t *testing.T, cmd *exec.Cmd, dir string) *exec.Cmd {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return cmd
+	}
+	_, own := daemonUIDDir(t)
+	cmd.Path, cmd.Args[0] = own, own
+	for d := dir; d != "/" && d != "."; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o005 != 0o005 {
+			if err := os.Chmod(d, fi.Mode().Perm()|0o005); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return asDaemonUID(cmd)
+}
