@@ -20,13 +20,14 @@ type subordinates struct{ m atomic.Pointer[subid.Map] }
 // that range owner's identity, UnixIdentity(owner), from the next
 // connection on: the processes of a user namespace an account made with
 // newuidmap are that account, with its buckets, its policy and its
-// registrations. The reported uid is kept as the connection's diagnostic
-// (the debug line "unix peer identified as the owner of its subordinate
-// uid range"). A uid the administrative policy admits (Options.AdminAllowed)
-// is never mapped, and no uid is mapped to one: a subordinate uid never
-// becomes an operator, nor an operator an account. nil (the default) maps
-// nothing. A connection keeps the identity it was accepted with. Safe
-// for concurrent use.
+// registrations. The reported uid is kept as the connection's diagnostic:
+// the debug line "unix peer identified as the owner of its subordinate
+// uid range", and the requests' CallerSubuid for the audit records. A uid
+// the administrative policy admits (Options.AdminAllowed) is never
+// mapped, and no uid is mapped to one: a subordinate uid never becomes an
+// operator, nor an operator an account. nil (the default) maps nothing. A
+// connection keeps the identity it was accepted with. Safe for concurrent
+// use.
 func (s *Server) SetSubordinateUIDs(m *subid.Map) { s.subuids.m.Store(m) }
 
 // identityKey is the context key of a connection's caller identity.
@@ -99,6 +100,17 @@ func (s *Server) unixIdentity(uid uint32) connIdentity {
 	s.logger.LogAttrs(context.Background(), slog.LevelDebug, "unix peer identified as the owner of its subordinate uid range",
 		slog.String("identity", ci.id), slog.Uint64("peer_uid", uint64(uid)))
 	return ci
+}
+
+// subordinateUID is the uid the kernel reported for the request's unix
+// connection when it was identified as its range owner
+// (SetSubordinateUIDs), else 0: the diagnostic the call's audit records
+// carry.
+func subordinateUID(r *http.Request) uint32 {
+	if ci, ok := r.Context().Value(identityKey{}).(connIdentity); ok && r.TLS == nil && ci.subordinate {
+		return ci.peerUID
+	}
+	return 0
 }
 
 // connContext runs in the HTTP server's accept loop: it carries the

@@ -22,13 +22,15 @@ import (
 // identityVerbs answers every mint first_mint and records each caller
 // identity the server passed.
 type identityVerbs struct {
-	mu  sync.Mutex
-	ids []string
+	mu      sync.Mutex
+	ids     []string
+	subuids []uint32
 }
 
 func (v *identityVerbs) Mint(_ context.Context, req registrar.MintRequest) (registrar.MintResult, error) {
 	v.mu.Lock()
 	v.ids = append(v.ids, req.CallerIdentity)
+	v.subuids = append(v.subuids, req.CallerSubuid)
 	v.mu.Unlock()
 	return registrar.MintResult{RequestID: "r.1", RegistrationID: "h1-review-007", Outcome: registrar.FirstMint,
 		Material: registrar.Material{RoleID: "role", WrappedSecretID: "wrapped", ExpiresAt: time.Now().Add(time.Minute)}}, nil
@@ -38,13 +40,14 @@ func (v *identityVerbs) Deregister(context.Context, registrar.DeregisterRequest)
 	return registrar.DeregisterResult{}, fmt.Errorf("unused")
 }
 
-func (v *identityVerbs) last() string {
+// last is the last call's identity and subordinate uid.
+func (v *identityVerbs) last() (string, uint32) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if len(v.ids) == 0 {
-		return ""
+		return "", 0
 	}
-	return v.ids[len(v.ids)-1]
+	return v.ids[len(v.ids)-1], v.subuids[len(v.subuids)-1]
 }
 
 // TestTheKernelsPeerUidIsMappedToItsRangeOwner runs this test binary as
@@ -85,25 +88,26 @@ func TestTheKernelsPeerUidIsMappedToItsRangeOwner(t *testing.T) {
 	bin := copyExecutable(t)
 
 	for _, c := range []struct {
-		uid  uint32
-		want string
+		uid    uint32
+		want   string
+		subuid uint32 // the diagnostic the verbs get
 	}{
-		{100000, "unix-peer:uid=1000"},
-		{100009, "unix-peer:uid=1000"},
-		{100010, "unix-peer:uid=100010"},
-		{99999, "unix-peer:uid=99999"},
+		{100000, "unix-peer:uid=1000", 100000},
+		{100009, "unix-peer:uid=1000", 100009},
+		{100010, "unix-peer:uid=100010", 0},
+		{99999, "unix-peer:uid=99999", 0},
 	} {
 		mintAs(t, bin, path, c.uid)
-		if got := v.last(); got != c.want {
-			t.Errorf("uid %d called as %q, want %q", c.uid, got, c.want)
+		if got, sub := v.last(); got != c.want || sub != c.subuid {
+			t.Errorf("uid %d called as %q with CallerSubuid %d, want %q and %d", c.uid, got, sub, c.want, c.subuid)
 		}
 	}
 	// Taken away (a reload without the range): the next connection is
 	// the uid itself.
 	s.SetSubordinateUIDs(nil)
 	mintAs(t, bin, path, 100000)
-	if got := v.last(); got != "unix-peer:uid=100000" {
-		t.Errorf("without ranges, uid 100000 called as %q, want itself", got)
+	if got, sub := v.last(); got != "unix-peer:uid=100000" || sub != 0 {
+		t.Errorf("without ranges, uid 100000 called as %q with CallerSubuid %d, want itself and none", got, sub)
 	}
 }
 

@@ -259,12 +259,21 @@ multiplicity = "one-per-host"
 	d.stop()
 	var admitted, refused int
 	var limited [2]uint64 // predecision_refusal, admission
-	for _, r := range readAudit(t, d.auditDir) {
+	subuids := map[uint32]int{}
+	for _, r := range readSubuidAudit(t, d.auditDir) {
 		if r.CallerIdentity != server.UnixIdentity(uint32(account)) {
 			if strings.HasPrefix(r.CallerIdentity, "unix-peer:uid=3") {
 				t.Errorf("a record of a subordinate uid's own identity: %+v", r)
 			}
 			continue
+		}
+		if r.Phase == "intent" || r.Phase == "outcome" {
+			if r.CallerSubuid < subuidFirst || r.CallerSubuid >= subuidFirst+subuidCallers {
+				t.Errorf("the account's %s record %s has caller_subuid %d, want one of its ten uids", r.Phase, r.RequestID, r.CallerSubuid)
+			}
+			subuids[r.CallerSubuid]++
+		} else if r.CallerSubuid != 0 {
+			t.Errorf("a %s record carries caller_subuid %d", r.Phase, r.CallerSubuid)
 		}
 		switch {
 		case r.Phase == "outcome" && r.Outcome != nil && r.Outcome.Class == "first_mint":
@@ -286,8 +295,44 @@ multiplicity = "one-per-host"
 	if refused != accountBurst || limited[0] != uint64(calls-accountBurst) {
 		t.Errorf("the account's records: %d refusals recorded and %d limited, want %d recorded then %d limited", refused, limited[0], accountBurst, calls-accountBurst)
 	}
+	if len(subuids) != subuidCallers {
+		t.Errorf("the account's records name %d subordinate uids (caller_subuid), want %d: %v", len(subuids), subuidCallers, subuids)
+	}
 	t.Logf("ten subordinate uids, one caller: mints %v (%d recorded, %d limited), out-of-scope calls %v (%d recorded, %d limited); victim answered %d times during the flood; limiter entries %v",
 		mints.codes(), admitted, limited[1], refusals.codes(), refused, limited[0], len(victimAnswers), entries)
+}
+
+// subuidAuditLine is the part of an audit record the scenario reads.
+type subuidAuditLine struct {
+	auditLine
+	CallerSubuid uint32 `json:"caller_subuid"`
+}
+
+// readSubuidAudit parses every record of the audit directory.
+func readSubuidAudit(t *testing.T, dir string) []subuidAuditLine {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("audit files in %s: %v %v", dir, files, err)
+	}
+	var out []subuidAuditLine
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			if line == "" {
+				continue
+			}
+			var r subuidAuditLine
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatalf("%s: %v: %s", f, err, line)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // peerLine is the daemon's debug line for a connection of a subordinate
