@@ -35,7 +35,7 @@ run: build ## the daemon on embedded defaults (no config file; state under ./var
 	./$(BIN) serve
 
 .PHONY: deps
-deps: ## install what the tests need beyond Go when missing: promtool and prometheus (Debian's prometheus package), systemd-analyze (Debian's systemd package); needs root
+deps: ## install what the tests need beyond Go when missing: promtool and prometheus (Debian's prometheus package), systemd-analyze (Debian's systemd package), newuidmap (Debian's uidmap package); needs root
 	@if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; then \
 	  echo "promtool and prometheus present"; \
 	else \
@@ -47,6 +47,12 @@ deps: ## install what the tests need beyond Go when missing: promtool and promet
 	else \
 	  echo "installing Debian's systemd package (systemd-analyze) for the unit file tests (verify, security)"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends systemd; \
+	fi
+	@if command -v newuidmap >/dev/null 2>&1; then \
+	  echo "newuidmap present"; \
+	else \
+	  echo "installing Debian's uidmap package (newuidmap) for the subordinate uid test (a real user namespace)"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends uidmap; \
 	fi
 
 .PHONY: otelcol

@@ -13,6 +13,7 @@ const (
 	keyRequestID
 	keyVerb
 	keyCallerIdentity
+	keyCallerSubuid
 	keyRequested
 	keyRegistrationID
 	keyOutcome
@@ -29,7 +30,7 @@ const (
 )
 
 var topKeys = [numKeys]string{
-	"record_version", "phase", "ts", "request_id", "verb", "caller_identity", "requested",
+	"record_version", "phase", "ts", "request_id", "verb", "caller_identity", "caller_subuid", "requested",
 	"registration_id", "outcome", "limited_bucket", "policy", "shadow", "count", "window_start", "window_end",
 	"action", "subject", "truncated",
 }
@@ -133,10 +134,10 @@ func checkPresence(r *Record, present [numKeys]bool) error {
 		forbidden = []int{keyLimitedBucket, keyPolicy, keyShadow, keyCount, keyWindowStart, keyWindowEnd, keyAction, keySubject}
 	case PhaseLimited:
 		required = []int{keyLimitedBucket, keyCount, keyWindowStart, keyWindowEnd}
-		forbidden = []int{keyRequestID, keyRequested, keyRegistrationID, keyOutcome, keyAction, keySubject}
+		forbidden = []int{keyRequestID, keyCallerSubuid, keyRequested, keyRegistrationID, keyOutcome, keyAction, keySubject}
 	case PhaseAdmin:
 		required = []int{keyAction, keySubject}
-		forbidden = []int{keyRequestID, keyVerb, keyRequested, keyRegistrationID, keyOutcome,
+		forbidden = []int{keyRequestID, keyVerb, keyCallerSubuid, keyRequested, keyRegistrationID, keyOutcome,
 			keyLimitedBucket, keyPolicy, keyShadow, keyCount, keyWindowStart, keyWindowEnd}
 	}
 	for _, k := range forbidden {

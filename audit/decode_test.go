@@ -87,6 +87,12 @@ func decodeCases(t testing.TB) []decodeCase {
 		{"unknown reason", sub(t, goodOutcome, `host_mismatch`, `other`), audit.RuleInvalidValue},
 		{"unknown bucket", sub(t, goodLimited, `"admission"`, `"throttled"`), audit.RuleInvalidValue},
 		{"instance 0", sub(t, goodIntent, `"instance":7`, `"instance":0`), audit.RuleInvalidValue},
+		{"caller_subuid 0", sub(t, goodIntent, `"requested"`, `"caller_subuid":0,"requested"`), audit.RuleInvalidValue},
+		{"caller_subuid above uint32", sub(t, goodIntent, `"requested"`, `"caller_subuid":4294967296,"requested"`), audit.RuleInvalidValue},
+		{"string caller_subuid", sub(t, goodIntent, `"requested"`, `"caller_subuid":"100009","requested"`), audit.RuleWrongType},
+		{"caller_subuid before caller_identity", sub(t, goodIntent, `"caller_identity":"unix-peer:uid=1000"`, `"caller_subuid":100009,"caller_identity":"unix-peer:uid=1000"`), audit.RuleKeyOrder},
+		{"limited with caller_subuid", sub(t, goodLimited, `,"limited_bucket"`, `,"caller_subuid":100009,"limited_bucket"`), audit.RulePhaseInconsistency},
+		{"admin with caller_subuid", sub(t, goodAdmin, `,"action"`, `,"caller_subuid":100009,"action"`), audit.RulePhaseInconsistency},
 		{"instance above uint32", sub(t, goodIntent, `"instance":7`, `"instance":4294967296`), audit.RuleInvalidValue},
 		{"negative count", sub(t, goodLimited, `"count":3`, `"count":-3`), audit.RuleInvalidValue},
 		{"empty request_id", sub(t, goodIntent, `"request_id":"q1"`, `"request_id":""`), audit.RuleInvalidValue},
@@ -281,6 +287,9 @@ func verdictLines(t testing.TB) []struct{ name, line string } {
 	add("variant/escaped policy", sub(t, goodShadow, `"agents"`, `"agent\u0073"`))
 	add("variant/policy with a quote", sub(t, goodShadow, `"agents"`, `"a\"b"`))
 	add("variant/admin", goodAdmin)
+	add("variant/caller_subuid", sub(t, goodOutcome, `"requested"`, `"caller_subuid":100009,"requested"`))
+	add("variant/caller_subuid leading zero", sub(t, goodOutcome, `"requested"`, `"caller_subuid":0100009,"requested"`))
+	add("variant/caller_subuid max", sub(t, goodIntent, `"requested"`, `"caller_subuid":4294967295,"requested"`))
 	add("variant/admin with space", sub(t, goodAdmin, `"verbs":["mint","deregister"]`, `"verbs":["mint", "deregister"]`))
 	return out
 }

@@ -7,7 +7,7 @@
 // a fixed order and optional keys omitted (never null, never ""):
 //
 //	record_version (always 1), phase, ts, request_id, verb, caller_identity,
-//	requested {service_name, host, instance?}, registration_id, outcome
+//	caller_subuid?, requested {service_name, host, instance?}, registration_id, outcome
 //	{class, reason?, detail?}, limited_bucket, policy?, shadow?, count,
 //	window_start, window_end, action, subject {...}, truncated
 //

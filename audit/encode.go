@@ -31,6 +31,7 @@ const MaxRecordBytes = len(`{"record_version":1,"phase":"outcome","ts":"2006-01-
 	len(`,"request_id":""`) + 2*MaxRequestIDBytes + // printable ASCII: '"' and '\' escape to 2 bytes
 	len(`,"verb":"deregister"`) +
 	len(`,"caller_identity":""`) + maxEscapedField +
+	len(`,"caller_subuid":4294967295`) +
 	len(`,"requested":{"service_name":"","host":"","instance":4294967295}`) + 2*maxEscapedField +
 	len(`,"registration_id":""`) + MaxRegistrationIDBytes +
 	len(`,"outcome":{"class":"refused","reason":"spec_identity_disagreement","detail":""}`) + maxEscapedField +
@@ -146,6 +147,10 @@ func appendRecord(dst []byte, r *Record) []byte {
 	}
 	dst = append(dst, `,"caller_identity":`...)
 	dst = appendString(dst, r.CallerIdentity)
+	if r.CallerSubuid != 0 {
+		dst = append(dst, `,"caller_subuid":`...)
+		dst = strconv.AppendUint(dst, uint64(r.CallerSubuid), 10)
+	}
 	if q := r.Requested; q != nil {
 		dst = append(dst, `,"requested":{"service_name":`...)
 		dst = appendString(dst, q.ServiceName)

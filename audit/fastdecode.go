@@ -209,6 +209,11 @@ func (p *canonicalParser) topValue(r *Record, q *Requested, o *Outcome, k int) b
 	case keyCount:
 		r.Count, ok = p.uint()
 		return ok
+	case keyCallerSubuid:
+		var v uint64
+		v, ok = p.uint()
+		r.CallerSubuid = uint32(min(v, MaxCallerSubuid))
+		return ok && v >= 1 && v <= MaxCallerSubuid
 	case keyShadow:
 		r.Shadow = p.lit("true")
 		return r.Shadow

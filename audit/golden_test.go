@@ -77,6 +77,10 @@ func goldenCases() []goldenCase {
 	adminTrunc := adminReset("unix-peer:uid=0", overLimitedCaller, []vocab.Verb{vocab.Mint}, []vocab.Bucket{vocab.Admission})
 	adminTrunc.CallerIdentity = overCaller
 
+	withSubuid := outcome("AAAAAAAAAAAA.12", audit.Outcome{Class: vocab.ClassRefused, Reason: vocab.ReasonOutOfScope, Detail: "components"})
+	withSubuid.RegistrationID = ""
+	withSubuid.CallerSubuid = 100009
+
 	escaping := intent("AAAAAAAAAAAA.11")
 	escaping.CallerIdentity = "q\"b\\s/\n\r\t\x00\x1f\x7f\u2028\u2029\ufffd\xff<>&é"
 
@@ -102,6 +106,7 @@ func goldenCases() []goldenCase {
 			[]vocab.Verb{vocab.Deregister, vocab.Mint}, []vocab.Bucket{vocab.Admission, vocab.PredecisionRefusal})},
 		{"admin_truncated_subject_identity", adminTrunc},
 		{"escaping", escaping},
+		{"outcome_caller_subuid", withSubuid},
 	}
 }
 

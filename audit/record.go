@@ -50,6 +50,10 @@ const MaxRegistrationIDBytes = 131
 // "absent".
 const MaxInstance = 1<<32 - 1
 
+// MaxCallerSubuid is the largest caller_subuid: any uint32 (0 means
+// absent).
+const MaxCallerSubuid = 1<<32 - 1
+
 // Phase is a record's phase: intent, outcome, limited or admin. It is a
 // closed enum: the zero value is not a phase (a zero Record is invalid),
 // and every switch over it names all four.
@@ -175,6 +179,13 @@ type Record struct {
 	// acted: the operator's identity on the admin socket, or the daemon's
 	// own for an action it took by itself.
 	CallerIdentity string
+	// CallerSubuid is, on intent and outcome records, the unix peer uid
+	// the kernel reported when the transport identified the caller as the
+	// owner of the subordinate uid range holding it (CallerIdentity is
+	// then the owner's): a diagnostic, never part of a key. 1 to
+	// 4294967295; 0 means absent (the key is omitted). Zero on limited and
+	// admin records, which count or act per identity.
+	CallerSubuid uint32
 	// Requested is required on intent and outcome records, nil on limited.
 	Requested *Requested
 	// RegistrationID is the derived registration id; "" means not derived

@@ -232,6 +232,34 @@ func TestInstanceOutsideAComponentRangeIsRecordable(t *testing.T) {
 	}
 }
 
+// TestCallerSubuidIsOnTheCallsRecordsOnly: the subordinate uid the kernel
+// reported rides on an invocation's intent and outcome, round-trips, and
+// is refused on the records that count or act per identity.
+func TestCallerSubuidIsOnTheCallsRecordsOnly(t *testing.T) {
+	for _, r := range []*audit.Record{intent("q1"), outcomeBase()} {
+		r.CallerSubuid = 100009
+		line := mustMarshal(t, r)
+		if want := `"caller_identity":"unix-peer:uid=1000","caller_subuid":100009,"requested":`; !bytes.Contains(line, []byte(want)) {
+			t.Errorf("%s: got %s, want it to contain %s", r.Phase, line, want)
+		}
+		got, err := audit.Unmarshal(line)
+		if err != nil || got.CallerSubuid != 100009 {
+			t.Errorf("%s: round trip %+v, %v; want caller_subuid 100009", r.Phase, got, err)
+		}
+		r.CallerSubuid = 0
+		if line := mustMarshal(t, r); bytes.Contains(line, []byte("caller_subuid")) {
+			t.Errorf("%s: a zero caller_subuid is written: %s", r.Phase, line)
+		}
+	}
+	for _, r := range []*audit.Record{limitedBase(), adminReset("unix-peer:uid=0", "unix-peer:uid=1000", []vocab.Verb{vocab.Mint}, []vocab.Bucket{vocab.Admission})} {
+		r.CallerSubuid = 100009
+		var pe *audit.PhaseError
+		if err := r.Validate(); !errors.As(err, &pe) || pe.Field != "caller_subuid" {
+			t.Errorf("%s with caller_subuid: Validate = %v, want a PhaseError on caller_subuid", r.Phase, err)
+		}
+	}
+}
+
 // TestMaxRecordBytesIsHonest builds each phase's worst case: every field at
 // its bound and every bounded byte escaped to six bytes, all truncated.
 func TestMaxRecordBytesIsHonest(t *testing.T) {
@@ -241,7 +269,7 @@ func TestMaxRecordBytesIsHonest(t *testing.T) {
 
 	out := &audit.Record{
 		Phase: audit.PhaseOutcome, TS: maxTS, RequestID: strings.Repeat(`"`, audit.MaxRequestIDBytes),
-		Verb: vocab.Deregister, CallerIdentity: worst,
+		Verb: vocab.Deregister, CallerIdentity: worst, CallerSubuid: audit.MaxCallerSubuid,
 		Requested:      &audit.Requested{ServiceName: invalid, Host: worst, Instance: audit.MaxInstance},
 		RegistrationID: strings.Repeat("a", audit.MaxRegistrationIDBytes),
 		Outcome:        &audit.Outcome{Class: vocab.ClassRefused, Reason: vocab.ReasonSpecIdentityDisagreement, Detail: worst},

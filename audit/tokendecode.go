@@ -259,6 +259,14 @@ func (d *decoder) topValue(r *Record, k int) error {
 		r.Verb, err = enum(d, name, vocab.ParseVerb, "is not mint or deregister")
 	case keyCallerIdentity:
 		r.CallerIdentity, err = d.str(name)
+	case keyCallerSubuid:
+		var v uint64
+		if v, err = d.uint(name); err == nil {
+			if v < 1 || v > MaxCallerSubuid {
+				err = &DecodeError{Rule: RuleInvalidValue, Field: name, Err: errors.New("is not 1 to 4294967295")}
+			}
+			r.CallerSubuid = uint32(min(v, MaxCallerSubuid))
+		}
 	case keyRequested:
 		r.Requested, err = d.requested()
 	case keyRegistrationID:

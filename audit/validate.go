@@ -14,7 +14,8 @@ import (
 // strings are accepted (the store cuts them).
 //
 // Phase consistency: an intent has request_id and requested, and no
-// outcome, limited or admin fields; an outcome has the same plus an
+// outcome, limited or admin fields (caller_subuid is for intents and
+// outcomes only); an outcome has the same plus an
 // outcome; a limited record has no request_id, requested, registration_id,
 // outcome or admin fields, and has a valid limited bucket, count >= 1 and
 // window_start <= window_end, and may have a policy and the shadow mark; an
@@ -49,6 +50,9 @@ func (r *Record) validate(stored bool) error {
 		if err := checkBounded(PathCallerIdentity, r.CallerIdentity); err != nil {
 			return err
 		}
+	}
+	if r.CallerSubuid != 0 && r.Phase != PhaseIntent && r.Phase != PhaseOutcome {
+		return &PhaseError{Phase: r.Phase, Field: "caller_subuid", Problem: "must be absent"}
 	}
 	var err error
 	switch r.Phase {

@@ -23,6 +23,12 @@ type Registrar struct {
 	// not exist. Not used when systemd hands the socket over (the socket
 	// unit's SocketGroup= and SocketMode= apply).
 	SocketGroup string
+	// SubuidFile is the subordinate uid file (subuid(5)) whose ranges make
+	// a unix caller's uid its range owner's identity: a process of a user
+	// namespace newuidmap made is its account. Default DefaultSubuidFile,
+	// where a missing file means no ranges; "" turns the mapping off. Read
+	// at start and on every reload (LoadSubuids).
+	SubuidFile string
 	// TLSListen is the host:port of the optional TCP+mTLS listener; "" means
 	// no TCP listener. When set, TLSCertFile, TLSKeyFile and TLSClientCAFile
 	// are all required.

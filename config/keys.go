@@ -23,6 +23,9 @@ var registrarKeys = []key{
 		"the unix socket of the primary listener", checkSocketPath),
 	stringKey("registrar", "socket_group", "string", func(c *Config) *string { return &c.Registrar.SocketGroup }, "", restart,
 		"the group the daemon shares the socket it binds with", checkGroup),
+	// Live: a reload reads the file again, changed or not.
+	stringKey("registrar", "subuid_file", "path", func(c *Config) *string { return &c.Registrar.SubuidFile }, DefaultSubuidFile, live,
+		"the subordinate uid ranges whose uids take their owner's identity on the unix socket", noNUL),
 	stringKey("registrar", "tls_listen", "host:port", func(c *Config) *string { return &c.Registrar.TLSListen }, "", restart,
 		"the optional TCP listener with mutual TLS", optional(checkHostPort)),
 	stringKey("registrar", "tls_cert_file", "path", func(c *Config) *string { return &c.Registrar.TLSCertFile }, "", restart,

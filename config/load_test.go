@@ -84,6 +84,7 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 		Registrar: Registrar{
 			SocketPath:            "/run/registrar-otel/registrar.sock",
 			SocketGroup:           "registrar-callers",
+			SubuidFile:            "/etc/registrar-otel/subuid",
 			TLSListen:             "0.0.0.0:8443",
 			TLSCertFile:           "/etc/registrar-otel/tls/server.crt",
 			TLSKeyFile:            "/etc/registrar-otel/tls/server.key",

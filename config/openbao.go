@@ -323,16 +323,19 @@ func pathErrText(err error) string {
 }
 
 // CheckFiles verifies, as `config check` does and the daemon does before
-// it starts, the files the openbao backend will read: the token (see
-// ReadToken) and the CA bundle, which must hold at least one PEM
-// certificate. It returns every problem joined, each a *KeyError, and the
-// token's source. It does nothing and returns nil when the backend is not
-// "openbao".
+// a reload, the files the configuration names beyond itself: the
+// subordinate uid file (LoadSubuids), and for the openbao backend the
+// token (see ReadToken) and the CA bundle, which must hold at least one
+// PEM certificate. It returns every problem joined, each a *KeyError, and
+// the token's source (zero for the embedded backend).
 func (c *Config) CheckFiles(environ []string) (TokenSource, error) {
-	if c.Registrar.Backend != BackendOpenBao {
-		return TokenSource{}, nil
-	}
 	var errs []error
+	if _, err := c.LoadSubuids(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Registrar.Backend != BackendOpenBao {
+		return TokenSource{}, errors.Join(errs...)
+	}
 	_, src, err := c.OpenBao.ReadToken(environ)
 	if err != nil {
 		errs = append(errs, err)

@@ -17,11 +17,23 @@ import (
 // them exactly: root and the daemon's own uid on the unix socket (the uids
 // the admin endpoints admit too, server.DefaultAdminAllowed).
 func operators() []string {
-	ids := []string{server.UnixIdentity(0)}
-	if uid := os.Geteuid(); uid != 0 {
-		ids = append(ids, server.UnixIdentity(uint32(uid)))
+	uids := operatorUIDs()
+	ids := make([]string, len(uids))
+	for i, uid := range uids {
+		ids[i] = server.UnixIdentity(uid)
 	}
 	return ids
+}
+
+// operatorUIDs are the operators' uids: root, and the daemon's own when
+// it is not root. No subordinate uid range maps to them or from them
+// (subuid.go).
+func operatorUIDs() []uint32 {
+	uids := []uint32{0}
+	if uid := os.Geteuid(); uid != 0 {
+		uids = append(uids, uint32(uid))
+	}
+	return uids
 }
 
 // authority is what each caller may do under r: its caller policies, their

@@ -283,6 +283,13 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 	if err != nil {
 		return nil, fmt.Errorf("daemon: wire server: %w", err)
 	}
+	// Before the first connection: every unix caller is identified
+	// through the ranges from its first call.
+	sub, err := loadSubuids(cfg)
+	if err != nil {
+		return nil, setup(fmt.Errorf("daemon: subordinate uids: %w", err), true)
+	}
+	d.putSubuids(context.Background(), sub)
 	if err := telemetry.RegisterWire(mp, d.server.Stats); err != nil {
 		return nil, fmt.Errorf("daemon: telemetry: %w", err)
 	}

@@ -83,8 +83,10 @@ type openbaoReloader interface {
 // re-read (a failure refuses the reload, the old token kept), then the
 // limiter's sizes (existing buckets re-expressed, never minting: see
 // limiter.ReconfigureAt), the coalescing window for windows opened from
-// now on, the audit capacity reserve, the components table, and the log
-// level (unless serve --log-level fixed it: Options). Nothing
+// now on, the audit capacity reserve, the components table, the
+// subordinate uid ranges (registrar.subuid_file, read again whether or
+// not the key changed, for the connections accepted from then on) and
+// the log level (unless serve --log-level fixed it: Options). Nothing
 // after the token re-read can fail: every value was validated before.
 //
 // It returns the changed keys and, for a refused reload, an error that
@@ -143,6 +145,11 @@ func (d *Daemon) reloadLocked(ctx context.Context) ([]config.Change, error) {
 	if _, err := next.CheckFiles(environ); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrReloadInvalid, err)
 	}
+	// Read again, changed or not, and put in force only with the rest.
+	sub, err := loadSubuids(next)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrReloadInvalid, err)
+	}
 	if ignored := d.logLevel.pin(&next); ignored != "" {
 		d.logger.LogAttrs(ctx, slog.LevelWarn, "registrar.log_level not applied: serve --log-level fixes the level for the life of the process",
 			slog.String("registrar.log_level", ignored), slog.String("log_level", config.LogLevelName(next.Registrar.LogLevel)))
@@ -165,6 +172,7 @@ func (d *Daemon) reloadLocked(ctx context.Context) ([]config.Change, error) {
 		// it rather than claim a whole reload.
 		return changes, fmt.Errorf("daemon: applying a validated configuration: %w", err)
 	}
+	d.putSubuids(ctx, sub)
 	rs.applied = next.Clone()
 	return changes, nil
 }

@@ -21,6 +21,12 @@ type MintRequest struct {
 	// CallerIdentity is the opaque identity the transport derived from the
 	// connection (never from the request body).
 	CallerIdentity string
+	// CallerSubuid is the unix peer uid the kernel reported when the
+	// transport identified the caller as the owner of the subordinate uid
+	// range holding it (CallerIdentity is then the owner's), else 0: a
+	// diagnostic the call's audit records carry (caller_subuid), never a
+	// key.
+	CallerSubuid uint32
 	// Caller is CallerIdentity prepared by the verbs' limiter
 	// (Verbs.Caller), once per connection; the zero Caller, or one of
 	// another identity, is prepared again from CallerIdentity.
@@ -42,7 +48,8 @@ type MintRequest struct {
 // DeregisterRequest is one deregister invocation.
 type DeregisterRequest struct {
 	CallerIdentity string
-	// Caller is as MintRequest's.
+	// CallerSubuid and Caller are as MintRequest's.
+	CallerSubuid   uint32
 	Caller         limiter.Caller
 	ServiceName    string
 	Host           string

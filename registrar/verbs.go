@@ -174,6 +174,7 @@ type invocation struct {
 	requestID string
 	verb      vocab.Verb
 	identity  string
+	subuid    uint32 // the request's CallerSubuid
 	caller    limiter.Caller
 	requested *audit.Requested
 	span      trace.Span
@@ -201,7 +202,7 @@ type invocation struct {
 // nil, *RefusedError, *ThrottledError or *UnavailableError.
 func (v *Verbs) Mint(ctx context.Context, req MintRequest) (MintResult, error) {
 	start := time.Now()
-	inv, ctx := v.begin(ctx, start, vocab.Mint, req.CallerIdentity, req.Caller, req.ServiceName, req.Host, req.Instance)
+	inv, ctx := v.begin(ctx, start, vocab.Mint, req.CallerIdentity, req.CallerSubuid, req.Caller, req.ServiceName, req.Host, req.Instance)
 	res, err := v.mint(ctx, inv, &req)
 	res.RequestID = inv.requestID
 	v.tel.finish(ctx, inv, start, res.RegistrationID, mintResult(res.Outcome), err)
@@ -212,14 +213,14 @@ func (v *Verbs) Mint(ctx context.Context, req MintRequest) (MintResult, error) {
 // *ThrottledError or *UnavailableError.
 func (v *Verbs) Deregister(ctx context.Context, req DeregisterRequest) (DeregisterResult, error) {
 	start := time.Now()
-	inv, ctx := v.begin(ctx, start, vocab.Deregister, req.CallerIdentity, req.Caller, req.ServiceName, req.Host, req.Instance)
+	inv, ctx := v.begin(ctx, start, vocab.Deregister, req.CallerIdentity, req.CallerSubuid, req.Caller, req.ServiceName, req.Host, req.Instance)
 	res, err := v.deregister(ctx, inv, &req)
 	res.RequestID = inv.requestID
 	v.tel.finish(ctx, inv, start, res.RegistrationID, deregisterResult(res.Outcome), err)
 	return res, err
 }
 
-func (v *Verbs) begin(ctx context.Context, start time.Time, verb vocab.Verb, identity string, caller limiter.Caller, serviceName, host string, instance uint32) (*invocation, context.Context) {
+func (v *Verbs) begin(ctx context.Context, start time.Time, verb vocab.Verb, identity string, subuid uint32, caller limiter.Caller, serviceName, host string, instance uint32) (*invocation, context.Context) {
 	if caller.Identity() != identity {
 		caller = v.lim.Caller(identity) // not prepared, or prepared for another identity
 	}
@@ -227,6 +228,7 @@ func (v *Verbs) begin(ctx context.Context, start time.Time, verb vocab.Verb, ide
 		arrived:  start,
 		verb:     verb,
 		identity: identity,
+		subuid:   subuid,
 		caller:   caller,
 		req:      audit.Requested{ServiceName: serviceName, Host: host, Instance: instance},
 	}
@@ -456,6 +458,7 @@ func (v *Verbs) writeIntent(ctx context.Context, inv *invocation) error {
 		RequestID:      inv.requestID,
 		Verb:           inv.verb,
 		CallerIdentity: inv.identity,
+		CallerSubuid:   inv.subuid,
 		Requested:      inv.requested,
 	})
 	if err == nil && inv.span.IsRecording() {
@@ -471,6 +474,7 @@ func (v *Verbs) writeOutcome(ctx context.Context, inv *invocation, id string, o 
 		RequestID:      inv.requestID,
 		Verb:           inv.verb,
 		CallerIdentity: inv.identity,
+		CallerSubuid:   inv.subuid,
 		Requested:      inv.requested,
 		RegistrationID: id,
 		Outcome:        o,

@@ -10,7 +10,9 @@
 // replaces a stale socket but never a live one. A unix caller is
 // identified as unix-peer:uid=<uid> from SO_PEERCRED, read once per
 // connection; never the pid, so reconnecting cannot reset a caller's
-// bucket. ListenTLS requires TLS 1.3 and a client certificate verified
+// bucket. A uid inside a subordinate range (SetSubordinateUIDs) is
+// identified as the range's owner instead, so one account's user
+// namespace is one caller. ListenTLS requires TLS 1.3 and a client certificate verified
 // against the client CA; the caller is typed by the SAN it came from and
 // canonical: registrar-client:uri:<first URI SAN> (scheme and host
 // required, lower-cased; no query, fragment, port or user information),

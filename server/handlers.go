@@ -40,6 +40,7 @@ func (s *Server) mint(w http.ResponseWriter, r *http.Request) {
 	prepared := callerOf(r, caller)
 	res, err := s.verbs.Mint(verbContext(r), registrar.MintRequest{
 		CallerIdentity: caller,
+		CallerSubuid:   subordinateUID(r),
 		Caller:         prepared,
 		ServiceName:    req.ServiceName,
 		Host:           req.Host,
@@ -89,6 +90,7 @@ func (s *Server) deregister(w http.ResponseWriter, r *http.Request) {
 	prepared := callerOf(r, caller)
 	res, err := s.verbs.Deregister(verbContext(r), registrar.DeregisterRequest{
 		CallerIdentity: caller,
+		CallerSubuid:   subordinateUID(r),
 		Caller:         prepared,
 		ServiceName:    req.ServiceName,
 		Host:           req.Host,

@@ -7,9 +7,28 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
+	"github.com/registrar-otel/registrar-otel/internal/subid"
 	"github.com/registrar-otel/registrar-otel/limiter"
 )
+
+// subordinates holds the subordinate uid ranges of SetSubordinateUIDs.
+type subordinates struct{ m atomic.Pointer[subid.Map] }
+
+// SetSubordinateUIDs makes a unix caller whose uid lies in a range of m
+// that range owner's identity, UnixIdentity(owner), from the next
+// connection on: the processes of a user namespace an account made with
+// newuidmap are that account, with its buckets, its policy and its
+// registrations. The reported uid is kept as the connection's diagnostic:
+// the debug line "unix peer identified as the owner of its subordinate
+// uid range", and the requests' CallerSubuid for the audit records. A uid
+// the administrative policy admits (Options.AdminAllowed) is never
+// mapped, and no uid is mapped to one: a subordinate uid never becomes an
+// operator, nor an operator an account. nil (the default) maps nothing. A
+// connection keeps the identity it was accepted with. Safe for concurrent
+// use.
+func (s *Server) SetSubordinateUIDs(m *subid.Map) { s.subuids.m.Store(m) }
 
 // identityKey is the context key of a connection's caller identity.
 type identityKey struct{}
@@ -18,6 +37,10 @@ type identityKey struct{}
 type connIdentity struct {
 	id      string
 	problem string
+	// peerUID is the uid the kernel reported, when subordinate says it is
+	// not id's: a diagnostic, never a key.
+	peerUID     uint32
+	subordinate bool
 	// caller is id prepared for the limiter (Server.prepare), when the
 	// verbs offer RateLimits.
 	caller limiter.Caller
@@ -61,7 +84,33 @@ func (s *Server) identify(c net.Conn) connIdentity {
 		s.logger.LogAttrs(context.Background(), slog.LevelWarn, "unix peer credentials unavailable", slog.Any("error", err))
 		return connIdentity{problem: "the peer credentials of the connection could not be read"}
 	}
-	return connIdentity{id: UnixIdentity(uid)}
+	return s.unixIdentity(uid)
+}
+
+// unixIdentity is the identity of a unix caller with user id uid: its
+// subordinate range's owner's (SetSubordinateUIDs), else its own.
+func (s *Server) unixIdentity(uid uint32) connIdentity {
+	admin := s.opts.AdminAllowed
+	owner, ok := s.subuids.m.Load().Owner(uid)
+	if !ok || admin(uid) || admin(owner) {
+		return connIdentity{id: UnixIdentity(uid)}
+	}
+	ci := connIdentity{id: UnixIdentity(owner), peerUID: uid, subordinate: true}
+	// Debug: a caller makes one per connection at will.
+	s.logger.LogAttrs(context.Background(), slog.LevelDebug, "unix peer identified as the owner of its subordinate uid range",
+		slog.String("identity", ci.id), slog.Uint64("peer_uid", uint64(uid)))
+	return ci
+}
+
+// subordinateUID is the uid the kernel reported for the request's unix
+// connection when it was identified as its range owner
+// (SetSubordinateUIDs), else 0: the diagnostic the call's audit records
+// carry.
+func subordinateUID(r *http.Request) uint32 {
+	if ci, ok := r.Context().Value(identityKey{}).(connIdentity); ok && r.TLS == nil && ci.subordinate {
+		return ci.peerUID
+	}
+	return 0
 }
 
 // connContext runs in the HTTP server's accept loop: it carries the

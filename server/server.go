@@ -54,6 +54,9 @@ type Server struct {
 	// identifyOther identifies the connections of a listener that is
 	// neither unix nor TLS (tests); nil leaves them without an identity.
 	identifyOther func(net.Conn) connIdentity
+	// subuids are the subordinate uid ranges unix callers are identified
+	// through (identity.go).
+	subuids subordinates
 	// nextID draws the request id of an answer no verb produced: a
 	// wire.RequestIDs' Next, or a fixed sequence (golden fixtures).
 	nextID func() string

@@ -289,6 +289,7 @@ type effectiveJSON struct {
 	Registrar struct {
 		SocketPath                                  string            `json:"socket_path"`
 		SocketGroup                                 string            `json:"socket_group"`
+		SubuidFile                                  string            `json:"subuid_file"`
 		TLSListen                                   string            `json:"tls_listen"`
 		TLSCertFile                                 string            `json:"tls_cert_file"`
 		TLSKeyFile                                  string            `json:"tls_key_file"`
@@ -381,6 +382,7 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	fmt.Fprintln(tw, "registrar:")
 	row("socket_path", r.SocketPath)
 	rowOr(row, "socket_group", r.SocketGroup, " (socket 0660 in this group)", "(none: socket 0600, the daemon's user only)")
+	rowOr(row, "subuid_file", r.SubuidFile, " (a subordinate uid is its range owner's identity)", "(none: every unix uid is its own identity)")
 	if r.TLSListen == "" {
 		row("tls_listen", "(none: no TCP listener)")
 	} else {

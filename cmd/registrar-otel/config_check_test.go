@@ -41,6 +41,7 @@ func TestConfigCheckSummarisesTheEmbeddedDefaults(t *testing.T) {
 registrar:
   socket_path                 var/run/registrar.sock
   socket_group                (none: socket 0600, the daemon's user only)
+  subuid_file                 /etc/subuid (a subordinate uid is its range owner's identity)
   tls_listen                  (none: no TCP listener)
   state_dir                   var/lib
   audit_record_dir            var/audit (rotate at 8388608 bytes, keep 16 files)
