@@ -25,9 +25,14 @@ import (
 // its handler runs, within the body-read timeout: whole.go) until its
 // answer is flushed. At a cap a connection that holds no request in flight
 // (idle between requests, or still sending its request's headers or body)
-// is closed to admit the newcomer. The newcomer is refused only when every
-// slot it could take holds a request in flight, which the write timeout
-// bounds. The pre-handshake budget always closes its oldest connection.
+// is closed to admit the newcomer: at the identity's cap one of that
+// identity's, at the listener's cap one of the identity that holds the
+// most connections (the next one's when every connection of that identity
+// has a request in flight), so the identities that take the most slots
+// give them back first and a caller with one connection keeps it. The
+// newcomer is refused only when every slot it could take holds a request
+// in flight, which the write timeout bounds. The pre-handshake budget
+// always closes its oldest connection.
 //
 // A connection evicted while its answer is still being flushed (its caller
 // is not reading) gives its slot at once but is not closed mid-answer: it
@@ -163,7 +168,11 @@ func newConnSet(events budgetEvents, kind ListenerKind, limits budgetLimits, tls
 
 // victimLocked returns the connection to close so that a newcomer may
 // have its slot, among those match accepts (nil: all), or nil when every
-// one holds a request in flight. In order of preference, the oldest of:
+// one holds a request in flight. It is a connection of the identity that
+// holds the most connections among those with a candidate, so at the
+// listener's cap the identity that holds the most slots gives one back
+// (with match, every candidate is of one identity). Within that identity,
+// in order of preference, the oldest of:
 //
 //  1. a connection that has served a request and holds none in flight
 //     (idle, or sending its next request): a client that reuses it after
@@ -180,7 +189,7 @@ func newConnSet(events budgetEvents, kind ListenerKind, limits budgetLimits, tls
 //     has just opened.
 func (cs *connSet) victimLocked(match func(*trackedConn) bool) *trackedConn {
 	var best *trackedConn
-	var bestRank int
+	var bestRank, bestHeld int
 	for c := range cs.conns {
 		if match != nil && !match(c) {
 			continue
@@ -199,8 +208,10 @@ func (cs *connSet) victimLocked(match func(*trackedConn) bool) *trackedConn {
 		default:
 			continue // a request in flight
 		}
-		if best == nil || rank < bestRank || rank == bestRank && c.since < best.since {
-			best, bestRank = c, rank
+		held := cs.byIdentity[c.ident.id]
+		if best == nil || held > bestHeld ||
+			held == bestHeld && (rank < bestRank || rank == bestRank && c.since < best.since) {
+			best, bestRank, bestHeld = c, rank, held
 		}
 	}
 	return best

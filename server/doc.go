@@ -42,8 +42,9 @@
 // budget and a timeout for connections still in their handshake. A request
 // is in flight from the end of its body to the end of its answer. At a cap
 // a connection without a request in flight (idle, or still sending its
-// request's headers or body) is closed to admit the newcomer, which is
-// refused only when every slot has a request in
+// request's headers or body) is closed to admit the newcomer: at the
+// listener's cap one of the identity that holds the most connections. The
+// newcomer is refused only when every slot has a request in
 // flight. One evicted while still flushing its answer gets at most a
 // second to finish, and at most 8 per listener are finishing at once, so
 // a listener's descriptors stay within its cap plus 8. Every rejection is counted by listener and Reason and logged at

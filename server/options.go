@@ -73,9 +73,10 @@ type Options struct {
 	// UnixMaxConns caps the connections of each unix listener (default
 	// 128); TLSMaxConns those of each TLS listener once their handshake is
 	// done (default 128). At the cap a connection without a request in
-	// flight (idle, or still sending its request) is closed to admit a
-	// newcomer; the newcomer is refused (closed) only when every
-	// connection has a request in flight.
+	// flight (idle, or still sending its request), of the identity that
+	// holds the most connections, is closed to admit a newcomer; the
+	// newcomer is refused (closed) only when every connection has a
+	// request in flight.
 	UnixMaxConns, TLSMaxConns int
 	// TLSHandshakeMaxConns caps the connections of each TLS listener still
 	// in their handshake (default 32), apart from TLSMaxConns: at the cap
