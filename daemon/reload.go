@@ -83,7 +83,8 @@ type openbaoReloader interface {
 // re-read (a failure refuses the reload, the old token kept), then the
 // limiter's sizes (existing buckets re-expressed, never minting: see
 // limiter.ReconfigureAt), the coalescing window for windows opened from
-// now on, the audit capacity reserve, the components table, and the log
+// now on, the audit capacity reserve, the body-read timeout for requests
+// whose headers end from now on, the components table, and the log
 // level (unless serve --log-level fixed it: Options). Nothing
 // after the token re-read can fail: every value was validated before.
 //
@@ -266,6 +267,9 @@ func (d *Daemon) apply(next config.Config) error {
 		return err
 	}
 	d.capacity.SetReserve(r.AuditStoreReserveBytes)
+	if err := d.server.SetReadBodyTimeout(time.Duration(r.ReadBodyTimeoutMS) * time.Millisecond); err != nil {
+		return err
+	}
 	if err := d.verbs.SetComponents(r.Components); err != nil {
 		return err
 	}
