@@ -32,3 +32,14 @@ func TestReloadAppliesTheBodyTimeout(t *testing.T) {
 		t.Fatalf("mint after the reload: %+v", resp)
 	}
 }
+
+// A daemon started with registrar.read_body_timeout_ms has its server's
+// body deadline set to it.
+func TestTheBodyTimeoutIsInForceFromTheStart(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Registrar.ReadBodyTimeoutMS = 1500
+	r := start(t, cfg)
+	if got := r.d.server.ReadBodyTimeout(); got != 1500*time.Millisecond {
+		t.Fatalf("body timeout %v at the start, want 1.5s", got)
+	}
+}
