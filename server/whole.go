@@ -55,8 +55,8 @@ func (s *Server) receive(tc *trackedConn, r *http.Request) bool {
 	}
 	_ = tc.Conn.SetReadDeadline(time.Now().Add(s.ReadBodyTimeout()))
 	tc.body = wholeBody{buf: getBuf(), orig: r.Body}
-	// One byte past the bound: a body that long is refused by every
-	// handler, which reads on from the original body (rest) to see it.
+	// At most one byte past the bound: every handler refuses a body that
+	// long (wire.MaxBodyBytes is the protocol's), and reads no further.
 	tc.limit = io.LimitedReader{R: r.Body, N: wire.MaxBodyBytes + 1}
 	_, err := tc.body.buf.ReadFrom(&tc.limit)
 	switch {
@@ -67,12 +67,11 @@ func (s *Server) receive(tc *trackedConn, r *http.Request) bool {
 		// The caller hung up, or the budget closed the connection: the
 		// handler (if whole lets it run) answers what it reads.
 		tc.body.err = err
-	case tc.limit.N == 0:
-		tc.body.rest = r.Body
 	default:
-		// Whole. net/http lifted the deadline as the body hit its end (its
-		// background read starts with none), so the request's context is
-		// not cancelled at the body deadline while the verb runs.
+		// Whole (or over the bound). net/http lifted the deadline as the
+		// body hit its end (its background read starts with none), so the
+		// request's context is not cancelled at the body deadline while
+		// the verb runs.
 		tc.body.err = io.EOF
 	}
 	r.Body = &tc.body
@@ -88,21 +87,18 @@ func (tc *trackedConn) release() {
 }
 
 // wholeBody is a request's body as its handler reads it: the bytes read
-// before the handler ran, then what followed them: the end (io.EOF), the
-// read's error, or the rest of a body longer than wire.MaxBodyBytes.
+// before the handler ran (of a body longer than wire.MaxBodyBytes, one
+// byte more than that), then what followed them: the end (io.EOF) or the
+// read's error.
 type wholeBody struct {
 	buf  *bytes.Buffer
-	rest io.Reader     // the body past buf's bytes, when it is over the bound
 	orig io.ReadCloser // net/http's body, closed by Close
-	err  error         // what follows buf's bytes when rest is nil
+	err  error         // what follows buf's bytes
 }
 
 func (b *wholeBody) Read(p []byte) (int, error) {
 	if b.buf.Len() > 0 {
 		return b.buf.Read(p)
-	}
-	if b.rest != nil {
-		return b.rest.Read(p)
 	}
 	return 0, b.err
 }
