@@ -260,8 +260,6 @@ func (cs *connSet) admit(c *trackedConn) (bool, Reason) {
 	}
 	c.since = cs.tick()
 	c.admitted = true
-	// What a TLS handshake read is no part of a request.
-	c.read.Store(0)
 	c.awaiting.Store(true)
 	cs.conns[c] = struct{}{}
 	cs.byIdentity[id]++

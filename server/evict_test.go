@@ -189,3 +189,31 @@ func TestSlowBodiesOfTwoIdentitiesLeaveAVictimAnswered(t *testing.T) {
 		shutdown(t, s, served)
 	})
 }
+
+// A TLS connection that finished its handshake and sent nothing since is
+// idle when it gives way: what the handshake read is no part of a request.
+func TestAnEvictedTLSConnectionThatSentNothingIsIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPipePKI(t)
+		s, l, served := tlsPipeServer(t, Options{TLSMaxConns: 1}, p)
+		x := p.Client(t, "spiffe://registrar.test/x")
+		a, err := tlsDial(l, p, &x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		y := p.Client(t, "spiffe://registrar.test/y")
+		b, err := tlsDial(l, p, &y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := getHealth(t, b); st != 200 {
+			t.Fatalf("the newcomer got %d", st)
+		}
+		wantRejected(t, s, ListenerTLS, ReasonIdleEvicted, 1, "")
+		wantRejected(t, s, ListenerTLS, ReasonPartialEvicted, 0, ": the handshake's bytes counted as part of a request")
+		a.Close()
+		b.Close()
+		shutdown(t, s, served)
+	})
+}
