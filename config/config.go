@@ -108,6 +108,11 @@ type Registrar struct {
 	// ReadHeaderTimeoutMS bounds, in milliseconds, how long a connection
 	// may take to send a request's headers. Default 3000, 1 to MaxTimeoutMS.
 	ReadHeaderTimeoutMS uint32
+	// ReadBodyTimeoutMS bounds, in milliseconds, how long a connection may
+	// take to send a request's body, from the end of its headers; past it
+	// the connection is closed without an answer. Default 3000, 1 to
+	// MaxTimeoutMS; live on reload.
+	ReadBodyTimeoutMS uint32
 	// IdleTimeoutMS bounds, in milliseconds, how long a keep-alive
 	// connection may wait for its next request. Default 15000, 1 to
 	// MaxTimeoutMS.

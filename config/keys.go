@@ -75,6 +75,10 @@ var registrarKeys = []key{
 		"connections one caller identity may hold on each listener", between(MaxConnsLimit, ruleZeroConns)),
 	u32Key("registrar", "read_header_timeout_ms", "u32", func(c *Config) *uint32 { return &c.Registrar.ReadHeaderTimeoutMS }, 3000, restart,
 		"milliseconds a connection may take to send a request's headers", between(MaxTimeoutMS, ruleZeroTimeout)),
+	// Live: the server reads it as each request's headers end
+	// (server.Server.SetReadBodyTimeout).
+	u32Key("registrar", "read_body_timeout_ms", "u32", func(c *Config) *uint32 { return &c.Registrar.ReadBodyTimeoutMS }, 3000, live,
+		"milliseconds a connection may take to send a request's body, from the end of its headers", between(MaxTimeoutMS, ruleZeroBodyTimeout)),
 	u32Key("registrar", "idle_timeout_ms", "u32", func(c *Config) *uint32 { return &c.Registrar.IdleTimeoutMS }, 15000, restart,
 		"milliseconds a keep-alive connection may wait for its next request", between(MaxTimeoutMS, ruleZeroTimeout)),
 	stringKey("registrar", "backend", "string", func(c *Config) *string { return &c.Registrar.Backend }, BackendEmbedded, restart,

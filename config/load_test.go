@@ -144,6 +144,7 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 			TLSHandshakeTimeoutMS: 2000,
 			MaxConnsPerIdentity:   8,
 			ReadHeaderTimeoutMS:   2000,
+			ReadBodyTimeoutMS:     1500,
 			IdleTimeoutMS:         30000,
 			Backend:               BackendOpenBao,
 			LogLevel:              slog.LevelDebug,

@@ -46,3 +46,23 @@ func TestDiffNamesEveryChangedKeyWithItsClass(t *testing.T) {
 		t.Fatal("ReloadClass misclassifies")
 	}
 }
+
+// registrar.read_body_timeout_ms changes live (the server reads it as each
+// request's headers end); the header timeout, net/http's own, needs a
+// restart.
+func TestTheBodyTimeoutReloadsLive(t *testing.T) {
+	old := Default()
+	new := old.Clone()
+	new.Registrar.ReadBodyTimeoutMS = 1500
+	got := Diff(old, new)
+	want := []Change{{Key: "registrar.read_body_timeout_ms", Old: "3000", New: "1500", Live: true}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Diff = %+v, want %+v", got, want)
+	}
+	if r := RestartOnlyChanges(got); len(r) != 0 {
+		t.Fatalf("RestartOnlyChanges = %v, want none", r)
+	}
+	if ReloadClass("registrar.read_header_timeout_ms") != RestartOnly {
+		t.Fatalf("registrar.read_header_timeout_ms is %q, want restart", ReloadClass("registrar.read_header_timeout_ms"))
+	}
+}

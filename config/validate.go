@@ -46,6 +46,8 @@ const (
 
 	ruleZeroConns   = "must be greater than 0; a zero cap refuses every connection"
 	ruleZeroTimeout = "must be greater than 0; a zero timeout closes every connection at once"
+	// ruleZeroBodyTimeout: a request with a body is every verb call.
+	ruleZeroBodyTimeout = "must be greater than 0; a zero timeout closes every connection that sends a request body, so no mint or deregister is ever answered"
 
 	ruleMultiplicity = `must be one of "one-per-deployment", "one-per-host", "many-per-host"`
 )

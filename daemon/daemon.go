@@ -275,6 +275,7 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 		TLSHandshakeTimeout:  ms(r.TLSHandshakeTimeoutMS),
 		MaxConnsPerIdentity:  int(r.MaxConnsPerIdentity),
 		ReadHeaderTimeout:    ms(r.ReadHeaderTimeoutMS),
+		ReadBodyTimeout:      ms(r.ReadBodyTimeoutMS),
 		IdleTimeout:          ms(r.IdleTimeoutMS),
 		Backup:               backupOf(d.backend),
 		Limits:               d.limitsShow,

@@ -83,10 +83,11 @@ type openbaoReloader interface {
 // re-read (a failure refuses the reload, the old token kept), then the
 // limiter's sizes (existing buckets re-expressed, never minting: see
 // limiter.ReconfigureAt), the coalescing window for windows opened from
-// now on, the audit capacity reserve, the components table, the
-// subordinate uid ranges (registrar.subuid_file, read again whether or
-// not the key changed, for the connections accepted from then on) and
-// the log level (unless serve --log-level fixed it: Options). Nothing
+// now on, the audit capacity reserve, the body-read timeout for requests
+// whose headers end from now on, the components table, the subordinate
+// uid ranges (registrar.subuid_file, read again whether or not the key
+// changed, for the connections accepted from then on) and the log level
+// (unless serve --log-level fixed it: Options). Nothing
 // after the token re-read can fail: every value was validated before.
 //
 // It returns the changed keys and, for a refused reload, an error that
@@ -274,6 +275,9 @@ func (d *Daemon) apply(next config.Config) error {
 		return err
 	}
 	d.capacity.SetReserve(r.AuditStoreReserveBytes)
+	if err := d.server.SetReadBodyTimeout(time.Duration(r.ReadBodyTimeoutMS) * time.Millisecond); err != nil {
+		return err
+	}
 	if err := d.verbs.SetComponents(r.Components); err != nil {
 		return err
 	}

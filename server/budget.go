@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/tls"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -20,11 +21,18 @@ import (
 //     TLSHandshakeTimeout, so unauthenticated traffic never takes a slot
 //     an authenticated or local caller could use.
 //
-// At a cap the oldest connection that holds no request in flight (idle
-// between requests, or not yet done sending its request headers) is closed
-// to admit the newcomer; the newcomer is refused only when every slot it
-// could take holds a request in flight, which the read and write timeouts
-// bound. The pre-handshake budget always closes its oldest connection.
+// A request is in flight from the moment its body is whole (read before
+// its handler runs, within the body-read timeout: whole.go) until its
+// answer is flushed. At a cap a connection that holds no request in flight
+// (idle between requests, or still sending its request's headers or body)
+// is closed to admit the newcomer: at the identity's cap one of that
+// identity's, at the listener's cap one of the identity that holds the
+// most connections (the next one's when every connection of that identity
+// has a request in flight), so the identities that take the most slots
+// give them back first and a caller with one connection keeps it. The
+// newcomer is refused only when every slot it could take holds a request
+// in flight, which the write timeout bounds. The pre-handshake budget
+// always closes its oldest connection.
 //
 // A connection evicted while its answer is still being flushed (its caller
 // is not reading) gives its slot at once but is not closed mid-answer: it
@@ -62,8 +70,13 @@ type trackedConn struct {
 	// aborts its background read with a past deadline after a handler.
 	awaiting atomic.Bool
 
+	// body and limit are the request's body as its handler reads it
+	// (whole.go); only the connection's serving goroutine touches them.
+	body  wholeBody
+	limit io.LimitedReader
+
 	// Guarded by set.mu.
-	busy     bool // a handler is running
+	busy     bool // a request in flight: its body whole, its handler running
 	answered bool // the handler returned; its answer is being flushed
 	// closeWhenIdle: evicted while its answer was being flushed; closed
 	// once net/http reports it idle, so the answer reaches the caller whole.
@@ -153,24 +166,30 @@ func newConnSet(events budgetEvents, kind ListenerKind, limits budgetLimits, tls
 	}
 }
 
-// oldestIdleLocked returns the connection to close so that a newcomer may
+// victimLocked returns the connection to close so that a newcomer may
 // have its slot, among those match accepts (nil: all), or nil when every
-// one holds a request in flight. In order of preference, the oldest of:
+// one holds a request in flight. It is a connection of the identity that
+// holds the most connections among those with a candidate, so at the
+// listener's cap the identity that holds the most slots gives one back
+// (with match, every candidate is of one identity). Within that identity,
+// in order of preference, the oldest of:
 //
-//  1. an idle keep-alive connection that has served a request: a client
-//     that reuses it after the close sends its call again on a fresh
-//     connection (the client marks the verbs idempotent), so nothing is
-//     lost;
+//  1. a connection that has served a request and holds none in flight
+//     (idle, or sending its next request): a client that reuses it after
+//     the close sends its call again on a fresh connection (the client
+//     marks the verbs idempotent), so nothing is lost;
 //  2. one whose handler has returned and whose answer is only being
 //     flushed: its caller has (or is about to have) the answer; it is
 //     closed once idle, never mid-answer, or once evictedFlushGrace has
 //     passed; only while fewer than maxEvictedFlushing evicted connections
 //     are still flushing;
 //  3. one that has served nothing yet (a newcomer still sending its first
-//     request, or a slowloris connection that never finishes it): last,
-//     because a client cannot resend on a connection it has just opened.
-func (cs *connSet) oldestIdleLocked(match func(*trackedConn) bool) *trackedConn {
-	var best [3]*trackedConn
+//     request's headers or body, or a slowloris connection that never
+//     finishes it): last, because a client cannot resend on a connection it
+//     has just opened.
+func (cs *connSet) victimLocked(match func(*trackedConn) bool) *trackedConn {
+	var best *trackedConn
+	var bestRank, bestHeld int
 	for c := range cs.conns {
 		if match != nil && !match(c) {
 			continue
@@ -189,42 +208,44 @@ func (cs *connSet) oldestIdleLocked(match func(*trackedConn) bool) *trackedConn 
 		default:
 			continue // a request in flight
 		}
-		if best[rank] == nil || c.since < best[rank].since {
-			best[rank] = c
+		held := cs.byIdentity[c.ident.id]
+		if best == nil || held > bestHeld ||
+			held == bestHeld && (rank < bestRank || rank == bestRank && c.since < best.since) {
+			best, bestRank, bestHeld = c, rank, held
 		}
 	}
-	for _, c := range best {
-		if c != nil {
-			return c
-		}
-	}
-	return nil
+	return best
 }
 
-// admit takes a slot for c, closing the oldest idle connection of its
-// identity (at the identity's cap) or of the listener (at the listener's
-// cap) to make room. It returns false, and the reason, when every
-// candidate slot holds a request in flight.
+// admit takes a slot for c, closing a connection without a request in
+// flight (victimLocked) of its identity (at the identity's cap) or of the
+// listener (at the listener's cap) to make room. It returns false, and the
+// reason, when every candidate slot holds a request in flight.
 func (cs *connSet) admit(c *trackedConn) (bool, Reason) {
 	cs.mu.Lock()
 	var victim *trackedConn
 	id := c.ident.id
 	switch {
 	case cs.byIdentity[id] >= cs.perIdentity:
-		victim = cs.oldestIdleLocked(func(o *trackedConn) bool { return o.ident.id == id })
+		victim = cs.victimLocked(func(o *trackedConn) bool { return o.ident.id == id })
 		if victim == nil {
 			cs.mu.Unlock()
 			return false, ReasonIdentityConnCap
 		}
 	case len(cs.conns) >= cs.max:
-		victim = cs.oldestIdleLocked(nil)
+		victim = cs.victimLocked(nil)
 		if victim == nil {
 			cs.mu.Unlock()
 			return false, ReasonConnCap
 		}
 	}
-	closeNow := false
+	closeNow, evicted := false, ReasonIdleEvicted
 	if victim != nil {
+		// Bytes read and no request in flight: the victim was part-way
+		// through sending one (its headers, or its body).
+		if !victim.busy && victim.read.Load() > 0 {
+			evicted = ReasonPartialEvicted
+		}
 		cs.releaseLocked(victim)
 		victim.evicted = true
 		// A connection still flushing its answer is closed once it is idle
@@ -254,7 +275,7 @@ func (cs *connSet) admit(c *trackedConn) (bool, Reason) {
 			// descriptor within evictedFlushGrace, not the write timeout.
 			_ = victim.Conn.SetWriteDeadline(time.Now().Add(evictedFlushGrace))
 		}
-		cs.events.reject(cs.kind, ReasonIdleEvicted, victim.attrs()...)
+		cs.events.reject(cs.kind, evicted, victim.attrs()...)
 	}
 	return true, 0
 }
@@ -293,19 +314,45 @@ func (cs *connSet) closed(c *trackedConn) {
 	}
 }
 
-// begin marks c busy as its handler starts. It returns false if c was
-// evicted in the instant between its headers and its handler: the
+// begin marks the end of c's request headers, as its handler starts; a
+// request without a body is in flight from then (whole). It returns false
+// if c was evicted in the instant between its headers and its handler: the
 // connection is closed and the request must not run.
-func (cs *connSet) begin(c *trackedConn) bool {
+func (cs *connSet) begin(c *trackedConn, hasBody bool) bool {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if c.evicted {
 		return false
 	}
-	c.busy = true
-	c.served = true
 	c.awaiting.Store(false)
+	if !hasBody {
+		c.busy, c.served = true, true
+	}
 	return true
+}
+
+// whole marks c's request in flight once its body has been read whole:
+// from then on c is never evicted. It returns false if c was evicted while
+// its body arrived: the connection is closed and the request must not run.
+func (cs *connSet) whole(c *trackedConn) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if c.evicted {
+		return false
+	}
+	c.busy, c.served = true, true
+	return true
+}
+
+// bodyTimedOut counts c's body timeout, unless the budget closed c first
+// (an eviction is counted as such).
+func (cs *connSet) bodyTimedOut(c *trackedConn) {
+	cs.mu.Lock()
+	evicted := c.evicted
+	cs.mu.Unlock()
+	if !evicted {
+		cs.events.reject(cs.kind, ReasonBodyTimeout, c.attrs()...)
+	}
 }
 
 // answered marks c's handler as returned, its answer about to be flushed.
@@ -322,10 +369,11 @@ func (cs *connSet) answered(c *trackedConn) {
 }
 
 // drain is the end of the shutdown's grace period. Every connection
-// without a handler running (idle, or still sending its request) is closed
-// and can no longer start one (begin refuses it): its caller sent nothing
-// the verbs saw, and wire.Client may send it again elsewhere. A connection
-// whose handler is running is left open: its verb call has written (or is
+// without a request in flight (idle, or still sending its request's
+// headers or body) is closed and can no longer start one (begin and whole
+// refuse it): its caller sent nothing the verbs saw, and wire.Client may
+// send it again elsewhere. A connection with a request in flight is left
+// open: its verb call has written (or is
 // writing) its audit records, so closing the connection under it would lose
 // an answer the records account for, and a client's resend would make a
 // second invocation of one call. Its answer gets evictedFlushGrace once the

@@ -324,7 +324,8 @@ func TestAConnectionStillSendingItsHeadersIsEvictable(t *testing.T) {
 		if !isClosed(slow) {
 			t.Fatal("the slow connection still holds the slot")
 		}
-		wantRejected(t, s, ListenerUnix, ReasonIdleEvicted, 1, "")
+		wantRejected(t, s, ListenerUnix, ReasonPartialEvicted, 1, "")
+		wantRejected(t, s, ListenerUnix, ReasonIdleEvicted, 0, ": a connection part-way through its headers is not idle")
 		slow.Close()
 		c.Close()
 		shutdown(t, s, served)
@@ -470,13 +471,33 @@ func TestRejectionWarningsAreRateLimitedAndCountWhatTheySuppressed(t *testing.T)
 
 func TestEvictionBetweenHeadersAndHandlerStopsTheRequest(t *testing.T) {
 	cs := &connSet{conns: map[*trackedConn]struct{}{}, byIdentity: map[string]int{}}
-	c := &trackedConn{set: cs, evicted: true}
-	if cs.begin(c) {
-		t.Fatal("begin admitted a request on an evicted connection")
+	for _, hasBody := range []bool{false, true} {
+		c := &trackedConn{set: cs, evicted: true}
+		if cs.begin(c, hasBody) {
+			t.Fatalf("begin (body %v) admitted a request on an evicted connection", hasBody)
+		}
+		c.evicted = false
+		if !cs.begin(c, hasBody) || c.busy != !hasBody {
+			t.Fatalf("begin (body %v) refused a live connection, or got busy %v", hasBody, c.busy)
+		}
+	}
+}
+
+// A request whose body arrives whole on a connection the budget closed
+// meanwhile never runs: whole refuses it, and a live one is in flight.
+func TestEvictionWhileTheBodyArrivesStopsTheRequest(t *testing.T) {
+	cs := &connSet{conns: map[*trackedConn]struct{}{}, byIdentity: map[string]int{}}
+	c := &trackedConn{set: cs}
+	if !cs.begin(c, true) || c.busy || c.served {
+		t.Fatalf("begin of a request with a body: busy %v served %v, want neither until the body is whole", c.busy, c.served)
+	}
+	c.evicted = true
+	if cs.whole(c) || c.busy {
+		t.Fatal("whole let a request run on an evicted connection")
 	}
 	c.evicted = false
-	if !cs.begin(c) || !c.busy {
-		t.Fatal("begin refused a live connection")
+	if !cs.whole(c) || !c.busy || !c.served {
+		t.Fatal("whole refused a live connection, or left it without a request in flight")
 	}
 }
 

@@ -31,16 +31,22 @@
 //
 // Request bodies at most wire.MaxBodyBytes (64 KiB), headers at most
 // wire.MaxHeaderBytes, every stored string member at most its wire.FieldBounds
-// maximum; read-header, read, write and idle timeouts (defaults 3 s, 10 s,
-// 30 s, 15 s). A malformed request is rejected before any verb: it is
-// never charged to the limiter and never recorded, but it is counted
-// (Stats, ReasonMalformed).
+// maximum; read-header, read-body, read, write and idle timeouts (defaults
+// 3 s, 3 s, 10 s, 30 s, 15 s). A request's body is read whole before its
+// handler runs, within the read-body timeout of the end of its headers,
+// or the connection is closed without an answer (ReasonBodyTimeout). A
+// malformed request is rejected before any verb: it is never charged to
+// the limiter and never recorded, but it is counted (Stats,
+// ReasonMalformed).
 //
 // Each listener has its own connection budget (Options): a cap on its
 // connections, a cap per caller identity, and on a TLS listener a smaller
-// budget and a timeout for connections still in their handshake. At a cap
-// the oldest connection without a request in flight is closed to admit
-// the newcomer, which is refused only when every slot has a request in
+// budget and a timeout for connections still in their handshake. A request
+// is in flight from the end of its body to the end of its answer. At a cap
+// a connection without a request in flight (idle, or still sending its
+// request's headers or body) is closed to admit the newcomer: at the
+// listener's cap one of the identity that holds the most connections. The
+// newcomer is refused only when every slot has a request in
 // flight. One evicted while still flushing its answer gets at most a
 // second to finish, and at most 8 per listener are finishing at once, so
 // a listener's descriptors stay within its cap plus 8. Every rejection is counted by listener and Reason and logged at

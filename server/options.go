@@ -29,6 +29,9 @@ const (
 	// DefaultRejectionLogInterval is the least time between two WARN lines
 	// of one (listener, reason).
 	DefaultRejectionLogInterval = 10 * time.Second
+	// DefaultReadBodyTimeout bounds a request's body, from the end of its
+	// headers to the end of the body.
+	DefaultReadBodyTimeout = 3 * time.Second
 )
 
 // Options configure a Server. Verbs and Health are required; a zero limit
@@ -69,9 +72,11 @@ type Options struct {
 	Logger *slog.Logger
 	// UnixMaxConns caps the connections of each unix listener (default
 	// 128); TLSMaxConns those of each TLS listener once their handshake is
-	// done (default 128). At the cap the oldest connection without a
-	// request in flight is closed to admit a newcomer; the newcomer is
-	// refused (closed) only when every connection has a request in flight.
+	// done (default 128). At the cap a connection without a request in
+	// flight (idle, or still sending its request), of the identity that
+	// holds the most connections, is closed to admit a newcomer; the
+	// newcomer is refused (closed) only when every connection has a
+	// request in flight.
 	UnixMaxConns, TLSMaxConns int
 	// TLSHandshakeMaxConns caps the connections of each TLS listener still
 	// in their handshake (default 32), apart from TLSMaxConns: at the cap
@@ -80,12 +85,21 @@ type Options struct {
 	TLSHandshakeMaxConns int
 	TLSHandshakeTimeout  time.Duration
 	// MaxConnsPerIdentity caps one caller identity's connections on each
-	// listener (default 64); at the cap that identity's oldest idle
-	// connection is closed first.
+	// listener (default 64); at the cap one of that identity's connections
+	// without a request in flight is closed first.
 	MaxConnsPerIdentity int
 	// ReadHeaderTimeout bounds reading a request's headers, default 3 s.
 	ReadHeaderTimeout time.Duration
-	// ReadTimeout bounds reading a whole request, default 10 s.
+	// ReadBodyTimeout bounds reading a request's body, from the end of its
+	// headers to the end of the body, default 3 s: past it the connection
+	// is closed without an answer and counted (ReasonBodyTimeout). The body
+	// is read whole before the handler runs, so a connection still sending
+	// one holds no request in flight and gives way to a newcomer at a cap.
+	// SetReadBodyTimeout changes it while serving.
+	ReadBodyTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, default 10 s; once the
+	// headers are in, ReadBodyTimeout takes its place for the body of a
+	// request that has one.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds a request from the end of its headers to the end
 	// of its response, default 30 s.
@@ -126,7 +140,7 @@ func (o Options) check() error {
 	for _, t := range []struct {
 		name string
 		d    time.Duration
-	}{{"ReadHeaderTimeout", o.ReadHeaderTimeout}, {"ReadTimeout", o.ReadTimeout}, {"WriteTimeout", o.WriteTimeout}, {"IdleTimeout", o.IdleTimeout},
+	}{{"ReadHeaderTimeout", o.ReadHeaderTimeout}, {"ReadBodyTimeout", o.ReadBodyTimeout}, {"ReadTimeout", o.ReadTimeout}, {"WriteTimeout", o.WriteTimeout}, {"IdleTimeout", o.IdleTimeout},
 		{"TLSHandshakeTimeout", o.TLSHandshakeTimeout}, {"RejectionLogInterval", o.RejectionLogInterval}} {
 		if t.d < 0 {
 			errs = append(errs, fmt.Errorf("wire: NewServer: %s %v is negative", t.name, t.d))
@@ -147,6 +161,7 @@ func (o Options) withDefaults() Options {
 	o.TLSHandshakeTimeout = orDefault(o.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
 	o.MaxConnsPerIdentity = orDefault(o.MaxConnsPerIdentity, DefaultMaxConnsPerIdentity)
 	o.ReadHeaderTimeout = orDefault(o.ReadHeaderTimeout, wire.DefaultReadHeaderTimeout)
+	o.ReadBodyTimeout = orDefault(o.ReadBodyTimeout, DefaultReadBodyTimeout)
 	o.ReadTimeout = orDefault(o.ReadTimeout, wire.DefaultReadTimeout)
 	o.WriteTimeout = orDefault(o.WriteTimeout, wire.DefaultWriteTimeout)
 	o.IdleTimeout = orDefault(o.IdleTimeout, wire.DefaultIdleTimeout)

@@ -61,12 +61,21 @@ const (
 	// its per-identity cap with a request in flight on every one of its
 	// connections.
 	ReasonIdentityConnCap
-	// ReasonIdleEvicted: a connection without a request in flight closed
-	// to admit a newcomer.
+	// ReasonIdleEvicted: a connection without a request in flight, and
+	// with no part of one received (idle between requests, or not yet
+	// sending), closed to admit a newcomer.
 	ReasonIdleEvicted
 	// ReasonHeaderTimeout: a connection closed because its request headers
 	// did not arrive within the header-read timeout.
 	ReasonHeaderTimeout
+	// ReasonBodyTimeout: a connection closed because its request body did
+	// not arrive whole within the body-read timeout of the end of its
+	// headers.
+	ReasonBodyTimeout
+	// ReasonPartialEvicted: a connection part-way through sending its
+	// request (its headers or its body), no request of it in flight, closed
+	// to admit a newcomer.
+	ReasonPartialEvicted
 	// NumReasons is the number of reasons.
 	NumReasons
 )
@@ -81,6 +90,8 @@ var reasonNames = [NumReasons]string{
 	ReasonIdentityConnCap:  "identity_conn_cap",
 	ReasonIdleEvicted:      "idle_evicted",
 	ReasonHeaderTimeout:    "header_timeout",
+	ReasonBodyTimeout:      "body_timeout",
+	ReasonPartialEvicted:   "partial_evicted",
 }
 
 // String returns the metric label, e.g. "idle_evicted".

@@ -40,3 +40,14 @@ func TestEachListenerAndReasonIsThrottledApart(t *testing.T) {
 		t.Errorf("tls malformed counted %d, want 2: every rejection is counted, logged or not", n)
 	}
 }
+
+// A listener kind or reason outside the closed sets spells its number,
+// never another's label.
+func TestKindsAndReasonsOutsideTheSetsSpellTheirNumber(t *testing.T) {
+	if got := NumListenerKinds.String(); got != "listener(2)" {
+		t.Errorf("NumListenerKinds.String() = %q, want listener(2)", got)
+	}
+	if got := (NumReasons + 3).String(); got != "reason(14)" {
+		t.Errorf("(NumReasons + 3).String() = %q, want reason(14)", got)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/registrar-otel/registrar-otel/health"
 	"github.com/registrar-otel/registrar-otel/internal/logthrottle"
@@ -47,7 +48,10 @@ type Server struct {
 	// protocol's handler, or a benchmark's no-op peer.
 	inner http.Handler
 	opts  Options // with the defaults filled in
-	stats wireStats
+	// bodyTimeout is the body-read timeout in force, in nanoseconds
+	// (Options.ReadBodyTimeout, then SetReadBodyTimeout).
+	bodyTimeout atomic.Int64
+	stats       wireStats
 	// rejectLog rate-limits the WARN lines of rejections, per (listener,
 	// reason); reject writes the lines itself, listener and reason first.
 	rejectLog *logthrottle.Throttle
@@ -94,15 +98,20 @@ func New(o Options) (*Server, error) {
 		rejectLog:  logthrottle.New(o.Logger, o.RejectionLogInterval, nil),
 		nextID:     ids.Next,
 	}
+	s.bodyTimeout.Store(int64(o.ReadBodyTimeout))
 	s.handler = http.HandlerFunc(s.serveHTTP)
 	s.inner = s.handler
 	s.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tc, tracked := r.Context().Value(connKey{}).(*trackedConn)
-			if tracked && !tc.set.begin(tc) {
-				// Evicted between its headers and its handler: the
-				// connection is closed, the request must not run.
-				panic(http.ErrAbortHandler)
+			if tracked {
+				defer tc.release()
+				if !s.receive(tc, r) {
+					// Evicted before its request was whole, or its body
+					// late: the request must not run, and the connection
+					// is closed without an answer.
+					panic(http.ErrAbortHandler)
+				}
 			}
 			s.inflight.Add(1)
 			defer s.inflight.Done()

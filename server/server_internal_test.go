@@ -130,7 +130,7 @@ func TestTimeoutsCloseStalledConnections(t *testing.T) {
 		want time.Duration
 	}{
 		{"headers never finished", "GET /v1/health HTTP/1.1\r\nHost: registrar\r\n", wire.DefaultReadHeaderTimeout},
-		{"body never finished", "POST /v1/mint HTTP/1.1\r\nHost: registrar\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"protocol", wire.DefaultReadTimeout},
+		{"body never finished", "POST /v1/mint HTTP/1.1\r\nHost: registrar\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"protocol", DefaultReadBodyTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

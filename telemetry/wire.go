@@ -33,7 +33,7 @@ const (
 //     connections and requests turned away, by the closed set of
 //     server.Reason ("tls_handshake", "handshake_timeout", "handshake_cap",
 //     "no_identity", "malformed", "conn_cap", "identity_conn_cap",
-//     "idle_evicted", "header_timeout").
+//     "idle_evicted", "header_timeout", "body_timeout", "partial_evicted").
 //
 // Every (listener, reason) series exists from the start at zero, so an
 // alert on the first increase fires. stats must be safe to call from the
@@ -49,7 +49,7 @@ func RegisterWire(mp metric.MeterProvider, stats func() server.Stats) error {
 	rejected := r.counter(WireRejected, "{rejection}",
 		"Connections and requests the wire turned away before any verb, by listener and reason: "+
 			"failed or timed-out TLS handshakes, the pre-handshake budget, requests without an identity or malformed, "+
-			"newcomers refused at a cap, idle connections closed for a newcomer, header timeouts.")
+			"newcomers refused at a cap, idle connections and those part-way through a request closed for a newcomer, header and body timeouts.")
 	var byListener [server.NumListenerKinds][]metric.ObserveOption
 	var byReason [server.NumListenerKinds][server.NumReasons][]metric.ObserveOption
 	for k := range server.NumListenerKinds {

@@ -37,3 +37,24 @@ func TestWireInstrumentsReportEveryListenerAndReason(t *testing.T) {
 		t.Errorf("rejected got %v", rejected)
 	}
 }
+
+// The reasons of issue 41 are series of their own from the start:
+// body_timeout and partial_evicted, on each listener.
+func TestWireRejectionsNameTheBodyTimeoutAndPartialEvictions(t *testing.T) {
+	reader, mp := newReader(t)
+	var st server.Stats
+	st.Rejected[server.ListenerUnix][server.ReasonBodyTimeout] = 5
+	st.Rejected[server.ListenerTLS][server.ReasonPartialEvicted] = 3
+	if err := telemetry.RegisterWire(mp, func() server.Stats { return st }); err != nil {
+		t.Fatal(err)
+	}
+	rejected := points(t, collectAll(t, reader)[telemetry.WireRejected])
+	for series, want := range map[string]int64{
+		"listener=unix,reason=body_timeout": 5, "listener=tls,reason=partial_evicted": 3,
+		"listener=tls,reason=body_timeout": 0, "listener=unix,reason=partial_evicted": 0,
+	} {
+		if got, ok := rejected[series]; !ok || got != want {
+			t.Errorf("%s got %d (present %v), want %d", series, got, ok, want)
+		}
+	}
+}

@@ -312,6 +312,7 @@ type effectiveJSON struct {
 		TLSHandshakeTimeoutMS                       uint32            `json:"tls_handshake_timeout_ms"`
 		MaxConnsPerIdentity                         uint32            `json:"max_conns_per_identity"`
 		ReadHeaderTimeoutMS                         uint32            `json:"read_header_timeout_ms"`
+		ReadBodyTimeoutMS                           uint32            `json:"read_body_timeout_ms"`
 		IdleTimeoutMS                               uint32            `json:"idle_timeout_ms"`
 		Backend                                     string            `json:"backend"`
 		LogLevel                                    string            `json:"log_level"`
