@@ -52,6 +52,7 @@ type action uint8
 const (
 	forward      action = iota
 	fail503             // answer 503 without forwarding: the server never sees it
+	fail500             // answer 500 (the server's internal error) without forwarding
 	forwardDrop         // forward, let the server apply it, then drop the client's connection
 	forwardAfter        // hold the request until the hook's release channel closes, then forward
 )
@@ -106,9 +107,13 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request) {
 		act, release = hook(n, r)
 	}
 	switch act {
-	case fail503:
+	case fail503, fail500:
+		code := http.StatusServiceUnavailable
+		if act == fail500 {
+			code = http.StatusInternalServerError
+		}
 		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusServiceUnavailable)
+		w.WriteHeader(code)
 		w.Write([]byte(`{"errors":["injected by the test proxy"]}`))
 	case forwardDrop:
 		rec := httptest.NewRecorder()

@@ -560,3 +560,27 @@ func TestMintRefusesOperationsTheVerbsNeverSend(t *testing.T) {
 		t.Errorf("Mint after Close = %v, want ErrClosed", err)
 	}
 }
+
+// One second is the shortest wrap TTL the verbs admit (wrap_ttl_seconds
+// = 1), so the backend mints with it rather than refusing it as under a
+// second; a hair under a second is refused before any request.
+func TestAOneSecondWrapTTLIsMintedAndAnythingShorterRefused(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	op := mintOp("h1-review-003", "h1", "review")
+	op.WrapTTL = time.Second - time.Nanosecond
+	if _, _, err := e.b.Mint(ctx, op); !errors.Is(err, openbao.ErrInvalidOp) {
+		t.Fatalf("Mint with a wrap TTL of 1s-1ns = %v, want ErrInvalidOp", err)
+	}
+	if s := e.state(t, op.RegistrationID); s.binding != nil || s.role != nil {
+		t.Fatalf("the refused mint wrote the binding %v and the role %v", s.binding, s.role)
+	}
+	op.WrapTTL = time.Second
+	status, mat, err := e.b.Mint(ctx, op)
+	if err != nil || status != registrar.MintCreated {
+		t.Fatalf("Mint with a wrap TTL of 1s = %v, %v; want MintCreated", status, err)
+	}
+	if mat.WrappedSecretID == "" || !mat.ExpiresAt.Equal(testNow.Add(time.Second)) {
+		t.Errorf("material = %+v, want a wrapped secret id expiring at Now+1s", mat)
+	}
+}

@@ -2,8 +2,11 @@ package openbao_test
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -278,6 +281,35 @@ func TestCheckPolicyPassesTheDocumentedTokenOnly(t *testing.T) {
 	}
 	if roles := listIDs(t, e.root, "auth/approle/role", ""); len(roles) != 0 {
 		t.Errorf("the checks left roles on the server: %v", roles)
+	}
+}
+
+// A probe the server answers with a 5xx, 500 included, was not let past
+// the policy: the server failed, so CheckPolicy reports it unreachable
+// rather than a check the token fails (a 4xx other than 403 is the one
+// answer that means the policy admitted the write).
+func TestCheckPolicyReportsAProbeAnswered500AsUnreachable(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	b, err := openbao.New(openbao.Options{Address: e.px.URL, Token: documentedToken(t, e, documentedPolicy, "1h"), KVPrefix: testPrefix,
+		RequestTimeout: 10 * time.Second, SecretIDTTL: time.Hour, SecretIDNumUses: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	var probes atomic.Int32
+	e.px.setHook(func(_ int, r *http.Request) (action, <-chan struct{}) {
+		if r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/auth/approle/role/registrar-otel-check-") {
+			probes.Add(1)
+			return fail500, nil
+		}
+		return forward, nil
+	})
+	checks, err := b.CheckPolicy(context.Background())
+	if _, ok := errors.AsType[*openbao.CheckUnreachableError](err); !ok {
+		t.Fatalf("CheckPolicy with a probe answered 500: %d checks, error %v; want a *CheckUnreachableError", len(checks), err)
+	}
+	if probes.Load() == 0 {
+		t.Fatal("no probe reached the proxy")
 	}
 }
 
