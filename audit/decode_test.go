@@ -18,6 +18,7 @@ const (
 	goodOutcome = `{"record_version":1,"phase":"outcome","ts":"2026-08-23T12:34:57.039Z","request_id":"q1","verb":"mint","caller_identity":"unix-peer:uid=1000","requested":{"service_name":"review","host":"h1","instance":7},"registration_id":"h1-review-007","outcome":{"class":"refused","reason":"host_mismatch","detail":"x"}}`
 	goodLimited = `{"record_version":1,"phase":"limited","ts":"2026-08-23T12:35:57.789Z","verb":"mint","caller_identity":"unix-peer:uid=1000","limited_bucket":"admission","count":3,"window_start":"2026-08-23T12:34:56.789Z","window_end":"2026-08-23T12:35:56.789Z"}`
 	goodShadow  = `{"record_version":1,"phase":"limited","ts":"2026-08-23T12:35:57.789Z","verb":"mint","caller_identity":"unix-peer:uid=1000","limited_bucket":"admission","policy":"agents","shadow":true,"count":3,"window_start":"2026-08-23T12:34:56.789Z","window_end":"2026-08-23T12:35:56.789Z"}`
+	goodReload  = `{"record_version":1,"phase":"intent","ts":"2026-08-23T12:34:56.789Z","request_id":"q1","verb":"mint","caller_identity":"unix-peer:uid=1000","requested":{"service_name":"review","host":"h1","instance":7,"reload":"systemctl reload review"}}`
 	goodAdmin   = `{"record_version":1,"phase":"admin","ts":"2026-08-23T12:39:56.789Z","caller_identity":"unix-peer:uid=0","action":"limits_reset","subject":{"identity":"unix-peer:uid=1000","verbs":["mint","deregister"],"buckets":["admission"]}}`
 )
 
@@ -103,6 +104,20 @@ func decodeCases(t testing.TB) []decodeCase {
 		{"fractional count", sub(t, goodLimited, `"count":3`, `"count":3.0`), audit.RuleInvalidValue},
 		{"oversized", `{"caller_identity":"` + strings.Repeat("x", audit.MaxRecordBytes) + `"}`, audit.RuleOversizedLine},
 
+		// A mint's spec.reload in requested.
+		{"empty reload", sub(t, goodReload, `"reload":"systemctl reload review"`, `"reload":""`), audit.RuleInvalidValue},
+		{"null reload", sub(t, goodReload, `"reload":"systemctl reload review"`, `"reload":null`), audit.RuleNullValue},
+		{"number reload", sub(t, goodReload, `"reload":"systemctl reload review"`, `"reload":1`), audit.RuleWrongType},
+		{"array reload", sub(t, goodReload, `"reload":"systemctl reload review"`, `"reload":["systemctl"]`), audit.RuleWrongType},
+		{"reload before instance", sub(t, goodReload, `"instance":7,"reload":"systemctl reload review"`, `"reload":"systemctl reload review","instance":7`), audit.RuleKeyOrder},
+		{"reload twice", sub(t, goodReload, `"reload":"systemctl reload review"`, `"reload":"a","reload":"b"`), audit.RuleDuplicateKey},
+		{"reload on a deregister", sub(t, goodReload, `"verb":"mint"`, `"verb":"deregister"`), audit.RulePhaseInconsistency},
+		{"reload outside requested", sub(t, goodReload, `"instance":7,"reload":"systemctl reload review"}`, `"instance":7},"reload":"x"`), audit.RuleUnknownKey},
+		{"over-bound reload", sub(t, goodReload, `"systemctl reload review"`, `"`+strings.Repeat("r", 513)+`"`), audit.RuleInvalidValue},
+		{"reload truncated short", sub(t, goodReload, `"instance":7,"reload":"systemctl reload review"}`, `"instance":7,"reload":"systemctl reload review"},"truncated":{"requested.reload":{"full_sha256":"`+sha+`","full_bytes":600}}`), audit.RuleInvalidValue},
+		{"reload truncated when absent", sub(t, goodIntent, `"instance":7}`, `"instance":7},"truncated":{"requested.reload":{"full_sha256":"`+sha+`","full_bytes":600}}`), audit.RulePhaseInconsistency},
+		{"reload truncation after detail", sub(t, goodReload, `"instance":7,"reload":"systemctl reload review"}`, `"instance":7,"reload":"systemctl reload review"},"truncated":{"caller_identity":{"full_sha256":"`+sha+`","full_bytes":600},"requested.service_name":{"full_sha256":"`+sha+`","full_bytes":600},"outcome.detail":{"full_sha256":"`+sha+`","full_bytes":600},"requested.reload":{"full_sha256":"`+sha+`","full_bytes":600}}`), audit.RuleKeyOrder},
+
 		// The policy and shadow keys of a limited record.
 		{"policy spelt default", sub(t, goodShadow, `"agents"`, `"default"`), audit.RuleInvalidValue},
 		{"empty policy", sub(t, goodShadow, `"agents"`, `""`), audit.RuleInvalidValue},
@@ -173,7 +188,7 @@ func TestUnmarshalRules(t *testing.T) {
 }
 
 func TestUnmarshalAcceptsTheWritersLines(t *testing.T) {
-	for _, line := range []string{goodIntent, goodOutcome, goodLimited, goodShadow, goodAdmin} {
+	for _, line := range []string{goodIntent, goodOutcome, goodLimited, goodShadow, goodAdmin, goodReload} {
 		r, err := audit.Unmarshal([]byte(line + "\n"))
 		if err != nil {
 			t.Fatalf("Unmarshal(%s): %v", line, err)
@@ -280,6 +295,10 @@ func verdictLines(t testing.TB) []struct{ name, line string } {
 	add("variant/shadow 1", sub(t, goodShadow, `"shadow":true`, `"shadow":1`))
 	add("variant/escaped policy", sub(t, goodShadow, `"agents"`, `"agent\u0073"`))
 	add("variant/policy with a quote", sub(t, goodShadow, `"agents"`, `"a\"b"`))
+	add("variant/reload", goodReload)
+	add("variant/escaped reload", sub(t, goodReload, `"systemctl reload review"`, `"systemctl reload \"review\""`))
+	add("variant/needlessly escaped reload", sub(t, goodReload, `"systemctl reload review"`, `"systemctl reload r\u0065view"`))
+	add("variant/reload without instance", sub(t, goodReload, `"instance":7,`, ``))
 	add("variant/admin", goodAdmin)
 	add("variant/admin with space", sub(t, goodAdmin, `"verbs":["mint","deregister"]`, `"verbs":["mint", "deregister"]`))
 	return out
@@ -343,7 +362,7 @@ func TestGoldenDecodeVerdicts(t *testing.T) {
 	// The single pass must take the canonical lines, or it is not the
 	// fast path it claims to be.
 	for _, gc := range goldenCases() {
-		if gc.name == "escaping" || strings.HasPrefix(gc.name, "truncated") || strings.Contains(gc.name, "truncated") || strings.HasPrefix(gc.name, "admin") {
+		if gc.name == "escaping" || gc.name == "reload_escaped" || strings.HasPrefix(gc.name, "truncated") || strings.Contains(gc.name, "truncated") || strings.HasPrefix(gc.name, "admin") {
 			continue // escapes, truncated objects and admin records are the token decoder's
 		}
 		b, _ := os.ReadFile(filepath.Join("testdata", gc.name+".jsonl"))

@@ -7,12 +7,15 @@
 // a fixed order and optional keys omitted (never null, never ""):
 //
 //	record_version (always 1), phase, ts, request_id, verb, caller_identity,
-//	requested {service_name, host, instance?}, registration_id, outcome
+//	requested {service_name, host, instance?, reload?}, registration_id, outcome
 //	{class, reason?, detail?}, limited_bucket, policy?, shadow?, count,
 //	window_start, window_end, action, subject {...}, truncated
 //
 // One Record type carries the four phases. An admitted invocation writes
-// an intent before any work and an outcome after it, paired by request_id.
+// an intent before any work and an outcome after it, paired by request_id;
+// both carry what was requested, a mint's with its spec.reload (the
+// command the host is asked to run) when the spec has one, a deregister's
+// never.
 // Invocations the limiter suppressed write nothing themselves; the
 // coalescer writes one limited (counted) record per closed window per
 // (caller identity, verb, limited bucket, caller policy, shadow), which
@@ -31,8 +34,8 @@
 // # Field bound
 //
 // The attacker-influenced strings (caller_identity,
-// requested.service_name, requested.host, outcome.detail, subject.identity)
-// are cut to
+// requested.service_name, requested.host, requested.reload,
+// outcome.detail, subject.identity) are cut to
 // MaxFieldBytes on a UTF-8 character boundary (a straddling multibyte
 // character is dropped, not split); each cut field gets a truncated entry
 // with the SHA-256 and byte length of the complete original. The store

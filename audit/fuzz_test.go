@@ -81,11 +81,12 @@ func FuzzMarshal(f *testing.F) {
 		var r *audit.Record
 		switch sel % 4 {
 		case 0:
+			// A mint's intent: detail stands for its spec.reload.
 			r = intent(id)
-			r.Requested = &audit.Requested{ServiceName: service, Host: host, Instance: uint32(instance)}
+			r.Requested = &audit.Requested{ServiceName: service, Host: host, Instance: uint32(instance), Reload: detail}
 		case 1:
 			r = outcome(id, audit.Outcome{Class: vocab.ClassRefused, Reason: vocab.ReasonInvalidHost, Detail: detail})
-			r.Requested = &audit.Requested{ServiceName: service, Host: host, Instance: uint32(instance)}
+			r.Requested = &audit.Requested{ServiceName: service, Host: host, Instance: uint32(instance), Reload: detail}
 		case 2:
 			r = limited(vocab.Bucket(sel>>7), count)
 			r.Policy, r.Shadow = id, sel&(1<<6) != 0
@@ -133,6 +134,7 @@ func FuzzMarshal(f *testing.F) {
 		if got.Requested != nil {
 			check("service_name", got.Requested.ServiceName, service)
 			check("host", got.Requested.Host, host)
+			check("reload", got.Requested.Reload, detail)
 		}
 		if got.Outcome != nil && detail != "" {
 			check("detail", got.Outcome.Detail, detail)

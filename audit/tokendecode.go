@@ -312,13 +312,15 @@ func (d *decoder) requested() (*Requested, error) {
 				}
 				q.Instance = uint32(min(v, MaxInstance))
 			}
+		case reqReload:
+			q.Reload, err = d.nonEmpty("requested.reload")
 		}
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := required(parent, requestedKeys[:reqInstance], seen[:]); err != nil { // instance is optional
+	if err := required(parent, requestedKeys[:reqInstance], seen[:]); err != nil { // instance and reload are optional
 		return nil, err
 	}
 	return q, nil

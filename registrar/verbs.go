@@ -201,7 +201,7 @@ type invocation struct {
 // nil, *RefusedError, *ThrottledError or *UnavailableError.
 func (v *Verbs) Mint(ctx context.Context, req MintRequest) (MintResult, error) {
 	start := time.Now()
-	inv, ctx := v.begin(ctx, start, vocab.Mint, req.CallerIdentity, req.Caller, req.ServiceName, req.Host, req.Instance)
+	inv, ctx := v.begin(ctx, start, vocab.Mint, req.CallerIdentity, req.Caller, audit.Requested{ServiceName: req.ServiceName, Host: req.Host, Instance: req.Instance, Reload: req.Spec.Reload})
 	res, err := v.mint(ctx, inv, &req)
 	res.RequestID = inv.requestID
 	v.tel.finish(ctx, inv, start, res.RegistrationID, mintResult(res.Outcome), err)
@@ -212,14 +212,17 @@ func (v *Verbs) Mint(ctx context.Context, req MintRequest) (MintResult, error) {
 // *ThrottledError or *UnavailableError.
 func (v *Verbs) Deregister(ctx context.Context, req DeregisterRequest) (DeregisterResult, error) {
 	start := time.Now()
-	inv, ctx := v.begin(ctx, start, vocab.Deregister, req.CallerIdentity, req.Caller, req.ServiceName, req.Host, req.Instance)
+	inv, ctx := v.begin(ctx, start, vocab.Deregister, req.CallerIdentity, req.Caller, audit.Requested{ServiceName: req.ServiceName, Host: req.Host, Instance: req.Instance})
 	res, err := v.deregister(ctx, inv, &req)
 	res.RequestID = inv.requestID
 	v.tel.finish(ctx, inv, start, res.RegistrationID, deregisterResult(res.Outcome), err)
 	return res, err
 }
 
-func (v *Verbs) begin(ctx context.Context, start time.Time, verb vocab.Verb, identity string, caller limiter.Caller, serviceName, host string, instance uint32) (*invocation, context.Context) {
+// begin starts an invocation of verb by identity asking for req: what its
+// intent and outcome records say was requested (a mint's with its
+// spec.reload, the command the caller asks the host to run).
+func (v *Verbs) begin(ctx context.Context, start time.Time, verb vocab.Verb, identity string, caller limiter.Caller, req audit.Requested) (*invocation, context.Context) {
 	if caller.Identity() != identity {
 		caller = v.lim.Caller(identity) // not prepared, or prepared for another identity
 	}
@@ -228,7 +231,7 @@ func (v *Verbs) begin(ctx context.Context, start time.Time, verb vocab.Verb, ide
 		verb:     verb,
 		identity: identity,
 		caller:   caller,
-		req:      audit.Requested{ServiceName: serviceName, Host: host, Instance: instance},
+		req:      req,
 	}
 	inv.requested = &inv.req
 	inv.requestID = v.ids.nextIn(&inv.idBuf)
