@@ -19,6 +19,7 @@ const (
 	goodLimited = `{"record_version":1,"phase":"limited","ts":"2026-08-23T12:35:57.789Z","verb":"mint","caller_identity":"unix-peer:uid=1000","limited_bucket":"admission","count":3,"window_start":"2026-08-23T12:34:56.789Z","window_end":"2026-08-23T12:35:56.789Z"}`
 	goodShadow  = `{"record_version":1,"phase":"limited","ts":"2026-08-23T12:35:57.789Z","verb":"mint","caller_identity":"unix-peer:uid=1000","limited_bucket":"admission","policy":"agents","shadow":true,"count":3,"window_start":"2026-08-23T12:34:56.789Z","window_end":"2026-08-23T12:35:56.789Z"}`
 	goodReload  = `{"record_version":1,"phase":"intent","ts":"2026-08-23T12:34:56.789Z","request_id":"q1","verb":"mint","caller_identity":"unix-peer:uid=1000","requested":{"service_name":"review","host":"h1","instance":7,"reload":"systemctl reload review"}}`
+	goodRotated = `{"record_version":1,"phase":"admin","ts":"2026-08-23T12:44:56.789Z","caller_identity":"registrar-otel:daemon","action":"rotated","subject":{"file":"registrar-audit-20261201T080000Z-000001.jsonl","next":"registrar-audit-20261201T090000Z-000002.jsonl","rotation":3,"folded":1,"bytes":65490,"sha256":"9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f","lines":212,"first_ts":"2026-08-23T12:34:56.789Z","last_ts":"2026-08-23T13:34:56.789Z","counts":[{"identity":"unix-peer:uid=1000","verb":"mint","outcome":"first_mint","invocations":104},{"identity":"unix-peer:uid=1000","verb":"mint","outcome":"refused","invocations":2}],"others":[{"verb":"mint","outcome":"limited","invocations":12}]}}`
 	goodAdmin   = `{"record_version":1,"phase":"admin","ts":"2026-08-23T12:39:56.789Z","caller_identity":"unix-peer:uid=0","action":"limits_reset","subject":{"identity":"unix-peer:uid=1000","verbs":["mint","deregister"],"buckets":["admission"]}}`
 )
 
@@ -163,6 +164,37 @@ func decodeCases(t testing.TB) []decodeCase {
 		{"null in buckets", sub(t, goodAdmin, `["admission"]`, `[null]`), audit.RuleNullValue},
 		{"unterminated verbs", sub(t, goodAdmin, `["mint","deregister"],"buckets":["admission"]}}`, `["mint","deregister"`), audit.RuleInvalidJSON},
 		{"subject identity truncated short", sub(t, goodAdmin, `"buckets":["admission"]}`, `"buckets":["admission"]},"truncated":{"subject.identity":{"full_sha256":"`+sha+`","full_bytes":600}}`), audit.RuleInvalidValue},
+		// The rotated action's subject.
+		{"rotated without file", sub(t, goodRotated, `"file":"registrar-audit-20261201T080000Z-000001.jsonl",`, ``), audit.RuleMissingField},
+		{"rotated without lines", sub(t, goodRotated, `"lines":212,`, ``), audit.RuleMissingField},
+		{"rotated without folded", sub(t, goodRotated, `"folded":1,`, ``), audit.RuleMissingField},
+		{"rotated first_ts alone", sub(t, goodRotated, `,"last_ts":"2026-08-23T13:34:56.789Z"`, ``), audit.RuleMissingField},
+		{"rotated with an identity", sub(t, goodRotated, `{"file"`, `{"identity":"unix-peer:uid=1","file"`), audit.RulePhaseInconsistency},
+		{"limits_reset with a file", sub(t, goodAdmin, `"buckets":["admission"]`, `"buckets":["admission"],"file":"registrar-audit-20261201T080000Z-000001.jsonl"`), audit.RulePhaseInconsistency},
+		{"limits_reset with counts", sub(t, goodAdmin, `"buckets":["admission"]`, `"buckets":["admission"],"counts":[{"identity":"a","verb":"mint","outcome":"refused","invocations":1}]`), audit.RulePhaseInconsistency},
+		{"rotated keys out of order", sub(t, goodRotated, `"rotation":3,"folded":1`, `"folded":1,"rotation":3`), audit.RuleKeyOrder},
+		{"rotated file not a generation", sub(t, goodRotated, `"file":"registrar-audit-20261201T080000Z-000001.jsonl"`, `"file":"../../etc/passwd"`), audit.RuleInvalidValue},
+		{"rotated next before file", sub(t, goodRotated, `"next":"registrar-audit-20261201T090000Z-000002.jsonl"`, `"next":"registrar-audit-20261201T070000Z-000000.jsonl"`), audit.RuleInvalidValue},
+		{"rotated rotation 0", sub(t, goodRotated, `"rotation":3,"folded":1`, `"rotation":0,"folded":0`), audit.RuleMissingField},
+		{"rotated folded too many", sub(t, goodRotated, `"folded":1`, `"folded":3`), audit.RuleInvalidValue},
+		{"rotated negative bytes", sub(t, goodRotated, `"bytes":65490`, `"bytes":-1`), audit.RuleInvalidValue},
+		{"rotated string lines", sub(t, goodRotated, `"lines":212`, `"lines":"212"`), audit.RuleWrongType},
+		{"rotated uppercase sha256", sub(t, goodRotated, `"sha256":"9f9f`, `"sha256":"9F9f`), audit.RuleInvalidValue},
+		{"rotated empty sha256", sub(t, goodRotated, `"sha256":"9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f"`, `"sha256":""`), audit.RuleInvalidValue},
+		{"rotated first_ts with offset", sub(t, goodRotated, `"first_ts":"2026-08-23T12:34:56.789Z"`, `"first_ts":"2026-08-23T14:34:56.789+02:00"`), audit.RuleNonCanonicalTimestamp},
+		{"rotated empty counts", sub(t, goodRotated, `"counts":[{"identity":"unix-peer:uid=1000","verb":"mint","outcome":"first_mint","invocations":104},{"identity":"unix-peer:uid=1000","verb":"mint","outcome":"refused","invocations":2}]`, `"counts":[]`), audit.RuleInvalidValue},
+		{"rotated null counts", sub(t, goodRotated, `"counts":[{"identity":"unix-peer:uid=1000","verb":"mint","outcome":"first_mint","invocations":104},{"identity":"unix-peer:uid=1000","verb":"mint","outcome":"refused","invocations":2}]`, `"counts":null`), audit.RuleNullValue},
+		{"rotated counts not an array", sub(t, goodRotated, `"counts":[{"identity":"unix-peer:uid=1000","verb":"mint","outcome":"first_mint","invocations":104},{"identity":"unix-peer:uid=1000","verb":"mint","outcome":"refused","invocations":2}]`, `"counts":{}`), audit.RuleWrongType},
+		{"rotated count not an object", sub(t, goodRotated, `{"identity":"unix-peer:uid=1000","verb":"mint","outcome":"refused","invocations":2}`, `"x"`), audit.RuleWrongType},
+		{"rotated count of 0", sub(t, goodRotated, `"outcome":"refused","invocations":2`, `"outcome":"refused","invocations":0`), audit.RuleInvalidValue},
+		{"rotated count without invocations", sub(t, goodRotated, `"outcome":"refused","invocations":2`, `"outcome":"refused"`), audit.RuleMissingField},
+		{"rotated count keys out of order", sub(t, goodRotated, `"verb":"mint","outcome":"refused"`, `"outcome":"refused","verb":"mint"`), audit.RuleKeyOrder},
+		{"rotated count unknown key", sub(t, goodRotated, `"invocations":2}`, `"invocations":2,"bucket":"admission"}`), audit.RuleUnknownKey},
+		{"rotated count unknown outcome", sub(t, goodRotated, `"outcome":"refused"`, `"outcome":"throttled"`), audit.RuleInvalidValue},
+		{"rotated counts out of order", sub(t, goodRotated, `"invocations":104},{"identity":"unix-peer:uid=1000","verb":"mint","outcome":"refused","invocations":2}`, `"invocations":1},{"identity":"unix-peer:uid=1000","verb":"mint","outcome":"refused","invocations":2}`), audit.RuleInvalidValue},
+		{"rotated count twice", sub(t, goodRotated, `"outcome":"refused","invocations":2`, `"outcome":"first_mint","invocations":2`), audit.RuleInvalidValue},
+		{"rotated other with an identity", sub(t, goodRotated, `"others":[{"verb"`, `"others":[{"identity":"x","verb"`), audit.RuleUnknownKey},
+		{"rotated unterminated counts", goodRotated[:strings.Index(goodRotated, `,{"identity":"unix-peer:uid=1000","verb":"mint","outcome":"refused"`)], audit.RuleInvalidJSON},
 		{"limited truncated subject identity", sub(t, goodLimited, `"window_end":"2026-08-23T12:35:56.789Z"`, `"window_end":"2026-08-23T12:35:56.789Z","truncated":{"subject.identity":{"full_sha256":"`+sha+`","full_bytes":600}}`), audit.RulePhaseInconsistency},
 	}
 }
@@ -188,7 +220,7 @@ func TestUnmarshalRules(t *testing.T) {
 }
 
 func TestUnmarshalAcceptsTheWritersLines(t *testing.T) {
-	for _, line := range []string{goodIntent, goodOutcome, goodLimited, goodShadow, goodAdmin, goodReload} {
+	for _, line := range []string{goodIntent, goodOutcome, goodLimited, goodShadow, goodAdmin, goodReload, goodRotated} {
 		r, err := audit.Unmarshal([]byte(line + "\n"))
 		if err != nil {
 			t.Fatalf("Unmarshal(%s): %v", line, err)
@@ -300,6 +332,10 @@ func verdictLines(t testing.TB) []struct{ name, line string } {
 	add("variant/needlessly escaped reload", sub(t, goodReload, `"systemctl reload review"`, `"systemctl reload r\u0065view"`))
 	add("variant/reload without instance", sub(t, goodReload, `"instance":7,`, ``))
 	add("variant/admin", goodAdmin)
+	add("variant/rotated", goodRotated)
+	add("variant/rotated without optional keys", sub(t, sub(t, goodRotated, `,"first_ts":"2026-08-23T12:34:56.789Z","last_ts":"2026-08-23T13:34:56.789Z"`, ``), `,"others":[{"verb":"mint","outcome":"limited","invocations":12}]`, ``))
+	add("variant/rotated with space", sub(t, goodRotated, `"verb":"mint","outcome":"refused"`, `"verb":"mint", "outcome":"refused"`))
+	add("variant/rotated escaped identity", sub(t, goodRotated, `"identity":"unix-peer:uid=1000","verb":"mint","outcome":"refused"`, `"identity":"unix-peer:uid=100\u0030","verb":"mint","outcome":"refused"`))
 	add("variant/admin with space", sub(t, goodAdmin, `"verbs":["mint","deregister"]`, `"verbs":["mint", "deregister"]`))
 	return out
 }

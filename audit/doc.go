@@ -28,7 +28,9 @@
 // record names an action taken on the daemon's own state (action, a closed
 // enum), who took it (caller_identity) and what it was taken on (subject,
 // whose keys the action fixes); it has no verb. New actions extend that one
-// phase (admin.go). Timestamps are RFC 3339 UTC with exactly millisecond
+// phase (admin.go): limits_reset, an operator's refill of an identity's
+// buckets, and rotated, what retention leaves of a generation it deletes
+// (rotated.go). Timestamps are RFC 3339 UTC with exactly millisecond
 // precision (TimeLayout).
 //
 // # Field bound

@@ -24,7 +24,9 @@ const maxTruncationEntry = len(`{"full_sha256":"0123456789abcdef0123456789abcdef
 // MaxRecordBytes is the largest serialized line the store can write, '\n'
 // included: a mint's outcome record with every field at its bound and
 // every bounded byte escaped at worst case, all five of its fields
-// truncated. A mint's, because requested.reload is on mint records only
+// truncated. A rotated admin record, whose counts could name any number
+// of identities, is held to the same bound by moving its smallest counts
+// into others (fit). A mint's, because requested.reload is on mint records only
 // and outweighs the six bytes "deregister" has over "mint". It is a
 // constant so the reader can bound its line buffer; the tests build that
 // worst case, and the worst case of every other phase (an admin record has
@@ -60,6 +62,9 @@ func Marshal(r *Record) ([]byte, error) {
 		return nil, err
 	}
 	line := appendRecord(make([]byte, 0, 512), &c)
+	if c.Phase == PhaseAdmin && c.Admin.Action == ActionRotated {
+		line = fit(&c, line) // a rotated record's bound: its smallest counts into others
+	}
 	if len(line) > MaxRecordBytes {
 		// Unreachable if MaxRecordBytes is honest; the tests assert it is.
 		return nil, fmt.Errorf("audit: internal error: serialized line of %d bytes exceeds MaxRecordBytes %d", len(line), MaxRecordBytes)

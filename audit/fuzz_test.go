@@ -77,9 +77,14 @@ func FuzzMarshal(f *testing.F) {
 	f.Add("unix-peer:uid=1000", "", "", "", uint16(0), uint64(3), uint8(2|1<<6), "agents")
 	f.Add("unix-peer:uid=0", "unix-peer:uid=1000", "", "", uint16(3), uint64(0), uint8(3), "")
 	f.Add(overCaller, overLimitedCaller, "", "", uint16(0b1111), uint64(0), uint8(3), "")
+	f.Add(audit.DaemonIdentity, "unix-peer:uid=1000", "", "\x01\xff", uint16(2), uint64(7), uint8(3|1<<5), "registrar-client:dns:h1")
 	f.Fuzz(func(t *testing.T, caller, service, host, detail string, instance uint16, count uint64, sel uint8, id string) {
 		var r *audit.Record
-		switch sel % 4 {
+		kind := sel % 4
+		if kind == 3 && sel&(1<<5) != 0 {
+			kind = 4 // a rotated record
+		}
+		switch kind {
 		case 0:
 			// A mint's intent: detail stands for its spec.reload.
 			r = intent(id)
@@ -90,6 +95,15 @@ func FuzzMarshal(f *testing.F) {
 		case 2:
 			r = limited(vocab.Bucket(sel>>7), count)
 			r.Policy, r.Shadow = id, sel&(1<<6) != 0
+		case 4:
+			// sel&(1<<5): a rotated record counting the strings as
+			// identities (one over the bound: refused, never cut).
+			r = rotatedRec()
+			r.Admin.Counts = nil
+			for i, id := range []string{service, host, detail, id} {
+				r.Admin.Counts = append(r.Admin.Counts, audit.InvocationCount{Identity: id, Verb: vocab.Verb(i % 2), Result: audit.Result(1 + i), Invocations: count + uint64(i)})
+			}
+			r.Admin.Folded = uint64(instance) % 3
 		default:
 			// An admin record: the subject's identity is service, its
 			// lists the bits of instance (possibly empty: refused).
@@ -139,8 +153,20 @@ func FuzzMarshal(f *testing.F) {
 		if got.Outcome != nil && detail != "" {
 			check("detail", got.Outcome.Detail, detail)
 		}
-		if got.Admin != nil {
+		if got.Admin != nil && got.Admin.Action == audit.ActionLimitsReset {
 			check("subject.identity", got.Admin.Identity, service)
+		}
+		if got.Admin != nil && got.Admin.Action == audit.ActionRotated {
+			// Never cut: a count names an identity exactly as given.
+			names := map[string]bool{}
+			for _, c := range got.Admin.Counts {
+				names[c.Identity] = true
+			}
+			for _, want := range []string{service, host, detail, id} {
+				if !names[string([]rune(want))] {
+					t.Errorf("rotated counts %+v do not name %q", got.Admin.Counts, want)
+				}
+			}
 		}
 		if got.Phase == audit.PhaseLimited && got.PolicyName() != cmp.Or(id, audit.DefaultPolicy) {
 			t.Errorf("policy: got %q, want %q", got.PolicyName(), id)

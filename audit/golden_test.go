@@ -91,6 +91,11 @@ func goldenCases() []goldenCase {
 	truncReload := intent("AAAAAAAAAAAA.14")
 	truncReload.Requested.Reload = overReload
 
+	// A generation deleted empty: no timestamps, nothing counted.
+	rotatedEmpty := rotatedRec()
+	rotatedEmpty.Admin.Rotated = audit.Rotated{File: gen1, Next: gen2, Rotation: 1,
+		SHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}
+
 	escaping := intent("AAAAAAAAAAAA.11")
 	escaping.CallerIdentity = "q\"b\\s/\n\r\t\x00\x1f\x7f\u2028\u2029\ufffd\xff<>&é"
 
@@ -115,6 +120,8 @@ func goldenCases() []goldenCase {
 		{"admin_limits_reset", adminReset("unix-peer:uid=0", "registrar-client:uri:spiffe://example.org/agent/h7",
 			[]vocab.Verb{vocab.Deregister, vocab.Mint}, []vocab.Bucket{vocab.Admission, vocab.PredecisionRefusal})},
 		{"admin_truncated_subject_identity", adminTrunc},
+		{"admin_rotated", rotatedRec()},
+		{"admin_rotated_empty_file", rotatedEmpty},
 		{"escaping", escaping},
 		{"intent_with_reload", withReload},
 		{"outcome_first_mint_with_reload", reloadFirstMint},

@@ -93,11 +93,34 @@ type scanAdminRecordJSON struct {
 	Subject        scanSubjectJSON `json:"subject"`
 }
 
-// scanSubjectJSON is an admin record's subject: the keys its action uses.
+// scanSubjectJSON is an admin record's subject: the keys its action uses
+// (limits_reset: identity, verbs, buckets; rotated: the rest, with the
+// record's own spelling).
 type scanSubjectJSON struct {
 	Identity string   `json:"identity,omitempty"`
 	Verbs    []string `json:"verbs,omitempty"`
 	Buckets  []string `json:"buckets,omitempty"`
+	File     string   `json:"file,omitempty"`
+	Next     string   `json:"next,omitempty"`
+	Rotation uint64   `json:"rotation,omitempty"`
+	// Folded, Bytes and Lines are on every rotated subject, 0 included.
+	Folded  *uint64         `json:"folded,omitempty"`
+	Bytes   *uint64         `json:"bytes,omitempty"`
+	SHA256  string          `json:"sha256,omitempty"`
+	Lines   *uint64         `json:"lines,omitempty"`
+	FirstTS string          `json:"first_ts,omitempty"`
+	LastTS  string          `json:"last_ts,omitempty"`
+	Counts  []scanCountJSON `json:"counts,omitempty"`
+	Others  []scanCountJSON `json:"others,omitempty"`
+}
+
+// scanCountJSON is one entry of a rotated record's counts (with its
+// identity) or others (without).
+type scanCountJSON struct {
+	Identity    *string `json:"identity,omitempty"`
+	Verb        string  `json:"verb"`
+	Outcome     string  `json:"outcome"`
+	Invocations uint64  `json:"invocations"`
 }
 
 type scanIdentityJSON struct {
@@ -258,6 +281,21 @@ func subjectJSON(a audit.Admin) scanSubjectJSON {
 	}
 	for _, b := range a.Buckets {
 		s.Buckets = append(s.Buckets, b.String())
+	}
+	if a.Action != audit.ActionRotated {
+		return s
+	}
+	r := a.Rotated
+	s.File, s.Next, s.Rotation, s.SHA256 = r.File, r.Next, r.Rotation, r.SHA256
+	s.Folded, s.Bytes, s.Lines = &r.Folded, &r.Bytes, &r.Lines
+	if !r.FirstTS.IsZero() {
+		s.FirstTS, s.LastTS = r.FirstTS.UTC().Format(audit.TimeLayout), r.LastTS.UTC().Format(audit.TimeLayout)
+	}
+	for _, c := range r.Counts {
+		s.Counts = append(s.Counts, scanCountJSON{&c.Identity, c.Verb.String(), c.Result.String(), c.Invocations})
+	}
+	for _, c := range r.Others {
+		s.Others = append(s.Others, scanCountJSON{nil, c.Verb.String(), c.Result.String(), c.Invocations})
 	}
 	return s
 }

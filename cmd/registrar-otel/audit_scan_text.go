@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -226,6 +227,19 @@ func writeAdmin(p *errWriter, rep *audit.Report) {
 
 // subjectText is an admin record's subject on one line.
 func subjectText(a audit.Admin) string {
+	if a.Action == audit.ActionRotated {
+		r := a.Rotated
+		var invocations uint64
+		for _, c := range append(slices.Clip(r.Counts), r.Others...) {
+			if invocations > math.MaxUint64-c.Invocations {
+				invocations = math.MaxUint64 // saturating
+			} else {
+				invocations += c.Invocations
+			}
+		}
+		return fmt.Sprintf("file %s deleted (%d lines, %d bytes, sha256 %s), next %s, rotation %d folding %d, %d invocations counted (%d identity keys named)",
+			r.File, r.Lines, r.Bytes, r.SHA256, r.Next, r.Rotation, r.Folded, invocations, len(r.Counts))
+	}
 	var parts []string
 	if a.Identity != "" {
 		parts = append(parts, "identity "+printable(a.Identity))
