@@ -35,8 +35,8 @@ const (
 //     unit By, exported without a unit suffix): the last capacity probe's
 //     free space, store size and rotation budget;
 //   - registrar.audit.store.state{state} (gauge): one series per state (ok,
-//     low, critical, unwritable; unit {state}), 1 for the current one and 0 for the
-//     others;
+//     low, critical, retention_held, unwritable; unit {state}), 1 for the
+//     current one and 0 for the others;
 //   - registrar.audit.file.reopened{cause} (counter, {reopen}): reopens of
 //     the active file by cause (directory_removed, directory_replaced,
 //     deleted, renamed, replaced, sighup), every cause exported from zero.
@@ -57,8 +57,10 @@ func RegisterAuditStore(mp metric.MeterProvider, capacity func() audit.Capacity,
 	budget := r.gauge(AuditStoreBudgetBytes, "By",
 		"The most the audit store occupies once rotation bounds it: (audit_max_retained_files + 1) × audit_max_file_bytes.")
 	state := r.gauge(AuditStoreState, "{state}",
-		"Audit store capacity state: one series per state (ok, low, critical, unwritable), 1 for the current state and 0 for the others. "+
-			"low: free space does not cover budget - store bytes + reserve; critical: less than audit_max_file_bytes free; unwritable: the last append or reopen failed.")
+		"Audit store capacity state: one series per state (ok, low, critical, retention_held, unwritable), 1 for the current state and 0 for the others. "+
+			"low: free space does not cover budget - store bytes + reserve; critical: less than audit_max_file_bytes free; "+
+			"retention_held: generations younger than audit_min_retention_seconds are kept past audit_max_retained_files and mints are refused RegistrarBusy; "+
+			"unwritable: the last append or reopen failed.")
 	reopened := r.counter(AuditFileReopened, "{reopen}",
 		"Reopens of the audit store's active file, by cause: the configured path no longer named the open file "+
 			"(directory_removed, directory_replaced, deleted, renamed, replaced) or the operator sent SIGHUP (sighup).")
