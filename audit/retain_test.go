@@ -326,6 +326,9 @@ func TestMinRetentionHoldsGenerationsAndRefusesMints(t *testing.T) {
 	dereg.Verb = vocab.Deregister
 	appendOK(t, s, dereg)
 	appendOK(t, s, limited(vocab.Admission, 3))
+	if errs := s.AppendBatch(context.Background(), []*audit.Record{intent("m3"), limited(vocab.Admission, 4)}); !errors.Is(errs[0], audit.ErrRetentionHeld) || errs[1] != nil {
+		t.Errorf("a batch of a mint's intent and a counted record: %v; want the intent refused, the counted record written", errs)
+	}
 	if st := s.Stats(); st.AppendFailures != 0 {
 		t.Errorf("the refused intent counted as an append failure: %+v", st)
 	}

@@ -55,6 +55,14 @@ type scanJSON struct {
 	RefusedByIdentity        []scanRefusedJSON `json:"refused_by_identity,omitzero"`
 	RefusedByIdentityOmitted *int              `json:"refused_by_identity_omitted,omitzero"`
 	RefusedOtherIdentities   map[string]uint64 `json:"refused_other_identities,omitzero"`
+	// InvocationsByIdentity: every invocation per (caller identity, verb,
+	// outcome or "limited"), rotated the part counted by rotated records
+	// of deleted files; InvocationsOtherIdentities sums the keys past the
+	// scan's bound and the rotated records' others, per (verb, outcome),
+	// non-zero only.
+	InvocationsByIdentity      []scanInvocationsJSON `json:"invocations_by_identity,omitzero"`
+	InvocationsByIdentityOmit  *int                  `json:"invocations_by_identity_omitted,omitzero"`
+	InvocationsOtherIdentities []scanInvocationsJSON `json:"invocations_other_identities,omitzero"`
 	// With --fail-on-limited only.
 	FailOnLimited *failOnLimited `json:"fail_on_limited,omitempty"`
 }
@@ -128,6 +136,16 @@ type scanIdentityJSON struct {
 	Bucket         string `json:"bucket"`
 	Records        uint64 `json:"records"`
 	Count          uint64 `json:"count"`
+}
+
+// scanInvocationsJSON is one (caller identity, verb, outcome)'s
+// invocations; CallerIdentity is absent in the remainder.
+type scanInvocationsJSON struct {
+	CallerIdentity *string `json:"caller_identity,omitempty"`
+	Verb           string  `json:"verb"`
+	Outcome        string  `json:"outcome"`
+	Invocations    uint64  `json:"invocations"`
+	Rotated        uint64  `json:"rotated"`
 }
 
 // scanRefusedJSON is one (caller identity, reason, scope)'s refusals.
@@ -266,6 +284,16 @@ func writeScanJSON(w io.Writer, v scanView) error {
 		for _, r := range audit.AuthorizationReasons {
 			out.RefusedOtherIdentities[r.String()] = rep.RefusedOtherIdentities[r]
 		}
+		invRows, invOmitted := v.shownInvocations()
+		out.InvocationsByIdentity = []scanInvocationsJSON{}
+		for _, r := range invRows {
+			out.InvocationsByIdentity = append(out.InvocationsByIdentity, scanInvocationsJSON{&r.CallerIdentity, r.Verb.String(), r.Result.String(), r.Invocations, r.Rotated})
+		}
+		out.InvocationsByIdentityOmit = &invOmitted
+		out.InvocationsOtherIdentities = []scanInvocationsJSON{}
+		forOtherInvocations(rep, func(verb vocab.Verb, res audit.Result, t audit.InvocationTotals) {
+			out.InvocationsOtherIdentities = append(out.InvocationsOtherIdentities, scanInvocationsJSON{nil, verb.String(), res.String(), t.Invocations, t.Rotated})
+		})
 	}
 	out.FailOnLimited = v.failOn
 	enc := json.NewEncoder(w)
@@ -298,4 +326,16 @@ func subjectJSON(a audit.Admin) scanSubjectJSON {
 		s.Others = append(s.Others, scanCountJSON{nil, c.Verb.String(), c.Result.String(), c.Invocations})
 	}
 	return s
+}
+
+// forOtherInvocations calls f for each non-zero remainder of the
+// per-identity invocations, in verb and outcome order.
+func forOtherInvocations(rep *audit.Report, f func(vocab.Verb, audit.Result, audit.InvocationTotals)) {
+	for verb := range vocab.Verb(vocab.NumVerbs) {
+		for res := audit.Result(1); res.Valid(); res++ {
+			if t := rep.InvocationsOtherIdentities[verb][res]; t.Invocations > 0 {
+				f(verb, res, t)
+			}
+		}
+	}
 }
