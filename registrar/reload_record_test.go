@@ -124,3 +124,31 @@ func TestAMintsIntentLineCarriesItsSpecReloadBoundedAndEscaped(t *testing.T) {
 		t.Error("the first line is not the mint's record")
 	}
 }
+
+// TestAMintWhoseIntentRetentionHoldsIsBusy: while the store keeps files
+// younger than audit_min_retention_seconds past its budget it refuses a
+// mint's intent, and the mint, a refused one included, is answered
+// RegistrarBusy with the store's retry-after: nothing written, nothing
+// created.
+func TestAMintWhoseIntentRetentionHoldsIsBusy(t *testing.T) {
+	b := registrartest.NewBackend(t)
+	h := newHarness(t, 32, 512, b)
+	h.log.FailPhase(audit.PhaseIntent, &audit.RetentionHeldError{HeldFiles: 2, RetryAfter: 90*time.Second + 400*time.Millisecond})
+	bad := goodMint()
+	bad.Host = "H1" // a pre-derivation refusal writes an intent too
+	for _, req := range []registrar.MintRequest{goodMint(), bad} {
+		_, err := h.v.Mint(context.Background(), req)
+		thr := errorAs[*registrar.ThrottledError](t, err)
+		if thr.RetryAfterSeconds != 90 || thr.RequestID == "" {
+			t.Errorf("mint of %s: %+v, want RegistrarBusy retryable after 90 s", req.Host, thr)
+		}
+	}
+	if b.Calls() != 0 || h.log.Len() != 0 {
+		t.Errorf("%d backend calls and %d records, want none", b.Calls(), h.log.Len())
+	}
+	h.log.FailPhase(audit.PhaseIntent, &audit.RetentionHeldError{HeldFiles: 1})
+	_, err := h.v.Mint(context.Background(), goodMint())
+	if thr := errorAs[*registrar.ThrottledError](t, err); thr.RetryAfterSeconds != 1 {
+		t.Errorf("a retry-after under a second is advertised as %d s, want 1", thr.RetryAfterSeconds)
+	}
+}

@@ -383,7 +383,7 @@ func (v *Verbs) refusePreDerivation(ctx context.Context, inv *invocation, reason
 	}
 	wctx := context.WithoutCancel(ctx)
 	if err := v.writeIntent(wctx, inv); err != nil {
-		return &UnavailableError{RequestID: inv.requestID, Reason: AuditUnwritable, Err: err}
+		return v.intentUnwritten(inv, err)
 	}
 	detail := ""
 	if scope != 0 {
@@ -408,9 +408,22 @@ func (v *Verbs) admit(ctx context.Context, inv *invocation) (context.Context, er
 	}
 	wctx := context.WithoutCancel(ctx)
 	if err := v.writeIntent(wctx, inv); err != nil {
-		return nil, &UnavailableError{RequestID: inv.requestID, Reason: AuditUnwritable, Err: err}
+		return nil, v.intentUnwritten(inv, err)
 	}
 	return wctx, nil
+}
+
+// intentUnwritten answers an invocation whose intent record was not
+// written: nothing was created. The store holding generations past its
+// budget for registrar.audit_min_retention_seconds refuses a mint's intent
+// (audit.RetentionHeldError): that is RegistrarBusy, retryable once the
+// oldest held file ages out; any other failure is AuditUnwritable.
+func (v *Verbs) intentUnwritten(inv *invocation, err error) error {
+	if held, ok := errors.AsType[*audit.RetentionHeldError](err); ok {
+		inv.throttled = ThrottledError{RequestID: inv.requestID, RetryAfterSeconds: uint64(max(held.RetryAfter.Round(time.Second)/time.Second, 1))}
+		return &inv.throttled
+	}
+	return &UnavailableError{RequestID: inv.requestID, Reason: AuditUnwritable, Err: err}
 }
 
 // refuse writes a refused outcome and returns the refusal; a failed write
