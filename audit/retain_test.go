@@ -37,6 +37,9 @@ type removed struct {
 	files  map[string][]byte
 	active map[string][]byte
 	fail   int // removals still to fail
+	done   int // removals that succeeded
+	// tamper, if set, is appended to the file of a removal that fails.
+	tamper string
 }
 
 func (rm *removed) hook(path string) error {
@@ -51,9 +54,21 @@ func (rm *removed) hook(path string) error {
 	rm.files[name], rm.active[name] = content, active
 	if rm.fail > 0 {
 		rm.fail--
+		if rm.tamper != "" {
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				return err
+			}
+			f.WriteString(rm.tamper)
+			f.Close()
+		}
 		return errInjected
 	}
-	return os.Remove(path)
+	if err := os.Remove(path); err != nil {
+		return err
+	}
+	rm.done++
+	return nil
 }
 
 func newRemoved(dir string) *removed {
@@ -277,8 +292,14 @@ func TestAnInterruptedDeletionIsCompletedWithoutASecondRecord(t *testing.T) {
 			t.Errorf("%s is named by %d rotated records, want 1", file, n)
 		}
 	}
-	if st := s.Stats(); st.RetentionFailures != 1 || st.RotatedRecords < 2 {
-		t.Errorf("stats %+v: want the one failure and the deletions after it", st)
+	rm.mu.Lock()
+	deleted := rm.done
+	rm.mu.Unlock()
+	if st := s.Stats(); st.RetentionFailures != 1 || st.RotatedRecords < 2 || st.RotatedRecords != uint64(deleted) {
+		t.Errorf("stats %+v, %d files deleted: want the one failure, and one rotated record per deleted file", st, deleted)
+	}
+	if rep := verify(t, dir); !rep.OK() {
+		t.Errorf("Verify: %+v", rep.Problems)
 	}
 }
 
@@ -375,5 +396,50 @@ func TestAppendsGoOnWhenRotatedRecordsFillTheFreshFile(t *testing.T) {
 	}
 	if !strings.Contains(string(readActive(t, dir)), `"request_id":"q11"`) {
 		t.Errorf("the last line is not in the active file: %s", readActive(t, dir))
+	}
+}
+
+// TestAFileChangedAfterItsRecordGetsARecordOfWhatIsDeleted: a deletion
+// that failed is retried without a second record only for the bytes the
+// record describes; a file changed meanwhile is recorded again, as it is
+// deleted, and Verify names the break in the trail.
+func TestAFileChangedAfterItsRecordGetsARecordOfWhatIsDeleted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "audit")
+	rm := newRemoved(dir)
+	rm.fail, rm.tamper = 1, "{\"forged\":true}\n"
+	clock := &fixedClock{t: t0}
+	s, _ := openStore(t, audit.Options{Dir: dir, MaxFileBytes: retentionCap, MaxRetainedFiles: 1, Now: clock.Now},
+		audit.TestHooks{MinFileBytes: retentionCap, Remove: rm.hook})
+	for i := 0; ; i++ {
+		rm.mu.Lock()
+		done := rm.done
+		rm.mu.Unlock()
+		if done > 0 {
+			break
+		}
+		if i > 200 {
+			t.Fatal("nothing deleted after 200 appends")
+		}
+		clock.Set(t0.Add(time.Duration(i) * time.Second))
+		appendOK(t, s, mintOutcome(fmt.Sprintf("q%03d", i), "unix-peer:uid=1000"))
+	}
+	var first string
+	for name := range rm.files {
+		if first == "" || name < first {
+			first = name
+		}
+	}
+	sum := sha256.Sum256(rm.files[first]) // the bytes removed, forged line included
+	var shas []string
+	for _, r := range rotatedRecords(t, dir) {
+		if r.Admin.File == first {
+			shas = append(shas, r.Admin.SHA256)
+		}
+	}
+	if len(shas) != 2 || shas[1] != hex.EncodeToString(sum[:]) || shas[0] == shas[1] {
+		t.Fatalf("rotated records of %s carry sha256 %v; want the first record's and then the changed file's %x", first, shas, sum)
+	}
+	if rep := verify(t, dir); rep.OK() {
+		t.Error("Verify found nothing wrong with a file recorded twice")
 	}
 }

@@ -174,6 +174,11 @@ func TestVerifyNamesEachBreakOfTheTrail(t *testing.T) {
 		{"a rotated record replayed", func(t *testing.T, d string) {
 			appendTo(t, filepath.Join(d, audit.ActiveFileName), mustMarshalRecord(t, newest))
 		}, audit.VerifyRotationDuplicate},
+		{"a rotated record naming another next", func(t *testing.T, d string) {
+			// The oldest record kept says the next generation was one
+			// that is not the file its successor deleted.
+			rewriteRotated(t, d, oldest.Admin.Rotation, func(r *audit.Record) { r.Admin.Next = "registrar-audit-99991231T235959Z-999999.jsonl" })
+		}, audit.VerifyChainBroken},
 		{"the oldest generation deleted without a record", func(t *testing.T, d string) {
 			names, _ := filepath.Glob(filepath.Join(d, "registrar-audit-*.jsonl"))
 			if err := os.Remove(names[0]); err != nil {
@@ -310,4 +315,36 @@ func appendTo(t *testing.T, path string, b []byte) {
 func mustMarshalRecord(t *testing.T, r *audit.Record) []byte {
 	t.Helper()
 	return audit.Encode(r)
+}
+
+// rewriteRotated rewrites, in d, the rotated record numbered rotation with
+// edit applied, as a valid line.
+func rewriteRotated(t *testing.T, d string, rotation uint64, edit func(*audit.Record)) {
+	t.Helper()
+	entries, err := os.ReadDir(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		path := filepath.Join(d, e.Name())
+		content, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls := lines(content)
+		for i, l := range ls {
+			r, err := audit.Unmarshal([]byte(l))
+			if err != nil || r.Phase != audit.PhaseAdmin || r.Admin.Action != audit.ActionRotated || r.Admin.Rotation != rotation {
+				continue
+			}
+			edit(r)
+			ls[i] = string(audit.Encode(r))
+			if _, err := audit.Unmarshal([]byte(ls[i])); err != nil {
+				t.Fatalf("the edited record does not decode: %v", err)
+			}
+			writeFile(t, path, []byte(strings.Join(ls, "")))
+			return
+		}
+	}
+	t.Fatalf("no rotated record numbered %d", rotation)
 }
