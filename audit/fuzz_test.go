@@ -330,3 +330,43 @@ func FuzzScanAgreesWithReference(f *testing.F) {
 	f.Add([]byte(goodShadow + "\n" + goodAdmin + "\n" + goodLimited + "\n" + goodShadow + "\n"))
 	f.Fuzz(func(t *testing.T, content []byte) { agreeScan(t, string(content)) })
 }
+
+// FuzzVerify: Verify never panics or fails on a readable store of any
+// content (a generation and the active file), finds in a store holding no
+// rotated record only that its generation is not the first, and keeps its
+// counts and lists consistent.
+func FuzzVerify(f *testing.F) {
+	f.Add([]byte(goodRotated+"\n"), []byte(goodIntent+"\n"+goodRotated+"\n"))
+	f.Add([]byte(goodIntent+"\n"), []byte(strings.Replace(goodRotated, `"rotation":3,"folded":1`, `"rotation":2,"folded":0`, 1)+"\n"))
+	f.Add([]byte(goodAdmin+"\n"+goodRotated), []byte("{}\n"+goodRotated+"\n"+goodRotated+"\n"))
+	f.Fuzz(func(t *testing.T, gen, active []byte) {
+		dir := filepath.Join(t.TempDir(), "audit")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		// The generation named next by goodRotated, so chains can hold.
+		if err := os.WriteFile(filepath.Join(dir, "registrar-audit-20261201T090000Z-000002.jsonl"), gen, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, audit.ActiveFileName), active, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := audit.Verify(context.Background(), audit.VerifyOptions{Dir: dir})
+		if err != nil {
+			t.Fatalf("Verify: %v", err)
+		}
+		if uint64(len(rep.Problems)) != min(rep.ProblemCount, audit.MaxReportedLines) || rep.OK() != (rep.ProblemCount == 0) {
+			t.Fatalf("inconsistent report: %+v", rep)
+		}
+		for _, p := range rep.Problems {
+			if rep.RotatedRecords == 0 && p.Kind != audit.VerifyUnrecordedDeletion {
+				t.Fatalf("a store without rotated records (its generation numbered 2): %+v", rep.Problems)
+			}
+		}
+		for _, p := range rep.Problems {
+			if p.Kind == "" || p.File == "" || p.Detail == "" {
+				t.Fatalf("a problem without kind, file or detail: %+v", p)
+			}
+		}
+	})
+}
