@@ -33,6 +33,15 @@ import (
 // and for Retain, in the commit queue. Reading a generation to count it
 // costs about what audit scan spends on it (the single-pass decoder and a
 // SHA-256 of its bytes), once per deletion.
+//
+// A rotated record is a line of the store like any other: Marshal'd,
+// bounded, and written by writeSync, the one place every line of the
+// store is written (commit's lines and retention's alike), after the same
+// checks (ensureActive, broken). A store that chains its lines (a sealed
+// store: each line's MAC over the previous one) chains it where writeSync
+// writes, so the rotated record is in the chain, and a rotated record may
+// later carry, as an optional subject key, the deleted file's last chain
+// value, for a verifier to resume the chain from the first file kept.
 
 // RetentionHeldError is Store.Append's answer to a mint's intent while
 // retention holds generations younger than Options.MinRetention past the
