@@ -443,3 +443,37 @@ func TestAFileChangedAfterItsRecordGetsARecordOfWhatIsDeleted(t *testing.T) {
 		t.Error("Verify found nothing wrong with a file recorded twice")
 	}
 }
+
+// TestARotatedRecordCountsEveryLineOfWhatItDeletes: a generation with a
+// line longer than any record and a torn final line is deleted like any
+// other, its record counting every line and byte, and only the record
+// that decodes.
+func TestARotatedRecordCountsEveryLineOfWhatItDeletes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "audit")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	content := mustMarshal(t, mintOutcome("q1", "unix-peer:uid=7"))
+	content = append(content, []byte(strings.Repeat("x", audit.MaxRecordBytes+10)+"\n")...)
+	content = append(content, []byte(`{"record_version":1,"phase":"int`)...) // torn
+	for name, b := range map[string][]byte{
+		"registrar-audit-20260823T120000Z-000001.jsonl": content,
+		"registrar-audit-20260823T120100Z-000002.jsonl": mustMarshal(t, intent("q2")),
+	} {
+		writeFile(t, filepath.Join(dir, name), b)
+	}
+	s, _ := openStore(t, audit.Options{Dir: dir, MaxRetainedFiles: 1}, audit.TestHooks{})
+	recs := rotatedRecords(t, dir)
+	if len(recs) != 1 {
+		t.Fatalf("%d rotated records after Open trimmed one generation, want 1", len(recs))
+	}
+	got := recs[0].Admin.Rotated
+	sum := sha256.Sum256(content)
+	if got.Lines != 3 || got.Bytes != uint64(len(content)) || got.SHA256 != hex.EncodeToString(sum[:]) ||
+		len(got.Counts) != 1 || got.Counts[0].Identity != "unix-peer:uid=7" || got.Counts[0].Invocations != 1 {
+		t.Errorf("rotated record %+v; want 3 lines, %d bytes, its digest and the one outcome counted", got, len(content))
+	}
+	if st := s.Stats(); st.RotatedRecords != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}

@@ -174,6 +174,12 @@ func TestVerifyNamesEachBreakOfTheTrail(t *testing.T) {
 		{"a rotated record replayed", func(t *testing.T, d string) {
 			appendTo(t, filepath.Join(d, audit.ActiveFileName), mustMarshalRecord(t, newest))
 		}, audit.VerifyRotationDuplicate},
+		{"a rotated record between two others removed", func(t *testing.T, d string) {
+			if len(recs) < 3 {
+				t.Skip("fewer than three rotated records kept")
+			}
+			removeLine(t, d, func(r *audit.Record) bool { return r.Admin.Rotation == recs[1].Admin.Rotation })
+		}, audit.VerifyRotatedRecordMissing},
 		{"a rotated record naming another next", func(t *testing.T, d string) {
 			// The oldest record kept says the next generation was one
 			// that is not the file its successor deleted.
@@ -203,6 +209,9 @@ func TestVerifyNamesEachBreakOfTheTrail(t *testing.T) {
 			}
 			if !kinds[tc.want] {
 				t.Errorf("problems %+v; want one %s", rep.Problems, tc.want)
+			}
+			if strings.Contains(tc.name, "between") && !strings.Contains(rep.Problems[0].Detail, fmt.Sprintf("hole among the numbers present is between %d and %d", recs[0].Admin.Rotation, recs[2].Admin.Rotation)) {
+				t.Errorf("the first problem %+v does not name the hole", rep.Problems[0])
 			}
 		})
 	}
