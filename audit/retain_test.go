@@ -477,3 +477,34 @@ func TestARotatedRecordCountsEveryLineOfWhatItDeletes(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// BenchmarkTallyAFullGeneration is what retention spends on one deletion
+// besides the record's write: reading a full generation at the default
+// cap (8 MiB of outcome records of 64 identities), decoding it, counting
+// it and hashing it. -short: a 1 MiB file.
+func BenchmarkTallyAFullGeneration(b *testing.B) {
+	size := audit.DefaultMaxFileBytes
+	if testing.Short() {
+		size = 1 << 20
+	}
+	var buf []byte
+	for i := 0; len(buf) < size; i++ {
+		line, err := audit.Marshal(mintOutcome(fmt.Sprintf("q%07d", i), fmt.Sprintf("unix-peer:uid=%d", 1000+i%64)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf = append(buf, line...)
+	}
+	path := filepath.Join(b.TempDir(), "registrar-audit-20260823T120000Z-000001.jsonl")
+	if err := os.WriteFile(path, buf, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	for b.Loop() {
+		subj, err := audit.TallyFile(path)
+		if err != nil || len(subj.Counts) != 64 {
+			b.Fatalf("%d counts, %v", len(subj.Counts), err)
+		}
+	}
+}
