@@ -32,7 +32,10 @@ import (
 // Retention runs where the write path is held: after a rotation, at Open,
 // and for Retain, in the commit queue. Reading a generation to count it
 // costs about what audit scan spends on it (the single-pass decoder and a
-// SHA-256 of its bytes), once per deletion.
+// SHA-256 of its bytes), once per deletion: BenchmarkTallyAFullGeneration
+// measured 51 to 72 ms for a full 8 MiB generation (117 to 165 MB/s, three
+// runs on an idle shared 2-core machine), which the appends queued behind
+// that rotation wait once.
 //
 // A rotated record is a line of the store like any other: Marshal'd,
 // bounded, and written by writeSync, the one place every line of the
