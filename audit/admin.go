@@ -19,27 +19,33 @@ import (
 //	            "buckets":["predecision_refusal","admission"]}}
 //
 // (one line in the store). caller_identity is who acted: the operator's
-// identity as the admin socket derived it, or the daemon's own when it
-// acted by itself. action is a closed enum (Action). subject is an object
-// whose keys the action fixes, as a record's phase fixes its top-level
-// keys: each action requires its own subject keys and forbids every other,
-// and the reader checks both, so a line is still exactly what the writer
+// identity as the admin socket derived it, or the daemon's own
+// (DaemonIdentity) when it acted by itself. action is a closed enum
+// (Action). subject is an object whose keys the action fixes, as a
+// record's phase fixes its top-level keys: each action requires its own
+// subject keys, may carry its optional ones, and forbids every other, and
+// the reader checks all three, so a line is still exactly what the writer
 // produces for some valid record.
 //
-// Adding an action (issue 41's file_retired when rotation deletes a
-// generation, issue 40's sealing actions) needs no new phase and no new
-// record_version: append its spelling to actions, its subject keys (if new)
-// to subjectKeys, in the order they are written, and to Admin as fields,
-// list which keys it requires in subjectKeysOf, and write the subject's
-// encoding (appendAdmin), its decoding (tokendecode.go's subject) and
-// its rules (validateSubject) beside the others. A bounded string of a
-// subject gets a path in truncPaths (as subject.identity has). Readers of
-// an older version reject the new action's lines as invalid_value (an
-// unknown action), never misread them; this version's reader keeps
-// accepting every line it accepted before.
+// Adding an action (issue 41's rotated, written by retention before it
+// deletes a generation; issue 40's sealing actions) needs no new phase and
+// no new record_version: append its spelling to actions, its subject keys
+// (if new) to subjectKeys, in the order they are written, and to Admin as
+// fields, list which keys it requires in subjectKeysOf and which it may
+// carry in subjectOptionalOf, and write the subject's encoding
+// (appendAdmin), its decoding (tokendecode.go's subject) and its rules
+// (validateSubject) beside the others. A bounded string of a subject gets
+// a path in truncPaths (as subject.identity has). Readers of an older
+// version reject the new action's lines as invalid_value (an unknown
+// action), never misread them; this version's reader keeps accepting every
+// line it accepted before. An optional key added to an existing action
+// later (a sealed store's chain value on rotated, say) is likewise refused
+// by an older reader as an unknown key, and the lines without it are
+// unchanged.
 //
-// Admin records are written with the store's ordinary Append, are never
-// paired, and are never counted as limited; Scan lists them apart.
+// Admin records are written with the store's ordinary commit path (Append,
+// or, for rotated, retention inside the commit), are never paired, and are
+// never counted as limited; Scan lists them apart.
 
 // Action is an admin record's action. It is a closed enum: the zero value
 // is not an action, and every switch over it names each one.
@@ -51,15 +57,31 @@ const (
 	// (`registrar-otel limits reset`). Its subject names the identity and
 	// the verbs and buckets refilled: identity, verbs, buckets.
 	ActionLimitsReset Action = iota + 1
+	// ActionRotated: retention deleted a rotated generation, and this
+	// record, appended and fsynced before the deletion, is what is left
+	// of it (rotated.go): the file's name, its size, lines, first and
+	// last timestamps and SHA-256, the per (caller identity, verb,
+	// result) counts of the invocations it held, the generation that was
+	// next, and the rotation number that chains these records. Taken by
+	// the daemon itself: caller_identity is DaemonIdentity. Its subject:
+	// file, next, rotation, folded, bytes, sha256, lines, and when they
+	// have a value first_ts, last_ts, counts, others.
+	ActionRotated
 )
 
 // NumActions is the number of actions; an action's value is 1 to
 // NumActions, so per-action arrays of NumActions+1 are indexed by Action.
-const NumActions = int(ActionLimitsReset)
+const NumActions = int(ActionRotated)
 
 var actions = vocab.NewEnum[Action]("Action", "admin action", []string{
 	ActionLimitsReset: "limits_reset",
+	ActionRotated:     "rotated",
 })
+
+// DaemonIdentity is the caller_identity of an admin record of an action
+// the daemon took by itself (rotated). No transport derives it: a unix
+// peer is "unix-peer:uid=N", a certificate "registrar-client:...".
+const DaemonIdentity = "registrar-otel:daemon"
 
 // Valid reports whether a is a known action.
 func (a Action) Valid() bool { return actions.Valid(a) }
@@ -99,6 +121,10 @@ type Admin struct {
 	// one, no duplicates, written in vocab order (predecision_refusal,
 	// admission).
 	Buckets []vocab.Bucket
+
+	// The rotated action's subject (see Rotated in rotated.go for each
+	// field's rule).
+	Rotated
 }
 
 // The subject's keys in serialization order; a key's index is its order.
@@ -106,27 +132,69 @@ const (
 	subjIdentity = iota
 	subjVerbs
 	subjBuckets
+	subjFile
+	subjNext
+	subjRotation
+	subjFolded
+	subjBytes
+	subjSHA256
+	subjLines
+	subjFirstTS
+	subjLastTS
+	subjCounts
+	subjOthers
 	numSubjectKeys
 )
 
-var subjectKeys = [numSubjectKeys]string{subjIdentity: "identity", subjVerbs: "verbs", subjBuckets: "buckets"}
-
-// subjectKeysOf lists, per action, the subject keys it requires; every
-// other subject key is forbidden on it.
-var subjectKeysOf = [NumActions + 1][]int{
-	ActionLimitsReset: {subjIdentity, subjVerbs, subjBuckets},
+var subjectKeys = [numSubjectKeys]string{
+	subjIdentity: "identity", subjVerbs: "verbs", subjBuckets: "buckets",
+	subjFile: "file", subjNext: "next", subjRotation: "rotation", subjFolded: "folded", subjBytes: "bytes",
+	subjSHA256: "sha256", subjLines: "lines", subjFirstTS: "first_ts", subjLastTS: "last_ts",
+	subjCounts: "counts", subjOthers: "others",
 }
 
-// uses reports whether action a's subject has key k.
+// subjectKeysOf lists, per action, the subject keys it requires, and
+// subjectOptionalOf those it may carry (omitted when they have no value,
+// never written empty); every other subject key is forbidden on it.
+var (
+	subjectKeysOf = [NumActions + 1][]int{
+		ActionLimitsReset: {subjIdentity, subjVerbs, subjBuckets},
+		ActionRotated:     {subjFile, subjNext, subjRotation, subjFolded, subjBytes, subjSHA256, subjLines},
+	}
+	subjectOptionalOf = [NumActions + 1][]int{
+		ActionRotated: {subjFirstTS, subjLastTS, subjCounts, subjOthers},
+	}
+)
+
+// uses reports whether action a's subject requires key k.
 func (a Action) uses(k int) bool {
 	return a.Valid() && slices.Contains(subjectKeysOf[a], k)
 }
 
-// set reports which subject fields of a hold a value.
+// allows reports whether action a's subject may carry key k: a required
+// or an optional key.
+func (a Action) allows(k int) bool {
+	return a.uses(k) || a.Valid() && slices.Contains(subjectOptionalOf[a], k)
+}
+
+// set reports which subject fields of a hold a value. A number that may be
+// 0 (folded, bytes, lines) holds one whenever a's action requires it: 0
+// is then its value, written like any other.
 func (a *Admin) set() (s [numSubjectKeys]bool) {
 	s[subjIdentity] = a.Identity != ""
 	s[subjVerbs] = a.Verbs != nil
 	s[subjBuckets] = a.Buckets != nil
+	s[subjFile] = a.File != ""
+	s[subjNext] = a.Next != ""
+	s[subjRotation] = a.Rotation != 0
+	s[subjFolded] = a.Folded != 0 || a.Action.uses(subjFolded)
+	s[subjBytes] = a.Bytes != 0 || a.Action.uses(subjBytes)
+	s[subjSHA256] = a.SHA256 != ""
+	s[subjLines] = a.Lines != 0 || a.Action.uses(subjLines)
+	s[subjFirstTS] = !a.FirstTS.IsZero()
+	s[subjLastTS] = !a.LastTS.IsZero()
+	s[subjCounts] = a.Counts != nil
+	s[subjOthers] = a.Others != nil
 	return s
 }
 
@@ -164,7 +232,7 @@ func (r *Record) validateSubject(stored bool) error {
 	a := r.Admin
 	set := a.set()
 	for k := range numSubjectKeys {
-		if set[k] && !a.Action.uses(k) {
+		if set[k] && !a.Action.allows(k) {
 			return &PhaseError{Phase: r.Phase, Field: "subject." + subjectKeys[k], Problem: "must be absent on a " + a.Action.String() + " record"}
 		}
 		if !set[k] && a.Action.uses(k) {
@@ -185,6 +253,9 @@ func (r *Record) validateSubject(stored bool) error {
 		if err := checkList("subject.buckets", a.Buckets, vocab.Bucket.Valid, "predecision_refusal, admission", stored); err != nil {
 			return err
 		}
+	}
+	if a.Action == ActionRotated {
+		return a.Rotated.validate(stored)
 	}
 	return nil
 }
@@ -224,6 +295,9 @@ func (c *Record) boundedAdmin(a *Admin) *Admin {
 	if a.Buckets != nil {
 		b.Buckets = slices.Sorted(slices.Values(a.Buckets))
 	}
+	if a.Action == ActionRotated {
+		b.Rotated = a.Rotated.bounded()
+	}
 	return &b
 }
 
@@ -243,8 +317,9 @@ func appendAdmin(dst []byte, a *Admin) []byte {
 		dst = append(dst, subjectKeys[k]...)
 		dst = append(dst, `":`...)
 	}
+	set := a.set()
 	for k := range numSubjectKeys {
-		if !a.Action.uses(k) {
+		if !a.Action.uses(k) && !(set[k] && a.Action.allows(k)) {
 			continue
 		}
 		key(k)
@@ -255,6 +330,8 @@ func appendAdmin(dst []byte, a *Admin) []byte {
 			dst = appendNames(dst, a.Verbs)
 		case subjBuckets:
 			dst = appendNames(dst, a.Buckets)
+		default:
+			dst = a.Rotated.appendKey(dst, k)
 		}
 	}
 	return append(dst, '}')

@@ -32,6 +32,14 @@ import (
 // ctx is not used to cancel: once started, an append runs to completion
 // (a caller hanging up must not leave an intent half-recorded).
 func (s *Store) Append(ctx context.Context, r *Record) (err error) {
+	if r != nil {
+		// Not an append that failed: the record is not attempted, and
+		// neither counted nor logged as a failure (the capacity state
+		// says retention_held).
+		if err := s.checkHeld(r); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	var phase Phase
 	if r != nil {
@@ -73,19 +81,24 @@ func (s *Store) enqueue(e entry) error {
 // commit writes batch's lines in order, rotating as needed, and sets each
 // pending's err. Lines sharing a file are written and fsynced together.
 // Before each write it checks, with ensureActive, that the configured path
-// still names the open active file. Reopen requests are served in their
-// place in the queue.
+// still names the open active file. Reopen and retention requests are
+// served in their place in the queue.
 func (s *Store) commit(batch []*pending) {
-	// fail sets err on every line up to the next reopen request.
+	// fail sets err on every line up to the next request.
 	fail := func(i int, err error) int {
-		for ; i < len(batch) && !batch[i].Item.reopen; i++ {
+		for ; i < len(batch) && !batch[i].Item.request(); i++ {
 			batch[i].Err = err
 		}
 		return i
 	}
 	for i := 0; i < len(batch); {
-		if batch[i].Item.reopen {
+		switch {
+		case batch[i].Item.reopen:
 			batch[i].Err = s.reopen(ReopenSIGHUP)
+			i++
+			continue
+		case batch[i].Item.retain:
+			s.retain()
 			i++
 			continue
 		}
@@ -98,13 +111,20 @@ func (s *Store) commit(batch []*pending) {
 			continue
 		}
 		if s.size+uint64(len(batch[i].Item.line)) > s.maxFile {
-			if err := s.rotate(); err != nil {
+			err := s.rotate()
+			if err == nil && s.size+uint64(len(batch[i].Item.line)) > s.maxFile {
+				// Retention's rotated records filled the fresh file: one
+				// more rotation, without retention, so the line is
+				// written now (the next rotation deletes what is due).
+				err = s.rotateFile()
+			}
+			if err != nil {
 				i = fail(i, err)
 				continue
 			}
 		}
 		j, total := i, uint64(0)
-		for j < len(batch) && !batch[j].Item.reopen && s.size+total+uint64(len(batch[j].Item.line)) <= s.maxFile {
+		for j < len(batch) && !batch[j].Item.request() && s.size+total+uint64(len(batch[j].Item.line)) <= s.maxFile {
 			total += uint64(len(batch[j].Item.line))
 			j++
 		}

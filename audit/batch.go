@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/internal/groupcommit"
@@ -57,6 +58,9 @@ func (s *Store) AppendBatch(ctx context.Context, recs []*Record) []error {
 		if r != nil {
 			phase = r.Phase
 		}
+		if errors.Is(errs[i], ErrRetentionHeld) {
+			continue // as Append: not attempted, not a failure
+		}
 		// As Append does: failures counted for the capacity probe (and
 		// logged, throttled), a success clearing the unwritable state.
 		s.account(phase, errs[i])
@@ -73,6 +77,9 @@ func (s *Store) AppendBatch(ctx context.Context, recs []*Record) []error {
 func (s *Store) batchLine(r *Record) ([]byte, error) {
 	if r == nil {
 		return nil, &FieldError{Field: "record", Problem: "is nil"}
+	}
+	if err := s.checkHeld(r); err != nil {
+		return nil, err
 	}
 	rec := *r
 	if rec.TS.IsZero() {

@@ -22,15 +22,17 @@ const DefaultReserveBytes = 256 << 20
 // state label of registrar_audit_store_state.
 type CapacityState uint8
 
-// The four states. With free the file system's free bytes, store the
+// The five states. With free the file system's free bytes, store the
 // store's bytes, budget = (audit_max_retained_files + 1) ×
 // audit_max_file_bytes and reserve = audit_store_reserve_bytes, the state is
 // the first that holds of:
 //
-//	unwritable  the last append (or reopen of the active file) failed
-//	critical    free < audit_max_file_bytes
-//	low         free < max(budget − store, 0) + reserve
-//	ok          otherwise
+//	unwritable      the last append (or reopen of the active file) failed
+//	retention_held  retention keeps generations younger than
+//	                audit_min_retention_seconds past audit_max_retained_files
+//	critical        free < audit_max_file_bytes
+//	low             free < max(budget − store, 0) + reserve
+//	ok              otherwise
 const (
 	// CapacityOK: free space covers what the store may still grow to
 	// before rotation bounds it, plus the reserve.
@@ -41,6 +43,11 @@ const (
 	// CapacityCritical: less than one file's worth (audit_max_file_bytes)
 	// is free: intents will soon fail.
 	CapacityCritical
+	// CapacityRetentionHeld: the store keeps more generations than its
+	// budget because the oldest is younger than
+	// audit_min_retention_seconds: mints are being refused RegistrarBusy
+	// now, until it ages out (the operator chose evidence over service).
+	CapacityRetentionHeld
 	// CapacityUnwritable: the last append or reopen failed: invocations are
 	// being refused AuditUnwritable now.
 	CapacityUnwritable
@@ -50,9 +57,10 @@ const (
 	NumCapacityStates = int(CapacityUnwritable) + 1
 )
 
-var capacityStateNames = [NumCapacityStates]string{"ok", "low", "critical", "unwritable"}
+var capacityStateNames = [NumCapacityStates]string{"ok", "low", "critical", "retention_held", "unwritable"}
 
-// String returns "ok", "low", "critical" or "unwritable".
+// String returns "ok", "low", "critical", "retention_held" or
+// "unwritable".
 func (s CapacityState) String() string {
 	if int(s) < NumCapacityStates {
 		return capacityStateNames[s]
@@ -82,6 +90,10 @@ type Capacity struct {
 	MaxFileBytes uint64
 	// AppendFailures counts failed appends since the store was opened.
 	AppendFailures uint64
+	// HeldFiles is how many generations retention keeps past
+	// audit_max_retained_files for audit_min_retention_seconds; the state
+	// is retention_held while it is not 0 (unless unwritable).
+	HeldFiles uint64
 }
 
 // Classify applies the state arithmetic (see CapacityState) and returns
@@ -137,16 +149,27 @@ func NewCapacityProbe(s *Store, reserveBytes uint64) (*CapacityProbe, error) {
 // nearest existing ancestor while it is missing), the store's bytes and the
 // store's failure state, publishes the result for Last and returns it. When
 // statfs fails, the last free figure is kept and the error returned.
+//
+// First, when retention holds a generation that has aged past the minimum
+// retention, Probe has the store run retention (Store.Retain), so a held
+// store is released on the tick after its oldest file ages out, though no
+// rotation comes.
 func (p *CapacityProbe) Probe() (Capacity, error) {
 	s := p.store
+	var errs []error
+	if s.retentionDue() {
+		if err := s.Retain(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	st := s.Stats()
 	c := Capacity{
 		BudgetBytes:    BudgetBytes(s.maxFile, s.maxRetained),
 		ReserveBytes:   p.reserve.Load(),
 		MaxFileBytes:   s.maxFile,
 		AppendFailures: st.AppendFailures,
+		HeldFiles:      st.HeldFiles,
 	}
-	var errs []error
 	free, err := p.free()
 	if err != nil {
 		if prev := p.last.Load(); prev != nil {
@@ -160,6 +183,9 @@ func (p *CapacityProbe) Probe() (Capacity, error) {
 		errs = append(errs, err)
 	}
 	c.State, c.NeededBytes = Classify(c.FreeBytes, c.StoreBytes, c.BudgetBytes, c.ReserveBytes, c.MaxFileBytes, st.LastAppendFailed)
+	if c.HeldFiles > 0 && c.State != CapacityUnwritable {
+		c.State = CapacityRetentionHeld
+	}
 	p.last.Store(&c)
 	if len(errs) > 0 {
 		return c, fmt.Errorf("audit: capacity probe: %w", errors.Join(errs...))

@@ -42,6 +42,7 @@ const (
 	reqServiceName = iota
 	reqHost
 	reqInstance
+	reqReload
 	numRequestedKeys
 )
 
@@ -59,7 +60,7 @@ const (
 )
 
 var (
-	requestedKeys  = [numRequestedKeys]string{reqServiceName: "service_name", reqHost: "host", reqInstance: "instance"}
+	requestedKeys  = [numRequestedKeys]string{reqServiceName: "service_name", reqHost: "host", reqInstance: "instance", reqReload: "reload"}
 	outcomeKeys    = [numOutcomeKeys]string{outClass: "class", outReason: "reason", outDetail: "detail"}
 	truncationKeys = [numTruncationKeys]string{truncFullSHA256: "full_sha256", truncFullBytes: "full_bytes"}
 )

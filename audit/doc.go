@@ -7,12 +7,15 @@
 // a fixed order and optional keys omitted (never null, never ""):
 //
 //	record_version (always 1), phase, ts, request_id, verb, caller_identity,
-//	caller_subuid?, requested {service_name, host, instance?}, registration_id, outcome
+//	caller_subuid?, requested {service_name, host, instance?, reload?}, registration_id, outcome
 //	{class, reason?, detail?}, limited_bucket, policy?, shadow?, count,
 //	window_start, window_end, action, subject {...}, truncated
 //
 // One Record type carries the four phases. An admitted invocation writes
-// an intent before any work and an outcome after it, paired by request_id.
+// an intent before any work and an outcome after it, paired by request_id;
+// both carry what was requested, a mint's with its spec.reload (the
+// command the host is asked to run) when the spec has one, a deregister's
+// never.
 // Invocations the limiter suppressed write nothing themselves; the
 // coalescer writes one limited (counted) record per closed window per
 // (caller identity, verb, limited bucket, caller policy, shadow), which
@@ -25,14 +28,16 @@
 // record names an action taken on the daemon's own state (action, a closed
 // enum), who took it (caller_identity) and what it was taken on (subject,
 // whose keys the action fixes); it has no verb. New actions extend that one
-// phase (admin.go). Timestamps are RFC 3339 UTC with exactly millisecond
+// phase (admin.go): limits_reset, an operator's refill of an identity's
+// buckets, and rotated, what retention leaves of a generation it deletes
+// (rotated.go). Timestamps are RFC 3339 UTC with exactly millisecond
 // precision (TimeLayout).
 //
 // # Field bound
 //
 // The attacker-influenced strings (caller_identity,
-// requested.service_name, requested.host, outcome.detail, subject.identity)
-// are cut to
+// requested.service_name, requested.host, requested.reload,
+// outcome.detail, subject.identity) are cut to
 // MaxFieldBytes on a UTF-8 character boundary (a straddling multibyte
 // character is dropped, not split); each cut field gets a truncated entry
 // with the SHA-256 and byte length of the complete original. The store

@@ -147,3 +147,7 @@ func DecodeCanonical(line []byte) *Record {
 	var ld lineDecoder
 	return ld.canonical(line)
 }
+
+// TallyFile is retention's reading of a generation it is about to delete,
+// for its benchmark.
+func TallyFile(path string) (Rotated, error) { return tallyFile(path) }

@@ -278,6 +278,9 @@ func (p *canonicalParser) requested(q *Requested) bool {
 			v, ok = p.uint()
 			ok = ok && v >= 1 && v <= MaxInstance
 			q.Instance = uint32(min(v, MaxInstance))
+		case reqReload:
+			q.Reload, ok = p.str()
+			ok = ok && q.Reload != ""
 		}
 		if !ok {
 			return false

@@ -77,18 +77,33 @@ func FuzzMarshal(f *testing.F) {
 	f.Add("unix-peer:uid=1000", "", "", "", uint16(0), uint64(3), uint8(2|1<<6), "agents")
 	f.Add("unix-peer:uid=0", "unix-peer:uid=1000", "", "", uint16(3), uint64(0), uint8(3), "")
 	f.Add(overCaller, overLimitedCaller, "", "", uint16(0b1111), uint64(0), uint8(3), "")
+	f.Add(audit.DaemonIdentity, "unix-peer:uid=1000", "", "\x01\xff", uint16(2), uint64(7), uint8(3|1<<5), "registrar-client:dns:h1")
 	f.Fuzz(func(t *testing.T, caller, service, host, detail string, instance uint16, count uint64, sel uint8, id string) {
 		var r *audit.Record
-		switch sel % 4 {
+		kind := sel % 4
+		if kind == 3 && sel&(1<<5) != 0 {
+			kind = 4 // a rotated record
+		}
+		switch kind {
 		case 0:
+			// A mint's intent: detail stands for its spec.reload.
 			r = intent(id)
-			r.Requested = &audit.Requested{ServiceName: service, Host: host, Instance: uint32(instance)}
+			r.Requested = &audit.Requested{ServiceName: service, Host: host, Instance: uint32(instance), Reload: detail}
 		case 1:
 			r = outcome(id, audit.Outcome{Class: vocab.ClassRefused, Reason: vocab.ReasonInvalidHost, Detail: detail})
-			r.Requested = &audit.Requested{ServiceName: service, Host: host, Instance: uint32(instance)}
+			r.Requested = &audit.Requested{ServiceName: service, Host: host, Instance: uint32(instance), Reload: detail}
 		case 2:
 			r = limited(vocab.Bucket(sel>>7), count)
 			r.Policy, r.Shadow = id, sel&(1<<6) != 0
+		case 4:
+			// sel&(1<<5): a rotated record counting the strings as
+			// identities (one over the bound: refused, never cut).
+			r = rotatedRec()
+			r.Admin.Counts = nil
+			for i, id := range []string{service, host, detail, id} {
+				r.Admin.Counts = append(r.Admin.Counts, audit.InvocationCount{Identity: id, Verb: vocab.Verb(i % 2), Result: audit.Result(1 + i), Invocations: count + uint64(i)})
+			}
+			r.Admin.Folded = uint64(instance) % 3
 		default:
 			// An admin record: the subject's identity is service, its
 			// lists the bits of instance (possibly empty: refused).
@@ -133,12 +148,25 @@ func FuzzMarshal(f *testing.F) {
 		if got.Requested != nil {
 			check("service_name", got.Requested.ServiceName, service)
 			check("host", got.Requested.Host, host)
+			check("reload", got.Requested.Reload, detail)
 		}
 		if got.Outcome != nil && detail != "" {
 			check("detail", got.Outcome.Detail, detail)
 		}
-		if got.Admin != nil {
+		if got.Admin != nil && got.Admin.Action == audit.ActionLimitsReset {
 			check("subject.identity", got.Admin.Identity, service)
+		}
+		if got.Admin != nil && got.Admin.Action == audit.ActionRotated {
+			// Never cut: a count names an identity exactly as given.
+			names := map[string]bool{}
+			for _, c := range got.Admin.Counts {
+				names[c.Identity] = true
+			}
+			for _, want := range []string{service, host, detail, id} {
+				if !names[string([]rune(want))] {
+					t.Errorf("rotated counts %+v do not name %q", got.Admin.Counts, want)
+				}
+			}
 		}
 		if got.Phase == audit.PhaseLimited && got.PolicyName() != cmp.Or(id, audit.DefaultPolicy) {
 			t.Errorf("policy: got %q, want %q", got.PolicyName(), id)
@@ -301,4 +329,44 @@ func FuzzScanAgreesWithReference(f *testing.F) {
 	f.Add([]byte(goodOutcome + "\n" + goodIntent + "\n" + goodOutcome + "\n"))
 	f.Add([]byte(goodShadow + "\n" + goodAdmin + "\n" + goodLimited + "\n" + goodShadow + "\n"))
 	f.Fuzz(func(t *testing.T, content []byte) { agreeScan(t, string(content)) })
+}
+
+// FuzzVerify: Verify never panics or fails on a readable store of any
+// content (a generation and the active file), finds in a store holding no
+// rotated record only that its generation is not the first, and keeps its
+// counts and lists consistent.
+func FuzzVerify(f *testing.F) {
+	f.Add([]byte(goodRotated+"\n"), []byte(goodIntent+"\n"+goodRotated+"\n"))
+	f.Add([]byte(goodIntent+"\n"), []byte(strings.Replace(goodRotated, `"rotation":3,"folded":1`, `"rotation":2,"folded":0`, 1)+"\n"))
+	f.Add([]byte(goodAdmin+"\n"+goodRotated), []byte("{}\n"+goodRotated+"\n"+goodRotated+"\n"))
+	f.Fuzz(func(t *testing.T, gen, active []byte) {
+		dir := filepath.Join(t.TempDir(), "audit")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		// The generation named next by goodRotated, so chains can hold.
+		if err := os.WriteFile(filepath.Join(dir, "registrar-audit-20261201T090000Z-000002.jsonl"), gen, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, audit.ActiveFileName), active, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := audit.Verify(context.Background(), audit.VerifyOptions{Dir: dir})
+		if err != nil {
+			t.Fatalf("Verify: %v", err)
+		}
+		if uint64(len(rep.Problems)) != min(rep.ProblemCount, audit.MaxReportedLines) || rep.OK() != (rep.ProblemCount == 0) {
+			t.Fatalf("inconsistent report: %+v", rep)
+		}
+		for _, p := range rep.Problems {
+			if rep.RotatedRecords == 0 && p.Kind != audit.VerifyUnrecordedDeletion {
+				t.Fatalf("a store without rotated records (its generation numbered 2): %+v", rep.Problems)
+			}
+		}
+		for _, p := range rep.Problems {
+			if p.Kind == "" || p.File == "" || p.Detail == "" {
+				t.Fatalf("a problem without kind, file or detail: %+v", p)
+			}
+		}
+	})
 }

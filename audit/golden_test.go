@@ -28,6 +28,9 @@ var (
 	// 511 bytes, then an invalid byte (kept: it is a one-byte character and
 	// is written \ufffd), then more: prefix 512.
 	overDetail = strings.Repeat("d", 511) + "\xff" + "more detail"
+	// A spec.reload of 700 bytes, byte 512 inside a 2-byte character (a
+	// cut that keeps 511 bytes).
+	overReload = "/usr/bin/reload " + strings.Repeat("ü", 342)
 	// A counted record's identity, byte 512 inside a 2-byte character.
 	overLimitedCaller = "registrar-client:" + strings.Repeat("é", 300)
 )
@@ -80,6 +83,21 @@ func goldenCases() []goldenCase {
 	withSubuid := outcome("AAAAAAAAAAAA.12", audit.Outcome{Class: vocab.ClassRefused, Reason: vocab.ReasonOutOfScope, Detail: "components"})
 	withSubuid.RegistrationID = ""
 	withSubuid.CallerSubuid = 100009
+	withReload := intent("AAAAAAAAAAAA.12")
+	withReload.Requested.Reload = "systemctl reload review.service"
+	reloadFirstMint := outcome("AAAAAAAAAAAA.12", audit.Outcome{Class: vocab.ClassFirstMint})
+	reloadFirstMint.Requested.Reload = withReload.Requested.Reload
+	// A command is where quotes and line breaks are likeliest: escaped
+	// like every other stored string.
+	reloadEscaped := intent("AAAAAAAAAAAA.13")
+	reloadEscaped.Requested.Reload = "sh -c \"kill -HUP $(cat /run/review.pid)\"\n\u2028\x00\xff"
+	truncReload := intent("AAAAAAAAAAAA.14")
+	truncReload.Requested.Reload = overReload
+
+	// A generation deleted empty: no timestamps, nothing counted.
+	rotatedEmpty := rotatedRec()
+	rotatedEmpty.Admin.Rotated = audit.Rotated{File: gen1, Next: gen2, Rotation: 1,
+		SHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}
 
 	escaping := intent("AAAAAAAAAAAA.11")
 	escaping.CallerIdentity = "q\"b\\s/\n\r\t\x00\x1f\x7f\u2028\u2029\ufffd\xff<>&é"
@@ -105,8 +123,14 @@ func goldenCases() []goldenCase {
 		{"admin_limits_reset", adminReset("unix-peer:uid=0", "registrar-client:uri:spiffe://example.org/agent/h7",
 			[]vocab.Verb{vocab.Deregister, vocab.Mint}, []vocab.Bucket{vocab.Admission, vocab.PredecisionRefusal})},
 		{"admin_truncated_subject_identity", adminTrunc},
+		{"admin_rotated", rotatedRec()},
+		{"admin_rotated_empty_file", rotatedEmpty},
 		{"escaping", escaping},
 		{"outcome_caller_subuid", withSubuid},
+		{"intent_with_reload", withReload},
+		{"outcome_first_mint_with_reload", reloadFirstMint},
+		{"reload_escaped", reloadEscaped},
+		{"truncated_requested_reload", truncReload},
 	}
 }
 

@@ -264,14 +264,24 @@ type StoreStats struct {
 	LastAppendFailed bool
 	// Reopens counts reopens of the active file, by cause.
 	Reopens [NumReopenCauses]uint64
+	// HeldFiles is how many generations retention keeps past
+	// MaxRetainedFiles because they are younger than MinRetention.
+	HeldFiles uint64
+	// RotatedRecords counts the rotated records retention wrote (one per
+	// generation it deleted), and RetentionFailures the retention rounds
+	// that failed and kept a generation past the budget, since Open.
+	RotatedRecords, RetentionFailures uint64
 }
 
 // Stats returns the store's counters. It takes no lock and is safe for
 // concurrent use (telemetry and the capacity probe call it).
 func (s *Store) Stats() StoreStats {
 	st := StoreStats{
-		AppendFailures:   s.appendFailures.Load(),
-		LastAppendFailed: s.lastFailed.Load(),
+		AppendFailures:    s.appendFailures.Load(),
+		LastAppendFailed:  s.lastFailed.Load(),
+		HeldFiles:         s.held.Load(),
+		RotatedRecords:    s.rotated.Load(),
+		RetentionFailures: s.retainFailures.Load(),
 	}
 	for i := range st.Reopens {
 		st.Reopens[i] = s.reopens[i].Load()

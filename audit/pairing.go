@@ -47,6 +47,9 @@ type scanner struct {
 	// refusedBy sums authorization refusals per key
 	// (ScanOptions.ByIdentity); nil otherwise.
 	refusedBy map[refusedKey]*IdentityRefused
+	// invocations sums invocations per (identity, verb, result), rotated
+	// records' counts included (ScanOptions.ByIdentity); nil otherwise.
+	invocations map[countKey]*IdentityInvocations
 
 	// refLine and refFinish replace line and finish (the reference scan of
 	// the benchmarks and agreement tests); nil in production.
@@ -113,6 +116,9 @@ func (sc *scanner) counted(name string, lineNo uint64, chunk []byte) *Record {
 		return nil
 	}
 	sc.rep.Records[r.Phase-1]++
+	if sc.invocations != nil {
+		sc.countInvocations(r)
+	}
 	switch {
 	case r.Phase == PhaseLimited && r.Shadow:
 		sc.rep.ShadowLimited[r.LimitedBucket].add(r.Count)
@@ -268,6 +274,8 @@ func (sc *scanner) admin(name string, lineNo uint64, r *Record) {
 	a.Identity = strings.Clone(a.Identity)
 	a.Verbs = slices.Clone(a.Verbs)
 	a.Buckets = slices.Clone(a.Buckets)
+	a.Counts = slices.Clone(a.Counts) // a fresh record's: its strings are its own
+	a.Others = slices.Clone(a.Others)
 	sc.rep.AdminRecords = append(sc.rep.AdminRecords, AdminEntry{File: name, Line: lineNo, TS: r.TS, CallerIdentity: strings.Clone(r.CallerIdentity), Admin: a})
 }
 
@@ -287,6 +295,7 @@ func (sc *scanner) finish() {
 	})
 	sc.finishPolicies()
 	sc.finishRefused()
+	sc.finishInvocations()
 	var unpaired []*reqState
 	for _, st := range sc.waiting {
 		if st.first.TS.Before(sc.settled) {

@@ -16,7 +16,7 @@ const RecordVersion = 1
 
 // MaxFieldBytes is the bound, in bytes, on each of the
 // attacker-influenced string fields (caller_identity, requested.service_name,
-// requested.host, outcome.detail, subject.identity). A longer value is cut
+// requested.host, requested.reload, outcome.detail, subject.identity). A longer value is cut
 // on a UTF-8 character boundary at or below this bound and described by a
 // Truncation entry.
 const MaxFieldBytes = 512
@@ -131,6 +131,12 @@ type Requested struct {
 	// Instance is the requested instance exactly as received, 1 to
 	// MaxInstance; 0 means the request carried none and the key is omitted.
 	Instance uint32
+	// Reload is a mint's spec.reload exactly as received: the command the
+	// caller asks the host to run when its credentials change, so the
+	// record shows what a caller asked to have run. "" means the spec
+	// carried none (or the verb has no spec: a deregister never carries
+	// one) and the key is omitted. Bounded to MaxFieldBytes.
+	Reload string
 }
 
 // Truncation describes a field the store cut to MaxFieldBytes.
@@ -148,12 +154,13 @@ const (
 	PathCallerIdentity       = "caller_identity"
 	PathRequestedServiceName = "requested.service_name"
 	PathRequestedHost        = "requested.host"
+	PathRequestedReload      = "requested.reload"
 	PathOutcomeDetail        = "outcome.detail"
 	PathSubjectIdentity      = "subject.identity"
 )
 
 // truncPaths lists the bounded fields' paths in serialization order.
-var truncPaths = [...]string{PathCallerIdentity, PathRequestedServiceName, PathRequestedHost, PathOutcomeDetail, PathSubjectIdentity}
+var truncPaths = [...]string{PathCallerIdentity, PathRequestedServiceName, PathRequestedHost, PathRequestedReload, PathOutcomeDetail, PathSubjectIdentity}
 
 // Record is one audit line. One type carries all four phases; which
 // optional fields are present is fixed by the phase (see Validate), and on

@@ -80,6 +80,11 @@ func TestValidatePhaseConsistency(t *testing.T) {
 		{"truncated with an unknown path", func(r *audit.Record) {
 			r.Truncated = map[string]audit.Truncation{"verb": {FullSHA256: strings.Repeat("a", 64), FullBytes: 600}}
 		}, nil, "truncated", false, false},
+		{"deregister with a reload", func(r *audit.Record) { r.Verb, r.Requested.Reload = vocab.Deregister, "systemctl reload review" }, nil, "requested.reload", false, true},
+		{"deregister outcome with a reload", func(r *audit.Record) { r.Verb, r.Requested.Reload = vocab.Deregister, "x" }, outcomeBase, "requested.reload", false, true},
+		{"truncated for an absent reload", func(r *audit.Record) {
+			r.Truncated = map[string]audit.Truncation{audit.PathRequestedReload: {FullSHA256: strings.Repeat("a", 64), FullBytes: 600}}
+		}, nil, "truncated.requested.reload", false, true},
 		{"limited truncated for an absent field", func(r *audit.Record) {
 			r.Truncated = map[string]audit.Truncation{audit.PathRequestedHost: {FullSHA256: strings.Repeat("a", 64), FullBytes: 600}}
 		}, limitedBase, "truncated.requested.host", false, true},
@@ -202,17 +207,17 @@ func TestFieldBound(t *testing.T) {
 func TestEveryBoundedFieldIsCut(t *testing.T) {
 	long := strings.Repeat("z", 1000)
 	r := outcome("q1", audit.Outcome{Class: vocab.ClassRefused, Reason: vocab.ReasonInvalidHost, Detail: long})
-	r.CallerIdentity, r.Requested.ServiceName, r.Requested.Host = long, long, long
+	r.CallerIdentity, r.Requested.ServiceName, r.Requested.Host, r.Requested.Reload = long, long, long, long
 	got, err := audit.Unmarshal(mustMarshal(t, r))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{audit.PathCallerIdentity, audit.PathRequestedServiceName, audit.PathRequestedHost, audit.PathOutcomeDetail} {
+	for _, path := range []string{audit.PathCallerIdentity, audit.PathRequestedServiceName, audit.PathRequestedHost, audit.PathRequestedReload, audit.PathOutcomeDetail} {
 		if tr, ok := got.Truncated[path]; !ok || tr.FullBytes != 1000 {
 			t.Errorf("truncated[%q] = %+v, %v; want full_bytes 1000", path, tr, ok)
 		}
 	}
-	for name, v := range map[string]string{"caller": got.CallerIdentity, "service": got.Requested.ServiceName, "host": got.Requested.Host, "detail": got.Outcome.Detail} {
+	for name, v := range map[string]string{"caller": got.CallerIdentity, "service": got.Requested.ServiceName, "host": got.Requested.Host, "reload": got.Requested.Reload, "detail": got.Outcome.Detail} {
 		if len(v) != audit.MaxFieldBytes {
 			t.Errorf("%s: got %d bytes, want %d", name, len(v), audit.MaxFieldBytes)
 		}
@@ -269,13 +274,17 @@ func TestMaxRecordBytesIsHonest(t *testing.T) {
 
 	out := &audit.Record{
 		Phase: audit.PhaseOutcome, TS: maxTS, RequestID: strings.Repeat(`"`, audit.MaxRequestIDBytes),
-		Verb: vocab.Deregister, CallerIdentity: worst, CallerSubuid: audit.MaxCallerSubuid,
-		Requested:      &audit.Requested{ServiceName: invalid, Host: worst, Instance: audit.MaxInstance},
+		Verb: vocab.Mint, CallerIdentity: worst, CallerSubuid: audit.MaxCallerSubuid,
+		Requested:      &audit.Requested{ServiceName: invalid, Host: worst, Instance: audit.MaxInstance, Reload: worst},
 		RegistrationID: strings.Repeat("a", audit.MaxRegistrationIDBytes),
 		Outcome:        &audit.Outcome{Class: vocab.ClassRefused, Reason: vocab.ReasonSpecIdentityDisagreement, Detail: worst},
 	}
 	in := *out
 	in.Phase, in.Outcome = audit.PhaseIntent, nil
+	// A deregister's outcome: six bytes more verb, and no reload.
+	dereg := *out
+	dereg.Verb = vocab.Deregister
+	dereg.Requested = &audit.Requested{ServiceName: invalid, Host: worst, Instance: audit.MaxInstance}
 	lim := limited(vocab.PredecisionRefusal, ^uint64(0))
 	lim.Verb, lim.CallerIdentity, lim.TS, lim.WindowEnd = vocab.Deregister, worst, maxTS, maxTS
 	shadow := *lim
@@ -291,8 +300,9 @@ func TestMaxRecordBytesIsHonest(t *testing.T) {
 		slack int // bytes the worst case cannot reach in a test
 		exact bool
 	}{
-		{"outcome (the largest phase)", out, 4 * unusedDigits, true},
+		{"mint outcome (the largest phase)", out, 5 * unusedDigits, true},
 		{"intent", &in, 0, false},
+		{"deregister outcome (no reload)", &dereg, 0, false},
 		{"limited (counted)", lim, 0, false},
 		{"limited shadow, the longest policy", &shadow, 0, false},
 		{"admin (two bounded fields)", adm, 0, false},

@@ -108,6 +108,17 @@ type Report struct {
 	RefusedByIdentity      []IdentityRefused
 	RefusedOtherIdentities [vocab.ReasonInstanceCeiling + 1]uint64
 
+	// InvocationsByIdentity (with ScanOptions.ByIdentity) is every
+	// invocation per (caller identity, verb, result): the outcome records
+	// by class, the limited records' counts under limited, and the counts
+	// the rotated records in the window carry for the files retention
+	// deleted (Rotated). The identities with the most invocations come
+	// first, each one's rows together. Keys past MaxScanIdentities, and
+	// the rotated records' others, are summed in
+	// InvocationsOtherIdentities, indexed [verb][result].
+	InvocationsByIdentity      []IdentityInvocations
+	InvocationsOtherIdentities [vocab.NumVerbs][NumResults + 1]InvocationTotals
+
 	// Records counts the well-formed records in the window, by phase
 	// (index Phase-1: intent, outcome, limited, admin).
 	Records [NumPhases]uint64

@@ -20,9 +20,18 @@ const (
 	generationLen    = len(generationPrefix) + len(stampLayout) + 1 + 6 + len(generationSuffix)
 )
 
-// rotate renames the active file to the next generation name, creates a
-// new active file and trims old generations.
+// rotate rotates the active file (rotateFile) and runs retention.
 func (s *Store) rotate() error {
+	if err := s.rotateFile(); err != nil {
+		return err
+	}
+	s.retain()
+	return nil
+}
+
+// rotateFile renames the active file to the next generation name and
+// creates a new active file.
+func (s *Store) rotateFile() error {
 	active := filepath.Join(s.dir, ActiveFileName)
 	var name string
 	var stamp time.Time
@@ -65,7 +74,6 @@ func (s *Store) rotate() error {
 		s.log.Warn("audit fsync of record directory after rotation failed; retried before the next write", "err", err)
 	}
 	s.log.Info("audit active file rotated", "generation", name)
-	s.trim()
 	return nil
 }
 
@@ -144,20 +152,4 @@ func (s *Store) generations() ([]string, error) {
 		}
 	}
 	return names, nil // os.ReadDir sorts by name, which is oldest first
-}
-
-// trim deletes the oldest generations beyond maxRetained. A failure is
-// logged and never fails an append.
-func (s *Store) trim() {
-	gens, err := s.generations()
-	if err != nil {
-		s.log.Warn("audit retention: listing generations failed", "err", err)
-		return
-	}
-	for i := 0; i < len(gens)-int(s.maxRetained); i++ {
-		err := s.h.remove(filepath.Join(s.dir, gens[i]))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			s.log.Warn("audit retention: removing an old generation failed", "file", gens[i], "err", err)
-		}
-	}
 }

@@ -20,9 +20,10 @@ import (
 // TestRotationAndRetention appends with a small cap and checks every
 // invariant: files within the cap, names sorted oldest first, at most
 // MaxRetainedFiles generations, whole lines, and the newest records kept in
-// order with none lost inside the retained span.
+// order with none lost inside the retained span; every deleted generation
+// left its rotated record.
 func TestRotationAndRetention(t *testing.T) {
-	const maxFile, retained, total = 1024, 3, 60
+	const maxFile, retained, total = 4096, 3, 120
 	clock := &fixedClock{t: t0}
 	var logs logBuffer
 	s, dir := openStore(t, audit.Options{
@@ -46,6 +47,7 @@ func TestRotationAndRetention(t *testing.T) {
 		t.Fatalf("got generations %v, want %d", gens, retained)
 	}
 	var ids []string
+	var rotations []uint64
 	for _, name := range append(gens, audit.ActiveFileName) {
 		content, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
@@ -62,8 +64,15 @@ func TestRotationAndRetention(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
+			if r.Phase == audit.PhaseAdmin {
+				rotations = append(rotations, r.Admin.Rotation)
+				continue
+			}
 			ids = append(ids, r.RequestID)
 		}
+	}
+	if st := s.Stats(); st.RotatedRecords == 0 || len(rotations) == 0 || rotations[len(rotations)-1] != st.RotatedRecords {
+		t.Errorf("rotated records kept %v, %d written: want the newest numbered as many as were written", rotations, st.RotatedRecords)
 	}
 	// Oldest first across the files, contiguous, ending with the newest.
 	if !slices.IsSorted(ids) || ids[len(ids)-1] != fmt.Sprintf("q%03d", total-1) {
@@ -136,13 +145,16 @@ func TestGenerationNamesSortAcrossRestartsAndClockSteps(t *testing.T) {
 
 func TestTrimFailureIsLoggedNeverFatal(t *testing.T) {
 	var logs logBuffer
-	th := audit.TestHooks{MinFileBytes: 512, Remove: func(string) error { return errInjected }}
-	s, dir := openStore(t, audit.Options{MaxFileBytes: 512, MaxRetainedFiles: 1, Logger: newLogger(&logs)}, th)
-	for range 6 {
+	th := audit.TestHooks{MinFileBytes: 2048, Remove: func(string) error { return errInjected }}
+	s, dir := openStore(t, audit.Options{MaxFileBytes: 2048, MaxRetainedFiles: 1, Logger: newLogger(&logs)}, th)
+	for range 40 {
 		appendOK(t, s, intent("q"))
 	}
-	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), errInjected.Error()) {
-		t.Errorf("got logs %q, want a warning carrying the removal error", logs.String())
+	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), errInjected.Error()) {
+		t.Errorf("got logs %q, want an error carrying the removal error", logs.String())
+	}
+	if st := s.Stats(); st.RetentionFailures == 0 || st.RotatedRecords != 1 {
+		t.Errorf("stats %+v: want retention failures counted and one rotated record (the retries of its file write no other)", st)
 	}
 	gens, _ := filepath.Glob(filepath.Join(dir, "registrar-audit-*.jsonl"))
 	if len(gens) < 2 {

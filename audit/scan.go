@@ -36,18 +36,22 @@ type ScanOptions struct {
 	// Now is the scan's reference instant; zero means time.Now().
 	Now time.Time
 	// ByIdentity also sums the limited records per (caller identity,
-	// bucket) into Report.LimitedByIdentity, and the authorization
+	// bucket) into Report.LimitedByIdentity, the authorization
 	// refusals per (caller identity, reason, scope) into
-	// Report.RefusedByIdentity.
+	// Report.RefusedByIdentity, and every invocation per (caller
+	// identity, verb, outcome or limited) into
+	// Report.InvocationsByIdentity, the rotated records' counts of
+	// deleted files included.
 	ByIdentity bool
 }
 
 // MaxScanIdentities bounds the keys of each per-identity breakdown a scan
 // with ScanOptions.ByIdentity keeps: (caller identity, bucket) for the
-// limited records, (caller identity, reason, scope) for the refusals. The
-// records of keys past it are summed in Report.LimitedOtherIdentities and
-// Report.RefusedOtherIdentities, so a store of any size is scanned in
-// bounded memory. The limiter's own map holds 256 entries; a store that
+// limited records, (caller identity, reason, scope) for the refusals,
+// (caller identity, verb, result) for the invocations. The records of keys
+// past it are summed in Report.LimitedOtherIdentities,
+// Report.RefusedOtherIdentities and Report.InvocationsOtherIdentities, so
+// a store of any size is scanned in bounded memory. The limiter's own map holds 256 entries; a store that
 // names more keys than this was flooded by an identity unstable across
 // connections, which the remainder still counts.
 const MaxScanIdentities = 4096
@@ -116,6 +120,7 @@ func scan(ctx context.Context, opts ScanOptions, setup func(*scanner)) (*Report,
 	if opts.ByIdentity {
 		sc.byIdentity = make(map[identityKey]*LimitedSummary)
 		sc.refusedBy = make(map[refusedKey]*IdentityRefused)
+		sc.invocations = make(map[countKey]*IdentityInvocations)
 	}
 	if setup != nil {
 		setup(sc)

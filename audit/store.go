@@ -50,6 +50,12 @@ type Options struct {
 	// Now is the clock used to stamp records with a zero TS and to name
 	// rotated generations; nil means time.Now.
 	Now func() time.Time
+	// MinRetention (registrar.audit_min_retention_seconds) keeps every
+	// generation younger than it, even past MaxRetainedFiles: 0 (the
+	// default) keeps none longer than the budget. While it holds one past
+	// the budget, a mint's intent is refused (*RetentionHeldError) and the
+	// capacity state is retention_held.
+	MinRetention time.Duration
 	// Observer, if non-nil, is told the outcome of every Append.
 	Observer Observer
 	// ErrorLogInterval bounds the store's ERROR lines: at most one per
@@ -109,17 +115,23 @@ type Store struct {
 	dirClosed   bool
 	maxFile     uint64
 	maxRetained uint32
-	log         *slog.Logger
-	now         func() time.Time
-	obs         Observer
-	h           hooks
-	errLog      *logthrottle.Throttle
+	// minRetention is Options.MinRetention.
+	minRetention time.Duration
+	log          *slog.Logger
+	now          func() time.Time
+	obs          Observer
+	h            hooks
+	errLog       *logthrottle.Throttle
 
 	// Read by the capacity probe and telemetry without the store lock.
 	appendFailures atomic.Uint64           // appends that failed in the file system, since Open
 	lastFailed     atomic.Bool             // the last append (or reopen) failed in the file system, or Refuse holds it
 	refused        atomic.Pointer[refusal] // Refuse's cause: every append fails closed while set
 	reopens        [numReopenCauses]atomic.Uint64
+	held           atomic.Uint64 // generations retention keeps past the budget for MinRetention
+	heldUntil      atomic.Int64  // when the oldest of them ages out (Unix nanoseconds)
+	rotated        atomic.Uint64 // rotated records written since Open
+	retainFailures atomic.Uint64 // retention rounds that failed since Open
 
 	// group is the commit queue: its leader (one appender at a time) runs
 	// commit and owns the fields below, as Close does once it is closed.
@@ -135,14 +147,19 @@ type Store struct {
 	lastStamp time.Time
 	lastSeq   int
 	buf       []byte
+	ret       retentionState
 }
 
-// entry is one appender's line in the commit queue, or (reopen set, no
-// line) a request to reopen the active file, served in queue order.
+// entry is one appender's line in the commit queue, or (no line) a request
+// to reopen the active file or to run retention, served in queue order.
 type entry struct {
 	line   []byte
 	reopen bool
+	retain bool
 }
+
+// request reports whether e is a request rather than a line.
+func (e entry) request() bool { return e.reopen || e.retain }
 
 // pending is an entry queued for a commit, with its result.
 type pending = groupcommit.Op[entry]
@@ -153,8 +170,8 @@ type pending = groupcommit.Op[entry]
 // its mode). The active file is opened 0600, append-only, without following
 // a symlink. A torn final line left by a crash is terminated with '\n' so
 // that no record is ever appended onto it (the scan reports it as
-// malformed). Generations beyond MaxRetainedFiles are trimmed (failures are
-// logged).
+// malformed). Generations beyond MaxRetainedFiles are deleted, each after
+// its rotated record (retain.go; failures are logged).
 func Open(opts Options) (*Store, error) { return open(opts, hooks{}) }
 
 func open(opts Options, h hooks) (*Store, error) {
@@ -191,15 +208,16 @@ func open(opts Options, h hooks) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		dir:         opts.Dir,
-		dirf:        dirf,
-		dirID:       dirID,
-		maxFile:     maxFile,
-		maxRetained: retained,
-		log:         logger.With("audit_dir", opts.Dir),
-		now:         now,
-		obs:         opts.Observer,
-		h:           h,
+		dir:          opts.Dir,
+		dirf:         dirf,
+		dirID:        dirID,
+		maxFile:      maxFile,
+		maxRetained:  retained,
+		minRetention: max(opts.MinRetention, 0),
+		log:          logger.With("audit_dir", opts.Dir),
+		now:          now,
+		obs:          opts.Observer,
+		h:            h,
 	}
 	s.errLog = logthrottle.New(s.log, interval, now)
 	s.group = groupcommit.New(0, s.commit)
@@ -217,7 +235,8 @@ func open(opts Options, h hooks) (*Store, error) {
 		return nil, err
 	}
 	s.install(raw, fileID, size)
-	s.trim()
+	s.recoverRetention(gens)
+	s.retain()
 	return s, nil
 }
 

@@ -320,13 +320,15 @@ func (d *decoder) requested() (*Requested, error) {
 				}
 				q.Instance = uint32(min(v, MaxInstance))
 			}
+		case reqReload:
+			q.Reload, err = d.nonEmpty("requested.reload")
 		}
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := required(parent, requestedKeys[:reqInstance], seen[:]); err != nil { // instance is optional
+	if err := required(parent, requestedKeys[:reqInstance], seen[:]); err != nil { // instance and reload are optional
 		return nil, err
 	}
 	return q, nil
@@ -371,9 +373,84 @@ func (d *decoder) subject(a *Admin) error {
 			a.Verbs, err = list(d, "subject.verbs", vocab.ParseVerb)
 		case subjBuckets:
 			a.Buckets, err = list(d, "subject.buckets", vocab.ParseBucket)
+		case subjFile:
+			a.File, err = d.nonEmpty("subject.file")
+		case subjNext:
+			a.Next, err = d.nonEmpty("subject.next")
+		case subjRotation:
+			a.Rotation, err = d.uint("subject.rotation")
+		case subjFolded:
+			a.Folded, err = d.uint("subject.folded")
+		case subjBytes:
+			a.Bytes, err = d.uint("subject.bytes")
+		case subjSHA256:
+			a.SHA256, err = d.nonEmpty("subject.sha256")
+		case subjLines:
+			a.Lines, err = d.uint("subject.lines")
+		case subjFirstTS:
+			a.FirstTS, err = d.time("subject.first_ts")
+		case subjLastTS:
+			a.LastTS, err = d.time("subject.last_ts")
+		case subjCounts:
+			a.Counts, err = d.counts("subject.counts", true)
+		case subjOthers:
+			a.Others, err = d.counts("subject.others", false)
 		}
 		return err
 	})
+}
+
+// counts reads a rotated record's counts (named: each entry with its
+// identity) or others: a non-empty JSON array of objects whose keys are
+// countKeys in order, all required (others: without identity). Their
+// values' rules are validate's.
+func (d *decoder) counts(field string, named bool) ([]InvocationCount, error) {
+	tok, err := d.token()
+	if err != nil {
+		return nil, err
+	}
+	if delim, ok := tok.(json.Delim); !ok || delim != '[' {
+		return nil, typeError(field, tok)
+	}
+	names := countKeys[:]
+	if !named {
+		names = countKeys[countVerb:]
+	}
+	out := []InvocationCount{}
+	for {
+		if !d.dec.More() {
+			if _, err := d.token(); err != nil { // the closing ']'
+				return nil, err
+			}
+			break
+		}
+		var c InvocationCount
+		seen := make([]bool, len(names))
+		err := d.object(field, names, seen, func(k int) (err error) {
+			switch names[k] {
+			case "identity":
+				c.Identity, err = d.str(field + ".identity")
+			case "verb":
+				c.Verb, err = enum(d, field+".verb", vocab.ParseVerb, "is not mint or deregister")
+			case "outcome":
+				c.Result, err = enum(d, field+".outcome", ParseResult, "is not an outcome class or limited")
+			case "invocations":
+				c.Invocations, err = d.uint(field + ".invocations")
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := required(field, names, seen); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, &DecodeError{Rule: RuleInvalidValue, Field: field, Err: errors.New("is empty (omitted when there is nothing to count)")}
+	}
+	return out, nil
 }
 
 // list reads a non-empty JSON array of enum spellings.
@@ -415,7 +492,8 @@ func list[T any](d *decoder, field string, parse func(string) (T, error)) ([]T, 
 }
 
 // checkSubjectPresence applies an admin record's per-action subject key
-// rules: the keys its action requires are there, no other is.
+// rules: the keys its action requires are there, and no key it neither
+// requires nor allows.
 func checkSubjectPresence(r *Record, seen [numSubjectKeys]bool) error {
 	if r.Phase != PhaseAdmin || r.Admin == nil {
 		return nil
@@ -424,7 +502,7 @@ func checkSubjectPresence(r *Record, seen [numSubjectKeys]bool) error {
 	for k := range numSubjectKeys {
 		field := "subject." + subjectKeys[k]
 		switch {
-		case seen[k] && !a.uses(k):
+		case seen[k] && !a.allows(k):
 			return &DecodeError{Rule: RulePhaseInconsistency, Field: field, Err: &PhaseError{Phase: r.Phase, Field: field, Problem: "must be absent on a " + a.String() + " record"}}
 		case !seen[k] && a.uses(k):
 			return &DecodeError{Rule: RuleMissingField, Field: field, Err: &PhaseError{Phase: r.Phase, Field: field, Missing: true, Problem: "is required on a " + a.String() + " record"}}

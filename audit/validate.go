@@ -13,9 +13,10 @@ import (
 // TS is accepted (the store stamps it) and over-long attacker-influenced
 // strings are accepted (the store cuts them).
 //
-// Phase consistency: an intent has request_id and requested, and no
-// outcome, limited or admin fields (caller_subuid is for intents and
-// outcomes only); an outcome has the same plus an
+// Phase consistency: an intent has request_id and requested (whose reload
+// only a mint's may carry), and no outcome, limited or admin fields
+// (caller_subuid is for intents and outcomes only); an outcome has the
+// same plus an
 // outcome; a limited record has no request_id, requested, registration_id,
 // outcome or admin fields, and has a valid limited bucket, count >= 1 and
 // window_start <= window_end, and may have a policy and the shadow mark; an
@@ -87,6 +88,14 @@ func (r *Record) validatePaired(stored bool) error {
 		if err := checkBounded(PathRequestedHost, r.Requested.Host); err != nil {
 			return err
 		}
+		if err := checkBounded(PathRequestedReload, r.Requested.Reload); err != nil {
+			return err
+		}
+	}
+	if r.Requested.Reload != "" && r.Verb != vocab.Mint {
+		// Only a mint has a spec: a deregister record carrying a command
+		// to run is not the writer's.
+		return &PhaseError{Phase: r.Phase, Field: PathRequestedReload, Problem: "must be absent on a " + r.Verb.String() + " record"}
 	}
 	if r.RegistrationID != "" {
 		if err := checkRegistrationID(r.RegistrationID); err != nil {
@@ -243,7 +252,7 @@ func (r *Record) validateTruncated() error {
 	return nil
 }
 
-// boundedField returns the value at one of the four bounded paths, and
+// boundedField returns the value at one of the bounded paths (truncPaths), and
 // whether the record carries it.
 func (r *Record) boundedField(path string) (string, bool) {
 	switch path {
@@ -256,6 +265,10 @@ func (r *Record) boundedField(path string) (string, bool) {
 	case PathRequestedHost:
 		if r.Requested != nil {
 			return r.Requested.Host, true
+		}
+	case PathRequestedReload:
+		if r.Requested != nil && r.Requested.Reload != "" {
+			return r.Requested.Reload, true
 		}
 	case PathOutcomeDetail:
 		if r.Outcome != nil && r.Outcome.Detail != "" {

@@ -52,6 +52,12 @@ type Registrar struct {
 	// reserve free, the state is "low". Default 268435456 (256 MiB); 0
 	// means no reserve; at most MaxAuditStoreReserveBytes.
 	AuditStoreReserveBytes uint64
+	// AuditMinRetentionSeconds keeps every rotated generation younger than
+	// it, even past AuditMaxRetainedFiles; while it keeps one past the
+	// budget the audit capacity state is retention_held and mints are
+	// refused RegistrarBusy. Default 0 (off); at most
+	// MaxAuditMinRetentionSeconds.
+	AuditMinRetentionSeconds uint32
 	// RateLimitAdmissionBurst is the admission bucket's capacity in tokens.
 	// Default 512, greater than 0.
 	RateLimitAdmissionBurst uint32

@@ -44,6 +44,8 @@ var registrarKeys = []key{
 		"rotated generations kept", nonZero(ruleZeroRetained)),
 	u64Key("registrar", "audit_store_reserve_bytes", func(c *Config) *uint64 { return &c.Registrar.AuditStoreReserveBytes }, 268435456, MaxAuditStoreReserveBytes, live,
 		"free space the capacity probe wants left beyond what the store may still grow to", atMost64(MaxAuditStoreReserveBytes)),
+	u32Key("registrar", "audit_min_retention_seconds", "u32", func(c *Config) *uint32 { return &c.Registrar.AuditMinRetentionSeconds }, 0, restart,
+		"rotated generations younger than this are kept past audit_max_retained_files, and mints refused meanwhile", atMost32(MaxAuditMinRetentionSeconds)),
 	u32Key("registrar", "rate_limit_admission_burst", "u32", func(c *Config) *uint32 { return &c.Registrar.RateLimitAdmissionBurst }, 512, live,
 		"admission bucket capacity in tokens", nonZero(ruleZeroBurst)),
 	u32Key("registrar", "rate_limit_admission_refill_interval_ms", "u32", func(c *Config) *uint32 { return &c.Registrar.RateLimitAdmissionRefillIntervalMS }, 500, live,

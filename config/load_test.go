@@ -94,7 +94,8 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 			AuditMaxFileBytes:     16777216,
 			AuditMaxRetainedFiles: 32,
 
-			AuditStoreReserveBytes: 1073741824,
+			AuditStoreReserveBytes:   1073741824,
+			AuditMinRetentionSeconds: 86400,
 
 			RateLimitAdmissionBurst:                     1024,
 			RateLimitAdmissionRefillIntervalMS:          250,

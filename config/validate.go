@@ -22,6 +22,11 @@ const (
 	// registrar.audit_store_reserve_bytes (1 EiB): a larger reserve would
 	// hold the capacity state at "low" on any file system there is.
 	MaxAuditStoreReserveBytes = 1 << 60
+	// MaxAuditMinRetentionSeconds is the largest accepted
+	// registrar.audit_min_retention_seconds (366 days): longer would
+	// refuse mints for a year whenever the store is over its budget, which
+	// is no longer a retention but a stop.
+	MaxAuditMinRetentionSeconds = 366 * 24 * 60 * 60
 	// MaxSocketPathBytes is the longest accepted registrar.socket_path: a
 	// unix socket address (sun_path) holds 108 bytes including the NUL.
 	MaxSocketPathBytes = 107
@@ -98,6 +103,16 @@ func atLeast(min uint64) rule[uint64] {
 	}
 }
 
+// atMost32 is 0 to max.
+func atMost32(max uint32) rule[uint32] {
+	return func(_ *Config, key string, v uint32, add func(*KeyError)) {
+		if v > max {
+			add(&KeyError{Key: key, Value: v, Rule: fmt.Sprintf("must be at most %d", max)})
+		}
+	}
+}
+
+// atMost64 is 0 to max.
 func atMost64(max uint64) rule[uint64] {
 	return func(_ *Config, key string, v uint64, add func(*KeyError)) {
 		if v > max {

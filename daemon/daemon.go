@@ -150,6 +150,7 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 		Dir:              r.AuditRecordDir,
 		MaxFileBytes:     r.AuditMaxFileBytes,
 		MaxRetainedFiles: r.AuditMaxRetainedFiles,
+		MinRetention:     time.Duration(r.AuditMinRetentionSeconds) * time.Second,
 		Logger:           logger.With("component", "audit"),
 		Observer:         auditObs,
 	})

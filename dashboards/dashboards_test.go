@@ -53,6 +53,7 @@ var wantAlerts = map[string]string{
 	"RegistrarDown":                      "critical",
 	"RegistrarAuditStoreLow":             "warning",
 	"RegistrarAuditStoreCritical":        "critical",
+	"RegistrarAuditRetentionHeld":        "critical",
 	"RegistrarAuditFileReopened":         "warning",
 	"RegistrarWireRejectionsHigh":        "warning",
 	"RegistrarBackendErrors":             "critical",

@@ -207,8 +207,8 @@ type LimiterMember struct {
 
 // AuditCapacityMember is the audit_capacity member: the audit store's
 // capacity state as the last capacity probe (on the daemon tick) measured
-// it. State is "ok", "low", "critical" or "unwritable" (see
-// audit.CapacityState for the arithmetic); the sizes are bytes;
+// it. State is "ok", "low", "critical", "retention_held" or "unwritable"
+// (see audit.CapacityState for the arithmetic); the sizes are bytes;
 // AppendFailures counts failed audit appends since daemon start.
 type AuditCapacityMember struct {
 	State          string `json:"state"`

@@ -202,7 +202,7 @@ type invocation struct {
 // nil, *RefusedError, *ThrottledError or *UnavailableError.
 func (v *Verbs) Mint(ctx context.Context, req MintRequest) (MintResult, error) {
 	start := time.Now()
-	inv, ctx := v.begin(ctx, start, vocab.Mint, req.CallerIdentity, req.CallerSubuid, req.Caller, req.ServiceName, req.Host, req.Instance)
+	inv, ctx := v.begin(ctx, start, vocab.Mint, req.CallerIdentity, req.CallerSubuid, req.Caller, audit.Requested{ServiceName: req.ServiceName, Host: req.Host, Instance: req.Instance, Reload: req.Spec.Reload})
 	res, err := v.mint(ctx, inv, &req)
 	res.RequestID = inv.requestID
 	v.tel.finish(ctx, inv, start, res.RegistrationID, mintResult(res.Outcome), err)
@@ -213,14 +213,18 @@ func (v *Verbs) Mint(ctx context.Context, req MintRequest) (MintResult, error) {
 // *ThrottledError or *UnavailableError.
 func (v *Verbs) Deregister(ctx context.Context, req DeregisterRequest) (DeregisterResult, error) {
 	start := time.Now()
-	inv, ctx := v.begin(ctx, start, vocab.Deregister, req.CallerIdentity, req.CallerSubuid, req.Caller, req.ServiceName, req.Host, req.Instance)
+	inv, ctx := v.begin(ctx, start, vocab.Deregister, req.CallerIdentity, req.CallerSubuid, req.Caller, audit.Requested{ServiceName: req.ServiceName, Host: req.Host, Instance: req.Instance})
 	res, err := v.deregister(ctx, inv, &req)
 	res.RequestID = inv.requestID
 	v.tel.finish(ctx, inv, start, res.RegistrationID, deregisterResult(res.Outcome), err)
 	return res, err
 }
 
-func (v *Verbs) begin(ctx context.Context, start time.Time, verb vocab.Verb, identity string, subuid uint32, caller limiter.Caller, serviceName, host string, instance uint32) (*invocation, context.Context) {
+// begin starts an invocation of verb by identity (subuid, when not 0, the
+// subordinate uid the kernel reported for it) asking for req: what its
+// intent and outcome records say was requested (a mint's with its
+// spec.reload, the command the caller asks the host to run).
+func (v *Verbs) begin(ctx context.Context, start time.Time, verb vocab.Verb, identity string, subuid uint32, caller limiter.Caller, req audit.Requested) (*invocation, context.Context) {
 	if caller.Identity() != identity {
 		caller = v.lim.Caller(identity) // not prepared, or prepared for another identity
 	}
@@ -230,7 +234,7 @@ func (v *Verbs) begin(ctx context.Context, start time.Time, verb vocab.Verb, ide
 		identity: identity,
 		subuid:   subuid,
 		caller:   caller,
-		req:      audit.Requested{ServiceName: serviceName, Host: host, Instance: instance},
+		req:      req,
 	}
 	inv.requested = &inv.req
 	inv.requestID = v.ids.nextIn(&inv.idBuf)
@@ -382,7 +386,7 @@ func (v *Verbs) refusePreDerivation(ctx context.Context, inv *invocation, reason
 	}
 	wctx := context.WithoutCancel(ctx)
 	if err := v.writeIntent(wctx, inv); err != nil {
-		return &UnavailableError{RequestID: inv.requestID, Reason: AuditUnwritable, Err: err}
+		return v.intentUnwritten(inv, err)
 	}
 	detail := ""
 	if scope != 0 {
@@ -407,9 +411,22 @@ func (v *Verbs) admit(ctx context.Context, inv *invocation) (context.Context, er
 	}
 	wctx := context.WithoutCancel(ctx)
 	if err := v.writeIntent(wctx, inv); err != nil {
-		return nil, &UnavailableError{RequestID: inv.requestID, Reason: AuditUnwritable, Err: err}
+		return nil, v.intentUnwritten(inv, err)
 	}
 	return wctx, nil
+}
+
+// intentUnwritten answers an invocation whose intent record was not
+// written: nothing was created. The store holding generations past its
+// budget for registrar.audit_min_retention_seconds refuses a mint's intent
+// (audit.RetentionHeldError): that is RegistrarBusy, retryable once the
+// oldest held file ages out; any other failure is AuditUnwritable.
+func (v *Verbs) intentUnwritten(inv *invocation, err error) error {
+	if held, ok := errors.AsType[*audit.RetentionHeldError](err); ok {
+		inv.throttled = ThrottledError{RequestID: inv.requestID, RetryAfterSeconds: uint64(max(held.RetryAfter.Round(time.Second)/time.Second, 1))}
+		return &inv.throttled
+	}
+	return &UnavailableError{RequestID: inv.requestID, Reason: AuditUnwritable, Err: err}
 }
 
 // refuse writes a refused outcome and returns the refusal; a failed write

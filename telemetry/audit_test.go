@@ -9,13 +9,14 @@ import (
 )
 
 func fakeAuditCapacity() audit.Capacity {
-	return audit.Capacity{State: audit.CapacityLow, FreeBytes: 100 << 20, StoreBytes: 40 << 20, BudgetBytes: 136 << 20, ReserveBytes: 256 << 20}
+	return audit.Capacity{State: audit.CapacityLow, FreeBytes: 100 << 20, StoreBytes: 40 << 20, BudgetBytes: 136 << 20, ReserveBytes: 256 << 20, HeldFiles: 3}
 }
 
 func fakeStoreStats() audit.StoreStats {
 	var s audit.StoreStats
 	s.Reopens[audit.ReopenFileRenamed] = 2
 	s.Reopens[audit.ReopenSIGHUP] = 5
+	s.RotatedRecords, s.RetentionFailures = 7, 1
 	return s
 }
 
@@ -61,6 +62,14 @@ func TestAuditStoreInstrumentsReportTheLastProbeAndEveryStateAndCause(t *testing
 		}
 		if dp.Value != want {
 			t.Errorf("state{state=%q} = %d, want %d", s.AsString(), dp.Value, want)
+		}
+	}
+	if g, ok := got[telemetry.AuditStoreHeldFiles].Data.(metricdata.Gauge[int64]); !ok || len(g.DataPoints) != 1 || g.DataPoints[0].Value != 3 || got[telemetry.AuditStoreHeldFiles].Description == "" {
+		t.Errorf("held files: %+v, want one point of 3", got[telemetry.AuditStoreHeldFiles].Data)
+	}
+	for name, want := range map[string]int64{telemetry.AuditRetentionDeleted: 7, telemetry.AuditRetentionFailures: 1} {
+		if s, ok := got[name].Data.(metricdata.Sum[int64]); !ok || !s.IsMonotonic || len(s.DataPoints) != 1 || s.DataPoints[0].Value != want || got[name].Description == "" {
+			t.Errorf("%s: %+v, want a counter at %d", name, got[name].Data, want)
 		}
 	}
 	reopens, ok := got[telemetry.AuditFileReopened].Data.(metricdata.Sum[int64])

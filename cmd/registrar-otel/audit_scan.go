@@ -50,8 +50,12 @@ outcome record, so it is only in the limited counts. With --by identity it
 also lists the limited records per caller identity and bucket, the most
 limited invocations first (who is flooding), and the refusals per caller
 identity and reason, the most first (who is asking for what it may not
-have): the --top N rows of each, 0 for all. The store's owner is the uid
-running the scan, or, run as root, the directory's owner.
+have): the --top N rows of each, 0 for all. It also lists each caller
+identity's invocations by verb and outcome (the outcome records by class,
+and its limited ones), folding in the counts that retention's rotated
+records carry for the files it deleted, so what a caller did shows
+whether or not its records' files still exist. The store's owner is the
+uid running the scan, or, run as root, the directory's owner.
 
 Exit status: 0 when the store is clean, 1 when anomalies are found, 2 on a
 usage error or an unreadable store, 4 when --fail-on-limited N is given and
@@ -166,6 +170,12 @@ func (v scanView) exitCode() int {
 // shown is the limited identity rows printed and how many were left out.
 func (v scanView) shown() ([]audit.IdentityLimited, int) {
 	return topRows(v.rep.LimitedByIdentity, v.top)
+}
+
+// shownInvocations is the invocation rows printed and how many were
+// left out.
+func (v scanView) shownInvocations() ([]audit.IdentityInvocations, int) {
+	return topRows(v.rep.InvocationsByIdentity, v.top)
 }
 
 // shownRefused is the refused identity rows printed and how many were

@@ -55,6 +55,14 @@ type scanJSON struct {
 	RefusedByIdentity        []scanRefusedJSON `json:"refused_by_identity,omitzero"`
 	RefusedByIdentityOmitted *int              `json:"refused_by_identity_omitted,omitzero"`
 	RefusedOtherIdentities   map[string]uint64 `json:"refused_other_identities,omitzero"`
+	// InvocationsByIdentity: every invocation per (caller identity, verb,
+	// outcome or "limited"), rotated the part counted by rotated records
+	// of deleted files; InvocationsOtherIdentities sums the keys past the
+	// scan's bound and the rotated records' others, per (verb, outcome),
+	// non-zero only.
+	InvocationsByIdentity      []scanInvocationsJSON `json:"invocations_by_identity,omitzero"`
+	InvocationsByIdentityOmit  *int                  `json:"invocations_by_identity_omitted,omitzero"`
+	InvocationsOtherIdentities []scanInvocationsJSON `json:"invocations_other_identities,omitzero"`
 	// With --fail-on-limited only.
 	FailOnLimited *failOnLimited `json:"fail_on_limited,omitempty"`
 }
@@ -93,11 +101,34 @@ type scanAdminRecordJSON struct {
 	Subject        scanSubjectJSON `json:"subject"`
 }
 
-// scanSubjectJSON is an admin record's subject: the keys its action uses.
+// scanSubjectJSON is an admin record's subject: the keys its action uses
+// (limits_reset: identity, verbs, buckets; rotated: the rest, with the
+// record's own spelling).
 type scanSubjectJSON struct {
 	Identity string   `json:"identity,omitempty"`
 	Verbs    []string `json:"verbs,omitempty"`
 	Buckets  []string `json:"buckets,omitempty"`
+	File     string   `json:"file,omitempty"`
+	Next     string   `json:"next,omitempty"`
+	Rotation uint64   `json:"rotation,omitempty"`
+	// Folded, Bytes and Lines are on every rotated subject, 0 included.
+	Folded  *uint64         `json:"folded,omitempty"`
+	Bytes   *uint64         `json:"bytes,omitempty"`
+	SHA256  string          `json:"sha256,omitempty"`
+	Lines   *uint64         `json:"lines,omitempty"`
+	FirstTS string          `json:"first_ts,omitempty"`
+	LastTS  string          `json:"last_ts,omitempty"`
+	Counts  []scanCountJSON `json:"counts,omitempty"`
+	Others  []scanCountJSON `json:"others,omitempty"`
+}
+
+// scanCountJSON is one entry of a rotated record's counts (with its
+// identity) or others (without).
+type scanCountJSON struct {
+	Identity    *string `json:"identity,omitempty"`
+	Verb        string  `json:"verb"`
+	Outcome     string  `json:"outcome"`
+	Invocations uint64  `json:"invocations"`
 }
 
 type scanIdentityJSON struct {
@@ -105,6 +136,16 @@ type scanIdentityJSON struct {
 	Bucket         string `json:"bucket"`
 	Records        uint64 `json:"records"`
 	Count          uint64 `json:"count"`
+}
+
+// scanInvocationsJSON is one (caller identity, verb, outcome)'s
+// invocations; CallerIdentity is absent in the remainder.
+type scanInvocationsJSON struct {
+	CallerIdentity *string `json:"caller_identity,omitempty"`
+	Verb           string  `json:"verb"`
+	Outcome        string  `json:"outcome"`
+	Invocations    uint64  `json:"invocations"`
+	Rotated        uint64  `json:"rotated"`
 }
 
 // scanRefusedJSON is one (caller identity, reason, scope)'s refusals.
@@ -243,6 +284,16 @@ func writeScanJSON(w io.Writer, v scanView) error {
 		for _, r := range audit.AuthorizationReasons {
 			out.RefusedOtherIdentities[r.String()] = rep.RefusedOtherIdentities[r]
 		}
+		invRows, invOmitted := v.shownInvocations()
+		out.InvocationsByIdentity = []scanInvocationsJSON{}
+		for _, r := range invRows {
+			out.InvocationsByIdentity = append(out.InvocationsByIdentity, scanInvocationsJSON{&r.CallerIdentity, r.Verb.String(), r.Result.String(), r.Invocations, r.Rotated})
+		}
+		out.InvocationsByIdentityOmit = &invOmitted
+		out.InvocationsOtherIdentities = []scanInvocationsJSON{}
+		forOtherInvocations(rep, func(verb vocab.Verb, res audit.Result, t audit.InvocationTotals) {
+			out.InvocationsOtherIdentities = append(out.InvocationsOtherIdentities, scanInvocationsJSON{nil, verb.String(), res.String(), t.Invocations, t.Rotated})
+		})
 	}
 	out.FailOnLimited = v.failOn
 	enc := json.NewEncoder(w)
@@ -259,5 +310,32 @@ func subjectJSON(a audit.Admin) scanSubjectJSON {
 	for _, b := range a.Buckets {
 		s.Buckets = append(s.Buckets, b.String())
 	}
+	if a.Action != audit.ActionRotated {
+		return s
+	}
+	r := a.Rotated
+	s.File, s.Next, s.Rotation, s.SHA256 = r.File, r.Next, r.Rotation, r.SHA256
+	s.Folded, s.Bytes, s.Lines = &r.Folded, &r.Bytes, &r.Lines
+	if !r.FirstTS.IsZero() {
+		s.FirstTS, s.LastTS = r.FirstTS.UTC().Format(audit.TimeLayout), r.LastTS.UTC().Format(audit.TimeLayout)
+	}
+	for _, c := range r.Counts {
+		s.Counts = append(s.Counts, scanCountJSON{&c.Identity, c.Verb.String(), c.Result.String(), c.Invocations})
+	}
+	for _, c := range r.Others {
+		s.Others = append(s.Others, scanCountJSON{nil, c.Verb.String(), c.Result.String(), c.Invocations})
+	}
 	return s
+}
+
+// forOtherInvocations calls f for each non-zero remainder of the
+// per-identity invocations, in verb and outcome order.
+func forOtherInvocations(rep *audit.Report, f func(vocab.Verb, audit.Result, audit.InvocationTotals)) {
+	for verb := range vocab.Verb(vocab.NumVerbs) {
+		for res := audit.Result(1); res.Valid(); res++ {
+			if t := rep.InvocationsOtherIdentities[verb][res]; t.Invocations > 0 {
+				f(verb, res, t)
+			}
+		}
+	}
 }

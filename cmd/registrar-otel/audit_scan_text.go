@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,6 +86,7 @@ func writeScanText(w io.Writer, v scanView) error {
 			p.printf("  ... and %d more (--top 0 shows all)\n", omitted)
 		}
 		writeRefusedByIdentity(p, v)
+		writeInvocationsByIdentity(p, v)
 	}
 	if v.failOn != nil {
 		verdict := "not more than"
@@ -145,6 +147,31 @@ func writeRefusedByIdentity(p *errWriter, v scanView) {
 			fmt.Fprintf(tw, "  (identities past the first %d)\t%s\t-\t%d\n", audit.MaxScanIdentities, r, n)
 		}
 	}
+	tw.Flush()
+	p.printf("%s", buf.String())
+	if omitted > 0 {
+		p.printf("  ... and %d more (--top 0 shows all)\n", omitted)
+	}
+}
+
+// writeInvocationsByIdentity prints every caller identity's invocations
+// by verb and outcome, its limited ones among them, the counts of the
+// files retention deleted folded in, and the remainder past the scan's
+// bound.
+func writeInvocationsByIdentity(p *errWriter, v scanView) {
+	rep := v.rep
+	rows, omitted := v.shownInvocations()
+	p.printf("\ninvocations by caller identity (%d of %d rows, the identities with the most first; of deleted files: counted by the rotated records retention left of them):\n",
+		len(rows), len(rep.InvocationsByIdentity))
+	var buf strings.Builder
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  caller_identity\tverb\toutcome\tinvocations\tof deleted files")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\n", printable(r.CallerIdentity), r.Verb, r.Result, r.Invocations, r.Rotated)
+	}
+	forOtherInvocations(rep, func(verb vocab.Verb, res audit.Result, t audit.InvocationTotals) {
+		fmt.Fprintf(tw, "  (identities not named)\t%s\t%s\t%d\t%d\n", verb, res, t.Invocations, t.Rotated)
+	})
 	tw.Flush()
 	p.printf("%s", buf.String())
 	if omitted > 0 {
@@ -226,6 +253,19 @@ func writeAdmin(p *errWriter, rep *audit.Report) {
 
 // subjectText is an admin record's subject on one line.
 func subjectText(a audit.Admin) string {
+	if a.Action == audit.ActionRotated {
+		r := a.Rotated
+		var invocations uint64
+		for _, c := range append(slices.Clip(r.Counts), r.Others...) {
+			if invocations > math.MaxUint64-c.Invocations {
+				invocations = math.MaxUint64 // saturating
+			} else {
+				invocations += c.Invocations
+			}
+		}
+		return fmt.Sprintf("file %s deleted (%d lines, %d bytes, sha256 %s), next %s, rotation %d folding %d, %d invocations counted (%d identity keys named)",
+			r.File, r.Lines, r.Bytes, r.SHA256, r.Next, r.Rotation, r.Folded, invocations, len(r.Counts))
+	}
 	var parts []string
 	if a.Identity != "" {
 		parts = append(parts, "identity "+printable(a.Identity))

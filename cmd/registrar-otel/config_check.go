@@ -306,6 +306,7 @@ type effectiveJSON struct {
 		MaintenanceIntervalMS                       uint32            `json:"maintenance_interval_ms"`
 		MaxWrapTTLSeconds                           uint32            `json:"max_wrap_ttl_seconds"`
 		AuditStoreReserveBytes                      uint64            `json:"audit_store_reserve_bytes"`
+		AuditMinRetentionSeconds                    uint32            `json:"audit_min_retention_seconds"`
 		UnixMaxConns                                uint32            `json:"unix_max_conns"`
 		TLSMaxConns                                 uint32            `json:"tls_max_conns"`
 		TLSHandshakeMaxConns                        uint32            `json:"tls_handshake_max_conns"`
@@ -400,6 +401,11 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 		r.UnixMaxConns, r.TLSMaxConns, r.TLSHandshakeMaxConns, r.TLSHandshakeTimeoutMS, r.MaxConnsPerIdentity))
 	row("connection timeouts", fmt.Sprintf("headers %d ms, idle %d ms", r.ReadHeaderTimeoutMS, r.IdleTimeoutMS))
 	row("audit store reserve", fmt.Sprintf("%d bytes", r.AuditStoreReserveBytes))
+	if r.AuditMinRetentionSeconds == 0 {
+		row("audit min retention", "0 (off: retention by size alone)")
+	} else {
+		row("audit min retention", fmt.Sprintf("%d s (younger generations kept past the budget; mints refused meanwhile)", r.AuditMinRetentionSeconds))
+	}
 	row("log_level", r.LogLevel+" (serve --log-level, when given, overrides it)")
 	var kept []string
 	for _, u := range res.Unknown {

@@ -37,6 +37,7 @@ var commands = []command{
 	{"limits reset", "refill one identity's rate-limit buckets in the running daemon (audited)", runLimitsReset},
 	{"config check", "validate a configuration file (or the embedded defaults) and what it refers to", runConfigCheck},
 	{"audit scan", "scan the audit record store for anomalies and summarise limited traffic", runAuditScan},
+	{"audit verify", "verify the audit store's retention trail: every deletion recorded, every deleted file gone", runAuditVerify},
 	{"openbao check", "ask the OpenBao server whether the token holds exactly the documented policy", runOpenBaoCheck},
 	{"backup", "write a consistent snapshot of the registry (online, or from a stopped daemon's file)", runBackup},
 	{"sizing", "run a bring-up wave through the admission sizing formula", runSizing},
