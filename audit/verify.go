@@ -39,7 +39,9 @@ import (
 //     record at all, generations before the oldest present one are gone;
 //   - VerifyUnexpectedGeneration: a generation older than the newest
 //     deletion's next is present and no rotated record names it;
-//   - VerifyUnreadableFile: a store file could not be read.
+//   - VerifyUnreadableFile: a store file could not be read, or a store
+//     name holds something other than a regular file (a symlink, a
+//     directory, a FIFO), which is not read.
 //
 // It returns an error only when the store cannot be read at all (missing,
 // unreadable or symlinked directory) or ctx is done. Verify never follows
@@ -77,10 +79,16 @@ func Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
 	active := false
 	for _, e := range entries {
 		name := e.Name()
+		_, _, isGen := parseGeneration(name)
 		if !e.Type().IsRegular() {
+			if isGen || name == ActiveFileName {
+				// A store name on something else: what the store wrote
+				// there is not what is there, and it is not read.
+				v.problem(VerifyUnreadableFile, name, 0, "is "+fileType(e.Type())+", not a regular file: not read")
+			}
 			continue
 		}
-		if _, _, ok := parseGeneration(name); ok {
+		if isGen {
 			gens = append(gens, name)
 			v.present[name] = true
 		} else if name == ActiveFileName {
@@ -397,4 +405,22 @@ func fileSHA256(path string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// fileType names a non-regular directory entry's type for a problem.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	default:
+		return "an irregular file"
+	}
 }

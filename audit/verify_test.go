@@ -4,10 +4,13 @@ package audit_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -356,4 +359,183 @@ func rewriteRotated(t *testing.T, d string, rotation uint64, edit func(*audit.Re
 		}
 	}
 	t.Fatalf("no rotated record numbered %d", rotation)
+}
+
+// TestVerifyNamesAStoreFileItCannotRead: under a store name, a symbolic
+// link, a directory or a FIFO (never followed nor read), and a file Verify
+// may not open, are each named unreadable_file, and the readable rest is
+// still checked. Root opens every file, so the last case runs in a child
+// process as the unprivileged user nobody (uid 65534).
+func TestVerifyNamesAStoreFileItCannotRead(t *testing.T) {
+	if d := os.Getenv("AUDIT_VERIFY_UNREADABLE_DIR"); d != "" {
+		checkVerifyUnreadable(t, verify(t, d), os.Getenv("AUDIT_VERIFY_UNREADABLE_NAME"), "could not be opened (permission denied)")
+		return
+	}
+	dir, _ := rotatedAway(t)
+	names, _ := filepath.Glob(filepath.Join(dir, "registrar-audit-*.jsonl"))
+	if len(names) < 2 {
+		t.Fatalf("%d generations, want at least 2", len(names))
+	}
+	victim := filepath.Base(names[len(names)-1])
+	replace := func(t *testing.T, path string, make func(string) error) {
+		t.Helper()
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := make(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name, detail string
+		break_       func(t *testing.T, path string)
+	}{
+		{"a symbolic link", "is a symbolic link, not a regular file", func(t *testing.T, path string) {
+			target := filepath.Join(t.TempDir(), "elsewhere")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, target, b)
+			replace(t, path, func(p string) error { return os.Symlink(target, p) })
+		}},
+		{"a directory", "is a directory, not a regular file", func(t *testing.T, path string) {
+			replace(t, path, func(p string) error { return os.Mkdir(p, 0o700) })
+		}},
+		{"a FIFO", "is a FIFO, not a regular file", func(t *testing.T, path string) {
+			replace(t, path, func(p string) error { return syscall.Mkfifo(p, 0o600) })
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := copyStore(t, dir)
+			tc.break_(t, filepath.Join(d, victim))
+			checkVerifyUnreadable(t, verify(t, d), victim, tc.detail)
+		})
+	}
+	t.Run("a file it may not open", func(t *testing.T) {
+		base, err := os.MkdirTemp("", "verify-unreadable-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(base) })
+		d := filepath.Join(base, "audit")
+		if err := os.Rename(copyStore(t, dir), d); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{base, d} {
+			if err := os.Chmod(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			mode := os.FileMode(0o644)
+			if e.Name() == victim {
+				mode = 0
+			}
+			if err := os.Chmod(filepath.Join(d, e.Name()), mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if os.Geteuid() != 0 {
+			checkVerifyUnreadable(t, verify(t, d), victim, "could not be opened (permission denied)")
+			return
+		}
+		self, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin := filepath.Join(base, "audit.test")
+		b, err := os.ReadFile(self)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bin, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "-test.run=^TestVerifyNamesAStoreFileItCannotRead$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), "AUDIT_VERIFY_UNREADABLE_DIR="+d, "AUDIT_VERIFY_UNREADABLE_NAME="+victim)
+		cmd.Dir = base
+		cmd.SysProcAttr = nobody()
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Skipf("cannot run the check as user nobody here (%v): an unreadable file cannot be made for root", err)
+		}
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestVerifyNamesAStoreFileItCannotRead") {
+			t.Fatalf("Verify as nobody: %v\n%s", err, out)
+		}
+	})
+}
+
+// checkVerifyUnreadable asserts rep names victim unreadable_file with
+// detail, and read the rest of the store.
+func checkVerifyUnreadable(t *testing.T, rep *audit.VerifyReport, victim, detail string) {
+	t.Helper()
+	var found bool
+	for _, p := range rep.Problems {
+		if p.Kind == audit.VerifyUnreadableFile {
+			if p.File != victim || !strings.Contains(p.Detail, detail) {
+				t.Errorf("problem %+v; want %s named, %q", p, victim, detail)
+			}
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("problems %+v; want unreadable_file %s", rep.Problems, victim)
+	}
+	if rep.RotatedRecords == 0 {
+		t.Error("the readable files' rotated records were not read")
+	}
+}
+
+// TestVerifyBoundsTheRotatedRecordsItKeeps: a store holding more rotated
+// records than MaxVerifyRotated, each chained to the one before, is named
+// too_many_rotated_records once, at the first record past the bound;
+// every record is counted and none past the bound is kept.
+func TestVerifyBoundsTheRotatedRecordsItKeeps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 65,538 records")
+	}
+	dir := filepath.Join(t.TempDir(), "audit")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	genName := func(i int) string {
+		return fmt.Sprintf("registrar-audit-%s-%06d.jsonl", t0.Add(time.Duration(i)*time.Second).UTC().Format("20060102T150405Z"), i)
+	}
+	r := rotatedRec()
+	r.Admin.Counts, r.Admin.Others, r.Admin.Folded = nil, nil, 0
+	var b strings.Builder
+	const n = audit.MaxVerifyRotated + 2
+	for i := 1; i <= n; i++ {
+		r.Admin.Rotation = uint64(i)
+		r.Admin.File, r.Admin.Next = genName(i), genName(i+1)
+		b.Write(audit.Encode(r))
+	}
+	writeFile(t, filepath.Join(dir, genName(n+1)), nil)
+	writeFile(t, filepath.Join(dir, audit.ActiveFileName), []byte(b.String()))
+	rep := verify(t, dir)
+	if rep.RotatedRecords != n {
+		t.Errorf("RotatedRecords %d, want every one counted (%d)", rep.RotatedRecords, n)
+	}
+	if rep.NewestRotation != audit.MaxVerifyRotated {
+		t.Errorf("NewestRotation %d, want %d: the records past the bound are not kept", rep.NewestRotation, audit.MaxVerifyRotated)
+	}
+	var tooMany int
+	for _, p := range rep.Problems {
+		if p.Kind == audit.VerifyTooManyRotated {
+			tooMany++
+			if p.File != audit.ActiveFileName || p.Line != audit.MaxVerifyRotated+1 {
+				t.Errorf("problem %+v; want it at %s line %d", p, audit.ActiveFileName, audit.MaxVerifyRotated+1)
+			}
+		}
+	}
+	if tooMany != 1 || rep.ProblemCount > 3 {
+		t.Errorf("%d too_many_rotated_records problems of %d, want exactly 1 and no flood: %+v", tooMany, rep.ProblemCount, rep.Problems)
+	}
 }
