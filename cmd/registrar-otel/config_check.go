@@ -399,7 +399,7 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	row("max wrap_ttl", fmt.Sprintf("%d s", r.MaxWrapTTLSeconds))
 	row("connections", fmt.Sprintf("unix %d, tls %d (+%d in handshake, %d ms each), %d per identity",
 		r.UnixMaxConns, r.TLSMaxConns, r.TLSHandshakeMaxConns, r.TLSHandshakeTimeoutMS, r.MaxConnsPerIdentity))
-	row("connection timeouts", fmt.Sprintf("headers %d ms, idle %d ms", r.ReadHeaderTimeoutMS, r.IdleTimeoutMS))
+	row("connection timeouts", fmt.Sprintf("headers %d ms, body %d ms, idle %d ms", r.ReadHeaderTimeoutMS, r.ReadBodyTimeoutMS, r.IdleTimeoutMS))
 	row("audit store reserve", fmt.Sprintf("%d bytes", r.AuditStoreReserveBytes))
 	if r.AuditMinRetentionSeconds == 0 {
 		row("audit min retention", "0 (off: retention by size alone)")
