@@ -93,9 +93,18 @@ type ServerNotTrustedError struct {
 	UID uint32
 	// Trusted are the uids trusted besides root.
 	Trusted []uint32
+	// Unmapped: UID is the kernel's overflow uid, standing for a uid not
+	// mapped into the client's user namespace, so who the server is
+	// cannot be told from there (the daemon and a stranger read alike).
+	Unmapped bool
 }
 
 func (e *ServerNotTrustedError) Error() string {
+	if e.Unmapped {
+		return fmt.Sprintf("wire: the server on unix socket %s runs as a uid this client's user namespace does not map (the kernel reports it as %d): "+
+			"it cannot be told from another user's process answering in the registrar's place, so the client refuses it; run the command outside the user namespace",
+			e.Socket, e.UID)
+	}
 	want := "root"
 	for _, u := range e.Trusted {
 		want += " or uid " + strconv.FormatUint(uint64(u), 10)
@@ -118,6 +127,9 @@ func checkServer(c net.Conn, socketPath string, trusted []uint32) error {
 	}
 	if uid == 0 {
 		return nil
+	}
+	if unmappedUID(uid) {
+		return &ServerNotTrustedError{Socket: socketPath, UID: uid, Trusted: trusted, Unmapped: true}
 	}
 	if trusted == nil {
 		dir := filepath.Dir(socketPath)

@@ -5,11 +5,16 @@ package wire
 import (
 	"context"
 	"errors"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,5 +96,122 @@ func TestTheClientRefusesAServerRunByAnotherUser(t *testing.T) {
 	NewUnixClient(socket, WithTimeout(10*time.Second)).Reload(ctx)
 	if got := requests(2); len(got) != 2 || got[0] != PathReload || got[1] != PathReload {
 		t.Fatalf("the server got %q, want the two trusted reloads (%s) and none of the refused calls", got, PathReload)
+	}
+}
+
+// The uid map decides whether a reported overflow uid is a real uid: in
+// the initial namespace every uid is mapped; in a namespace that maps a
+// few, the rest are not, and malformed or unreadable maps map nothing.
+func TestUserNamespaceMaps(t *testing.T) {
+	cases := []struct {
+		name   string
+		uidMap string
+		uid    uint32
+		want   bool
+	}{
+		{"initial namespace", "         0          0 4294967295\n", 65534, true},
+		{"initial namespace, the last uid", "0 0 4294967295\n", 4294967294, true},
+		{"one uid mapped, another asked", "0 100000 1\n", 65534, false},
+		{"the uid at a range's start", "65534 100000 1\n", 65534, true},
+		{"the uid just past a range", "65000 100000 534\n", 65534, false},
+		{"the second range", "0 1000 1\n1 100000 65536\n", 65534, true},
+		{"empty (unreadable)", "", 65534, false},
+		{"malformed", "0 0\n", 65534, false},
+		{"not numbers", "a b c\n", 65534, false},
+	}
+	for _, tc := range cases {
+		if got := (userNS{overflow: 65534, uidMap: []byte(tc.uidMap)}).maps(tc.uid); got != tc.want {
+			t.Errorf("%s: maps(%d) = %v, want %v", tc.name, tc.uid, got, tc.want)
+		}
+	}
+	ns := userNamespace()
+	if unmappedUID(ns.overflow) == ns.maps(ns.overflow) {
+		t.Errorf("unmappedUID(%d) = %v, but this namespace's map says mapped = %v", ns.overflow, unmappedUID(ns.overflow), ns.maps(ns.overflow))
+	}
+}
+
+// Inside a user namespace that does not map the daemon's uid, the kernel
+// reports the server (and the socket directory's owner) as the overflow
+// uid, as it would any other unmapped user's process: the client cannot
+// tell the real daemon from a stranger, and refuses it with the reason.
+// The server here runs as root outside; the client is this test binary in
+// a new user namespace mapping one unused uid as its root.
+func TestTheClientRefusesAServerItsUserNamespaceDoesNotMap(t *testing.T) {
+	if socket := os.Getenv("WIRE_TEST_UNMAPPED_SOCKET"); socket != "" {
+		ns := userNamespace()
+		_, err := NewUnixClient(socket, WithTimeout(10*time.Second)).Health(context.Background())
+		var nt *ServerNotTrustedError
+		if !errors.As(err, &nt) || !nt.Unmapped || nt.UID != ns.overflow {
+			t.Fatalf("from inside the namespace: %v; want a *ServerNotTrustedError, unmapped, uid %d", err, ns.overflow)
+		}
+		if !strings.Contains(err.Error(), "does not map") || !strings.Contains(err.Error(), "outside the user namespace") {
+			t.Errorf("the error %q does not say why", err)
+		}
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the client runs in a user namespace root makes")
+	}
+	uid := unusedUID(t)
+	base := t.TempDir()
+	for _, d := range []string{filepath.Dir(base), base} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(base, "wire.test")
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "run")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(dir, "registrar.sock")
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := os.Chmod(socket, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	var reached atomic.Int32
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	// From outside, the same server is root's, and trusted.
+	if _, err := NewUnixClient(socket, WithTimeout(10*time.Second)).Health(context.Background()); errors.As(err, new(*ServerNotTrustedError)) {
+		t.Fatalf("outside any user namespace: %v", err)
+	}
+	before := reached.Load()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-test.run=^TestTheClientRefusesAServerItsUserNamespaceDoesNotMap$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "WIRE_TEST_UNMAPPED_SOCKET="+socket)
+	cmd.Dir = base
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
+		// Root inside the namespace: on the host, the mapped uid.
+		Credential: &syscall.Credential{Uid: 0, Gid: 0},
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil && !errors.As(err, new(*exec.ExitError)) {
+		t.Skipf("cannot start a process in a new user namespace here: %v", err)
+	}
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestTheClientRefusesAServerItsUserNamespaceDoesNotMap") {
+		t.Fatalf("the client in the user namespace: %v\n%s", err, out)
+	}
+	if got := reached.Load() - before; got != 0 {
+		t.Errorf("the server got %d requests from inside the namespace, want none", got)
 	}
 }

@@ -19,3 +19,6 @@ const peerCredentials = false
 
 // FileOwner is unknown off Linux.
 func FileOwner(fs.FileInfo) (uint32, bool) { return 0, false }
+
+// unmappedUID: no user namespaces to tell apart off Linux.
+func unmappedUID(uint32) bool { return false }
