@@ -37,6 +37,14 @@ const (
 	// slowPerIdentity is each attacking identity's share: the default
 	// max_conns_per_identity, two of which fill the default cap of 128.
 	slowPerIdentity = 64
+	// slowSpare is how many slots beyond its share each attacker keeps
+	// dialing, as a real one would: a spare takes the place of one of its
+	// identity's own connections (an eviction at the identity's cap), so
+	// the share stays full while its connections reconnect one by one
+	// after their body deadline. Without spares the listener held all 128
+	// only when no slot was between two connections: on a loaded two-core
+	// machine it never did (119 at most).
+	slowSpare = 4
 	// slowAttackFor is how long the victim calls while the slots are held:
 	// several body deadlines, so the attackers reconnect under it.
 	slowAttackFor = 3 * slowBodyTimeout
@@ -54,7 +62,7 @@ type slowSlot struct {
 	received int64         // bytes the daemon sent it
 }
 
-// slowAttack holds slowPerIdentity slow-body connections for each of its
+// slowAttack keeps slowPerIdentity (+ slowSpare) slow-body connections for each of its
 // dialers (one per identity) until stopped, reconnecting each slot when the
 // daemon closes it, and records every connection it opened.
 type slowAttack struct {
@@ -69,12 +77,12 @@ type slowAttack struct {
 func startSlowAttack(dialers []func() (net.Conn, error)) *slowAttack {
 	a := &slowAttack{open: map[net.Conn]struct{}{}, stop: make(chan struct{})}
 	for _, dial := range dialers {
-		for i := range slowPerIdentity {
+		for i := range slowPerIdentity + slowSpare {
 			// Spread over one body deadline, so that the slots do not
 			// all time out, reconnect and handshake in the same instant:
 			// the daemon's answer to slow bodies is under test, not a
 			// handshake storm of the test's own making on two cores.
-			first := time.Duration(i) * slowBodyTimeout / slowPerIdentity
+			first := time.Duration(i) * slowBodyTimeout / (slowPerIdentity + slowSpare)
 			a.wg.Go(func() { a.slot(dial, first) })
 		}
 	}
