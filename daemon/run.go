@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sync"
 	"syscall"
 	"time"
@@ -38,6 +39,24 @@ func (d *Daemon) Run(ctx context.Context) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	// SIGABRT is systemd's watchdog signal (WatchdogSignal=, by default
+	// SIGABRT) when the tick stops feeding it. Go's own answer, a stack dump
+	// and exit status 2, is the status the unit keeps for configuration
+	// errors (RestartPreventExitStatus=2): a daemon the watchdog killed
+	// was never restarted (measured under systemd 252: failed, NRestarts=0).
+	// The daemon answers it itself, with the same dump and AbortExitStatus.
+	abrt := make(chan os.Signal, 1)
+	signal.Notify(abrt, syscall.SIGABRT)
+	defer signal.Stop(abrt)
+	abrtDone := make(chan struct{})
+	defer close(abrtDone)
+	go func() {
+		select {
+		case <-abrt:
+			d.abort(ctx)
+		case <-abrtDone:
+		}
+	}()
 	d.logger.LogAttrs(ctx, slog.LevelInfo, "registrar-otel serving",
 		slog.String("config", d.cfg.Source),
 		slog.Any("listeners", addrs),
@@ -257,4 +276,22 @@ func (d *Daemon) probeCapacity(ctx context.Context, _ time.Time) error {
 			slog.String("audit_record_dir", d.cfg.Registrar.AuditRecordDir))
 	}
 	return err
+}
+
+// AbortExitStatus is the daemon's exit status after SIGABRT: 128 + 6, as a
+// shell reports a process SIGABRT ended. It is not 2 (a configuration
+// error, which the unit does not restart) nor 1, so the journal and
+// systemctl status say which it was, and Restart=on-failure restarts it.
+const AbortExitStatus = 134
+
+// abort answers SIGABRT: an ERROR line, every goroutine's stack to stderr
+// (the journal, under systemd: what the stalled tick was waiting for),
+// then exit AbortExitStatus. It does not shut down gracefully: whatever
+// stalled the tick may stall a shutdown too, and the crash checkpoint
+// keeps the counted evidence as it does through SIGKILL.
+func (d *Daemon) abort(ctx context.Context) {
+	d.logger.LogAttrs(ctx, slog.LevelError, "SIGABRT (systemd's watchdog saw no maintenance tick, or an operator sent it): writing every goroutine's stack to stderr and exiting",
+		slog.Int("exit_status", AbortExitStatus))
+	_ = pprof.Lookup("goroutine").WriteTo(d.seams.stacks, 2)
+	d.seams.exit(AbortExitStatus)
 }

@@ -13,8 +13,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/config"
@@ -507,4 +509,54 @@ func TestAFloodLeavesOneStoreFile(t *testing.T) {
 	if phases[audit.PhaseLimited] == 0 || phases[audit.PhaseIntent] == 0 {
 		t.Fatalf("records by phase %v: want the flood's counted records beside the intents", phases)
 	}
+}
+
+// Issue 37: SIGABRT, systemd's watchdog signal, ends the daemon with
+// AbortExitStatus (not Go's 2, which the unit keeps for configuration
+// errors and never restarts), after an ERROR line and every goroutine's
+// stack on stderr.
+func TestSIGABRTDumpsTheStacksAndExitsForARestart(t *testing.T) {
+	cfg := riskConfig(t)
+	exited := make(chan int, 1)
+	var stacks syncBuffer
+	r, logs := startLogged(t, cfg, seams{
+		exit:   func(code int) { exited <- code },
+		stacks: &stacks,
+	})
+	r.mustMint(t)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGABRT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-exited:
+		if code != AbortExitStatus || code == 2 {
+			t.Fatalf("exit status %d, want %d", code, AbortExitStatus)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit within 30 s of SIGABRT")
+	}
+	if dump := stacks.String(); !strings.Contains(dump, "goroutine ") || !strings.Contains(dump, "daemon.(*Daemon).Run") {
+		t.Errorf("the stack dump lacks the daemon's goroutines:\n%.2000s", dump)
+	}
+	if len(logs.Lines("level=ERROR", "SIGABRT", "exit_status=134")) != 1 {
+		t.Errorf("no ERROR line for SIGABRT:\n%s", logs)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and a later reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -36,6 +37,10 @@ type seams struct {
 	beforeTick func()
 	// onSIGHUP, when set, is told the result of each SIGHUP reopen.
 	onSIGHUP func(error)
+	// exit ends the process after SIGABRT; nil means os.Exit.
+	exit func(code int)
+	// stacks is where SIGABRT's goroutine dump goes; nil means os.Stderr.
+	stacks io.Writer
 }
 
 // withDefaults returns s with the process's own for every seam left nil.
@@ -51,6 +56,12 @@ func (s seams) withDefaults() seams {
 	}
 	if s.notify == nil {
 		s.notify = systemdNotify
+	}
+	if s.exit == nil {
+		s.exit = os.Exit
+	}
+	if s.stacks == nil {
+		s.stacks = os.Stderr
 	}
 	return s
 }
