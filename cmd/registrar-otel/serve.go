@@ -12,6 +12,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/daemon"
+	"github.com/registrar-otel/registrar-otel/internal/journalprio"
 )
 
 var serveUsage = usageSpec{
@@ -110,13 +111,23 @@ func serveExit(logger *slog.Logger, err error) int {
 
 // newLogger is serve's logger, whose handler's level is level: the daemon
 // sets it from registrar.log_level at start and on each reload, in place.
+// When w is the stream systemd connected to the journal (JOURNAL_STREAM),
+// each line starts with its level's syslog priority ("<3>" for ERROR),
+// which journald takes as the entry's priority: `journalctl -p err` then
+// shows the ERROR lines and only those.
 func newLogger(w io.Writer, format string, level *slog.LevelVar) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: level}
+	var inner func(io.Writer) slog.Handler
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		inner = func(w io.Writer) slog.Handler { return slog.NewTextHandler(w, opts) }
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		inner = func(w io.Writer) slog.Handler { return slog.NewJSONHandler(w, opts) }
+	default:
+		return nil, fmt.Errorf("--log-format %q: want text or json", format)
 	}
-	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+	if f, ok := w.(*os.File); ok && journalprio.ToJournal(os.Getenv("JOURNAL_STREAM"), f) {
+		return slog.New(journalprio.Handler(w, inner)), nil
+	}
+	return slog.New(inner(w)), nil
 }

@@ -1,0 +1,90 @@
+package journalprio
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+func TestPriorityOfEachLevel(t *testing.T) {
+	for l, want := range map[slog.Level]int{
+		slog.LevelError + 4: 3, slog.LevelError: 3, slog.LevelError - 1: 4,
+		slog.LevelWarn: 4, slog.LevelWarn - 1: 6, slog.LevelInfo: 6,
+		slog.LevelInfo - 1: 7, slog.LevelDebug: 7,
+	} {
+		if got := Priority(l); got != want {
+			t.Errorf("Priority(%v) = %d, want %d", l, got, want)
+		}
+	}
+}
+
+// Every line carries its own record's priority, through WithAttrs and
+// WithGroup and from concurrent loggers: the prefix is never another
+// record's.
+func TestEachLineCarriesItsLevelsPriority(t *testing.T) {
+	var out strings.Builder
+	var mu sync.Mutex
+	w := writerFunc(func(b []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return out.Write(b) })
+	base := slog.New(Handler(w, func(w io.Writer) slog.Handler {
+		return slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})
+	}))
+	loggers := []*slog.Logger{base, base.With("component", "wire"), base.WithGroup("g")}
+	levels := []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for j := range 200 {
+				l := levels[(i+j)%len(levels)]
+				loggers[j%len(loggers)].Log(t.Context(), l, "m", "level_was", l.String())
+			}
+		})
+	}
+	wg.Wait()
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 8*200 {
+		t.Fatalf("%d lines, want %d", len(lines), 8*200)
+	}
+	for _, line := range lines {
+		for _, l := range levels {
+			if strings.Contains(line, `"level_was":"`+l.String()+`"`) {
+				if want := fmt.Sprintf("<%d>{", Priority(l)); !strings.HasPrefix(line, want) {
+					t.Fatalf("line %q, want it to start %q", line, want)
+				}
+			}
+		}
+	}
+}
+
+func TestToJournalOnlyForTheStreamNamed(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	named := fmt.Sprintf("%d:%d", st.Dev, st.Ino)
+	if !ToJournal(named, f) {
+		t.Errorf("ToJournal(%q) of the file it names = false", named)
+	}
+	for _, js := range []string{"", fmt.Sprintf("%d:%d", st.Dev, st.Ino+1), fmt.Sprintf("%d:%d", st.Dev+1, st.Ino), named + "0", "x"} {
+		if ToJournal(js, f) {
+			t.Errorf("ToJournal(%q) of another file = true", js)
+		}
+	}
+	if ToJournal(named, nil) {
+		t.Error("ToJournal of no file = true")
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
