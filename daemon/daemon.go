@@ -120,6 +120,9 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 				// start is not an unclean stop.
 				d.ckpt.Clear()
 			}
+			if d.activated && len(d.listeners) > 0 {
+				closeWaiting(d.listeners[0]) // the socket unit's callers: see closeWaiting
+			}
 			d.close() // whatever was opened before the failure
 		}
 	}()

@@ -113,16 +113,25 @@ func activatedUnix(path string) (net.Listener, error) {
 	want := filepath.Clean(path)
 	var found net.Listener
 	var seen []string
+	var others []net.Listener
 	for _, l := range ls {
 		if l == nil {
 			continue
 		}
-		if ul, ok := l.(*net.UnixListener); ok && found == nil && filepath.Clean(ul.Addr().String()) == want {
+		if ul, ok := l.(*net.UnixListener); ok {
 			ul.SetUnlinkOnClose(false) // the socket unit owns the file
-			found = l
-			continue
+			if found == nil && filepath.Clean(ul.Addr().String()) == want {
+				found = l
+				continue
+			}
 		}
 		seen = append(seen, l.Addr().Network()+":"+l.Addr().String())
+		others = append(others, l)
+	}
+	for _, l := range others {
+		if found == nil {
+			closeWaiting(l) // the start fails: see closeWaiting
+		}
 		l.Close()
 	}
 	if found == nil {
@@ -167,4 +176,70 @@ func (d *Daemon) ready() error {
 		return errors.New("stopping")
 	}
 	return d.ticks.late()
+}
+
+// closeWaitingFor bounds how long closeWaiting takes the connections
+// already queued on a listener, and closeWaitingMax how many: the socket
+// unit's Backlog=4096.
+const (
+	closeWaitingFor = 100 * time.Millisecond
+	closeWaitingMax = 4096
+)
+
+// closeWaiting accepts and closes, unanswered, the connections already
+// waiting on l, a socket systemd handed over to a daemon that cannot
+// start. Left queued, each one makes systemd start the service again at
+// once: five failed starts in a fraction of a second, then the start
+// limit fails the socket unit itself, and every later caller is refused
+// until someone runs reset-failed (measured under systemd 252). Taken,
+// the callers get their answer now (the connection closes: the client
+// says the daemon is not serving), the socket unit keeps listening, and
+// the next caller, or the operator's systemctl start once the
+// configuration is fixed, starts the service again. It returns how many
+// it closed.
+func closeWaiting(l net.Listener) int {
+	dl, ok := l.(interface{ SetDeadline(time.Time) error })
+	if !ok || dl.SetDeadline(time.Now().Add(closeWaitingFor)) != nil {
+		return 0
+	}
+	n := 0
+	for n < closeWaitingMax {
+		c, err := l.Accept()
+		if err != nil {
+			break
+		}
+		c.Close()
+		n++
+	}
+	return n
+}
+
+// CloseActivated is closeWaiting for a start that fails before the daemon
+// took the sockets systemd handed over (serve's configuration failed to
+// load): it takes them (LISTEN_FDS, LISTEN_PID), closes the connections
+// waiting on each, and closes them. It returns how many connections it
+// closed; 0 when the process was not socket activated.
+func CloseActivated() int {
+	if os.Getenv("LISTEN_FDS") == "" {
+		return 0
+	}
+	if pid, err := strconv.Atoi(os.Getenv("LISTEN_PID")); err != nil || pid != os.Getpid() {
+		return 0
+	}
+	ls, err := activation.Listeners()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, l := range ls {
+		if l == nil {
+			continue
+		}
+		if ul, ok := l.(*net.UnixListener); ok {
+			ul.SetUnlinkOnClose(false)
+		}
+		n += closeWaiting(l)
+		l.Close()
+	}
+	return n
 }

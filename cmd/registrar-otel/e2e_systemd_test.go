@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -502,4 +503,84 @@ func TestWatchdogPingsStopWhileTheTickStalls(t *testing.T) {
 	}
 	fs.pingsAtTheTick(12, tick)
 	d.terminate(t, "serve")
+}
+
+// Issue 37, finding 4: a start that fails under socket activation closes
+// the connections already waiting on the handed-over socket before it
+// exits 2. Left queued, each one made systemd start the service again at
+// once, until its start limit failed the socket unit and every later
+// caller was refused. Both failures are seen: a configuration that does
+// not load (before the daemon takes the socket) and a setup error after
+// it did (an audit directory others may write).
+func TestAFailedStartClosesTheCallersWaitingOnTheSocket(t *testing.T) {
+	bin := buildBinary(t)
+	for _, tc := range []struct {
+		name  string
+		setup func(fs *fakeSystemd) string
+		says  string
+	}{
+		{"a configuration that does not load", func(fs *fakeSystemd) string {
+			cfg := fs.config("")
+			writeFile(t, cfg, []byte(strings.Replace(string(mustRead(t, cfg)), `"many-per-host"`, `"bogus"`, 1)), 0o600)
+			return cfg
+		}, "registrar.components.review.multiplicity"},
+		{"a setup error after the socket was taken", func(fs *fakeSystemd) string {
+			cfg := fs.config("")
+			mkdirMode(t, fs.auditDir(), 0o777)
+			chmod(t, fs.auditDir(), 0o777)
+			return cfg
+		}, "registrar.audit_record_dir"},
+		{"a setup error after the daemon took the socket", func(fs *fakeSystemd) string {
+			// A certificate that does not parse fails the TLS listener,
+			// opened after the unix listener is taken over.
+			for _, f := range []string{"cert.pem", "key.pem", "ca.pem"} {
+				writeFile(t, filepath.Join(fs.dir, f), []byte("not PEM\n"), 0o600)
+			}
+			return fs.config(fmt.Sprintf("tls_listen = \"127.0.0.1:0\"\ntls_cert_file = %q\ntls_key_file = %q\ntls_client_ca_file = %q\n",
+				filepath.Join(fs.dir, "cert.pem"), filepath.Join(fs.dir, "key.pem"), filepath.Join(fs.dir, "ca.pem")))
+		}, "TLS listener"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFakeSystemd(t, 0)
+			cfg := tc.setup(fs)
+			// Two callers queued before the start, as on a socket unit.
+			var waiting []net.Conn
+			for range 2 {
+				c, err := net.Dial("unix", fs.socket)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				waiting = append(waiting, c)
+			}
+			cmd := exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ exec "$0" "$@"`, bin, "serve", "--config", cfg)
+			cmd.Env = append(os.Environ(), "LISTEN_FDS=1", "LISTEN_FDNAMES=registrar-otel.socket")
+			cmd.ExtraFiles = []*os.File{fs.file}
+			code, _, stderr := runCmd(t, cmd)
+			if code != exitUsage || !strings.Contains(stderr, tc.says) {
+				t.Fatalf("serve: exit %d, want %d naming %s\n%s", code, exitUsage, tc.says, stderr)
+			}
+			for i, c := range waiting {
+				c.SetReadDeadline(time.Now().Add(e2eIODeadline))
+				if n, err := c.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+					t.Errorf("waiting caller %d: read %d bytes, %v; want its connection closed (EOF)", i, n, err)
+				}
+			}
+			// Nothing left queued for systemd to start the service again for.
+			fs.listener.SetDeadline(time.Now().Add(200 * time.Millisecond))
+			if c, err := fs.listener.Accept(); err == nil {
+				c.Close()
+				t.Error("a connection is still queued on the socket after the failed start")
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -84,7 +84,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, err := config.Load(*cfgPath, os.Environ(), logger)
 	if err != nil {
-		printErrors(stderr, err)
+		printErrors(errorLines(stderr), err)
+		daemon.CloseActivated()
 		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -102,11 +103,23 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 // restart may fix.
 func serveExit(logger *slog.Logger, err error) int {
 	if daemon.IsSetupError(err) {
+		daemon.CloseActivated() // when it failed before taking systemd's sockets
 		logger.Error("registrar-otel cannot start: fix the configuration or the host, a restart alone will fail the same way", "error", err)
 		return exitUsage
 	}
 	logger.Error("registrar-otel stopped", "error", err)
 	return exitFailure
+}
+
+// errorLines is w for serve's error text before its logger can say it (a
+// configuration that does not load): under systemd each line starts with
+// the journal's error priority, "<3>", as the logger's ERROR lines do, so
+// journalctl -p err and systemctl status show it.
+func errorLines(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok && journalprio.ToJournal(os.Getenv("JOURNAL_STREAM"), f) {
+		return journalprio.Prefixed(w, 3)
+	}
+	return w
 }
 
 // newLogger is serve's logger, whose handler's level is level: the daemon

@@ -102,3 +102,36 @@ func (h *handler) WithGroup(name string) slog.Handler {
 }
 
 var prefixes = [8]string{"<0>", "<1>", "<2>", "<3>", "<4>", "<5>", "<6>", "<7>"}
+
+// Prefixed returns a writer that starts every line written to w with
+// priority's "<N>", for text written without a logger (a list of
+// configuration errors). Lines may span Writes; each Write is passed on
+// as one Write.
+func Prefixed(w io.Writer, priority int) io.Writer {
+	return &linePrefixer{w: w, prefix: prefixes[min(max(priority, 0), 7)], atStart: true}
+}
+
+type linePrefixer struct {
+	w       io.Writer
+	prefix  string
+	atStart bool
+}
+
+func (p *linePrefixer) Write(b []byte) (int, error) {
+	var sb strings.Builder
+	sb.Grow(len(b) + 4*len(p.prefix))
+	for _, c := range b {
+		if p.atStart {
+			sb.WriteString(p.prefix)
+			p.atStart = false
+		}
+		sb.WriteByte(c)
+		if c == '\n' {
+			p.atStart = true
+		}
+	}
+	if _, err := io.WriteString(p.w, sb.String()); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}

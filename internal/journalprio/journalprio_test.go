@@ -88,3 +88,21 @@ func TestToJournalOnlyForTheStreamNamed(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+func TestPrefixedStartsEveryLine(t *testing.T) {
+	var out strings.Builder
+	w := Prefixed(&out, 3)
+	for _, s := range []string{"a\nb", "c\n", "", "d\n\ne\n"} {
+		if n, err := io.WriteString(w, s); n != len(s) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v", s, n, err)
+		}
+	}
+	if got, want := out.String(), "<3>a\n<3>bc\n<3>d\n<3>\n<3>e\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	var hi strings.Builder
+	io.WriteString(Prefixed(&hi, 99), "x\n")
+	if hi.String() != "<7>x\n" {
+		t.Errorf("priority 99: %q, want it clamped to <7>", hi.String())
+	}
+}
