@@ -113,17 +113,36 @@ func TestTheServiceUnitSaysWhatTheDaemonDoes(t *testing.T) {
 		"KillSignal":               "SIGTERM",
 		"Restart":                  "on-failure",
 		"RestartPreventExitStatus": strconv.Itoa(exitUsage),
-		"ExecReload":               "/bin/kill -HUP $MAINPID",
+		"ExecReload":               "/usr/bin/registrar-otel reload --config /etc/registrar-otel/registrar.toml",
 		"User":                     "registrar-otel",
 		"Group":                    "registrar-otel",
+		"SupplementaryGroups":      "registrar-callers",
 		"StateDirectory":           "registrar-otel registrar-otel/audit",
-		"RuntimeDirectory":         "registrar-otel",
+		"ReadWritePaths":           "-/run/registrar-otel",
 		"ConfigurationDirectory":   "registrar-otel",
 	}
 	for k, v := range want {
 		if got := svc[k]; len(got) != 1 || got[0] != v {
 			t.Errorf("%s=%v, want %s", k, got, v)
 		}
+	}
+	// Issue 37: RuntimeDirectory= made systemd chown the socket unit's
+	// socket to the daemon's group at every start, locking the callers'
+	// group out; the directory comes from tmpfiles.d instead.
+	if got, ok := svc["RuntimeDirectory"]; ok {
+		t.Errorf("RuntimeDirectory=%v: systemd would chown the socket unit's socket to the daemon's group", got)
+	}
+	tmp, err := os.ReadFile(filepath.Join(unitDir, "registrar-otel.tmpfiles"))
+	if err != nil || !strings.Contains(string(tmp), "\nd /run/registrar-otel 0755 registrar-otel registrar-otel -\n") {
+		t.Errorf("registrar-otel.tmpfiles does not make /run/registrar-otel 0755 for the daemon's user (%v):\n%s", err, tmp)
+	}
+	// A watchdog kill must not end in the status kept for configuration
+	// errors: the daemon exits daemon.AbortExitStatus on SIGABRT.
+	if daemon.AbortExitStatus == exitUsage || strings.Contains(" "+strings.Join(svc["RestartPreventExitStatus"], " ")+" ", " "+strconv.Itoa(daemon.AbortExitStatus)+" ") {
+		t.Errorf("the watchdog's SIGABRT ends in exit %d, which the unit does not restart", daemon.AbortExitStatus)
+	}
+	if ws := svc["WatchdogSignal"]; len(ws) != 0 && ws[0] != "SIGABRT" {
+		t.Errorf("WatchdogSignal=%v, the daemon answers SIGABRT", ws)
 	}
 	// The stop timeout covers the in-flight bound and the flush bound
 	// (each daemon.ShutdownTimeout).

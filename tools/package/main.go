@@ -224,7 +224,7 @@ func buildTarball(log io.Writer, bin, version, arch, out string) (string, error)
 		{"dashboards/alerts.yml", "dashboards/alerts.yml", 0o644},
 		{"dashboards/registrar-limiter.json", "dashboards/registrar-limiter.json", 0o644},
 	}
-	for _, u := range []string{"registrar-otel.service", "registrar-otel.socket"} {
+	for _, u := range []string{"registrar-otel.service", "registrar-otel.socket", "registrar-otel.tmpfiles"} {
 		src := optionalPrefix + u
 		if _, err := os.Stat(src); err == nil {
 			entries = append(entries, tarEntry{src, "systemd/" + u, 0o644})
