@@ -195,6 +195,10 @@ package-lint: package ## lintian on the package: no error allowed (installs Debi
 package-check: package-lint ## as root on a Debian host: install, run, remove, purge and upgrade the package (packaging/test/acceptance.sh)
 	packaging/test/acceptance.sh dist/registrar-otel_$(PKG_VERSION)_$(ARCH).deb
 
+.PHONY: systemd-check
+systemd-check: package ## as root: the package under a real systemd (Debian bookworm's, booted in systemd-nspawn), each unit claim a named step (packaging/test/systemd-check.sh; the container's root file system is cached in var/systemd-check)
+	packaging/test/systemd-check.sh dist/registrar-otel_$(PKG_VERSION)_$(ARCH).deb
+
 # Where the alert rules' runbook_url and the dashboard's link lead: the
 # installed docs by default; `make rules RUNBOOK_BASE=https://docs.example.org/registrar-otel`
 # rewrites them to your copy of the docs site (make docs).
