@@ -140,6 +140,12 @@ func troubleshootingMessages(t *testing.T) map[string]string {
 	ae := &wire.AdminError{StatusCode: 403, ID: wire.AdminForbidden, Detail: "backup is allowed only for the daemon's uid 998 or root; the caller is uid 1000"}
 	fmt.Fprintf(&e, "registrar-otel backup: %s (HTTP %d)", ae.Error(), ae.StatusCode)
 	msgs["admin-forbidden"] = e.String()
+	// Which server the commands trust (issue 41): another user's, and one a
+	// user namespace does not map.
+	msgs["server-not-trusted"] = "registrar-otel backup: " + explainTransport(daemonAddr{socket: sock},
+		&wire.ServerNotTrustedError{Socket: sock, UID: 1001, Trusted: []uint32{998}})
+	msgs["server-unmapped"] = "registrar-otel backup: " + explainTransport(daemonAddr{socket: sock},
+		&wire.ServerNotTrustedError{Socket: sock, UID: 65534, Unmapped: true})
 	return msgs
 }
 
