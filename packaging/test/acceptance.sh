@@ -141,7 +141,7 @@ if [ -z "$prev" ]; then
     fi
 fi
 step "upgrade: $(basename "$prev") then $(basename "$deb")"
-dpkg -i "$prev" >/dev/null 2>&1 || fail "dpkg -i $prev"
+dpkg -i "$prev" >"$work/prev-install.log" 2>&1 || { cat "$work/prev-install.log" >&2; fail "dpkg -i $prev"; }
 echo "# edited by the operator (acceptance test)" >>/etc/registrar-otel/registrar.toml
 start_daemon
 mint h2 first_mint
