@@ -32,8 +32,11 @@ REGISTRAR_OTEL_* environment overrides and checks what it refers to the way
 serve would: the TLS certificate, key and client CA (they exist, are readable,
 parse, and the key matches the certificate), and the socket, state and audit
 paths (serve creates a missing directory 0700 and refuses a symlink, a
-non-directory or a group- or world-writable one), and that
-registrar.socket_group names a group this host has. It warns about a TLS
+non-directory or a group- or world-writable one), that
+registrar.socket_group names a group this host has, and the [telemetry]
+table with the OTEL_* variables by the rules serve's start applies (an
+http:// OTLP endpoint to another host while OTEL_EXPORTER_OTLP_HEADERS is
+set is refused). It warns about a TLS
 private key its group or others may read, about a listen address
 (registrar.tls_listen, telemetry.metrics_listen) serve could not bind,
 saying when a running daemon holds it, and about a listener that admits
@@ -214,6 +217,7 @@ func runCheck(path string, environ []string, strict bool) *checkResult {
 	checkTLS(res, &cfg)
 	checkKeyMode(res, &cfg)
 	checkListen(res, &cfg)
+	checkTelemetry(res, &cfg, environ)
 	checkPaths(res, &cfg)
 	// The files the openbao backend will read: the token's mode and
 	// content, and the CA bundle. Nothing to do for the embedded backend.
