@@ -205,7 +205,7 @@ func runCheck(res *checkResult, environ []string, j *judgedFor) {
 		path = ""
 	}
 	logs := &collectHandler{}
-	cfg, err := loadConfig(path, environ, slog.New(logs))
+	cfg, err := loadConfigFor(path, environ, slog.New(logs), j.UID)
 	for _, rec := range logs.records() {
 		key := rec.attrs["key"]
 		if strings.HasPrefix(rec.msg, "unknown configuration key") {
@@ -259,7 +259,7 @@ func runCheck(res *checkResult, environ []string, j *judgedFor) {
 	checkReadable(res, &cfg, environ, j)
 	// The files the openbao backend will read: the token's mode and
 	// content, and the CA bundle. Nothing to do for the embedded backend.
-	src, ferr := cfg.CheckFiles(environ)
+	src, ferr := cfg.CheckFilesFor(environ, j.UID)
 	if ferr != nil {
 		res.addErrors(ferr)
 	} else if cfg.Registrar.Backend == config.BackendOpenBao {

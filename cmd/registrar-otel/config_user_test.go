@@ -261,3 +261,23 @@ func shortTempDirAll(t *testing.T) string {
 	chmod(t, dir, 0o755)
 	return dir
 }
+
+// The owner rule of the files serve reads (the configuration, the openbao
+// token) is judged for the same user: a configuration of serve's own user
+// passes, as serve running as that user accepts it.
+func TestConfigCheckJudgesTheFilesOwnerRuleForServesUser(t *testing.T) {
+	needRoot(t, "a file of another user")
+	_, cfg := packageLayout(t, nobodyUID, "", "")
+	chmod(t, cfg, 0o600)
+	if err := os.Chown(cfg, nobodyUID, nobodyUID); err != nil {
+		t.Fatal(err)
+	}
+	unitAs(t, nobody, "")
+	if code, res := checkJSON(t, "--config", cfg); code != configCheckOK {
+		t.Errorf("nobody's configuration judged for nobody: exit %d, errors:\n%s", code, findingsText(res.Errors))
+	}
+	code, res := checkJSON(t, "--config", cfg, "--user", "root")
+	if code != configCheckInvalid || errorsWith(res, "", "is owned by uid 65534, neither root nor this user (uid 0)") != 1 {
+		t.Errorf("nobody's configuration judged for root: exit %d, errors:\n%s", code, findingsText(res.Errors))
+	}
+}
