@@ -794,3 +794,59 @@ func goldenJSON(t *testing.T, name string, raw json.RawMessage) {
 	indented.WriteByte('\n')
 	golden(t, name, indented.Bytes())
 }
+
+// A subordinate uid file serve would refuse to read is one of config
+// check's errors, under registrar.subuid_file, in serve's words.
+func TestConfigCheckReportsASubuidFileServeWouldRefuse(t *testing.T) {
+	dir := shortTempDir(t)
+	subuid := filepath.Join(dir, "subuid")
+	writeFile(t, subuid, []byte("alice:100000:65536\nbob:100000:65536\n"), 0o644)
+	path := writeConfig(t, dir, serveDoc(dir, `subuid_file = "`+subuid+`"`, ""), 0o600)
+	code, res := checkJSON(t, "--config", path)
+	if code != configCheckInvalid || len(res.Errors) != 1 || res.Errors[0].Key != "registrar.subuid_file" {
+		t.Fatalf("config check: exit %d, errors %+v; want 2 and one registrar.subuid_file error", code, res.Errors)
+	}
+	var out, errb bytes.Buffer
+	quoted := strconv.Quote(res.Errors[0].Message)
+	if code := runServe([]string{"--config", path}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), quoted[1:len(quoted)-1]) {
+		t.Errorf("serve: exit %d, stderr:\n%s\nwant %d and config check's words: %s", code, errb.String(), exitUsage, res.Errors[0].Message)
+	}
+}
+
+// What opening a path fails on at start, config check reports under the
+// path's key: a symlink loop above it (ELOOP), a name too long for the
+// file system (ENAMETOOLONG), a directory where the registry file goes
+// (EISDIR). serve refuses each with exit 2.
+func TestConfigCheckRefusesWhatOpeningAPathWouldFailOn(t *testing.T) {
+	dir := shortTempDir(t)
+	socket, _, audit := daemonPaths(dir)
+	loop := filepath.Join(dir, "loop")
+	if err := os.Symlink(filepath.Join(dir, "loop2"), loop); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(loop, filepath.Join(dir, "loop2")); err != nil {
+		t.Fatal(err)
+	}
+	registryDir := filepath.Join(dir, "lib2")
+	mkdir(t, registryDir, 0o700)
+	mkdir(t, filepath.Join(registryDir, "registrar.db"), 0o700)
+	for _, c := range []struct {
+		name, state, want string
+	}{
+		{"symlink loop", filepath.Join(loop, "state"), "too many levels of symbolic links"},
+		{"name too long", filepath.Join(dir, strings.Repeat("n", 300)), "file name too long"},
+		{"registry is a directory", registryDir, "is not a regular file"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := writeConfig(t, dir, serveDocAt(socket, c.state, audit, "", ""), 0o600)
+			code, res := checkJSON(t, "--config", path)
+			if code != configCheckInvalid || errorsWith(res, "registrar.state_dir", c.want) != 1 {
+				t.Errorf("config check: exit %d, errors:\n%s\nwant 2 and a registrar.state_dir error saying %q", code, findingsText(res.Errors), c.want)
+			}
+			var out, errb bytes.Buffer
+			if code := runServe([]string{"--config", path}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "registrar.state_dir") {
+				t.Errorf("serve: exit %d, stderr:\n%s\nwant %d naming registrar.state_dir", code, errb.String(), exitUsage)
+			}
+		})
+	}
+}

@@ -70,10 +70,12 @@ func checkPaths(res *checkResult, cfg *config.Config, j *judgedFor) {
 	checkDir(res, j, "registrar.socket_path", filepath.Dir(r.SocketPath), sockNeed, wireRefuse)
 	checkSocket(res, j, r.SocketPath, r.SocketGroup)
 	checkSocketGroup(res, j, r.SocketPath, r.SocketGroup)
-	checkDir(res, j, "registrar.state_dir", r.StateDir, mayRead|mayWrite|maySearch, embeddedRefuse)
-	checkFile(res, j, "registrar.state_dir", filepath.Join(r.StateDir, embedded.FileName), embeddedRefuse, "the embedded registry")
-	checkDir(res, j, "registrar.audit_record_dir", r.AuditRecordDir, mayRead|mayWrite|maySearch, auditRefuse)
-	checkFile(res, j, "registrar.audit_record_dir", filepath.Join(r.AuditRecordDir, audit.ActiveFileName), auditRefuse, "the active audit file")
+	if checkDir(res, j, "registrar.state_dir", r.StateDir, mayRead|mayWrite|maySearch, embeddedRefuse) != pathRefuse {
+		checkFile(res, j, "registrar.state_dir", filepath.Join(r.StateDir, embedded.FileName), embeddedRefuse, "the embedded registry")
+	}
+	if checkDir(res, j, "registrar.audit_record_dir", r.AuditRecordDir, mayRead|mayWrite|maySearch, auditRefuse) != pathRefuse {
+		checkFile(res, j, "registrar.audit_record_dir", filepath.Join(r.AuditRecordDir, audit.ActiveFileName), auditRefuse, "the active audit file")
+	}
 }
 
 // refuser words a refusal the way the package that refuses it does.
@@ -93,8 +95,9 @@ var dirRules = privdir.Options{Owner: true, Ancestors: true}
 // since serve refuses a directory, existing or created, under an unsafe
 // one. A directory the service unit's *Directory= names is judged as
 // systemd leaves it at each start: owned by the user, with the
-// directive's mode.
-func checkDir(res *checkResult, j *judgedFor, key, dir string, need uint32, refusing refuser) {
+// directive's mode. It returns the finding's state.
+func checkDir(res *checkResult, j *judgedFor, key, dir string, need uint32, refusing refuser) (state string) {
+	defer func() { state = res.Paths[len(res.Paths)-1].State }()
 	refuseAncestors := func(err error) bool {
 		if err == nil {
 			return false
@@ -126,7 +129,7 @@ func checkDir(res *checkResult, j *judgedFor, key, dir string, need uint32, refu
 		}
 		return
 	case err != nil:
-		res.path(key, dir, pathRefuse, "%v", unwrapPath(err))
+		res.path(key, dir, pathRefuse, "%v", causeAt(err, dir))
 		return
 	}
 	if managed {
@@ -158,6 +161,7 @@ func checkDir(res *checkResult, j *judgedFor, key, dir string, need uint32, refu
 		return
 	}
 	res.path(key, dir, pathOK, "directory, mode %#o", fi.Mode().Perm())
+	return
 }
 
 // gives says what systemd does with a managed directory for j's user.
@@ -270,7 +274,7 @@ func checkFile(res *checkResult, j *judgedFor, key, path string, refusing refuse
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		return // created with its directory; the directory finding covers it
 	case err != nil:
-		res.path(key, path, pathRefuse, "%v", unwrapPath(err))
+		res.path(key, path, pathRefuse, "%v", causeAt(err, path))
 	case fi.Mode()&fs.ModeSymlink != 0:
 		res.path(key, path, pathRefuse, "%s", refusing(path, "is a symlink"))
 	case !fi.Mode().IsRegular():
@@ -306,6 +310,15 @@ func existingParent(dir string) (string, error) {
 		}
 		p = parent
 	}
+}
+
+// causeAt is err without its path when it is a *fs.PathError of path (the
+// finding names the path already), else unwrapPath's.
+func causeAt(err error, path string) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == path {
+		return pe.Err
+	}
+	return unwrapPath(err)
 }
 
 // unwrapPath keeps a *fs.PathError's path and cause without its op.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,6 +44,11 @@ var telemetryRefusals = []struct {
 	{"unknown sampler",
 		"", []string{"OTEL_TRACES_SAMPLER=sometimes"},
 		"OTEL_TRACES_SAMPLER", `OTEL_TRACES_SAMPLER must be one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio, got "sometimes"`},
+	// The exporters' own refusal ($CA: a CA certificate file the test
+	// writes).
+	{"http endpoint with a TLS certificate",
+		"otlp_endpoint = \"http://127.0.0.1:4318\"\n", []string{"OTEL_EXPORTER_OTLP_CERTIFICATE=$CA"},
+		"telemetry.otlp_endpoint", `telemetry.otlp_endpoint cannot be exported to: the OTLP/HTTP metric exporter refuses it (insecure HTTP endpoint cannot use TLS client configuration), got "http://127.0.0.1:4318/v1/metrics"`},
 	{"sampler argument out of range",
 		"", []string{"OTEL_TRACES_SAMPLER_ARG=1.5"},
 		"OTEL_TRACES_SAMPLER_ARG", `OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1 (the SDK's traceidratio argument), got "1.5"`},
@@ -52,9 +58,14 @@ var telemetryRefusals = []struct {
 // telemetry.New is one of config check's errors, keyed and worded alike,
 // and serve refuses the same configuration with exit 2 and those words.
 func TestConfigCheckRefusesWhatTelemetryRefusesAtStart(t *testing.T) {
+	_, _, ca := validTLSFiles(t, t.TempDir())
 	for _, tc := range telemetryRefusals {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeConfigForCheck(t, checkDoc+"[telemetry]\nmetrics_listen = \"\"\n"+tc.telemetry)
+			tc.environ = slices.Clone(tc.environ)
+			for i := range tc.environ {
+				tc.environ[i] = strings.ReplaceAll(tc.environ[i], "$CA", ca)
+			}
 			for _, kv := range tc.environ {
 				k, v, _ := strings.Cut(kv, "=")
 				t.Setenv(k, v) // serve, and the exporters config check builds, read the process's
