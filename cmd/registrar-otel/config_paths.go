@@ -67,7 +67,18 @@ func checkPaths(res *checkResult, cfg *config.Config, j *judgedFor) {
 	if !j.handsOverSocket(r.SocketPath) {
 		sockNeed |= mayWrite
 	}
-	checkDir(res, j, "registrar.socket_path", filepath.Dir(r.SocketPath), sockNeed, wireRefuse)
+	sockDir := filepath.Dir(r.SocketPath)
+	if _, err := os.Lstat(sockDir); errors.Is(err, fs.ErrNotExist) && j.handsOverSocket(r.SocketPath) {
+		// The socket unit makes the directory when it binds the socket,
+		// before serve starts (its DirectoryMode=).
+		if err := privdir.CheckAncestorsFor(sockDir, j.UID); err != nil {
+			checkDir(res, j, "registrar.socket_path", sockDir, sockNeed, wireRefuse)
+		} else {
+			res.path("registrar.socket_path", sockDir, pathCreate, "missing; systemd's socket unit (%s) creates it when it binds the socket, before serve starts", j.socketUnit.Path)
+		}
+	} else {
+		checkDir(res, j, "registrar.socket_path", sockDir, sockNeed, wireRefuse)
+	}
 	checkSocket(res, j, r.SocketPath, r.SocketGroup)
 	checkSocketGroup(res, j, r.SocketPath, r.SocketGroup)
 	if checkDir(res, j, "registrar.state_dir", r.StateDir, mayRead|mayWrite|maySearch, embeddedRefuse) != pathRefuse {

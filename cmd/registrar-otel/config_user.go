@@ -31,7 +31,10 @@ type judgedFor struct {
 	// Source says where the user came from: judgeUnit, judgeFlag or
 	// judgeSelf.
 	Source string `json:"source"`
-	// Unit is the service unit read (judgeUnit), else "".
+	// Unit is the installed service unit when it runs serve as this user
+	// (always for judgeUnit): what systemd prepares for serve (its
+	// *Directory=, its groups, the socket unit's socket) is taken into
+	// account. "" when no unit does.
 	Unit string `json:"unit"`
 
 	// self: UID is this process's effective uid, so its own access is the
@@ -42,12 +45,11 @@ type judgedFor struct {
 	// access rules judged for another user.
 	gid  uint32
 	gids []uint32
-	// unit is the installed service unit when the user came from it; its
-	// *Directory= directories and the socket unit's socket are what
+	// unit is the installed service unit when it runs serve as this user;
+	// its *Directory= directories and the socket unit's socket are what
 	// systemd prepares before serve starts.
 	unit *unitFile
-	// socketUnit is the installed socket unit (judgeUnit only), nil for
-	// none.
+	// socketUnit is the installed socket unit, nil for none.
 	socketUnit *unitFile
 	// why says, for judgeSelf as root, why no unit's user was taken.
 	why string
@@ -65,12 +67,20 @@ func (j *judgedFor) line() string {
 		}
 		return fmt.Sprintf("judged for: %s, the User= of %s", who, j.Unit)
 	case judgeFlag:
-		return fmt.Sprintf("judged for: %s, given by --user", who)
+		return fmt.Sprintf("judged for: %s, given by --user%s", who, j.alsoUnit())
 	}
 	if j.why != "" {
 		return fmt.Sprintf("judged for: %s, the user running this check (%s)", who, j.why)
 	}
-	return fmt.Sprintf("judged for: %s, the user running this check", who)
+	return fmt.Sprintf("judged for: %s, the user running this check%s", who, j.alsoUnit())
+}
+
+// alsoUnit names the unit running serve as the user chosen otherwise.
+func (j *judgedFor) alsoUnit() string {
+	if j.unit == nil {
+		return ""
+	}
+	return " and the User= of " + j.Unit
 }
 
 // who names the user in a message: "registrar-otel (uid 103)", or "uid
@@ -91,94 +101,114 @@ func (e *usageErr) Error() string { return e.msg }
 // value, "" when the flag was not given. Run as root without it, that is
 // the installed service unit's User= (root when the unit sets none, or
 // when no unit is installed); with it, that user. Run as another user,
-// that user: it cannot see what another user could (their 0700 directories
-// and 0600 files are closed to it), so --user naming another user is a
-// usage error. An unknown --user is a usage error; a unit whose User= the
-// host lacks is an error of the check (systemd could not start serve), and
-// the check then judges for root.
+// that user: it cannot see into what another user could (their 0700
+// directories and 0600 files are closed to it), so --user naming another
+// user is a usage error. An unknown --user is a usage error; a unit whose
+// User= the host lacks is an error of the check (systemd could not start
+// serve), and the check then judges for root.
+//
+// Whichever way the user was chosen, when the installed unit runs serve
+// as that user, what systemd prepares for it (the unit's *Directory=, its
+// groups, the socket unit's socket) is taken into account.
 func resolveJudge(given string, res *checkResult) (*judgedFor, error) {
 	euid := uint32(os.Geteuid())
-	if given != "" {
+	var j *judgedFor
+	switch {
+	case given != "":
 		u, err := lookupUser(given)
 		if err != nil {
 			return nil, &usageErr{fmt.Sprintf("--user %q: no such user on this host (%v)", given, err)}
 		}
-		j, err := userJudge(u, judgeFlag, "", nil)
-		if err != nil {
+		if j, err = userJudge(u, judgeFlag, nil); err != nil {
 			return nil, &usageErr{fmt.Sprintf("--user %q: %v", given, err)}
 		}
 		if euid != 0 && j.UID != euid {
 			return nil, &usageErr{fmt.Sprintf("--user %s: only root may judge for another user (this is uid %d, which cannot see into %s's private directories and files); run it as root, or as that user: runuser -u %s -- registrar-otel config check …", given, euid, given, given)}
 		}
-		return j, nil
-	}
-	self := func(why string) *judgedFor {
-		j := &judgedFor{UID: euid, Source: judgeSelf, self: true, why: why, gid: uint32(os.Getegid())}
-		if u, err := user.LookupId(strconv.FormatUint(uint64(euid), 10)); err == nil {
-			j.User = u.Username
+	case euid != 0:
+		j = selfJudge("")
+	default:
+		unit, err := findUnit(unitDirs, serviceUnitName)
+		switch {
+		case err != nil:
+			res.errorf("", "reading the installed service unit: %v; judged for root instead (give --user NAME to judge for the user serve runs as)", err)
+			return selfJudge(""), nil
+		case unit == nil:
+			return selfJudge("no " + serviceUnitName + " installed"), nil
 		}
-		j.gids = []uint32{j.gid}
-		if groups, err := os.Getgroups(); err == nil {
-			for _, g := range groups {
-				if !slices.Contains(j.gids, uint32(g)) {
-					j.gids = append(j.gids, uint32(g))
-				}
-			}
+		name := unit.value("Service", "User")
+		if name == "" {
+			name = "root"
 		}
-		return j
+		u, err := lookupUser(name)
+		if err != nil {
+			res.errorf("", "%s runs serve as User=%s, which this host does not have: systemd cannot start it (status 217/USER); create the user (the package's postinst does) or correct the unit; judged for root instead", unit.Path, name)
+			return selfJudge(""), nil
+		}
+		if j, err = userJudge(u, judgeUnit, unit); err != nil {
+			res.errorf("", "%s: %v; judged for root instead", unit.Path, err)
+			return selfJudge(""), nil
+		}
 	}
-	if euid != 0 {
-		return self(""), nil
-	}
-	unit, err := findUnit(unitDirs, serviceUnitName)
-	if err != nil {
-		res.errorf("", "reading the installed service unit: %v; judged for root instead (give --user NAME to judge for the user serve runs as)", err)
-		return self(""), nil
-	}
-	if unit == nil {
-		return self("no " + serviceUnitName + " installed"), nil
-	}
-	name := unit.value("Service", "User")
-	if name == "" {
-		name = "root"
-	}
-	u, err := lookupUser(name)
-	if err != nil {
-		res.errorf("", "%s runs serve as User=%s, which this host does not have: systemd cannot start it (status 217/USER); create the user (the package's postinst does) or correct the unit; judged for root instead", unit.Path, name)
-		return self(""), nil
-	}
-	j, err := userJudge(u, judgeUnit, unit.Path, unit)
-	if err != nil {
-		res.errorf("", "%s: %v; judged for root instead", unit.Path, err)
-		return self(""), nil
-	}
-	if j.socketUnit, err = findUnit(unitDirs, socketUnitName); err != nil {
-		res.errorf("", "reading the installed socket unit: %v", err)
-	}
+	j.attachUnit()
 	return j, nil
 }
 
+// selfJudge is the judge of the user running the check, with its own
+// groups; why says, as root, why no unit's user was taken.
+func selfJudge(why string) *judgedFor {
+	euid := uint32(os.Geteuid())
+	j := &judgedFor{UID: euid, Source: judgeSelf, self: true, why: why, gid: uint32(os.Getegid())}
+	if u, err := user.LookupId(strconv.FormatUint(uint64(euid), 10)); err == nil {
+		j.User = u.Username
+	}
+	j.gids = []uint32{j.gid}
+	if groups, err := os.Getgroups(); err == nil {
+		for _, g := range groups {
+			if !slices.Contains(j.gids, uint32(g)) {
+				j.gids = append(j.gids, uint32(g))
+			}
+		}
+	}
+	return j
+}
+
+// attachUnit takes the installed service unit, and its socket unit, into
+// account when the unit runs serve as j's user: what systemd prepares for
+// serve is then what that user's serve finds. A unit running serve as
+// another user says nothing about this one's, and is left out.
+func (j *judgedFor) attachUnit() {
+	if j.unit == nil {
+		unit, err := findUnit(unitDirs, serviceUnitName)
+		if err != nil || unit == nil {
+			return
+		}
+		name := unit.value("Service", "User")
+		if name == "" {
+			name = "root"
+		}
+		u, err := lookupUser(name)
+		if err != nil || u.Uid != strconv.FormatUint(uint64(j.UID), 10) {
+			return
+		}
+		j.unit, j.Unit = unit, unit.Path
+		j.addUnitGroups()
+	}
+	j.socketUnit, _ = findUnit(unitDirs, socketUnitName)
+}
+
 // userJudge is the judge of the user u, with the groups it would have:
-// under a unit, Group= (else u's primary group), every group u is a member
-// of, and SupplementaryGroups=, as systemd sets them.
-func userJudge(u *user.User, source, unitPath string, unit *unitFile) (*judgedFor, error) {
+// its primary group and every group it is a member of, and under a unit
+// (addUnitGroups) Group= and SupplementaryGroups=, as systemd sets them.
+func userJudge(u *user.User, source string, unit *unitFile) (*judgedFor, error) {
 	uid, err := strconv.ParseUint(u.Uid, 10, 32)
 	if err != nil {
 		return nil, fmt.Errorf("non-numeric uid %s", u.Uid)
 	}
-	j := &judgedFor{User: u.Username, UID: uint32(uid), Source: source, Unit: unitPath, unit: unit, self: uint32(uid) == uint32(os.Geteuid())}
-	primary := u.Gid
-	if unit != nil {
-		if g := unit.value("Service", "Group"); g != "" {
-			primary = g
-		}
-	}
-	names := []string{primary}
+	j := &judgedFor{User: u.Username, UID: uint32(uid), Source: source, unit: unit, self: uint32(uid) == uint32(os.Geteuid())}
+	names := []string{u.Gid}
 	if ids, err := u.GroupIds(); err == nil {
 		names = append(names, ids...)
-	}
-	if unit != nil {
-		names = append(names, unit.list("Service", "SupplementaryGroups")...)
 	}
 	for i, n := range names {
 		gid, err := lookupGID(n)
@@ -192,7 +222,38 @@ func userJudge(u *user.User, source, unitPath string, unit *unitFile) (*judgedFo
 			j.gids = append(j.gids, gid)
 		}
 	}
+	if unit != nil {
+		j.Unit = unit.Path
+		if err := j.addUnitGroups(); err != nil {
+			return nil, err
+		}
+	}
 	return j, nil
+}
+
+// addUnitGroups adds the unit's Group= (the primary group serve runs with)
+// and SupplementaryGroups= to j's groups.
+func (j *judgedFor) addUnitGroups() error {
+	if g := j.unit.value("Service", "Group"); g != "" {
+		gid, err := lookupGID(g)
+		if err != nil {
+			return err
+		}
+		j.gid = gid
+		if !slices.Contains(j.gids, gid) {
+			j.gids = append(j.gids, gid)
+		}
+	}
+	for _, n := range j.unit.list("Service", "SupplementaryGroups") {
+		gid, err := lookupGID(n)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(j.gids, gid) {
+			j.gids = append(j.gids, gid)
+		}
+	}
+	return nil
 }
 
 // lookupUser finds a user by name, or by numeric uid.

@@ -176,6 +176,12 @@ func TestConfigCheckTakesWhatSystemdPreparesFromTheUnit(t *testing.T) {
 	if st, d := pathState(res, run); code != configCheckOK || st != pathOK || d != "directory; owned by nobody (uid 65534) with mode 0750 (RuntimeDirectory= of "+unit+")" {
 		t.Errorf("RuntimeDirectory=: exit %d, %s: %q %q, errors %+v", code, run, st, d, res.Errors)
 	}
+	// Named by --user, the unit's user is judged the same way: the unit
+	// runs serve as that user (runuser -u nobody -- … config check, too).
+	code, stdout, stderr := configCheckOutput([]string{"--config", cfg, "--user", nobody}, nil)
+	if want := "judged for: nobody (uid 65534), given by --user and the User= of " + unit + "\n"; code != configCheckOK || !strings.Contains(stdout, want) {
+		t.Errorf("--user nobody: exit %d\nstdout:\n%s\nstderr:\n%s\nwant 0 and %q", code, stdout, stderr, want)
+	}
 	os.Remove(run)
 	code, res = checkJSON(t, "--config", cfg)
 	if st, d := pathState(res, run); code != configCheckOK || st != pathCreate || !strings.HasPrefix(d, "missing; systemd creates it at each start, owned by nobody") {
