@@ -71,7 +71,7 @@ func checkPaths(res *checkResult, cfg *config.Config, j *judgedFor) {
 	if _, err := os.Lstat(sockDir); errors.Is(err, fs.ErrNotExist) && j.handsOverSocket(r.SocketPath) {
 		// The socket unit makes the directory when it binds the socket,
 		// before serve starts (its DirectoryMode=).
-		if err := privdir.CheckAncestorsFor(sockDir, j.UID); err != nil {
+		if err := j.checkAncestors(sockDir); err != nil {
 			checkDir(res, j, "registrar.socket_path", sockDir, sockNeed, wireRefuse)
 		} else {
 			res.path("registrar.socket_path", sockDir, pathCreate, "missing; systemd's socket unit (%s) creates it when it binds the socket, before serve starts", j.socketUnit.Path)
@@ -102,7 +102,7 @@ var dirRules = privdir.Options{Owner: true, Ancestors: true}
 // the user create it);
 // an existing one must pass privdir.CheckFor, the rules serve applies when
 // it opens it, and give the user the access need; either way every
-// directory above it must pass the ancestor rule (privdir.CheckAncestorsFor),
+// directory above it must pass the ancestor rule (judgedFor.checkAncestors),
 // since serve refuses a directory, existing or created, under an unsafe
 // one. A directory the service unit's *Directory= names is judged as
 // systemd leaves it at each start: owned by the user, with the
@@ -128,7 +128,7 @@ func checkDir(res *checkResult, j *judgedFor, key, dir string, need uint32, refu
 		switch {
 		case perr != nil:
 			res.path(key, dir, pathRefuse, "serve cannot create it: %v", perr)
-		case refuseAncestors(privdir.CheckAncestorsFor(firstMissing(dir, parent), j.UID)):
+		case refuseAncestors(j.checkAncestors(firstMissing(dir, parent))):
 		case managed:
 			res.path(key, dir, pathCreate, "missing; systemd creates it at each start, %s", m.gives(j))
 		default:
@@ -154,7 +154,7 @@ func checkDir(res *checkResult, j *judgedFor, key, dir string, need uint32, refu
 			res.path(key, dir, pathRefuse, "%s", refusing(dir, fmt.Sprintf("has mode %#o by %sMode= of %s (group- or world-writable; want 0700)", m.Mode, strings.TrimSuffix(m.Directive, "="), j.Unit)))
 			return
 		}
-		if refuseAncestors(privdir.CheckAncestorsFor(dir, j.UID)) {
+		if refuseAncestors(j.checkAncestors(dir)) {
 			return
 		}
 		res.path(key, dir, pathOK, "directory; %s", m.gives(j))
@@ -164,7 +164,7 @@ func checkDir(res *checkResult, j *judgedFor, key, dir string, need uint32, refu
 		res.path(key, dir, pathRefuse, "%s", refusing(dir, ue.Detail()))
 		return
 	}
-	if refuseAncestors(privdir.CheckAncestorsFor(dir, j.UID)) {
+	if refuseAncestors(j.checkAncestors(dir)) {
 		return
 	}
 	if ok, why := j.access(dir, need); !ok {
@@ -173,6 +173,27 @@ func checkDir(res *checkResult, j *judgedFor, key, dir string, need uint32, refu
 	}
 	res.path(key, dir, pathOK, "directory, mode %#o", fi.Mode().Perm())
 	return
+}
+
+// checkAncestors is privdir.CheckAncestorsFor for j's user, with the
+// directories the unit's *Directory= names judged as systemd leaves them
+// at each start (the user's, with the directive's mode): one of them
+// above path passes if its mode does, and the directories above it are
+// judged in turn.
+func (j *judgedFor) checkAncestors(path string) error {
+	at := path
+	for {
+		err := privdir.CheckAncestorsFor(at, j.UID)
+		ue, ok := errors.AsType[*privdir.UnsafeError](err)
+		if !ok {
+			return err
+		}
+		ue.Path = path
+		if m, managed := j.managed(ue.Above); !managed || m.Mode&0o022 != 0 || ue.Above == at {
+			return ue
+		}
+		at = ue.Above
+	}
 }
 
 // gives says what systemd does with a managed directory for j's user.

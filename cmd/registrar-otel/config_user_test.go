@@ -18,18 +18,26 @@ const (
 
 // packageLayout is the Debian package's layout for the daemon's user
 // under a fresh directory of root's that everyone may traverse: the state
-// directory lib/ and the audit directory audit/ the user's, 0700; the
-// socket's directory run/ too. It returns the directory and a configuration
-// of it (serveDoc) written 0644 by root, as the package installs it.
+// directory lib/ and the audit directory lib/audit/ in it (so the state
+// directory is one of the audit directory's ancestors) the user's, 0700;
+// the socket's directory run/ too. It returns the directory and a
+// configuration of it (packagePaths) written 0644 by root, as the package
+// installs it.
 func packageLayout(t *testing.T, uid int, registrarExtra, telemetry string) (dir, cfg string) {
 	t.Helper()
 	dir = shortTempDir(t)
 	chmod(t, dir, 0o755)
-	socket, state, audit := daemonPaths(dir)
+	socket, state, audit := packagePaths(dir)
 	for _, d := range []string{filepath.Dir(socket), state, audit} {
 		mkdirOwned(t, d, 0o700, uid)
 	}
-	return dir, writeConfig(t, dir, serveDoc(dir, registrarExtra, telemetry), 0o644)
+	return dir, writeConfig(t, dir, serveDocAt(socket, state, audit, registrarExtra, telemetry), 0o644)
+}
+
+// packagePaths are packageLayout's socket, state and audit paths under dir.
+func packagePaths(dir string) (socket, state, audit string) {
+	socket, state, _ = daemonPaths(dir)
+	return socket, state, filepath.Join(state, "audit")
 }
 
 // unitAs installs, in a unit directory of the test's own, a service unit
@@ -127,7 +135,7 @@ func TestConfigCheckJudgesTheAccessServesUserNeeds(t *testing.T) {
 	tlsDir := filepath.Dir(strings.Split(strings.Split(string(mustRead(t, cfg)), "tls_cert_file = \"")[1], "\"")[0])
 	writeTestPKI(t, tlsDir) // root's, 0600: nobody cannot read them
 	chmod(t, cfg, 0o600)    // root's configuration, readable by root alone
-	_, state, _ := daemonPaths(dir)
+	_, state, _ := packagePaths(dir)
 	if err := os.Chown(state, 0, 0); err != nil { // root's 0700 state directory
 		t.Fatal(err)
 	}
@@ -168,7 +176,7 @@ func TestConfigCheckTakesWhatSystemdPreparesFromTheUnit(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(run) })
 	chmod(t, run, 0o755) // root's now, as the socket unit leaves it
 	dir, _ := packageLayout(t, nobodyUID, "", "")
-	_, state, audit := daemonPaths(dir)
+	_, state, audit := packagePaths(dir)
 	socket := filepath.Join(run, "r.sock")
 	cfg := writeConfig(t, dir, serveDocAt(socket, state, audit, "", ""), 0o644)
 	unit := unitAs(t, nobody, "RuntimeDirectory="+filepath.Base(run)+"\nRuntimeDirectoryMode=0750\n")
@@ -182,7 +190,22 @@ func TestConfigCheckTakesWhatSystemdPreparesFromTheUnit(t *testing.T) {
 	if want := "judged for: nobody (uid 65534), given by --user and the User= of " + unit + "\n"; code != configCheckOK || !strings.Contains(stdout, want) {
 		t.Errorf("--user nobody: exit %d\nstdout:\n%s\nstderr:\n%s\nwant 0 and %q", code, stdout, stderr, want)
 	}
-	os.Remove(run)
+	// Owned by another uid now (a user removed and made again), it is
+	// still nobody's at start: so is the state directory below it.
+	below := filepath.Join(run, "state")
+	mkdirOwned(t, below, 0o700, nobodyUID)
+	if err := os.Chown(run, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	belowCfg := filepath.Join(dir, "below.toml")
+	writeFile(t, belowCfg, []byte(serveDocAt(socket, below, audit, "", "")), 0o644)
+	if code, res := checkJSON(t, "--config", belowCfg); code != configCheckOK {
+		t.Errorf("a state directory under a RuntimeDirectory= of uid 4242: exit %d, errors:\n%s", code, findingsText(res.Errors))
+	}
+	if code, res := checkJSON(t, "--config", belowCfg, "--user", "root"); code != configCheckInvalid || errorsWith(res, "registrar.socket_path", run+" is owned by uid 4242") != 1 {
+		t.Errorf("the same, judged for root, whom no unit runs serve as: exit %d, errors:\n%s\nwant uid 4242's directory refused", code, findingsText(res.Errors))
+	}
+	os.RemoveAll(run)
 	code, res = checkJSON(t, "--config", cfg)
 	if st, d := pathState(res, run); code != configCheckOK || st != pathCreate || !strings.HasPrefix(d, "missing; systemd creates it at each start, owned by nobody") {
 		t.Errorf("RuntimeDirectory= missing: exit %d, %s: %q %q", code, run, st, d)
@@ -209,12 +232,12 @@ func TestConfigCheckTakesWhatSystemdPreparesFromTheUnit(t *testing.T) {
 func TestConfigCheckSocketGroupNeedsTheUsersMembership(t *testing.T) {
 	needRoot(t, "the unit's user")
 	dir, _ := packageLayout(t, nobodyUID, "", "")
-	socket, _, _ := daemonPaths(dir)
+	socket, state, audit := packagePaths(dir)
 	if err := os.Chown(filepath.Dir(socket), nobodyUID, 0); err != nil {
 		t.Fatal(err)
 	}
 	chmod(t, filepath.Dir(socket), 0o750) // group root may traverse it
-	cfg := writeConfig(t, dir, serveDoc(dir, `socket_group = "root"`, ""), 0o644)
+	cfg := writeConfig(t, dir, serveDocAt(socket, state, audit, `socket_group = "root"`, ""), 0o644)
 	unit := unitAs(t, nobody, "")
 	code, res := checkJSON(t, "--config", cfg)
 	want := "registrar.socket_group root: serve, running as nobody (uid 65534), could not give the socket to this group: the user is not a member of it"

@@ -27,17 +27,19 @@ func TestConfigCheckForServesUserAgreesWithServeAsThatUser(t *testing.T) {
 	p, _ := startLogged(t, "daemon", asDaemonUID(exec.Command(own, "serve", "--config", cfg)), "registrar-otel serving")
 	p.terminate(t, "daemon")
 
-	_, state, _ := daemonPaths(dir)
+	_, state, _ := packagePaths(dir)
 	if err := os.Chown(state, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	code, _, stderr = runCmd(t, exec.Command(bin, "config", "check", "--config", cfg, "--user", nobody))
-	if code != exitUsage || !strings.Contains(stderr, "registrar.state_dir "+state+": serve, running as nobody (uid 65534), could not read and write in it") {
-		t.Errorf("config check --user nobody of a state directory of root's: exit %d, stderr:\n%s\nwant 2 and the directory refused", code, stderr)
+	if code != exitUsage || !strings.Contains(stderr, "registrar.state_dir "+state+": serve, running as nobody (uid 65534), could not read and write in it") ||
+		!strings.Contains(stderr, "registrar.audit_record_dir "+filepath.Join(state, "audit")+": serve, running as nobody (uid 65534), could not read and write in it: it cannot search "+state) {
+		t.Errorf("config check --user nobody of a state directory of root's: exit %d, stderr:\n%s\nwant 2, it and the audit directory in it refused", code, stderr)
 	}
+	// serve stops at the first of them it opens: the audit directory.
 	code, _, stderr = runCmd(t, asDaemonUID(exec.Command(own, "serve", "--config", cfg)))
-	if code != exitUsage || !strings.Contains(stderr, "registrar.state_dir") || !strings.Contains(stderr, "permission denied") {
-		t.Errorf("serve as nobody on a state directory of root's: exit %d, stderr:\n%s\nwant 2, the state directory named", code, stderr)
+	if code != exitUsage || !strings.Contains(stderr, "registrar.audit_record_dir") || !strings.Contains(stderr, "permission denied") {
+		t.Errorf("serve as nobody on a state directory of root's: exit %d, stderr:\n%s\nwant 2, the audit directory named, permission denied", code, stderr)
 	}
 }
 

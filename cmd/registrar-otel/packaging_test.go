@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,8 +48,10 @@ func TestVersionFileIsTheNewestChangelogRelease(t *testing.T) {
 // command, config check of the installed configuration run as root (issue
 // 37, finding 6), passes on a host with the package's units and
 // configuration installed, judging for the unit's user. This host need not
-// have the package's user: the units' registrar-otel user and groups stand
-// for nobody and nogroup here, the rest of the units is the shipped one.
+// have the package's user: a user or group of the units this host lacks
+// stands for nobody or nogroup here (where the package is installed, its
+// own are used, for its directories are theirs); the rest of the units is
+// the shipped one.
 func TestTheInstallPagesConfigCheckPassesAsRoot(t *testing.T) {
 	needRoot(t, "config check as root, judging for the unit's user")
 	units := t.TempDir()
@@ -74,18 +77,28 @@ func TestTheInstallPagesConfigCheckPassesAsRoot(t *testing.T) {
 	if code := runConfigCheck([]string{"--config", cfg}, &out, &errOut); code != exitOK {
 		t.Fatalf("config check --config %s as root: exit %d\n%s%s", cfg, code, out.String(), errOut.String())
 	}
-	wantContains(t, "config check's output", out.String(), "judged for: nobody (uid 65534), the User= of "+filepath.Join(units, serviceUnitName)+"\n")
+	unit, err := findUnit(unitDirs, serviceUnitName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := lookupUser(unit.value("Service", "User"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantContains(t, "config check's output", out.String(), fmt.Sprintf("judged for: %s (uid %s), the User= of %s\n", u.Username, u.Uid, unit.Path))
 }
 
-// standInUsers replaces, in a unit, the package's user and groups (which
-// this host may lack) with nobody and nogroup.
+// standInUsers replaces, in a unit, a user or group this host lacks (the
+// package's, where it is not installed) with nobody or nogroup.
 func standInUsers(unit string) string {
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(unit, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
 		switch {
-		case ok && k == "User" && v == "registrar-otel":
-			line = "User=nobody\n"
+		case ok && k == "User":
+			if _, err := lookupUser(v); err != nil {
+				line = "User=nobody\n"
+			}
 		case ok && (k == "Group" || k == "SupplementaryGroups" || k == "SocketGroup" || k == "SocketUser"):
 			var words []string
 			for _, w := range strings.Fields(v) {
