@@ -236,10 +236,15 @@ func (s TokenSource) String() string {
 // by root or this user, readable by its owner only, holding one token. Errors are *KeyError naming openbao.token_file (or the
 // variable) and never contain the token. The caller must not log the token.
 func (o *OpenBao) ReadToken(environ []string) (string, TokenSource, error) {
+	return o.readToken(environ, euid())
+}
+
+// readToken is ReadToken with the file's owner rule judged for uid.
+func (o *OpenBao) readToken(environ []string, uid uint32) (string, TokenSource, error) {
 	if dir, ok := lookupEnv(environ, EnvCredentialsDirectory); ok && dir != "" {
 		path := filepath.Join(dir, CredentialName)
 		if _, err := os.Lstat(path); err == nil {
-			tok, err := readTokenFile(credentialKey, path)
+			tok, err := readTokenFile(credentialKey, path, uid)
 			if err != nil {
 				return "", TokenSource{}, err
 			}
@@ -247,7 +252,7 @@ func (o *OpenBao) ReadToken(environ []string) (string, TokenSource, error) {
 		}
 	}
 	if o.TokenFile != "" {
-		tok, err := readTokenFile("openbao.token_file", o.TokenFile)
+		tok, err := readTokenFile("openbao.token_file", o.TokenFile, uid)
 		if err != nil {
 			return "", TokenSource{}, err
 		}
@@ -279,8 +284,8 @@ func lookupEnv(environ []string, name string) (string, bool) {
 	return val, found
 }
 
-func readTokenFile(key, path string) (string, error) {
-	data, p := openChecked(path, MaxTokenFileBytes, true)
+func readTokenFile(key, path string, uid uint32) (string, error) {
+	data, p := openChecked(path, MaxTokenFileBytes, true, uid)
 	if p != nil {
 		switch p.kind {
 		case kindIO:
@@ -329,6 +334,12 @@ func pathErrText(err error) string {
 // PEM certificate. It returns every problem joined, each a *KeyError, and
 // the token's source (zero for the embedded backend).
 func (c *Config) CheckFiles(environ []string) (TokenSource, error) {
+	return c.CheckFilesFor(environ, euid())
+}
+
+// CheckFilesFor is CheckFiles with the token file's owner rule judged for
+// the user uid (see LoadFor).
+func (c *Config) CheckFilesFor(environ []string, uid uint32) (TokenSource, error) {
 	var errs []error
 	if _, err := c.LoadSubuids(); err != nil {
 		errs = append(errs, err)
@@ -336,7 +347,7 @@ func (c *Config) CheckFiles(environ []string) (TokenSource, error) {
 	if c.Registrar.Backend != BackendOpenBao {
 		return TokenSource{}, errors.Join(errs...)
 	}
-	_, src, err := c.OpenBao.ReadToken(environ)
+	_, src, err := c.OpenBao.readToken(environ, uid)
 	if err != nil {
 		errs = append(errs, err)
 	}

@@ -64,6 +64,11 @@
 //     variables the exporters read, and are never logged. A signal with no
 //     endpoint has no exporter: nothing is sent, nothing is logged about a
 //     missing collector.
+//   - New refuses a configuration (a *config.KeyError naming the key or
+//     variable; an http:// endpoint to another host while a headers
+//     variable is set is a *HeadersInClearError) by the same code as
+//     Check, which `registrar-otel config check` calls: the check and a
+//     start judge the table alike.
 //   - The SDK's own errors and log lines go through the injected
 //     *slog.Logger (InstallDiagnostics, Diagnostics), rate-limited per kind
 //     of message to one per DiagnosticsInterval: a JSON log stays JSON.

@@ -4,6 +4,7 @@ package privdir
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -498,5 +499,59 @@ func TestFileOwnerIsTheStatsUID(t *testing.T) {
 	must(t, err)
 	if uid, ok := FileOwner(fi); !ok || uid != uint32(os.Geteuid()) {
 		t.Errorf("FileOwner %d, %v; want this process's uid %d", uid, ok, os.Geteuid())
+	}
+}
+
+// CheckFor judges for the uid it is given, not this process's: the owner
+// rule accepts that uid or root, and names that uid as the user.
+func TestCheckForJudgesTheUserItIsGiven(t *testing.T) {
+	me := uint32(os.Geteuid())
+	daemon := me + 103
+	theirs := statInfo{fs.ModeDir | 0o700, daemon}
+	if ue := CheckFor("/x", theirs, Options{Owner: true}, daemon); ue != nil {
+		t.Errorf("a directory of uid %d judged for uid %d: %v", daemon, daemon, ue)
+	}
+	if ue := CheckFor("/x", statInfo{fs.ModeDir | 0o755, 0}, Options{Owner: true}, daemon); ue != nil {
+		t.Errorf("root's directory judged for uid %d: %v", daemon, ue)
+	}
+	mine := statInfo{fs.ModeDir | 0o700, me}
+	ue := CheckFor("/x", mine, Options{Owner: true}, daemon)
+	if me == 0 {
+		if ue != nil {
+			t.Errorf("root's directory judged for uid %d: %v", daemon, ue)
+		}
+		mine.uid = daemon + 1
+		ue = CheckFor("/x", mine, Options{Owner: true}, daemon)
+	}
+	if ue == nil || ue.Problem != Foreign || ue.User != daemon || ue.Owner != mine.uid {
+		t.Fatalf("a directory of uid %d judged for uid %d: %v, want Foreign naming uid %d as the user", mine.uid, daemon, ue, daemon)
+	}
+	if want := fmt.Sprintf("is owned by uid %d, not by this user (%d) or root", mine.uid, daemon); ue.Detail() != want {
+		t.Errorf("Detail %q, want %q", ue.Detail(), want)
+	}
+	// Check is CheckFor of this process's uid.
+	if (Check("/x", theirs, Options{Owner: true}) == nil) != (daemon == me) {
+		t.Errorf("Check accepted uid %d's directory for uid %d", daemon, me)
+	}
+}
+
+// CheckAncestorsFor applies the ancestor rule for the uid given: an
+// ancestor of that user passes, one of anybody else but root does not.
+func TestCheckAncestorsForJudgesTheUserItIsGiven(t *testing.T) {
+	me := uint32(os.Geteuid())
+	parent := filepath.Join(t.TempDir(), "p")
+	mkdir(t, parent, 0o755)
+	owner := me
+	if me == 0 {
+		owner = 4242
+		must(t, os.Chown(parent, int(owner), -1))
+	}
+	dir := filepath.Join(parent, "state")
+	if err := CheckAncestorsFor(dir, owner); err != nil {
+		t.Errorf("under a parent of uid %d, judged for uid %d: %v", owner, owner, err)
+	}
+	ue := wantUnsafe(t, CheckAncestorsFor(dir, owner+1), dir, Ancestor)
+	if ue.Above != parent || ue.Owner != owner || ue.User != owner+1 {
+		t.Errorf("Above %s Owner %d User %d, want %s, %d and %d", ue.Above, ue.Owner, ue.User, parent, owner, owner+1)
 	}
 }
