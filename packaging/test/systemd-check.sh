@@ -174,6 +174,15 @@ verify_units() {
 }
 step verify-and-security verify_units
 
+# The install page's check, as root, judges for the unit's user.
+config_check_as_root() {
+    local out
+    out=$(ctr registrar-otel config check --config "$conf") || { echo "$out"; return 1; }
+    grep -q 'judged for: registrar-otel' <<<"$out" || { echo "$out"; return 1; }
+    grep 'judged for' <<<"$out"
+}
+step config-check-as-root config_check_as_root
+
 # active only once the socket answers and /readyz is 200: checked the
 # instant systemctl returns from a restart.
 ready_when_active() {
