@@ -93,7 +93,7 @@ func TestConfigCheckAsRootJudgesForTheUnitsUser(t *testing.T) {
 	}
 
 	// --user wins over the unit, and is said so.
-	code, stdout, stderr = configCheckOutput([]string{"--config", cfg, "--user", "root"}, nil)
+	code, _, stderr = configCheckOutput([]string{"--config", cfg, "--user", "root"}, nil)
 	if code != configCheckInvalid || !strings.Contains(stderr, foreign) || !strings.Contains(stderr, "judged for: root (uid 0), given by --user\nconfig check: 3 errors in "+cfg+"\n") {
 		t.Errorf("--user root: exit %d, stderr:\n%s\nwant 2, the directories refused, judged for root given by --user", code, stderr)
 	}
