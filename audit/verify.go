@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/registrar-otel/registrar-otel/internal/privdir"
 )
 
 // Verify checks the store's retention trail, offline and read-only: that
@@ -84,7 +86,7 @@ func Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
 			if isGen || name == ActiveFileName {
 				// A store name on something else: what the store wrote
 				// there is not what is there, and it is not read.
-				v.problem(VerifyUnreadableFile, name, 0, "is "+fileType(e.Type())+", not a regular file: not read")
+				v.problem(VerifyUnreadableFile, name, 0, "is "+privdir.FileKind(e.Type())+", not a regular file: not read")
 			}
 			continue
 		}
@@ -405,22 +407,4 @@ func fileSHA256(path string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// fileType names a non-regular directory entry's type for a problem.
-func fileType(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	default:
-		return "an irregular file"
-	}
 }

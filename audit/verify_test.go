@@ -402,7 +402,7 @@ func TestVerifyNamesAStoreFileItCannotRead(t *testing.T) {
 		{"a directory", "is a directory, not a regular file", func(t *testing.T, path string) {
 			replace(t, path, func(p string) error { return os.Mkdir(p, 0o700) })
 		}},
-		{"a FIFO", "is a FIFO, not a regular file", func(t *testing.T, path string) {
+		{"a FIFO", "is a named pipe (FIFO), not a regular file", func(t *testing.T, path string) {
 			replace(t, path, func(p string) error { return syscall.Mkfifo(p, 0o600) })
 		}},
 	}

@@ -63,7 +63,7 @@ func openChecked(path string, limit int64, secret bool, uid uint32) ([]byte, *fi
 		return nil, &fileProblem{kind: kindIO, text: pathErrText(err), err: err}
 	}
 	if !st.Mode().IsRegular() {
-		return nil, &fileProblem{kind: kindNotRegular, text: "is " + fileKind(st.Mode()) + ", not a regular file"}
+		return nil, &fileProblem{kind: kindNotRegular, text: "is " + privdir.FileKind(st.Mode()) + ", not a regular file"}
 	}
 	if owner, ok := privdir.FileOwner(st); ok {
 		if owner != 0 && owner != uid {
@@ -104,19 +104,3 @@ func isSymlinkErr(path string, err error) bool {
 	return lerr == nil && li.Mode()&fs.ModeSymlink != 0
 }
 
-// fileKind names the type of a file that is not regular.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	}
-	return "of type " + m.Type().String()
-}

@@ -372,3 +372,23 @@ func opened(d *os.File, path string, fi fs.FileInfo, created bool, o Options) (f
 	}
 	return st, nil
 }
+
+// FileKind names the type of a file that is not regular, for a message:
+// "a directory", "a named pipe (FIFO)", "a symbolic link" and so on.
+func FileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "of type " + m.Type().String()
+}

@@ -555,3 +555,19 @@ func TestCheckAncestorsForJudgesTheUserItIsGiven(t *testing.T) {
 		t.Errorf("Above %s Owner %d User %d, want %s, %d and %d", ue.Above, ue.Owner, ue.User, parent, owner, owner+1)
 	}
 }
+
+func TestFileKindNamesEachType(t *testing.T) {
+	for m, want := range map[fs.FileMode]string{
+		fs.ModeSymlink:                    "a symbolic link",
+		fs.ModeDir:                        "a directory",
+		fs.ModeNamedPipe:                  "a named pipe (FIFO)",
+		fs.ModeSocket:                     "a socket",
+		fs.ModeDevice | fs.ModeCharDevice: "a character device",
+		fs.ModeDevice:                     "a block device",
+		fs.ModeIrregular:                  "of type ?---------",
+	} {
+		if got := FileKind(m); got != want {
+			t.Errorf("FileKind(%v) = %q, want %q", m, got, want)
+		}
+	}
+}
