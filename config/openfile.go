@@ -103,4 +103,3 @@ func isSymlinkErr(path string, err error) bool {
 	li, lerr := os.Lstat(path)
 	return lerr == nil && li.Mode()&fs.ModeSymlink != 0
 }
-
