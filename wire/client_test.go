@@ -468,3 +468,26 @@ func TestClientIgnoresAMalformedRateLimitFieldAndSaysWhy(t *testing.T) {
 		})
 	}
 }
+
+// A refused server's error says why in both of its forms: the uid and the
+// uids trusted besides root, or, for the overflow uid of an unmapped
+// server, that the client's user namespace cannot tell who it is and
+// where to run the command instead (the real refusal needs root and a
+// user namespace, and its message is checked there in a child process).
+func TestServerNotTrustedErrorSaysWhy(t *testing.T) {
+	foreign := (&ServerNotTrustedError{Socket: "/run/r.sock", UID: 1001, Trusted: []uint32{998, 999}}).Error()
+	for _, want := range []string{"unix socket /run/r.sock", "runs as uid 1001", "not as root or uid 998 or uid 999"} {
+		if !strings.Contains(foreign, want) {
+			t.Errorf("%q does not say %q", foreign, want)
+		}
+	}
+	unmapped := (&ServerNotTrustedError{Socket: "/run/r.sock", UID: 65534, Trusted: []uint32{998}, Unmapped: true}).Error()
+	for _, want := range []string{"unix socket /run/r.sock", "does not map", "reports it as 65534", "outside the user namespace"} {
+		if !strings.Contains(unmapped, want) {
+			t.Errorf("%q does not say %q", unmapped, want)
+		}
+	}
+	if strings.Contains(unmapped, "uid 998") {
+		t.Errorf("%q names the trusted uids, which an unmapped server is not compared with", unmapped)
+	}
+}
