@@ -84,8 +84,14 @@ for p in $PKGS; do
 	fi
 	echo "== $rel (gremlins, 1 worker, timeout coefficient $COEFFICIENT)"
 	start=$(date +%s)
+	# One CPU per test run through GOFLAGS, not gremlins' --test-cpu: v0.6.0
+	# passes that as the single argument "-cpu 1", which the test binary
+	# refuses ("flag provided but not defined"), so go test exits 1 and
+	# every mutant was reported KILLED without a test having run. -count=1
+	# keeps gremlins' coverage run, whose time the timeouts are multiples
+	# of, from being answered by the test cache.
 	# shellcheck disable=SC2086 # EXCLUDE_ARGS is a list of flags
-	$GO run "$GREMLINS" unleash --workers 1 --test-cpu 1 --timeout-coefficient "$COEFFICIENT" $EXCLUDE_ARGS \
+	GOFLAGS="$($GO env GOFLAGS) -cpu=1 -count=1" $GO run "$GREMLINS" unleash --workers 1 --timeout-coefficient "$COEFFICIENT" $EXCLUDE_ARGS \
 		"./$rel" >"$out/run.txt" 2>&1
 	rc=$?
 	if ! grep -q 'Mutator coverage\|Test efficacy\|No results to report' "$out/run.txt"; then
