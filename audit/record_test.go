@@ -122,6 +122,26 @@ func TestValidateAcceptsWhatTheStoreCompletes(t *testing.T) {
 	}
 }
 
+// Each field's rule admits the ends of its range: a request_id of the
+// first and last printable ASCII bytes, a registration_id of each end of
+// [a-z0-9-], a timestamp in year 0001; each is written and read back.
+func TestValidateAdmitsTheEndsOfEachRange(t *testing.T) {
+	year1 := time.Date(1, 1, 1, 0, 0, 0, 1_000_000, time.UTC) // not the zero time: a stamped one
+	r := outcome("!q~", audit.Outcome{Class: vocab.ClassFirstMint})
+	r.RegistrationID = "a-z-0-9"
+	r.TS = year1
+	if err := r.Validate(); err != nil {
+		t.Fatalf("Validate = %v; want nil", err)
+	}
+	got, err := audit.Unmarshal(mustMarshal(t, r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.RequestID != "!q~" || got.RegistrationID != "a-z-0-9" || !got.TS.Equal(year1) {
+		t.Errorf("read back request_id %q, registration_id %q, ts %v", got.RequestID, got.RegistrationID, got.TS)
+	}
+}
+
 func TestMarshalRejectsCallerTruncated(t *testing.T) {
 	r := intent("q1")
 	r.Truncated = map[string]audit.Truncation{}
