@@ -102,6 +102,7 @@ func decodeCases(t testing.TB) []decodeCase {
 		{"empty detail", sub(t, goodOutcome, `"detail":"x"`, `"detail":""`), audit.RuleInvalidValue},
 		{"bad registration_id", sub(t, goodOutcome, `"h1-review-007"`, `"H1_review"`), audit.RuleInvalidValue},
 		{"over-bound caller", sub(t, goodIntent, `"unix-peer:uid=1000"`, `"`+strings.Repeat("x", 513)+`"`), audit.RuleInvalidValue},
+		{"over-bound caller of U+FFFD", sub(t, goodIntent, `"unix-peer:uid=1000"`, `"`+strings.Repeat(`\ufffd`, 513)+`"`), audit.RuleInvalidValue},
 		{"over-bound detail", sub(t, goodOutcome, `"detail":"x"`, `"detail":"`+strings.Repeat("d", 513)+`"`), audit.RuleInvalidValue},
 		{"empty truncated", sub(t, goodIntent, `"instance":7}`, `"instance":7},"truncated":{}`), audit.RuleInvalidValue},
 		{"truncated unknown path", sub(t, goodIntent, `"instance":7}`, `"instance":7},"truncated":{"verb":{"full_sha256":"`+sha+`","full_bytes":600}}`), audit.RuleUnknownKey},
