@@ -251,6 +251,11 @@ func TestVerifyNamesEachBreakOfTheTrail(t *testing.T) {
 // deleted from verifies; one whose oldest generations are gone with no
 // record does not.
 func TestVerifyOfAStoreWithoutRotatedRecords(t *testing.T) {
+	fresh := t.TempDir() // the active file alone, not a generation yet
+	writeFile(t, filepath.Join(fresh, audit.ActiveFileName), mustMarshal(t, intent("q1")))
+	if rep := verify(t, fresh); !rep.OK() || len(rep.Files) != 1 {
+		t.Fatalf("a store of its active file alone: %+v", rep)
+	}
 	clock := &fixedClock{t: t0}
 	s, dir := openStore(t, audit.Options{MaxFileBytes: retentionCap, MaxRetainedFiles: 50, Now: clock.Now}, audit.TestHooks{MinFileBytes: retentionCap})
 	for i := range 80 {
@@ -428,6 +433,17 @@ func TestVerifyNamesAStoreFileItCannotRead(t *testing.T) {
 		}},
 		{"a FIFO", "is a FIFO, not a regular file", func(t *testing.T, path string) {
 			replace(t, path, func(p string) error { return syscall.Mkfifo(p, 0o600) })
+		}},
+		{"a socket", "is a socket, not a regular file", func(t *testing.T, path string) {
+			replace(t, path, func(p string) error { return syscall.Mknod(p, syscall.S_IFSOCK|0o600, 0) })
+		}},
+		{"a device", "is a device, not a regular file", func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Mknod(path, syscall.S_IFCHR|0o600, 0x103); err != nil { // /dev/null's numbers
+				t.Skipf("cannot make a device node here: %v", err)
+			}
 		}},
 	}
 	for _, tc := range cases {
