@@ -102,6 +102,8 @@ func decodeCases(t testing.TB) []decodeCase {
 		{"empty detail", sub(t, goodOutcome, `"detail":"x"`, `"detail":""`), audit.RuleInvalidValue},
 		{"bad registration_id", sub(t, goodOutcome, `"h1-review-007"`, `"H1_review"`), audit.RuleInvalidValue},
 		{"over-bound caller", sub(t, goodIntent, `"unix-peer:uid=1000"`, `"`+strings.Repeat("x", 513)+`"`), audit.RuleInvalidValue},
+		{"over-bound caller of U+FFFD", sub(t, goodIntent, `"unix-peer:uid=1000"`, `"`+strings.Repeat(`\ufffd`, 513)+`"`), audit.RuleInvalidValue},
+		{"over-bound detail", sub(t, goodOutcome, `"detail":"x"`, `"detail":"`+strings.Repeat("d", 513)+`"`), audit.RuleInvalidValue},
 		{"empty truncated", sub(t, goodIntent, `"instance":7}`, `"instance":7},"truncated":{}`), audit.RuleInvalidValue},
 		{"truncated unknown path", sub(t, goodIntent, `"instance":7}`, `"instance":7},"truncated":{"verb":{"full_sha256":"`+sha+`","full_bytes":600}}`), audit.RuleUnknownKey},
 		{"truncated short value", sub(t, goodIntent, `"instance":7}`, `"instance":7},"truncated":{"caller_identity":{"full_sha256":"`+sha+`","full_bytes":600}}`), audit.RuleInvalidValue},
@@ -238,11 +240,13 @@ func TestUnmarshalAcceptsTheWritersLines(t *testing.T) {
 }
 
 func TestUnmarshalTruncationEntries(t *testing.T) {
-	caller := `"` + strings.Repeat("x", 510) + `"`
-	entry := func(sha, n string) string {
-		return sub(t, sub(t, goodIntent, `"unix-peer:uid=1000"`, caller), `"instance":7}`,
+	// entryOf is an intent whose caller of callerBytes bytes is described
+	// as cut; entry's caller is 510 bytes.
+	entryOf := func(callerBytes int, sha, n string) string {
+		return sub(t, sub(t, goodIntent, `"unix-peer:uid=1000"`, `"`+strings.Repeat("x", callerBytes)+`"`), `"instance":7}`,
 			`"instance":7},"truncated":{"caller_identity":{"full_sha256":"`+sha+`","full_bytes":`+n+`}}`)
 	}
+	entry := func(sha, n string) string { return entryOf(510, sha, n) }
 	sha := strings.Repeat("0f", 32)
 	cases := []struct {
 		name string
@@ -255,6 +259,9 @@ func TestUnmarshalTruncationEntries(t *testing.T) {
 		{"full_bytes within the bound", entry(sha, "512"), audit.RuleInvalidValue},
 		{"full_bytes not a number", entry(sha, `"600"`), audit.RuleWrongType},
 		{"missing full_bytes", sub(t, entry(sha, "600"), `,"full_bytes":600`, ``), audit.RuleMissingField},
+		// A cut drops at most a straddling character's first 3 bytes.
+		{"a value of the shortest cut, 509 bytes", entryOf(509, sha, "600"), ""},
+		{"a value one byte shorter than any cut", entryOf(508, sha, "600"), audit.RuleInvalidValue},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

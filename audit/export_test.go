@@ -151,3 +151,12 @@ func DecodeCanonical(line []byte) *Record {
 // TallyFile is retention's reading of a generation it is about to delete,
 // for its benchmark.
 func TallyFile(path string) (Rotated, error) { return tallyFile(path) }
+
+// VerifyFile runs Verify's read of the one store file dir/name and returns
+// the problems it found: the read's own faults (a file replaced after the
+// listing) cannot be staged through Verify.
+func VerifyFile(ctx context.Context, dir, name string) ([]VerifyProblem, error) {
+	v := &verifier{rep: &VerifyReport{Dir: dir}, dir: dir, present: map[string]bool{}, order: map[string]int{}}
+	err := v.file(ctx, name)
+	return v.problems, err
+}

@@ -5,6 +5,7 @@ package wire
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -127,6 +128,42 @@ func TestUserNamespaceMaps(t *testing.T) {
 	ns := userNamespace()
 	if unmappedUID(ns.overflow) == ns.maps(ns.overflow) {
 		t.Errorf("unmappedUID(%d) = %v, but this namespace's map says mapped = %v", ns.overflow, unmappedUID(ns.overflow), ns.maps(ns.overflow))
+	}
+}
+
+// The overflow uid and the uid map are the kernel's files: an overflow
+// uid that cannot be read or parsed is 65534, a uid map that cannot be
+// read maps nothing; in the process's own namespace, its own map is read.
+func TestUserNamespaceIsReadFromTheKernelsFiles(t *testing.T) {
+	const overflowFile, mapFile = "/proc/sys/kernel/overflowuid", "/proc/self/uid_map"
+	files := func(m map[string]string) func(string) ([]byte, error) {
+		return func(name string) ([]byte, error) {
+			if b, ok := m[name]; ok {
+				return []byte(b), nil
+			}
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		files    map[string]string
+		overflow uint32
+		uidMap   string
+	}{
+		{"both read", map[string]string{overflowFile: "4000\n", mapFile: "0 100000 65536\n"}, 4000, "0 100000 65536\n"},
+		{"an overflow uid that is not a number", map[string]string{overflowFile: "x\n", mapFile: "0 0 1\n"}, 65534, "0 0 1\n"},
+		{"an overflow uid past 32 bits", map[string]string{overflowFile: "4294967296\n"}, 65534, ""},
+		{"neither readable", nil, 65534, ""},
+	} {
+		ns := readUserNS(files(tc.files))
+		if ns.overflow != tc.overflow || string(ns.uidMap) != tc.uidMap || (tc.uidMap == "") != (ns.uidMap == nil) {
+			t.Errorf("%s: overflow %d, uid map %q; want %d, %q", tc.name, ns.overflow, ns.uidMap, tc.overflow, tc.uidMap)
+		}
+	}
+	if b, err := os.ReadFile(mapFile); err == nil {
+		if got := userNamespace().uidMap; string(got) != string(b) {
+			t.Errorf("this process's uid map read as %q, want %q", got, b)
+		}
 	}
 }
 
