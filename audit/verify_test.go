@@ -437,7 +437,7 @@ func TestVerifyNamesAStoreFileItCannotRead(t *testing.T) {
 		{"a socket", "is a socket, not a regular file", func(t *testing.T, path string) {
 			replace(t, path, func(p string) error { return syscall.Mknod(p, syscall.S_IFSOCK|0o600, 0) })
 		}},
-		{"a device", "is a device, not a regular file", func(t *testing.T, path string) {
+		{"a device", "is a character device, not a regular file", func(t *testing.T, path string) {
 			if err := os.Remove(path); err != nil {
 				t.Fatal(err)
 			}
@@ -464,7 +464,7 @@ func TestVerifyNamesAStoreFileItCannotRead(t *testing.T) {
 		if err := os.Symlink(filepath.Join(d, victim), filepath.Join(d, "notes")); err != nil {
 			t.Fatal(err)
 		}
-		checkVerifyUnreadable(t, verify(t, d), audit.ActiveFileName, "is a FIFO, not a regular file")
+		checkVerifyUnreadable(t, verify(t, d), audit.ActiveFileName, "is a named pipe (FIFO), not a regular file")
 	})
 	t.Run("a file it may not open", func(t *testing.T) {
 		base, err := os.MkdirTemp("", "verify-unreadable-")
