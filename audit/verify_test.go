@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -498,30 +497,7 @@ func TestVerifyNamesAStoreFileItCannotRead(t *testing.T) {
 			checkVerifyUnreadable(t, verify(t, d), victim, "could not be opened (permission denied)")
 			return
 		}
-		self, err := os.Executable()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin := filepath.Join(base, "audit.test")
-		b, err := os.ReadFile(self)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(bin, b, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin, "-test.run=^TestVerifyNamesAStoreFileItCannotRead$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), "AUDIT_VERIFY_UNREADABLE_DIR="+d, "AUDIT_VERIFY_UNREADABLE_NAME="+victim)
-		cmd.Dir = base
-		cmd.SysProcAttr = nobody()
-		out, err := cmd.CombinedOutput()
-		var exit *exec.ExitError
-		if err != nil && !errors.As(err, &exit) {
-			t.Skipf("cannot run the check as user nobody here (%v): an unreadable file cannot be made for root", err)
-		}
-		if err != nil || !strings.Contains(string(out), "--- PASS: TestVerifyNamesAStoreFileItCannotRead") {
-			t.Fatalf("Verify as nobody: %v\n%s", err, out)
-		}
+		runAsNobody(t, base, "TestVerifyNamesAStoreFileItCannotRead", "AUDIT_VERIFY_UNREADABLE_DIR="+d, "AUDIT_VERIFY_UNREADABLE_NAME="+victim)
 	})
 }
 
