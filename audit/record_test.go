@@ -295,21 +295,26 @@ func TestMaxRecordBytesIsHonest(t *testing.T) {
 	// full_bytes is at most 20 digits; a 600-byte original has 3.
 	const unusedDigits = 20 - 3
 	cases := []struct {
-		name  string
-		rec   *audit.Record
-		slack int // bytes the worst case cannot reach in a test
-		exact bool
+		name    string
+		rec     *audit.Record
+		slack   int // bytes the worst case cannot reach in a test
+		exact   bool
+		chained bool // as a sealed store writes it
 	}{
-		{"mint outcome (the largest phase)", out, 5 * unusedDigits, true},
-		{"intent", &in, 0, false},
-		{"deregister outcome (no reload)", &dereg, 0, false},
-		{"limited (counted)", lim, 0, false},
-		{"limited shadow, the longest policy", &shadow, 0, false},
-		{"admin (two bounded fields)", adm, 0, false},
+		{"mint outcome of a sealed store (the largest line)", out, 5 * unusedDigits, true, true},
+		{"mint outcome (the largest phase)", out, 5*unusedDigits + audit.ChainSuffixBytes, true, false},
+		{"intent", &in, 0, false, false},
+		{"deregister outcome (no reload)", &dereg, 0, false, false},
+		{"limited (counted)", lim, 0, false, false},
+		{"limited shadow, the longest policy", &shadow, 0, false, false},
+		{"admin (two bounded fields)", adm, 0, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			line := mustMarshal(t, tc.rec)
+			if tc.chained {
+				line = audit.WithChain(line, strings.Repeat("f", audit.ChainHexLen))
+			}
 			if len(line) > audit.MaxRecordBytes {
 				t.Fatalf("got a %d-byte line, want at most MaxRecordBytes = %d", len(line), audit.MaxRecordBytes)
 			}
