@@ -284,7 +284,9 @@ var errSymlink = errors.New("is a symbolic link")
 // regular file.
 type notRegularError struct{ mode fs.FileMode }
 
-func (e *notRegularError) Error() string { return "not a regular file (" + e.mode.Type().String() + ")" }
+func (e *notRegularError) Error() string {
+	return "not a regular file (" + e.mode.Type().String() + ")"
+}
 
 // regular returns f when it is a regular file; else it closes f.
 func regular(f *os.File) (*os.File, error) {

@@ -135,10 +135,10 @@ type Store struct {
 	lastFailed     atomic.Bool             // the last append (or reopen) failed in the file system, or Refuse holds it
 	refused        atomic.Pointer[refusal] // Refuse's cause: every append fails closed while set
 	reopens        [numReopenCauses]atomic.Uint64
-	held           atomic.Uint64 // generations retention keeps past the budget for MinRetention
-	heldUntil      atomic.Int64  // when the oldest of them ages out (Unix nanoseconds)
-	rotated        atomic.Uint64 // rotated records written since Open
-	retainFailures atomic.Uint64 // retention rounds that failed since Open
+	held           atomic.Uint64             // generations retention keeps past the budget for MinRetention
+	heldUntil      atomic.Int64              // when the oldest of them ages out (Unix nanoseconds)
+	rotated        atomic.Uint64             // rotated records written since Open
+	retainFailures atomic.Uint64             // retention rounds that failed since Open
 	sealPub        atomic.Pointer[sealState] // the seal's published state; nil when not chained
 	keyFailures    atomic.Uint64             // key file writes that failed since Open
 	keyStale       atomic.Bool               // the key file lags the current epoch
