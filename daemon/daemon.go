@@ -62,11 +62,11 @@ type Daemon struct {
 	counts    *counting.Sink
 	otelSink  *otelsink.Sink // the limited and shadow counters, per policy
 	coalescer *coalesce.Sink
-	stateDir  *os.File               // registrar.state_dir, held open for the checkpoint, the sealing key and the guard
+	stateDir  *os.File // registrar.state_dir, held open for the checkpoint, the sealing key and the guard
 	// sealHead is the audit chain's head last logged (seal.go); the tick
 	// goroutine's, then shutdown's.
 	sealHead audit.SealHead
-	ckpt      *coalesce.Checkpointer // the evidence checkpoint (evidence.go)
+	ckpt     *coalesce.Checkpointer // the evidence checkpoint (evidence.go)
 	// ckptFailing is the checkpoint's last failure, logged once ("" after
 	// a write that succeeded); the tick goroutine's alone.
 	ckptFailing string
