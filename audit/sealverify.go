@@ -48,6 +48,9 @@ const (
 	VerifyChainMismatch VerifyProblemKind = "chain_mismatch"
 	// VerifyRecordReplayed: a line repeats the line before it.
 	VerifyRecordReplayed VerifyProblemKind = "record_replayed"
+	// VerifySealMissing: a line is chained with the key of the epoch after
+	// its place's: the seal that ended its epoch before it was removed.
+	VerifySealMissing VerifyProblemKind = "seal_missing"
 	// VerifyUnchainedLine: a line without a chain value after the chain
 	// began (written around the store, or stripped of its value), other
 	// than a torn write before a restart.
@@ -103,15 +106,19 @@ type SealVerification struct {
 // chainVerifier is Verify's sealed state. It is not safe for concurrent
 // use.
 type chainVerifier struct {
-	v       *verifier
-	rep     *SealVerification
-	id      string
-	mac     *macer
-	k0      [SealKeyBytes]byte
-	key     [SealKeyBytes]byte // the current epoch's
-	mk      macKey
-	epoch   uint64
-	started bool
+	v   *verifier
+	rep *SealVerification
+	id  string
+	mac *macer
+	k0  [SealKeyBytes]byte
+	key [SealKeyBytes]byte // the current epoch's
+	mk  macKey
+	// nmk is the next epoch's pads (nextMK), for nextEpoch.
+	nmk       macKey
+	nextEpoch uint64
+	haveNext  bool
+	epoch     uint64
+	started   bool
 	// stuck: the chain's start was reported and no seal to resume from
 	// has come since.
 	stuck        bool
@@ -239,11 +246,31 @@ func (cv *chainVerifier) check(name string, lineNo uint64, head []byte, c chainV
 	case cv.havePrev && cv.mac.chain(&cv.mk, &cv.before, head, unchainedTail) == c:
 		// It follows the line before the previous one: the previous line
 		// was the one out of place, and is reported already.
+	case cv.mac.chain(cv.nextMK(), &cv.prev, head, unchainedTail) == c:
+		// Chained with the next epoch's key: the seal between was
+		// removed (the line after it is reported already). The chain goes
+		// on in that epoch, so one removal is not every line after it.
+		cv.v.problem(VerifySealMissing, name, lineNo, fmt.Sprintf(
+			"is chained with epoch %d's key where the seals before it make epoch %d: the seal that ended epoch %d was removed", cv.epoch+1, cv.epoch, cv.epoch))
+		cv.setEpoch(cv.epoch + 1)
 	default:
 		cv.v.problem(VerifyChainMismatch, name, lineNo, fmt.Sprintf(
 			"its chain value is not the MAC, under epoch %d's key, of the line before it and its own bytes: the line was changed, or lines before it were removed, inserted or reordered", cv.epoch))
 	}
 	cv.advance(c)
+}
+
+// nextMK returns the pads of the key of the epoch after the current one,
+// derived once per epoch.
+func (cv *chainVerifier) nextMK() *macKey {
+	if !cv.haveNext || cv.nextEpoch != cv.epoch+1 {
+		var k [SealKeyBytes]byte
+		cv.mac.nextKey(&cv.mk, &k)
+		cv.nmk.set(&k)
+		clear(k[:])
+		cv.haveNext, cv.nextEpoch = true, cv.epoch+1
+	}
+	return &cv.nmk
 }
 
 func (cv *chainVerifier) advance(c chainValue) {
@@ -381,4 +408,5 @@ func (cv *chainVerifier) finish() {
 	clear(cv.key[:])
 	clear(cv.k0[:])
 	cv.mk.clear()
+	cv.nmk.clear()
 }
