@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"hash"
 	"strconv"
@@ -175,25 +176,49 @@ type chainValue [chainBytes]byte
 // hexString is c in lowercase hex.
 func (c *chainValue) hexString() string { return hex.EncodeToString(c[:]) }
 
-// macKey is a key's HMAC pads, so that the per-line MAC does not redo
-// them; clear overwrites them.
+// macKey is a key's HMAC state: the SHA-256 states after the inner and
+// the outer pad, so that a line's MAC does not hash them again (two of
+// the nine SHA-256 blocks of a 300-byte line: BenchmarkChainLine); clear
+// overwrites them.
 type macKey struct {
-	ipad, opad [sha256.BlockSize]byte
+	inner, outer [sha256StateBytes]byte
+	n            int // the states' length
 }
 
+// sha256StateBytes bounds crypto/sha256's marshalled state (108 bytes).
+const sha256StateBytes = 128
+
 func (m *macKey) set(k *[SealKeyBytes]byte) {
-	for i := range m.ipad {
-		m.ipad[i], m.opad[i] = 0x36, 0x5c
+	var ipad, opad [sha256.BlockSize]byte
+	for i := range ipad {
+		ipad[i], opad[i] = 0x36, 0x5c
 	}
 	for i, b := range k {
-		m.ipad[i] ^= b
-		m.opad[i] ^= b
+		ipad[i] ^= b
+		opad[i] ^= b
 	}
+	h := sha256.New()
+	m.n = len(m.state(h, ipad[:], m.inner[:0]))
+	m.state(h, opad[:], m.outer[:0])
+	h.Reset()
+	clear(ipad[:])
+	clear(opad[:])
+}
+
+// state appends to dst the state of h after pad.
+func (m *macKey) state(h hash.Hash, pad, dst []byte) []byte {
+	h.Reset()
+	h.Write(pad)
+	b, err := h.(encoding.BinaryAppender).AppendBinary(dst)
+	if err != nil || len(b) > sha256StateBytes {
+		panic("audit: crypto/sha256's state does not marshal") // the tests cover it
+	}
+	return b
 }
 
 func (m *macKey) clear() {
-	clear(m.ipad[:])
-	clear(m.opad[:])
+	clear(m.inner[:])
+	clear(m.outer[:])
 }
 
 // macer computes HMAC-SHA256 with a macKey. It is not safe for concurrent
@@ -204,6 +229,7 @@ func (m *macKey) clear() {
 type macer struct {
 	h     hash.Hash
 	inner [sha256.Size]byte
+	full  [sha256.Size]byte // a chain value's whole MAC: not on the stack, which h.Sum would move to the heap
 }
 
 func newMacer() *macer { return &macer{h: sha256.New()} }
@@ -211,15 +237,17 @@ func newMacer() *macer { return &macer{h: sha256.New()} }
 // sum sets out to HMAC-SHA256(m; a || b || c) and leaves no key-derived
 // state in the hash.
 func (x *macer) sum(m *macKey, out *[sha256.Size]byte, a, b, c []byte) {
-	h := x.h
-	h.Reset()
-	h.Write(m.ipad[:])
+	h, u := x.h, x.h.(encoding.BinaryUnmarshaler)
+	if u.UnmarshalBinary(m.inner[:m.n]) != nil {
+		panic("audit: crypto/sha256's state does not unmarshal")
+	}
 	h.Write(a)
 	h.Write(b)
 	h.Write(c)
 	h.Sum(x.inner[:0])
-	h.Reset()
-	h.Write(m.opad[:])
+	if u.UnmarshalBinary(m.outer[:m.n]) != nil {
+		panic("audit: crypto/sha256's state does not unmarshal")
+	}
 	h.Write(x.inner[:])
 	h.Sum(out[:0])
 	h.Reset()
@@ -229,9 +257,10 @@ func (x *macer) sum(m *macKey, out *[sha256.Size]byte, a, b, c []byte) {
 // chain returns the chain value of line u (unchained, '\n' included, or
 // its head with tail the rest) after prev.
 func (x *macer) chain(m *macKey, prev *chainValue, u, tail []byte) chainValue {
-	var full [sha256.Size]byte
-	x.sum(m, &full, prev[:], u, tail)
-	return chainValue(full[:chainBytes])
+	x.sum(m, &x.full, prev[:], u, tail)
+	c := chainValue(x.full[:chainBytes])
+	clear(x.full[:])
+	return c
 }
 
 // nextKey sets next to the key of the epoch after m's.
