@@ -133,6 +133,9 @@ type chainVerifier struct {
 	torn     bool
 	tornFile string
 	tornLine uint64
+	// tornPartial: the torn line is the store's unterminated last line,
+	// a write a crash cut short (a restart would end it and seal).
+	tornPartial bool
 	// first is the first line of the oldest file, when the chain resumed
 	// there: checked against the rotated record naming the file as next.
 	first *pendingFirst
@@ -354,14 +357,17 @@ func (cv *chainVerifier) unchained(name string, lineNo uint64, chunk []byte) {
 	if cv.torn {
 		cv.v.problem(VerifyUnchainedLine, cv.tornFile, cv.tornLine, "is not a record the store wrote (no chain value, and no restart after it): a line written around the store")
 	}
-	cv.torn, cv.tornFile, cv.tornLine = true, name, lineNo
+	cv.torn, cv.tornFile, cv.tornLine, cv.tornPartial = true, name, lineNo, false
 }
 
 // partial handles a final line without '\n': an append in flight or a
 // torn write, the store's end either way if nothing follows.
 func (cv *chainVerifier) partial(name string, lineNo uint64) {
 	if cv.started {
-		cv.torn, cv.tornFile, cv.tornLine = true, name, lineNo
+		if cv.torn { // a line without a chain value before it, and no restart
+			cv.v.problem(VerifyUnchainedLine, cv.tornFile, cv.tornLine, "is not a record the store wrote (no chain value, and no restart after it): a line written around the store")
+		}
+		cv.torn, cv.tornFile, cv.tornLine, cv.tornPartial = true, name, lineNo, true
 	}
 }
 
@@ -399,8 +405,14 @@ func (cv *chainVerifier) finish() {
 	if !cv.started && !cv.stuck && !cv.otherKey {
 		cv.v.problem(VerifyNotSealed, ActiveFileName, 0, "holds no sealed line: the store was never sealed with this key (registrar-otel audit seal init, then a daemon start), or every chain value was removed")
 	}
-	if cv.torn {
-		cv.rep.TornLines++ // the store's last line: a write cut short
+	switch {
+	case cv.torn && cv.tornPartial:
+		cv.rep.TornLines++ // the store's unterminated last line: a write cut short
+	case cv.torn:
+		// Ended by a restart that then wrote no start seal, or written
+		// around the store: only the former is a crash, and it is rare
+		// enough (the start seal failing) to be looked at.
+		cv.v.problem(VerifyUnchainedLine, cv.tornFile, cv.tornLine, "is the store's last line, not a record the store wrote, and no restart sealed after it: a line written around the store (or a torn write whose restart could not seal)")
 	}
 	cv.rep.UnsealedTail = cv.sinceSeal
 	cv.rep.Epoch = cv.epoch
