@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -520,5 +521,74 @@ func TestReadHeadsReadsEveryFormat(t *testing.T) {
 	}
 	if _, err := audit.ReadHeads(strings.NewReader(`time=x level=INFO msg="audit seal head" audit_seal_generation=3 audit_seal_line=0 audit_seal_epoch=1 audit_seal_chain=` + h.Chain + "\n")); err == nil {
 		t.Errorf("a head of line 0 was read")
+	}
+}
+
+// TestTheReplacedKeyFilesBytesAreOverwritten: the file an evolved key
+// replaces is overwritten before it is let go, so its old key is not left
+// in the file system's free blocks: a descriptor held on it from before
+// reads zeros after.
+func TestTheReplacedKeyFilesBytesAreOverwritten(t *testing.T) {
+	f := newSealFixture(t)
+	s := f.open()
+	defer s.Close()
+	old, err := os.Open(filepath.Join(f.stateDir, audit.SealKeyFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	before, _ := io.ReadAll(old)
+	f.clock.Set(f.clock.Now().Add(audit.SealInterval))
+	if err := s.SealTick(f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	after := make([]byte, len(before))
+	if _, err := old.ReadAt(after, 0); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(before, make([]byte, len(before))) || !bytes.Equal(after, make([]byte, len(before))) {
+		t.Fatalf("the replaced key file held %x and now %x, want its bytes zeroed", before, after)
+	}
+}
+
+// TestTheOldestFileKeptIsCheckedAgainstItsRotatedRecord: after retention,
+// the chain resumes at the oldest file's opening seal; cutting that
+// file's first lines up to a later seal (so that it still opens with one)
+// is found at its first line, against the chain value the rotated record
+// of the file before it recorded.
+func TestTheOldestFileKeptIsCheckedAgainstItsRotatedRecord(t *testing.T) {
+	f := newSealFixture(t)
+	f.maxFile, f.retained = 4096, 2
+	s := f.open()
+	for i := range 12 {
+		f.append(s, fmt.Sprintf("r%d", i), 4)
+		f.clock.Set(f.clock.Now().Add(audit.SealInterval))
+		if err := s.SealTick(f.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	f.mustVerify(nil)
+	gens := generationsOf(t, f.dir)
+	path := filepath.Join(f.dir, gens[0])
+	ls := fileLines(t, path)
+	i := sealLineIndex(t, ls)
+	rewrite(t, path, ls[i:])
+	rep := f.verify(nil)
+	if rep.OK() || rep.Problems[0].Kind != audit.VerifyChainMismatch || rep.Problems[0].File != gens[0] || rep.Problems[0].Line != 1 {
+		t.Fatalf("the oldest file's first %d lines cut: %+v", i, rep.Problems)
+	}
+}
+
+// TestALineWrittenAroundTheStoreIsFound: a line that is no record, put
+// between two chained lines, is not a torn write (no restart follows it).
+func TestALineWrittenAroundTheStoreIsFound(t *testing.T) {
+	f, files, _ := tamperStore(t)
+	path := filepath.Join(f.dir, files[1])
+	ls := fileLines(t, path)
+	rewrite(t, path, append(ls[:5], append([][]byte{[]byte("{\"not\":\"a record\"\n")}, ls[5:]...)...))
+	rep := f.verify(nil)
+	if rep.OK() || rep.Problems[0].Kind != audit.VerifyUnchainedLine || rep.Problems[0].Line != 6 {
+		t.Fatalf("a garbage line at %s:6: %+v", files[1], rep.Problems)
 	}
 }
