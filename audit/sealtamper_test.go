@@ -90,14 +90,16 @@ func rechainFrom(t *testing.T, dir string, files []string, fi, li int, key [audi
 }
 
 // TestVerifyFindsEveryTamperKind: each of the ten kinds of tampering the
-// issue names, on a sealed store, is reported, the first problem naming
-// the first bad record.
+// issue names, and a seal forged with the intruder's key (systemd #28885),
+// on a sealed store, is reported, the first problem naming the first bad
+// record.
 func TestVerifyFindsEveryTamperKind(t *testing.T) {
 	type where struct {
 		kind audit.VerifyProblemKind
 		file int // index in files; -1: a generation gone (its pattern)
 		line uint64
 	}
+	f, files, heads := tamperStore(t)
 	cases := []struct {
 		name   string
 		heads  bool // verify with the heads
@@ -160,6 +162,22 @@ func TestVerifyFindsEveryTamperKind(t *testing.T) {
 			rechainFrom(t, dir, files, 1, 0, key, nil)
 			return where{audit.VerifyChainMismatch, 1, 1}
 		}},
+		{"a seal forged with the key read at the attack, the chain recomputed after it", false, func(t *testing.T, dir, state string, files []string) where {
+			// The intruder claims his own epoch for a seal put in the
+			// past, and chains what follows with the key after his: a
+			// verifier that took a seal's epoch from the seal would accept
+			// it (systemd #28885).
+			b, _ := os.ReadFile(filepath.Join(state, audit.SealKeyFileName))
+			epoch, key := audit.ReadSealKeyFile(b)
+			seal := mustMarshal(t, &audit.Record{Phase: audit.PhaseAdmin, TS: t0, CallerIdentity: audit.DaemonIdentity,
+				Admin: &audit.Admin{Action: audit.ActionSealed, Sealed: audit.Sealed{Epoch: epoch, Reason: audit.SealReasonInterval, KeyID: audit.KeyID(&f.vkey)}}})
+			path := filepath.Join(dir, files[1])
+			ls := fileLines(t, path)
+			forged, _ := audit.Rechain(key, audit.ChainOf(ls[3]), seal)
+			rewrite(t, path, append(ls[:4], append([][]byte{forged}, ls[4:]...)...))
+			rechainFrom(t, dir, files, 1, 5, audit.DeriveKeys(key, 2)[1], nil)
+			return where{audit.VerifyChainMismatch, 1, 5}
+		}},
 		{"an epoch's seal removed", false, func(t *testing.T, dir, _ string, files []string) where {
 			path := filepath.Join(dir, files[1])
 			ls := fileLines(t, path)
@@ -168,7 +186,6 @@ func TestVerifyFindsEveryTamperKind(t *testing.T) {
 			return where{audit.VerifyChainMismatch, 1, uint64(i + 1)}
 		}},
 	}
-	f, files, heads := tamperStore(t)
 	if rep := f.mustVerify(heads); rep.Seal.HeadsChecked < 4 {
 		t.Fatalf("the untouched store: %d heads checked, want one per file", rep.Seal.HeadsChecked)
 	}
