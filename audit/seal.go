@@ -178,8 +178,12 @@ func (c *chainValue) hexString() string { return hex.EncodeToString(c[:]) }
 
 // macKey is a key's HMAC state: the SHA-256 states after the inner and
 // the outer pad, so that a line's MAC does not hash them again (two of
-// the nine SHA-256 blocks of a 300-byte line: BenchmarkChainLine); clear
-// overwrites them.
+// the nine SHA-256 blocks of a 300-byte line); clear overwrites them.
+// BenchmarkChainLine, a 304-byte outcome line on a shared, loaded 2-core
+// machine (SHA-NI): 750 to 1300 ns per line with the pads hashed each
+// time, as crypto/hmac does after Reset, 456 to 640 ns with these states
+// (and 0 allocations), where the peer, sha256.Sum256 of the same 384
+// bytes the inner hash covers, takes 317 to 361 ns.
 type macKey struct {
 	inner, outer [sha256StateBytes]byte
 	n            int // the states' length
