@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -200,5 +201,61 @@ func TestAuditScanShowsTheSeals(t *testing.T) {
 	code, out, _ = auditScanOutput("--dir", dir, "--window", "87600h", "--json")
 	if !strings.Contains(out, `"sealed": 2`) || !strings.Contains(out, `"epoch": 1,`) || !strings.Contains(out, `"reason": "stop"`) {
 		t.Fatalf("--json: exit %d\n%s", code, out)
+	}
+}
+
+// TestGoldenAuditVerifySealed holds both forms of audit verify --key
+// --heads over a sealed store written with a fixed key and clock: one
+// edited line, so every member of the seal's report and a problem show.
+func TestGoldenAuditVerifySealed(t *testing.T) {
+	root := t.TempDir()
+	state, dir := filepath.Join(root, "lib"), filepath.Join(root, "audit")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d, err := os.Open(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	seed := bytes.Repeat([]byte{0x5e}, audit.SealKeyBytes)
+	key, _, err := audit.CreateSealKey(d, bytes.NewReader(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := audit.OpenSealKey(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s, err := audit.Open(audit.Options{Dir: dir, Seal: k, Now: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var heads strings.Builder
+	for _, r := range []*audit.Record{scanIntent("r-1"), scanOutcome("r-1"), scanIntent("r-2"), scanOutcome("r-2")} {
+		if err := s.Append(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		h, _ := s.SealHead()
+		fmt.Fprintf(&heads, "time=2026-01-02T03:04:05.000Z level=INFO msg=%q component=audit %s=%d %s=%d %s=%d %s=%s %s=%s\n", audit.HeadMessage,
+			audit.HeadAttrGeneration, h.Generation, audit.HeadAttrLine, h.Line, audit.HeadAttrEpoch, h.Epoch, audit.HeadAttrChain, h.Chain, audit.HeadAttrKeyID, h.KeyID)
+	}
+	s.Close()
+	active := filepath.Join(dir, audit.ActiveFileName)
+	b, _ := os.ReadFile(active)
+	writeFile(t, active, bytes.Replace(b, []byte(`"request_id":"r-2"`), []byte(`"request_id":"r-3"`), 1), 0o600)
+	headsFile := filepath.Join(root, "heads.log")
+	writeFile(t, headsFile, []byte(heads.String()), 0o600)
+	for _, form := range []struct{ name, flag string }{{"audit_verify_sealed.json", "--json"}, {"audit_verify_sealed.txt", ""}} {
+		args := []string{"--dir", dir, "--key", key, "--heads", headsFile}
+		if form.flag != "" {
+			args = append(args, form.flag)
+		}
+		code, out, errOut := auditVerifyOutput(args...)
+		if code != auditVerifyProblems {
+			t.Fatalf("%s: exit %d\n%s%s", form.name, code, out, errOut)
+		}
+		golden(t, form.name, []byte(strings.ReplaceAll(out, dir, "$DIR")))
 	}
 }
