@@ -331,7 +331,7 @@ func (hx *headIndex) finish(cv *chainVerifier) {
 		case present:
 			cv.v.problem(VerifyHeadMismatch, name, h.Line, fmt.Sprintf(
 				"is not a chained line, but the head logged%s recorded chain value %s for it: the store was rewritten after the head was logged", headWhen(h), h.Chain))
-		case hx.oldest >= 0 && g > hx.oldest || hx.oldest < 0:
+		case g > hx.oldest: // newer than the oldest kept (-1 with none kept): not retention's
 			cv.v.problem(VerifyGenerationMissing, fmt.Sprintf("%s*-%06d%s", generationPrefix, g, generationSuffix), 0, fmt.Sprintf(
 				"is gone, but the head logged%s recorded line %d of generation %d (chain value %s), newer than the oldest generation kept: a generation deleted outside retention", headWhen(h), h.Line, g, h.Chain))
 		}

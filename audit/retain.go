@@ -131,13 +131,11 @@ func (s *Store) retain() {
 			s.setHeld(uint64(excess), stamp.Add(s.minRetention))
 			return
 		}
-		done, err := s.retire(victim, next)
-		if err != nil {
+		// retire reports false when the active file was full and has
+		// rotated instead of the deletion: the loop looks again either way.
+		if _, err := s.retire(victim, next); err != nil {
 			s.retainFailed(ctx, victim, err)
 			return
-		}
-		if !done {
-			continue // the active file was full and has rotated: look again
 		}
 	}
 	s.retainFailed(ctx, "", errors.New("retention did not settle; trying again at the next rotation"))

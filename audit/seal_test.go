@@ -592,3 +592,44 @@ func TestALineWrittenAroundTheStoreIsFound(t *testing.T) {
 		t.Fatalf("a garbage line at %s:6: %+v", files[1], rep.Problems)
 	}
 }
+
+// TestAKeyFileThatCannotBeWrittenIsRetriedOnTheTickWithoutSealing: the
+// tick retries the evolved key's write on its own, not by sealing again;
+// a store that stops after several failed writes and restarts derives
+// the key file's key forward to its last seal.
+func TestAKeyFileThatCannotBeWrittenIsRetriedOnTheTickWithoutSealing(t *testing.T) {
+	f := newSealFixture(t)
+	s := f.open()
+	f.append(s, "q", 3)
+	tmp := filepath.Join(f.stateDir, audit.SealKeyFileName+".new")
+	if err := os.MkdirAll(filepath.Join(tmp, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // three epochs whose key is not written
+		f.clock.Set(f.clock.Now().Add(audit.SealInterval))
+		if err := s.SealTick(f.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := s.Stats().Seal
+	if err := s.SealTick(f.clock.Now()); err != nil { // not due: a retry only
+		t.Fatal(err)
+	}
+	after := s.Stats().Seal
+	if before.Epoch != 4 || after.Epoch != 4 || after.KeyFileFailures <= before.KeyFileFailures {
+		t.Fatalf("before the retry %+v, after %+v: want epoch 4 both times and one more failure", before, after)
+	}
+	f.append(s, "r", 2)
+	// The crash, with the key file three epochs behind.
+	crashed, crashedState := snapshot(t, f.dir), snapshot(t, f.stateDir)
+	s.Close()
+	os.RemoveAll(filepath.Join(crashedState, filepath.Base(tmp)))
+	f.dir, f.stateDir = crashed, crashedState
+	s = f.open()
+	if st := s.Stats().Seal; st.Epoch != 5 {
+		t.Fatalf("after the restart Stats().Seal = %+v, want epoch 5 (derived forward past the last seal, then the start seal)", st)
+	}
+	f.append(s, "s", 3)
+	s.Close()
+	f.mustVerify(nil)
+}

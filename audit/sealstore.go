@@ -205,14 +205,24 @@ func (s *Store) activeGeneration() int {
 
 // sealRequest is a queued request to end the epoch now (SealTick, Close).
 func (s *Store) sealNow(reason SealReason) error {
-	if s.seal == nil {
+	sl := s.seal
+	if sl == nil {
 		return nil
 	}
-	if s.seal.keyStale {
+	if sl.keyStale {
 		s.storeKeyAgain()
 	}
-	if s.seal.due == 0 {
-		s.seal.due = reason
+	switch {
+	case reason == SealReasonInterval:
+		// The tick's request: a seal only if the epoch has lasted
+		// SealInterval (by the store's clock), else it came to retry the
+		// key file alone.
+		s.sealIfOverdue()
+		if sl.due == 0 {
+			return nil
+		}
+	case sl.due == 0:
+		sl.due = reason
 	}
 	if err := s.ensureActive(); err != nil {
 		return err
@@ -232,6 +242,7 @@ func (s *Store) sealNow(reason SealReason) error {
 func (s *Store) storeKeyAgain() {
 	sl := s.seal
 	if err := sl.file.store(sl.file.epoch, &sl.file.key); err != nil {
+		s.keyFailures.Add(1)
 		s.errLog.Log(context.Background(), "seal key file", slog.LevelError,
 			"audit sealing: writing the evolved key failed again", slog.Uint64("epoch", sl.epoch), slog.Any("error", err))
 		return
@@ -240,9 +251,9 @@ func (s *Store) storeKeyAgain() {
 	s.keyStale.Store(false)
 }
 
-// SealTick ends the sealing epoch when it has lasted SealInterval (and
-// retries a key file write that failed), in order with the appends queued
-// before it. The daemon tick calls it; on a store that is not sealed it
+// SealTick ends the sealing epoch when it has lasted SealInterval, and
+// retries a key file write that failed (without sealing for it), in order
+// with the appends queued before it. The daemon tick calls it; on a store that is not sealed it
 // does nothing. After Close it returns ErrClosed. Safe for concurrent
 // use.
 func (s *Store) SealTick(now time.Time) error {
@@ -323,12 +334,12 @@ func (s *Store) openSeal(key *SealKey, gens []string) error {
 			slog.String("store_key_id", tail.sealKeyID), slog.String("key_id", key.id))
 	default:
 		sl.prev = tail.prev
-		if tail.seal && tail.sealEpoch == key.epoch && s.sealLineOurs(sl, &tail) {
-			// The last seal is durable and the key file was not replaced
-			// after it (a crash in between): derive the next key now.
-			sl.mac.nextKey(&sl.mk, &sl.next)
-			sl.epoch++
-			sl.mk.set(&sl.next)
+		if tail.seal && tail.sealEpoch >= key.epoch && s.catchUp(sl, &tail) {
+			// The last seal is durable and the key file lags it (a crash
+			// after the seal and before the key file's write, or writes of
+			// the key file that failed): the key was derived forward to
+			// the seal's epoch, the seal verifies with it, and the next
+			// key is the current one now.
 			if err := key.store(sl.epoch, &sl.next); err != nil {
 				clear(sl.next[:])
 				return err
@@ -348,14 +359,39 @@ func (s *Store) openSeal(key *SealKey, gens []string) error {
 	return nil
 }
 
-// sealLineOurs reports whether the store's last sealed record verifies
-// under the key file's key: the seal is the key's own, not one planted.
-func (s *Store) sealLineOurs(sl *sealer, tail *chainTail) bool {
-	if tail.sealLine == nil {
+// maxKeyLag bounds how many epochs Open derives the key file's key
+// forward to meet the store's last seal: one for a crash between a seal
+// and the key file's write, more when those writes failed for a while (a
+// seal every SealInterval: 2^16 epochs are more than a year of them).
+const maxKeyLag = 1 << 16
+
+// catchUp derives the key file's key (sl.mk, epoch sl.epoch) forward to
+// the epoch of the store's last seal and checks that seal with it: the
+// seal is the key's own, not one planted. If it is, sl is at the epoch
+// after it, sl.next holds that epoch's key and sl.mk its state; if not,
+// sl is left as it was.
+func (s *Store) catchUp(sl *sealer, tail *chainTail) bool {
+	if tail.sealLine == nil || tail.sealEpoch-sl.epoch > maxKeyLag {
 		return false
 	}
 	head, c, ok := splitChained(tail.sealLine)
-	return ok && sl.mac.chain(&sl.mk, &tail.sealPrev, head, unchainedTail) == c
+	if !ok {
+		return false
+	}
+	var k [SealKeyBytes]byte
+	m := sl.mk
+	defer func() { clear(k[:]); m.clear() }()
+	for e := sl.epoch; e < tail.sealEpoch; e++ {
+		sl.mac.nextKey(&m, &k)
+		m.set(&k)
+	}
+	if sl.mac.chain(&m, &tail.sealPrev, head, unchainedTail) != c {
+		return false
+	}
+	sl.mac.nextKey(&m, &sl.next)
+	sl.mk.set(&sl.next)
+	sl.epoch = tail.sealEpoch + 1
+	return true
 }
 
 // chainTail is what Open reads of the chain's end.

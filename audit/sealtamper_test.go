@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,6 +34,7 @@ func tamperStore(t *testing.T) (*sealFixture, []string, *audit.Heads) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	f.head(s) // the stop seal's, as the daemon logs it at shutdown
 	files := append(generationsOf(t, f.dir), audit.ActiveFileName)
 	if len(files) < 4 {
 		t.Fatalf("want three generations and the active file, got %v", files)
@@ -96,8 +98,9 @@ func rechainFrom(t *testing.T, dir string, files []string, fi, li int, key [audi
 func TestVerifyFindsEveryTamperKind(t *testing.T) {
 	type where struct {
 		kind audit.VerifyProblemKind
-		file int // index in files; -1: a generation gone (its pattern)
+		file int // index in files
 		line uint64
+		also audit.VerifyProblemKind // a later problem there must be too
 	}
 	f, files, heads := tamperStore(t)
 	cases := []struct {
@@ -114,53 +117,66 @@ func TestVerifyFindsEveryTamperKind(t *testing.T) {
 			}
 			ls[i] = bytes.Replace(ls[i], []byte(`"host":"h1"`), []byte(`"host":"h2"`), 1)
 			rewrite(t, path, ls)
-			return where{audit.VerifyChainMismatch, 1, uint64(i + 1)}
+			return where{audit.VerifyChainMismatch, 1, uint64(i + 1), ""}
 		}},
 		{"one line deleted", false, func(t *testing.T, dir, _ string, files []string) where {
 			path := filepath.Join(dir, files[1])
 			ls := fileLines(t, path)
 			rewrite(t, path, append(ls[:4], ls[5:]...))
-			return where{audit.VerifyChainMismatch, 1, 5}
+			return where{audit.VerifyChainMismatch, 1, 5, ""}
 		}},
 		{"one line replayed", false, func(t *testing.T, dir, _ string, files []string) where {
 			path := filepath.Join(dir, files[2])
 			ls := fileLines(t, path)
 			rewrite(t, path, append(ls[:4], append([][]byte{ls[3]}, ls[4:]...)...))
-			return where{audit.VerifyRecordReplayed, 2, 5}
+			return where{audit.VerifyRecordReplayed, 2, 5, ""}
 		}},
 		{"two lines swapped", false, func(t *testing.T, dir, _ string, files []string) where {
 			path := filepath.Join(dir, files[0])
 			ls := fileLines(t, path)
 			ls[3], ls[4] = ls[4], ls[3]
 			rewrite(t, path, ls)
-			return where{audit.VerifyChainMismatch, 0, 4}
+			return where{audit.VerifyChainMismatch, 0, 4, ""}
 		}},
 		{"a forged line inserted, the chain recomputed with the key read now", false, func(t *testing.T, dir, state string, files []string) where {
 			b, _ := os.ReadFile(filepath.Join(state, audit.SealKeyFileName))
 			_, key := audit.ReadSealKeyFile(b)
 			rechainFrom(t, dir, files, 1, 3, key, mustMarshal(t, intent("forged")))
-			return where{audit.VerifyChainMismatch, 1, 4}
+			return where{audit.VerifyChainMismatch, 1, 4, ""}
 		}},
 		{"the tail truncated", true, func(t *testing.T, dir, _ string, files []string) where {
 			last := len(files) - 1
 			path := filepath.Join(dir, files[last])
 			ls := fileLines(t, path)
 			rewrite(t, path, ls[:len(ls)-3])
-			return where{audit.VerifyTruncated, last, uint64(len(ls) - 3)}
+			return where{audit.VerifyTruncated, last, uint64(len(ls) - 3), ""}
 		}},
 		{"the newest generation deleted", true, func(t *testing.T, dir, _ string, files []string) where {
 			os.Remove(filepath.Join(dir, files[len(files)-2]))
-			return where{audit.VerifyChainMismatch, len(files) - 1, 1}
+			// The active file now takes the deleted one's number, and its
+			// own heads name a generation that is gone.
+			return where{audit.VerifyChainMismatch, len(files) - 1, 1, audit.VerifyGenerationMissing}
+		}},
+		{"the last line's end cut", true, func(t *testing.T, dir, _ string, files []string) where {
+			// What a torn write leaves, but the daemon logged the line
+			// whole: not a crash's.
+			last := len(files) - 1
+			path := filepath.Join(dir, files[last])
+			b, _ := os.ReadFile(path)
+			if err := os.WriteFile(path, b[:len(b)-1], 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return where{audit.VerifyHeadMismatch, last, uint64(len(fileLines(t, path)) + 1), ""}
 		}},
 		{"a middle generation deleted", false, func(t *testing.T, dir, _ string, files []string) where {
 			os.Remove(filepath.Join(dir, files[1]))
-			return where{audit.VerifyChainMismatch, 2, 1}
+			return where{audit.VerifyChainMismatch, 2, 1, ""}
 		}},
 		{"a whole generation rewritten consistently with a later key", true, func(t *testing.T, dir, state string, files []string) where {
 			b, _ := os.ReadFile(filepath.Join(state, audit.SealKeyFileName))
 			_, key := audit.ReadSealKeyFile(b)
 			rechainFrom(t, dir, files, 1, 0, key, nil)
-			return where{audit.VerifyChainMismatch, 1, 1}
+			return where{audit.VerifyChainMismatch, 1, 1, ""}
 		}},
 		{"a seal forged with the key read at the attack, the chain recomputed after it", false, func(t *testing.T, dir, state string, files []string) where {
 			// The intruder claims his own epoch for a seal put in the
@@ -176,14 +192,14 @@ func TestVerifyFindsEveryTamperKind(t *testing.T) {
 			forged, _ := audit.Rechain(key, audit.ChainOf(ls[3]), seal)
 			rewrite(t, path, append(ls[:4], append([][]byte{forged}, ls[4:]...)...))
 			rechainFrom(t, dir, files, 1, 5, audit.DeriveKeys(key, 2)[1], nil)
-			return where{audit.VerifyChainMismatch, 1, 5}
+			return where{audit.VerifyChainMismatch, 1, 5, ""}
 		}},
 		{"an epoch's seal removed", false, func(t *testing.T, dir, _ string, files []string) where {
 			path := filepath.Join(dir, files[1])
 			ls := fileLines(t, path)
 			i := sealLineIndex(t, ls)
 			rewrite(t, path, append(ls[:i], ls[i+1:]...))
-			return where{audit.VerifyChainMismatch, 1, uint64(i + 1)}
+			return where{audit.VerifyChainMismatch, 1, uint64(i + 1), ""}
 		}},
 	}
 	if rep := f.mustVerify(heads); rep.Seal.HeadsChecked < 4 {
@@ -207,6 +223,9 @@ func TestVerifyFindsEveryTamperKind(t *testing.T) {
 			got := rep.Problems[0]
 			if got.Kind != want.kind || got.File != files[want.file] || got.Line != want.line {
 				t.Fatalf("first problem %s at %s:%d (%s), want %s at %s:%d; all: %+v", got.Kind, got.File, got.Line, got.Detail, want.kind, files[want.file], want.line, rep.Problems)
+			}
+			if want.also != "" && !slices.ContainsFunc(rep.Problems, func(p audit.VerifyProblem) bool { return p.Kind == want.also }) {
+				t.Fatalf("no %s among %+v", want.also, rep.Problems)
 			}
 		})
 	}
