@@ -316,21 +316,26 @@ func TestMaxRecordBytesIsHonest(t *testing.T) {
 	// full_bytes is at most 20 digits; a 600-byte original has 3.
 	const unusedDigits = 20 - 3
 	cases := []struct {
-		name  string
-		rec   *audit.Record
-		slack int // bytes the worst case cannot reach in a test
-		exact bool
+		name    string
+		rec     *audit.Record
+		slack   int // bytes the worst case cannot reach in a test
+		exact   bool
+		chained bool // as a sealed store writes it
 	}{
-		{"mint outcome (the largest phase)", out, 5 * unusedDigits, true},
-		{"intent", &in, 0, false},
-		{"deregister outcome (no reload)", &dereg, 0, false},
-		{"limited (counted)", lim, 0, false},
-		{"limited shadow, the longest policy", &shadow, 0, false},
-		{"admin (two bounded fields)", adm, 0, false},
+		{"mint outcome of a sealed store (the largest line)", out, 5 * unusedDigits, true, true},
+		{"mint outcome (the largest phase)", out, 5*unusedDigits + audit.ChainSuffixBytes, true, false},
+		{"intent", &in, 0, false, false},
+		{"deregister outcome (no reload)", &dereg, 0, false, false},
+		{"limited (counted)", lim, 0, false, false},
+		{"limited shadow, the longest policy", &shadow, 0, false, false},
+		{"admin (two bounded fields)", adm, 0, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			line := mustMarshal(t, tc.rec)
+			if tc.chained {
+				line = audit.WithChain(line, strings.Repeat("f", audit.ChainHexLen))
+			}
 			if len(line) > audit.MaxRecordBytes {
 				t.Fatalf("got a %d-byte line, want at most MaxRecordBytes = %d", len(line), audit.MaxRecordBytes)
 			}
@@ -348,8 +353,11 @@ func TestMaxRecordBytesIsHonest(t *testing.T) {
 // A line of exactly MaxRecordBytes is within the bound and written as it
 // is. Only a rotated record reaches it, its counts naming any identities
 // (the other phases' worst cases stop short by the digits of full_bytes
-// no original can have): its counts are filled to the byte here.
+// no original can have): its counts are filled to the byte here. Marshal
+// writes it unchained, MaxRecordBytes less ChainSuffixBytes, so that a
+// sealed store's chain value brings it to MaxRecordBytes exactly.
 func TestALineOfExactlyMaxRecordBytesIsWritten(t *testing.T) {
+	const unchained = audit.MaxRecordBytes - audit.ChainSuffixBytes
 	r := rotatedRec()
 	r.Admin.Counts = nil
 	length := func() int {
@@ -360,20 +368,29 @@ func TestALineOfExactlyMaxRecordBytesIsWritten(t *testing.T) {
 		}
 		return len(line)
 	}
-	for i := 0; audit.MaxRecordBytes-length() > 400; i++ {
+	for i := 0; unchained-length() > 400; i++ {
 		id := "unix-peer:uid=" + strconv.Itoa(2000+i) + ":" + strings.Repeat("a", 180)
 		r.Admin.Counts = append(r.Admin.Counts, audit.InvocationCount{Identity: id, Verb: vocab.Mint, Result: audit.ResultFirstMint, Invocations: 10})
 	}
 	r.Admin.Counts = append(r.Admin.Counts, audit.InvocationCount{Identity: "p", Verb: vocab.Deregister, Result: audit.ResultIdentityRemoved, Invocations: 1})
 	pad := &r.Admin.Counts[len(r.Admin.Counts)-1]
-	grow := audit.MaxRecordBytes - length()
+	grow := unchained - length()
 	if grow < 0 || len(pad.Identity)+grow > audit.MaxFieldBytes {
 		t.Fatalf("the test's record leaves %d bytes to fill with one identity", grow)
 	}
 	pad.Identity += strings.Repeat("p", grow)
 	line, err := audit.Marshal(r)
-	if err != nil || len(line) != audit.MaxRecordBytes {
-		t.Fatalf("a record of exactly MaxRecordBytes = %d: a %d-byte line, %v; want it written", audit.MaxRecordBytes, len(line), err)
+	if err != nil || len(line) != unchained {
+		t.Fatalf("a record of exactly MaxRecordBytes = %d less a chain value (%d): a %d-byte line, %v; want it written", audit.MaxRecordBytes, unchained, len(line), err)
+	}
+	sealed := audit.WithChain(line, strings.Repeat("0f", audit.ChainHexLen/2))
+	if len(sealed) != audit.MaxRecordBytes {
+		t.Fatalf("sealed, the line is %d bytes; want exactly MaxRecordBytes = %d", len(sealed), audit.MaxRecordBytes)
+	}
+	for _, l := range [][]byte{line, sealed} {
+		if _, err := audit.Unmarshal(l); err != nil {
+			t.Fatalf("Unmarshal(a %d-byte line): %v", len(l), err)
+		}
 	}
 	back, err := audit.Unmarshal(line)
 	if err != nil {

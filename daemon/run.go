@@ -185,7 +185,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 }
 
 // tickTasks are the maintenance pass, in order: close due coalescing
-// windows, sweep limiter entries back at full burst, recheck the private
+// windows, sweep limiter entries back at full burst, end the audit store's
+// sealing epoch when due and log its chain's head, recheck the private
 // directories (before the capacity probe, so a refusal shows in the same
 // pass), probe the audit store's capacity (after the coalescer's writes),
 // then refresh the health snapshot (last, so it reflects the pass).
@@ -219,6 +220,8 @@ func (d *Daemon) tickTasks() []tickTask {
 			d.limiter.Sweep()
 			return nil
 		}},
+		// After the tick's counted records: the head logged covers them.
+		{"audit-seal", d.sealTick},
 		{"private-directories", d.guard.Tick},
 		{"audit-capacity", d.probeCapacity},
 		{"health", func(context.Context, time.Time) error { return d.health.Refresh() }},

@@ -236,6 +236,19 @@
 //	registrar_audit_append_duration_seconds
 //	    Histogram of every append's duration (write + fsync).
 //
+// Audit sealing (RegisterAuditStore; only while the store is sealed, or
+// holds a chain and was opened without its key):
+//
+//	registrar_audit_seal_epoch
+//	    Gauge: the sealing epoch. It rises at every start, rotation and
+//	    stop and at least every 15 minutes; flat for longer, no seal.
+//	registrar_audit_seal_last_seal_timestamp_seconds
+//	    Gauge: Unix time of the last sealed record. More than 30 minutes
+//	    (two epochs) ago fires RegistrarAuditSealStalled.
+//	registrar_audit_seal_key_file_failures_total
+//	    Evolved keys not written to the key file; while it rises the file
+//	    holds an earlier epoch's key (forward security is weakened).
+//
 // # Reading the histogram buckets
 //
 // Each histogram exports cumulative buckets: _bucket{le="X"} counts the
