@@ -111,7 +111,7 @@ fuzz-smoke: ## run each fuzz target for FUZZTIME (default 10s)
 	  done; \
 	done
 
-GOLDEN_PKGS := ./audit ./config ./telemetry ./wire ./cmd/registrar-otel
+GOLDEN_PKGS := ./audit ./config ./telemetry ./server ./cmd/registrar-otel
 
 .PHONY: golden
 golden: ## regenerate the golden fixtures (audit lines, config errors, wire payloads, /metrics names, --json outputs); review the diff
