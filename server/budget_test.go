@@ -13,6 +13,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -816,4 +817,61 @@ func TestEvictedConnectionsThatNeverReadHoldNoDescriptorsPastTheCap(t *testing.T
 		}
 		shutdown(t, s, served)
 	})
+}
+
+// countingEvents counts a budget's rejections by reason and its
+// connections.
+type countingEvents struct {
+	mu       sync.Mutex
+	rejected map[Reason]int
+	conns    int64
+}
+
+func (e *countingEvents) countConns(_ ListenerKind, d int64) {
+	e.mu.Lock()
+	e.conns += d
+	e.mu.Unlock()
+}
+func (e *countingEvents) countHandshaking(_ ListenerKind, _ int64) {}
+func (e *countingEvents) reject(_ ListenerKind, r Reason, _ ...slog.Attr) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.rejected == nil {
+		e.rejected = map[Reason]int{}
+	}
+	e.rejected[r]++
+}
+
+// A connection whose body timed out is counted once, body_timeout: its
+// slot is given back as it is counted, so a newcomer arriving before the
+// connection is closed takes a free slot instead of evicting it (which
+// counted it a second time, partial_evicted: 640 rejections for 639 slow
+// connections in the slow-body run), and its close counts nothing more.
+func TestABodyTimeoutFreesItsSlotAndIsCountedOnce(t *testing.T) {
+	ev := &countingEvents{}
+	cs := newConnSet(ev, ListenerUnix, budgetLimits{maxConns: 1, perIdentity: 1}, nil)
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	slow := &trackedConn{Conn: a, set: cs, ident: connIdentity{id: "unix-peer:uid=61000"}}
+	if ok, _ := cs.admit(slow); !ok || !cs.begin(slow, true) {
+		t.Fatal("the slow connection was not admitted")
+	}
+	slow.read.Store(100) // part of its body arrived
+	slow.timeout.Store(true)
+	cs.bodyTimedOut(slow)
+	if ev.conns != 0 {
+		t.Errorf("after the body timeout the listener holds %d connections, want 0", ev.conns)
+	}
+	newcomer := &trackedConn{Conn: b, set: cs, ident: connIdentity{id: "unix-peer:uid=61000"}}
+	if ok, why := cs.admit(newcomer); !ok {
+		t.Fatalf("a newcomer was refused (%v) while the timed-out connection is closing", why)
+	}
+	cs.closed(slow)
+	if cs.whole(slow) {
+		t.Error("whole let the timed-out connection's request run")
+	}
+	want := map[Reason]int{ReasonBodyTimeout: 1}
+	if !maps.Equal(ev.rejected, want) || ev.conns != 1 {
+		t.Errorf("rejections %v and %d connections held, want %v and the newcomer's 1", ev.rejected, ev.conns, want)
+	}
 }
