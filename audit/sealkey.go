@@ -124,6 +124,19 @@ func OpenSealKey(dir *os.File) (*SealKey, error) {
 	return k, nil
 }
 
+// CheckSealKey is OpenSealKey for a check that does not seal (config
+// check): it reads the key file in dir as the daemon would at start and
+// returns the key's identifier and epoch, with the key erased from memory.
+// ok is false when dir holds no key file (the store is not sealed).
+func CheckSealKey(dir *os.File) (id string, epoch uint64, ok bool, err error) {
+	k, err := OpenSealKey(dir)
+	if k == nil || err != nil {
+		return "", 0, false, err
+	}
+	defer k.clear()
+	return k.id, k.epoch, true, nil
+}
+
 // decodeSealKey decodes a key file's bytes, or says what is wrong.
 func decodeSealKey(b []byte) (*SealKey, string) {
 	if len(b) != sealKeyFileBytes {

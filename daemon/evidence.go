@@ -32,7 +32,7 @@ var stateDirRules = privdir.Options{Owner: true, Ancestors: true}
 func (d *Daemon) openStateDir(r config.Registrar) (*audit.SealKey, error) {
 	dir, _, err := privdir.Open(r.StateDir, stateDirRules)
 	if err != nil {
-		return nil, setup(fmt.Errorf("daemon: evidence checkpoint (registrar.state_dir %s): %w", r.StateDir, err), false)
+		return nil, setup(fmt.Errorf("daemon: state directory (registrar.state_dir %s): %w", r.StateDir, err), false)
 	}
 	d.stateDir = dir
 	d.closers = append(d.closers, dir.Close)

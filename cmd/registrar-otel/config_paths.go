@@ -83,6 +83,7 @@ func checkPaths(res *checkResult, cfg *config.Config, j *judgedFor) {
 	checkSocketGroup(res, j, r.SocketPath, r.SocketGroup)
 	if checkDir(res, j, "registrar.state_dir", r.StateDir, mayRead|mayWrite|maySearch, embeddedRefuse) != pathRefuse {
 		checkFile(res, j, "registrar.state_dir", filepath.Join(r.StateDir, embedded.FileName), embeddedRefuse, "the embedded registry")
+		checkSealKey(res, j, r.StateDir)
 	}
 	if checkDir(res, j, "registrar.audit_record_dir", r.AuditRecordDir, mayRead|mayWrite|maySearch, auditRefuse) != pathRefuse {
 		checkFile(res, j, "registrar.audit_record_dir", filepath.Join(r.AuditRecordDir, audit.ActiveFileName), auditRefuse, "the active audit file")
@@ -360,4 +361,38 @@ func unwrapPath(err error) error {
 		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
 	}
 	return err
+}
+
+// checkSealKey reads the audit store's sealing key file in the state
+// directory as serve does at start (audit.OpenSealKey): serve refuses to
+// start on a key file it cannot trust (damaged, not a regular file, a
+// symlink, readable by others) rather than stop sealing. No file: the store
+// is not sealed, which needs no finding.
+func checkSealKey(res *checkResult, j *judgedFor, stateDir string) {
+	path := filepath.Join(stateDir, audit.SealKeyFileName)
+	if _, err := os.Lstat(path); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			res.path("registrar.state_dir", path, pathRefuse, "%v", causeAt(err, path))
+		}
+		return
+	}
+	d, err := os.Open(stateDir)
+	if err != nil {
+		return // the directory's finding says why
+	}
+	defer d.Close()
+	id, epoch, _, err := audit.CheckSealKey(d)
+	if err != nil {
+		res.path("registrar.state_dir", path, pathRefuse, "%v: serve refuses to start with it (audit seal init makes a new key; see the audit page, Sealing)", err)
+		return
+	}
+	if _, managed := j.managed(stateDir); !managed {
+		// Read only: serve replaces the file through the directory
+		// (a new file renamed over it), which the directory's finding judges.
+		if ok, why := j.access(path, mayRead); !ok {
+			res.path("registrar.state_dir", path, pathRefuse, "serve, running as %s, could not read the sealing key: %s", j.who(), why)
+			return
+		}
+	}
+	res.path("registrar.state_dir", path, pathOK, "the audit store's sealing key %s at epoch %d: the store is sealed", id, epoch)
 }

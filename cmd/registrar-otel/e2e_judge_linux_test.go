@@ -36,10 +36,11 @@ func TestConfigCheckForServesUserAgreesWithServeAsThatUser(t *testing.T) {
 		!strings.Contains(stderr, "registrar.audit_record_dir "+filepath.Join(state, "audit")+": serve, running as nobody (uid 65534), could not read and write in it: it cannot search "+state) {
 		t.Errorf("config check --user nobody of a state directory of root's: exit %d, stderr:\n%s\nwant 2, it and the audit directory in it refused", code, stderr)
 	}
-	// serve stops at the first of them it opens: the audit directory.
+	// serve stops at the first of them it opens: the state directory (the
+	// audit store's sealing key is in it).
 	code, _, stderr = runCmd(t, asDaemonUID(exec.Command(own, "serve", "--config", cfg)))
-	if code != exitUsage || !strings.Contains(stderr, "registrar.audit_record_dir") || !strings.Contains(stderr, "permission denied") {
-		t.Errorf("serve as nobody on a state directory of root's: exit %d, stderr:\n%s\nwant 2, the audit directory named, permission denied", code, stderr)
+	if code != exitUsage || !strings.Contains(stderr, "daemon: state directory (registrar.state_dir "+state+")") || !strings.Contains(stderr, "permission denied") {
+		t.Errorf("serve as nobody on a state directory of root's: exit %d, stderr:\n%s\nwant 2, the state directory named, permission denied", code, stderr)
 	}
 }
 

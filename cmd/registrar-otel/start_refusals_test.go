@@ -60,6 +60,8 @@ var startRefusals = []startRefusal{
 
 	// The daemon's start steps.
 	{refusalStep, "daemon: telemetry", "TestConfigCheckRefusesWhatTelemetryRefusesAtStart", ""},
+	{refusalStep, "daemon: state directory", "TestConfigCheckPathsAsServeSeesThem", ""},
+	{refusalStep, "daemon: audit sealing key", "TestConfigCheckRefusesASealingKeyServeWouldRefuse", ""},
 	{refusalStep, "daemon: audit store", "TestConfigCheckPathsAsServeSeesThem", ""},
 	{refusalStep, "d.recoverEvidence", "TestConfigCheckPathsAsServeSeesThem", ""},
 	{refusalStep, "daemon: openbao backend", "TestConfigCheckVerifiesTheOpenBaoTokenFileMode", ""},
