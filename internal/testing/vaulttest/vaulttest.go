@@ -254,6 +254,29 @@ func (s *Server) unseal() {
 	if err := s.out.waitAfter(mark, "post-unseal setup complete", s.done, startTimeout); err != nil {
 		s.fatalf("waiting for the unseal to complete: %v", err)
 	}
+	s.waitActive()
+}
+
+// waitActive waits until the server answers as the active node: a raft
+// server's log says "post-unseal setup complete" at sys/init too, and a
+// log read behind under load can show that line after the unseal's mark,
+// while the unsealed node is still electing itself (every write then
+// answers 500 "local node not active"). Each retry waits for the server's
+// next log line, not for a fixed time.
+func (s *Server) waitActive() {
+	s.t.Helper()
+	c := s.client("")
+	var last string
+	for range 50 {
+		mark := s.out.count()
+		lr, err := c.Sys().Leader()
+		if err == nil && (!lr.HAEnabled || lr.IsSelf) {
+			return
+		}
+		last = fmt.Sprintf("%+v, %v", lr, err)
+		_ = s.out.waitAfter(mark, "", s.done, 5*time.Second)
+	}
+	s.fatalf("the unsealed server never became the active node: sys/leader %s", last)
 }
 
 // Seal seals the server (sys/seal with the root token): every request then
