@@ -113,7 +113,7 @@ type Backend struct {
 	client    *api.Client
 	nodes     *nodeSet
 	grace     time.Duration
-	probing   atomic.Bool // a readiness probe is in flight
+	probing   atomic.Bool     // a readiness probe is in flight
 	transport *http.Transport // nil if the client's is not an *http.Transport
 	kv        *api.KVv2
 	kvMount   string
