@@ -229,6 +229,7 @@ func (d *Daemon) tickTasks() []tickTask {
 			}
 			return nil
 		}},
+		{"openbao-reachability", d.probeBackend},
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -396,5 +397,47 @@ func TestTheBackendsClientFailsOverAndNeverFollowsARedirect(t *testing.T) {
 	}
 	if got := len(good.requests()); got != 1 {
 		t.Fatalf("the good node got %d requests, want 1 (the read only)", got)
+	}
+}
+
+func TestProbeAsksTheClusterOnlyWhenTheViewIsStale(t *testing.T) {
+	asked := make(chan string, 4)
+	node := newFakeNode(t, func(w http.ResponseWriter, r *http.Request) {
+		asked <- r.URL.Path
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"data":{"ttl":3600,"creation_ttl":3600,"renewable":true}}`)
+	})
+	b, err := New(Options{Address: node.url.String(), Token: "t", ReadinessGrace: 8 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	b.nodes.now = func() time.Time { return clock }
+	wait := func() string {
+		select {
+		case p := <-asked:
+			return p
+		case <-time.After(5 * time.Second):
+			t.Fatal("no probe request within 5 s")
+			return ""
+		}
+	}
+	b.Probe(clock) // no contact yet: asks
+	if p := wait(); p != "/v1/auth/token/lookup-self" {
+		t.Fatalf("the probe asked %s, want the token's lookup-self", p)
+	}
+	for b.probing.Load() { // the probe's goroutine notes its answer, then ends
+		runtime.Gosched()
+	}
+	b.Probe(clock.Add(1999 * time.Millisecond)) // fresher than a quarter of the grace: no request
+	b.Probe(clock.Add(2 * time.Second))         // a quarter of the grace old: asks
+	if p := wait(); p != "/v1/auth/token/lookup-self" {
+		t.Fatalf("the second probe asked %s, want lookup-self", p)
+	}
+	select {
+	case p := <-asked:
+		t.Fatalf("an extra request %s: the fresh view must not be probed", p)
+	default:
 	}
 }
