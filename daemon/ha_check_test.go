@@ -54,9 +54,9 @@ type haDaemon struct {
 // haAnswer is one answered (or failed) call of the run.
 type haAnswer struct {
 	phase, daemon, verb, id string
-	started, answered      time.Time
-	resp                   *wire.Response
-	err                    error
+	started, answered       time.Time
+	resp                    *wire.Response
+	err                     error
 }
 
 func (a haAnswer) ok() bool { return a.err == nil && a.resp != nil && a.resp.OK() }

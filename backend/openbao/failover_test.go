@@ -149,6 +149,23 @@ func TestARequestToARefusedNodeGoesToTheNextAndLaterRequestsStartThere(t *testin
 	}
 }
 
+func TestTheNodeThatAnsweredIsTriedFirstEvenAfterAnotherRequestMovedOn(t *testing.T) {
+	var n *nodeSet
+	third := newFakeNode(t, status(503, "Vault is sealed"))
+	good := newFakeNode(t, func(w http.ResponseWriter, r *http.Request) {
+		// Meanwhile a concurrent request failed here and moved on.
+		n.cur.Store(2)
+		ok(w, r)
+	})
+	n, _ = testNodeSet(refusedURL(t), good.url, third.url)
+	if _, err := send(t, n, context.Background(), http.MethodGet, kvWrite, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.cur.Load(); got != 1 {
+		t.Fatalf("the node tried first is %d, want 1 (the last one that answered)", got)
+	}
+}
+
 func TestASealedOrLeaderlessNodeHandsEveryRequestToTheNext(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -223,6 +240,9 @@ func TestAFailureThatMayHaveBeenAppliedIsSentAgainOnlyWhenIdempotent(t *testing.
 					t.Fatalf("got %v, %v; want the next node's 200", resp, err)
 				}
 				return
+			}
+			if got := n.cur.Load(); got != 1 {
+				t.Fatalf("the node tried first is %d after a failure there, want 1 (the next)", got)
 			}
 			if resp != nil && resp.StatusCode < 400 {
 				t.Fatalf("got HTTP %d, want a failure (a redirect must never pass for an answer)", resp.StatusCode)
