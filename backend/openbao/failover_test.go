@@ -451,7 +451,10 @@ func TestProbeAsksTheClusterOnlyWhenTheViewIsStale(t *testing.T) {
 		runtime.Gosched()
 	}
 	b.Probe(clock.Add(1999 * time.Millisecond)) // fresher than a quarter of the grace: no request
-	b.Probe(clock.Add(2 * time.Second))         // a quarter of the grace old: asks
+	if b.probing.Load() {
+		t.Fatal("a probe started although the view is 1.999 s old, under a quarter of the 8 s grace")
+	}
+	b.Probe(clock.Add(2 * time.Second)) // a quarter of the grace old: asks
 	if p := wait(); p != "/v1/auth/token/lookup-self" {
 		t.Fatalf("the second probe asked %s, want lookup-self", p)
 	}
