@@ -1,6 +1,8 @@
 // Package vaulttest starts and stops a real Vault server on loopback for the
-// openbao backend's integration tests: `vault server -dev` (in memory), or
-// a server with integrated storage that survives a kill and a restart. The binary
+// openbao backend's integration tests: `vault server -dev` (in memory), a
+// server with integrated storage that survives a kill and a restart, or a
+// raft cluster of several such servers formed through retry_join
+// (StartCluster), whose leader a test kills. The binary
 // is the one `make vault` builds (var/tools/vault/bin/vault) or
 // $REGISTRAR_TEST_VAULT_BIN; where it is absent the tests skip with a
 // message saying how to build it, unless $REGISTRAR_TEST_REQUIRE_VAULT is
