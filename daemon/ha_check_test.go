@@ -442,8 +442,13 @@ func (h *haRun) trial(n int, leader *vaulttest.Server) (time.Duration, string) {
 		}
 		worst = max(worst, r)
 	}
-	fmt.Printf("ha-check: trial %d: killed %s; mints again after a %s, b %s\n", n+1, leader.Addr,
-		recovered["a"].Round(10*time.Millisecond), recovered["b"].Round(10*time.Millisecond))
+	again := func(name string) string {
+		if r, ok := recovered[name]; ok {
+			return r.Round(10 * time.Millisecond).String()
+		}
+		return fmt.Sprintf("never within %s", haTrialTimeout)
+	}
+	fmt.Printf("ha-check: trial %d: killed %s; mints again after a %s, b %s\n", n+1, leader.Addr, again("a"), again("b"))
 	return worst, strings.Join(samples, ",")
 }
 
