@@ -108,8 +108,8 @@ var telemetryKeys = []key{
 
 // openbaoKeys are the [openbao] table's keys.
 var openbaoKeys = []key{
-	urlKey("openbao", "address", "URL", func(c *Config) *string { return &c.OpenBao.Address }, "", restart,
-		"the OpenBao server", checkOpenBaoAddressKey),
+	typedKey("openbao", "address", "URL or array of URLs", func(c *Config) *string { return &c.OpenBao.Address }, "", restart,
+		"the OpenBao server, or the nodes of its cluster", (*decoder).addresses, redactAddresses, checkOpenBaoAddressKey),
 	stringKey("openbao", "ca_file", "path", func(c *Config) *string { return &c.OpenBao.CAFile }, "", restart,
 		"the CA bundle the server's certificate must chain to", checkCAFile),
 	// The path is restart-only; the token it holds is re-read by every
@@ -124,6 +124,8 @@ var openbaoKeys = []key{
 		"the AppRole auth mount", checkAPIPath),
 	u32Key("openbao", "request_timeout_ms", "u32", func(c *Config) *uint32 { return &c.OpenBao.RequestTimeoutMS }, 5000, restart,
 		"the bound in milliseconds on each request", nonZero("must be greater than 0; a zero timeout fails every request")),
+	u32Key("openbao", "readiness_grace_ms", "u32", func(c *Config) *uint32 { return &c.OpenBao.ReadinessGraceMS }, 10000, restart,
+		"how long in milliseconds requests may fail to reach the cluster before /readyz answers 503", nonZero("must be greater than 0; a zero grace would take the daemon out of its balancer on every failed request")),
 	u32Key("openbao", "max_in_flight", "u32", func(c *Config) *uint32 { return &c.OpenBao.MaxInFlight }, 16, restart,
 		"the mints and deregistrations talking to the server at once", nonZero("must be greater than 0; zero slots would fail every request")),
 	u32Key("openbao", "secret_id_ttl_seconds", "u32", func(c *Config) *uint32 { return &c.OpenBao.SecretIDTTLSeconds }, 3600, restart,

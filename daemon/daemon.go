@@ -88,6 +88,10 @@ type Daemon struct {
 	ticks      *tickClock    // the last completed maintenance pass, for /healthz
 	stopping   atomic.Bool   // shutdown has begun: /readyz answers 503
 	lastStatus string        // the last STATUS= sent while serving (set by Run, then the tick goroutine's)
+	// backendUnready is the backend's last readiness failure seen by the
+	// tick ("" while ready), so a change is logged once; the tick
+	// goroutine's alone.
+	backendUnready string
 
 	reload reloadState // SIGHUP and registrar-otel reload (reload.go)
 

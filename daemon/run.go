@@ -232,6 +232,7 @@ func (d *Daemon) tickTasks() []tickTask {
 			}
 			return nil
 		}},
+		{"openbao-reachability", d.probeBackend},
 	}
 }
 

@@ -79,7 +79,9 @@
 // # Failures, retries and restarts
 //
 // Every request is bounded by openbao.request_timeout_ms and is not retried
-// by the client: the verbs' caller retries, and every step converges. A
+// by the client on the same node: the verbs' caller retries, and every
+// step converges. (With several nodes a request may go to the next one;
+// see "Several nodes".) A
 // failure before any state-changing request is an ordinary backend error;
 // a failure at or after one (a timeout, a 5xx or a dropped connection may
 // have been applied) is a *registrar.PartialError naming the steps that did
@@ -92,6 +94,24 @@
 // Errors are *RequestError (operation, kind, HTTP status). None carries
 // the token or a secret: the token travels only in a request header, and
 // the wrapped secret id only in a successful response.
+//
+// # Several nodes
+//
+// Options.Addresses lists a raft cluster's nodes (openbao.address). The
+// client's transport sends each request to the node that last answered and,
+// when that node cannot take it, to each other node once, in order: after a
+// refused connection, a 503 or a standby's 500 "local node not active but
+// active cluster node not found" (nothing was applied) any request; after a
+// failure that may have been applied (a standby's 307 because its forwarding
+// to a dying active node failed, a broken connection, a 502 or 504) only an
+// idempotent one: reads, lists, deletes, role writes, secret id destroys, the
+// token's own lookup and renewal. A binding write and a secret id's
+// generation are sent once. No redirect is followed (the client would take
+// a second 307 for success). A request that no node takes fails at once
+// with the last node's failure. The transport records since when requests
+// fail to reach an active node: Ready answers a *NotReadyError once that
+// exceeds Options.ReadinessGrace, and Probe, on the daemon's tick, looks the
+// token up when nothing reached the cluster lately.
 //
 // # Observability
 //

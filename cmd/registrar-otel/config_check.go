@@ -546,6 +546,7 @@ func printOpenBaoSummary(w io.Writer, cfg *config.Config, src string) {
 	row("roles", fmt.Sprintf("auth/%s/role/bootroot-service-<registration_id>", o.AppRoleMount))
 	row("policies", "registrar-otel-service-<service_name>, written by the operator (registrar-otel openbao check verifies the token)")
 	row("request timeout", fmt.Sprintf("%d ms", o.RequestTimeoutMS))
+	row("readiness grace", fmt.Sprintf("%d ms (/readyz answers 503 once the cluster was unreachable this long)", o.ReadinessGraceMS))
 	row("max in flight", fmt.Sprintf("%d (slot wait 100 ms)", o.MaxInFlight))
 	row("secret ids", fmt.Sprintf("ttl %d s, %d use(s)", o.SecretIDTTLSeconds, o.SecretIDNumUses))
 	tw.Flush()

@@ -142,3 +142,18 @@ func TestOpenBaoCheckRefusesAConfigurationWithoutOpenBao(t *testing.T) {
 		t.Errorf("exit %d, want 2\nstderr:\n%s", code, errOut)
 	}
 }
+
+// With several nodes in openbao.address (the first one down), openbao
+// check asks through the list and passes the documented token.
+func TestOpenBaoCheckAsksThroughTheListOfNodes(t *testing.T) {
+	srv := vaulttest.StartDev(t)
+	tok := tokenWith(t, srv.Client(), "registrar-otel", openbao.TokenPolicy("secret", "registrar-otel", "approle", time.Hour, 1))
+	down := "http://127.0.0.1:1" // nothing listens on port 1: refused at once
+	code, out, errOut := runOpenBaoCheckCmd(t, openbaoCheckConfig(t, down+", "+srv.Addr, tok))
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 through the second node\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, down+", "+srv.Addr) {
+		t.Errorf("stdout does not name both nodes:\n%s", out)
+	}
+}

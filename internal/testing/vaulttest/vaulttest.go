@@ -1,6 +1,8 @@
 // Package vaulttest starts and stops a real Vault server on loopback for the
-// openbao backend's integration tests: `vault server -dev` (in memory), or
-// a server with integrated storage that survives a kill and a restart. The binary
+// openbao backend's integration tests: `vault server -dev` (in memory), a
+// server with integrated storage that survives a kill and a restart, or a
+// raft cluster of several such servers formed through retry_join
+// (StartCluster), whose leader a test kills. The binary
 // is the one `make vault` builds (var/tools/vault/bin/vault) or
 // $REGISTRAR_TEST_VAULT_BIN; where it is absent the tests skip with a
 // message saying how to build it, unless $REGISTRAR_TEST_REQUIRE_VAULT is
@@ -413,12 +415,34 @@ func (l *lineLog) wait(substr string, exited <-chan struct{}, timeout time.Durat
 // waitAfter waits for a line after the first `from` lines that contains
 // substr ("" matches any line).
 func (l *lineLog) waitAfter(from int, substr string, exited <-chan struct{}, timeout time.Duration) error {
+	return l.waitAfterStop(from, substr, exited, timeout, nil)
+}
+
+// waitAfterAny waits for a line after the first `from` lines that contains
+// one of substrs.
+func (l *lineLog) waitAfterAny(from int, substrs []string, exited <-chan struct{}, timeout time.Duration) error {
+	return l.waitMatch(from, func(line string) bool {
+		for _, s := range substrs {
+			if strings.Contains(line, s) {
+				return true
+			}
+		}
+		return false
+	}, exited, timeout, nil)
+}
+
+// waitAfterStop is waitAfter that also gives up when stop is closed.
+func (l *lineLog) waitAfterStop(from int, substr string, exited <-chan struct{}, timeout time.Duration, stop <-chan struct{}) error {
+	return l.waitMatch(from, func(line string) bool { return strings.Contains(line, substr) }, exited, timeout, stop)
+}
+
+func (l *lineLog) waitMatch(from int, match func(string) bool, exited <-chan struct{}, timeout time.Duration, stop <-chan struct{}) error {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
 		l.mu.Lock()
 		for i := from; i < len(l.lines); i++ {
-			if strings.Contains(l.lines[i], substr) {
+			if match(l.lines[i]) {
 				l.mu.Unlock()
 				return nil
 			}
@@ -432,6 +456,8 @@ func (l *lineLog) waitAfter(from int, substr string, exited <-chan struct{}, tim
 			return errors.New("the server exited")
 		case <-timer.C:
 			return fmt.Errorf("not logged within %s", timeout)
+		case <-stop:
+			return errors.New("stopped")
 		}
 	}
 }
