@@ -114,6 +114,7 @@ type Backend struct {
 	slots     chan struct{} // a token per call in flight; cap MaxInFlight
 	slotWait  time.Duration
 	ids       idLocks // one mint or deregister of an id at a time
+	claims    claims  // the same across registrars (claim.go)
 
 	readToken func() (string, error)
 	tokenFile string
