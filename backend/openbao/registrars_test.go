@@ -82,7 +82,7 @@ func firstMints(ds [2]daemon) map[string]int {
 // root token.
 type registry struct {
 	binding  map[string]any
-	roleID   string // "" without a role
+	roleID   string   // "" without a role
 	live     []string // the role's secret id accessors
 	loggedIn int      // delivered secret ids that are live and log in
 }
