@@ -118,8 +118,11 @@
 // Backend.Registrations (registrar.Lister, which the verbs' Rebuild counts
 // the ceilings from) lists <kv_mount>/metadata/<kv_prefix>/bindings/ (the
 // token policy's one list capability) and reads each binding, a few at a
-// time within openbao.max_in_flight; "claimed" bindings are listed too,
-// "removing" ones are not (a deregister decided their removal).
+// time within openbao.max_in_flight; "claimed" and "removing" bindings
+// are listed too (a retry completes them: a "removing" one's deregister
+// answers DeregisterRemoved and releases its slot; a mint that finishes
+// the removal reserves anew, so the count errs high until the next
+// listing, never low).
 // The listing is not a snapshot: the verbs journal their own changes
 // meanwhile.
 //

@@ -22,9 +22,10 @@ const listReaders = 8
 // grants), then a read of each binding, several at a time, each holding
 // one of the MaxInFlight slots (waiting for one as long as ctx allows,
 // not SlotWait: a listing is not a caller to answer fast). A binding is
-// listed "claimed" too (a mint that failed after claiming it; its retry
-// completes it), not "removing" (a deregister decided its removal, and
-// the next call on the id finishes it). One deleted between the LIST and
+// listed whatever its state: "claimed" too (a mint that failed after
+// claiming it; its retry completes it), and "removing" (a deregister that
+// failed after claiming it: its retry answers DeregisterRemoved, which
+// releases the slot counted from this listing). One deleted between the LIST and
 // its read is not listed; one that cannot be read (a request error, a
 // corrupt binding, a deleted current version) stops the listing with its
 // error: a registry that cannot be read is not counted by guess. fn is
@@ -83,7 +84,7 @@ func (b *Backend) Registrations(ctx context.Context, fn func(registrar.Registrat
 		case r.err != nil:
 			first = fmt.Errorf("openbao: listing the registrations: %w", r.err)
 			cancel()
-		case r.bd != nil && r.bd.state != stateRemoving:
+		case r.bd != nil:
 			if err := fn(registrar.Registration{ID: r.id, Host: r.bd.host, Component: r.bd.spec.Component, Owner: r.bd.owner}); err != nil {
 				first = err
 				cancel()
