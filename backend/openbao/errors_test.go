@@ -101,3 +101,30 @@ func TestARequestErrorNeverCarriesTheToken(t *testing.T) {
 		t.Errorf("error %v, want a transport *RequestError of binding_read", err)
 	}
 }
+
+// AppRole's answers to destroying a secret id accessor that is already
+// gone (Vault v1.21.4 builtin/credential/approle/path_role.go,
+// pathRoleSecretIDAccessorDestroyUpdateDelete): the accessor entry is gone
+// (expired, used up, destroyed earlier), or it was found and its secret id
+// was destroyed meanwhile by a concurrent destroy (403). Both count as
+// destroyed; anything else is an error.
+func TestTheServersAlreadyDestroyedAnswersCountAsDestroyed(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no accessor entry", &api.ResponseError{StatusCode: 500, Errors: []string{`failed to find accessor entry for secret_id_accessor: "a"`}}, true},
+		{"destroyed concurrently", &api.ResponseError{StatusCode: 403, Errors: []string{"invalid secret id accessor"}}, true},
+		{"no secret id", &api.ResponseError{StatusCode: 400, Errors: []string{"no secret ID found"}}, true},
+		{"wrapped", fmt.Errorf("destroy: %w", &api.ResponseError{StatusCode: 403, Errors: []string{"invalid secret id accessor"}}), true},
+		{"permission denied", &api.ResponseError{StatusCode: 403, Errors: []string{"permission denied"}}, false},
+		{"role gone", &api.ResponseError{StatusCode: 500, Errors: []string{`role "x" does not exist`}}, false},
+		{"not a response", errors.New("invalid secret id accessor"), false},
+		{"nil", nil, false},
+	} {
+		if got := isUnknownAccessor(c.err); got != c.want {
+			t.Errorf("%s: isUnknownAccessor(%v) = %t, want %t", c.name, c.err, got, c.want)
+		}
+	}
+}
