@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"path"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,7 +44,14 @@ type daemon struct {
 // shares nothing in memory with e.b.
 func (e *env) secondRegistrar(t *testing.T) *openbao.Backend {
 	t.Helper()
-	b, err := openbao.New(openbao.Options{Address: e.px.URL, Token: e.token, KVPrefix: testPrefix, RequestTimeout: e.timeout,
+	return e.registrarAt(t, e.px.URL)
+}
+
+// registrarAt is secondRegistrar talking to the server through addr (a
+// proxy of its own).
+func (e *env) registrarAt(t *testing.T, addr string) *openbao.Backend {
+	t.Helper()
+	b, err := openbao.New(openbao.Options{Address: addr, Token: e.token, KVPrefix: testPrefix, RequestTimeout: e.timeout,
 		SecretIDTTL: time.Hour, SecretIDNumUses: 1, MaxInFlight: testMaxInFlight, Logger: slog.New(slog.NewTextHandler(e.logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -535,5 +544,73 @@ func TestAClaimThatIsNotAStringIsCorrupt(t *testing.T) {
 	}
 	if _, _, err := e.b.Mint(ctx, mintOp(id, "h1", "review")); !errors.Is(err, openbao.ErrCorrupt) {
 		t.Errorf("mint of a binding with a claim_owner that is no string: %v, want ErrCorrupt", err)
+	}
+}
+
+// While one registrar holds a registration's claim, another sends nothing
+// to its role: AppRole draws a new role id when a write finds no role, so a
+// second writer racing the first creation could replace the role id the
+// first answers. Registrar A's role write is held at its proxy (A holds
+// the claim of an absent registration); B's mint, on a proxy of its own,
+// waits and gives up with ErrClaimHeld having written nothing to the
+// role; released, A answers first_mint with the role's role id, and B's
+// retry is a remint with the same one.
+func TestWhileOneRegistrarHoldsTheClaimAnotherWritesNothingToTheRole(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	id := "h1-review-403"
+	op := mintOp(id, "h1", "review")
+	rolePath := "/v1/auth/approle/role/" + openbao.RoleName(id)
+	release := make(chan struct{})
+	e.px.setHook(func(_ int, r *http.Request) (action, <-chan struct{}) {
+		if r.Method == http.MethodPut && r.URL.Path == rolePath {
+			return forwardAfter, release
+		}
+		return forward, nil
+	})
+	type answer struct {
+		st  registrar.MintStatus
+		mat registrar.Material
+		err error
+	}
+	aDone := make(chan answer, 1)
+	go func() {
+		st, mat, err := e.b.Mint(ctx, op)
+		aDone <- answer{st, mat, err}
+	}()
+	select {
+	case held := <-e.px.holding:
+		if held != "PUT "+rolePath {
+			t.Fatalf("held %s, want A's role write", held)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("A's role write never reached the proxy")
+	}
+
+	pxB := newProxy(t, e.srv.Addr)
+	b := e.registrarAt(t, pxB.URL)
+	clock := newFakeClock()
+	openbao.SetClaimHooks(b, clock.now, clock.sleep, nil)
+	if _, _, err := b.Mint(ctx, op); !errors.Is(err, openbao.ErrClaimHeld) {
+		t.Errorf("B's mint while A holds the claim: %v, want ErrClaimHeld", err)
+	}
+	for _, r := range pxB.requests() {
+		if strings.HasPrefix(r, "PUT "+rolePath) || strings.HasPrefix(r, "DELETE "+rolePath) {
+			t.Errorf("B sent %s while A held the claim", r)
+		}
+	}
+
+	close(release)
+	a := <-aDone
+	e.px.setHook(nil)
+	if a.err != nil || a.st != registrar.MintCreated {
+		t.Fatalf("A's mint: %v, %v; want MintCreated", a.st, a.err)
+	}
+	if s := e.state(t, id); s.roleID != a.mat.RoleID {
+		t.Errorf("A answered role id %q, the role has %q", a.mat.RoleID, s.roleID)
+	}
+	st, mat, err := b.Mint(ctx, op)
+	if err != nil || st != registrar.MintReissued || mat.RoleID != a.mat.RoleID {
+		t.Errorf("B's retry: %v, %v, role id %q; want MintReissued with A's %q", st, err, mat.RoleID, a.mat.RoleID)
 	}
 }
