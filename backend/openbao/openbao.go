@@ -41,12 +41,6 @@ const DefaultMaxInFlight = 16
 // BackendUnavailable now than after openbao.request_timeout_ms.
 const DefaultSlotWait = 100 * time.Millisecond
 
-// maxClaimAttempts bounds the read → claim loop of one mint: a claim that
-// loses a race reads the winner, which exists unless it was deregistered
-// in between, which in turn needs another daemon deregistering and
-// re-minting the same id at once.
-const maxClaimAttempts = 3
-
 var _ registrar.Backend = (*Backend)(nil)
 
 // Options configures New. Address and Token are required; the rest have
