@@ -128,3 +128,27 @@ func TestTheServersAlreadyDestroyedAnswersCountAsDestroyed(t *testing.T) {
 		}
 	}
 }
+
+// A request error says its operation, kind and status (when the server
+// answered) and the server's own words on one line: its error list when it
+// sent one, else the client's error.
+func TestARequestErrorSaysItsStatusAndTheServersOwnWords(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  *RequestError
+		want string
+	}{
+		{"the server's list", &RequestError{Op: OpSecretIDDestroy, Kind: KindClient, Status: 403,
+			Err: &api.ResponseError{StatusCode: 403, Errors: []string{"invalid secret id accessor", "1 error occurred:\n\t* permission denied\n\n"}}},
+			"openbao: secret_id_destroy: client_error (HTTP 403): invalid secret id accessor; 1 error occurred: * permission denied"},
+		{"an answer without a list", &RequestError{Op: OpRoleWrite, Kind: KindServer, Status: 502,
+			Err: &api.ResponseError{HTTPMethod: "PUT", URL: "http://x/v1/r", StatusCode: 502}},
+			"openbao: role_write: server_error (HTTP 502): " + oneLine((&api.ResponseError{HTTPMethod: "PUT", URL: "http://x/v1/r", StatusCode: 502}).Error())},
+		{"no answer", &RequestError{Op: OpSecretIDList, Kind: KindTransport, Err: errors.New("dial tcp:\n connection refused")},
+			"openbao: secret_id_list: transport: dial tcp: connection refused"},
+	} {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
