@@ -42,12 +42,6 @@ const DefaultMaxInFlight = 16
 // BackendUnavailable now than after openbao.request_timeout_ms.
 const DefaultSlotWait = 100 * time.Millisecond
 
-// maxClaimAttempts bounds the read → claim loop of one mint: a claim that
-// loses a race reads the winner, which exists unless it was deregistered
-// in between, which in turn needs another daemon deregistering and
-// re-minting the same id at once.
-const maxClaimAttempts = 3
-
 var _ registrar.Backend = (*Backend)(nil)
 
 // Options configures New. Address and Token are required; the rest have
@@ -127,6 +121,7 @@ type Backend struct {
 	slots     chan struct{} // a token per call in flight; cap MaxInFlight
 	slotWait  time.Duration
 	ids       idLocks // one mint or deregister of an id at a time
+	claims    claims  // the same across registrars (claim.go)
 
 	readToken func() (string, error)
 	tokenFile string

@@ -65,7 +65,7 @@ func TestOpenBaoCheckPassesOnlyTheDocumentedToken(t *testing.T) {
 		t.Errorf("openbao check printed the token")
 	}
 	wantContains(t, "stdout", out,
-		"ok      auth/approle/role/registrar-otel-check/secret-id [update]",
+		"ok      auth/approle/role/registrar-otel-check/secret-id [list, update]",
 		"ok      sys/policies/acl/registrar-otel-check [deny]",
 		"ok      auth/approle/role/registrar-otel-check-/secret-id [refused]: must refuse a secret id that is not response-wrapped")
 
