@@ -508,3 +508,134 @@ func BenchmarkTallyAFullGeneration(b *testing.B) {
 		}
 	}
 }
+
+// gen3 sorts after gen1 and gen2 (rotated_test.go).
+const gen3 = "registrar-audit-20261201T100000Z-000003.jsonl"
+
+// afterGens is an instant after gen1, gen2 and gen3's stamps.
+var afterGens = time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
+
+// generationsIn are the generations in dir, oldest first.
+func generationsIn(t *testing.T, dir string) []string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "registrar-audit-*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range names {
+		names[i] = filepath.Base(n)
+	}
+	return names
+}
+
+// intentsOf are intent lines of exactly n bytes (n at least one line's):
+// the last line's caller identity takes what the others leave.
+func intentsOf(t *testing.T, n int) []byte {
+	t.Helper()
+	var b []byte
+	for i := 0; ; i++ {
+		r := intent(fmt.Sprintf("f%05d", i))
+		l := mustMarshal(t, r)
+		if rest := n - len(b); rest < 2*len(l) {
+			r.CallerIdentity += strings.Repeat("x", rest-len(l))
+			b = append(b, mustMarshal(t, r)...)
+			break
+		}
+		b = append(b, l...)
+	}
+	if len(b) != n {
+		t.Fatalf("%d bytes of intents, want %d", len(b), n)
+	}
+	return b
+}
+
+// retentionDir writes, in a fresh directory (or dir, if given), the
+// generations gen1 and gen2 (an intent each) and an active file of
+// activeBytes bytes of intents. It returns the directory and the line of
+// the rotated record retention writes for gen1 at now, unchained.
+func retentionDir(t *testing.T, dir string, activeBytes int, now time.Time) (string, []byte) {
+	t.Helper()
+	if dir == "" {
+		dir = filepath.Join(t.TempDir(), "audit")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, gen1), mustMarshal(t, intent("g1")))
+	writeFile(t, filepath.Join(dir, gen2), mustMarshal(t, intent("g2")))
+	writeFile(t, filepath.Join(dir, audit.ActiveFileName), intentsOf(t, activeBytes))
+	subj, err := audit.TallyFile(filepath.Join(dir, gen1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj.File, subj.Next, subj.Rotation = gen1, gen2, 1
+	return dir, mustMarshal(t, &audit.Record{Phase: audit.PhaseAdmin, TS: now, CallerIdentity: audit.DaemonIdentity,
+		Admin: &audit.Admin{Action: audit.ActionRotated, Rotated: subj}})
+}
+
+// TestRetentionWritesItsRecordInTheActiveFileOnlyWhereItFits: a rotated
+// record that fills the active file to the byte is written there and its
+// generation deleted; one byte more and the active file is rotated first,
+// the records written in the fresh one, and both older generations
+// deleted, with no failure.
+func TestRetentionWritesItsRecordInTheActiveFileOnlyWhereItFits(t *testing.T) {
+	const activeBytes = 2048
+	for _, tc := range []struct {
+		name string
+		over int // bytes the record and the active file take past the cap
+	}{{"to the byte", 0}, {"one byte over", 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, rec := retentionDir(t, "", activeBytes, afterGens)
+			maxFile := uint64(activeBytes + len(rec) - tc.over)
+			s, _ := openStore(t, audit.Options{Dir: dir, MaxFileBytes: maxFile, MaxRetainedFiles: 1, Now: func() time.Time { return afterGens }},
+				audit.TestHooks{MinFileBytes: 256})
+			gens := generationsIn(t, dir)
+			active := readActive(t, dir)
+			st := s.Stats()
+			if st.RetentionFailures != 0 {
+				t.Errorf("%d retention failures, want none", st.RetentionFailures)
+			}
+			if tc.over == 0 {
+				if len(gens) != 1 || gens[0] != gen2 || st.RotatedRecords != 1 || uint64(len(active)) != maxFile || !strings.HasSuffix(string(active), string(rec)) {
+					t.Errorf("generations %v, %d rotated records, a %d-byte active file of cap %d ending %q; want gen2 alone, its record closing the full active file",
+						gens, st.RotatedRecords, len(active), maxFile, active[max(0, len(active)-len(rec)):])
+				}
+				return
+			}
+			if len(gens) != 1 || gens[0] <= gen2 || st.RotatedRecords != 2 || !strings.HasPrefix(string(active), string(rec)) {
+				t.Errorf("generations %v, %d rotated records, active file %q; want the rotated active file alone, after the two records written in the fresh one",
+					gens, st.RotatedRecords, active)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, gens[len(gens)-1])); len(b) != activeBytes {
+				t.Errorf("the newest generation holds %d bytes, want the %d of the active file rotated", len(b), activeBytes)
+			}
+		})
+	}
+}
+
+// TestSealedRetentionCountsTheDueSealBeforeItsRecord: in a sealed store
+// whose start seal is due when Open's retention writes its record, the
+// record fits the active file only with the seal's room, so the active
+// file is rotated first and no file grows past the cap.
+func TestSealedRetentionCountsTheDueSealBeforeItsRecord(t *testing.T) {
+	const activeBytes = 4096
+	f := newSealFixture(t)
+	_, rec := retentionDir(t, f.dir, activeBytes, afterGens)
+	f.clock.Set(afterGens)
+	f.retained = 1
+	f.maxFile = uint64(activeBytes + len(rec) + audit.ChainSuffixBytes + 1) // the record chained fits; a seal too does not
+	s := f.open()
+	defer s.Close()
+	for _, name := range append(generationsIn(t, f.dir), audit.ActiveFileName) {
+		st, err := os.Stat(filepath.Join(f.dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uint64(st.Size()) > f.maxFile {
+			t.Errorf("%s holds %d bytes, past the cap of %d", name, st.Size(), f.maxFile)
+		}
+	}
+	if st := s.Stats(); st.RetentionFailures != 0 || st.RotatedRecords != 2 {
+		t.Errorf("stats %+v, want both older generations deleted, each after its record, with no failure", st)
+	}
+}
