@@ -528,11 +528,14 @@ func generationsIn(t *testing.T, dir string) []string {
 	return names
 }
 
-// intentsOf are intent lines of exactly n bytes (n at least one line's):
-// the last line's caller identity takes what the others leave.
+// intentsOf are intent lines of exactly n bytes (n 0 or at least one
+// line's): the last line's caller identity takes what the others leave.
 func intentsOf(t *testing.T, n int) []byte {
 	t.Helper()
 	var b []byte
+	if n == 0 {
+		return b
+	}
 	for i := 0; ; i++ {
 		r := intent(fmt.Sprintf("f%05d", i))
 		l := mustMarshal(t, r)
@@ -637,5 +640,25 @@ func TestSealedRetentionCountsTheDueSealBeforeItsRecord(t *testing.T) {
 	}
 	if st := s.Stats(); st.RetentionFailures != 0 || st.RotatedRecords != 2 {
 		t.Errorf("stats %+v, want both older generations deleted, each after its record, with no failure", st)
+	}
+}
+
+// TestRetentionThatDoesNotSettleStopsAtItsBound: a removal that reports
+// success and leaves the file (so each look finds the same excess) is
+// tried 4*MaxRetainedFiles+16 times in a round, not once more, after one
+// rotated record; the round then fails and is logged.
+func TestRetentionThatDoesNotSettleStopsAtItsBound(t *testing.T) {
+	dir, _ := retentionDir(t, "", 0, afterGens)
+	writeFile(t, filepath.Join(dir, gen3), mustMarshal(t, intent("g3")))
+	var removes int
+	var logs logBuffer
+	const retained = 2
+	s, _ := openStore(t, audit.Options{Dir: dir, MaxRetainedFiles: retained, Now: func() time.Time { return afterGens }, Logger: newLogger(&logs)},
+		audit.TestHooks{Remove: func(string) error { removes++; return nil }})
+	if want := 4*retained + 16; removes != want {
+		t.Errorf("%d removals tried, want %d", removes, want)
+	}
+	if st := s.Stats(); st.RetentionFailures != 1 || st.RotatedRecords != 1 || !strings.Contains(logs.String(), "retention did not settle") {
+		t.Errorf("stats %+v, log %s; want one rotated record and the round's failure logged", st, logs.String())
 	}
 }
