@@ -662,3 +662,64 @@ func TestRetentionThatDoesNotSettleStopsAtItsBound(t *testing.T) {
 		t.Errorf("stats %+v, log %s; want one rotated record and the round's failure logged", st, logs.String())
 	}
 }
+
+// TestMinRetentionIsReachedAtItsAge: a generation whose age (since the
+// stamp in its name) is exactly MinRetention is deleted; a nanosecond
+// younger it is held.
+func TestMinRetentionIsReachedAtItsAge(t *testing.T) {
+	stamp := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC) // gen1's
+	for _, tc := range []struct {
+		name string
+		now  time.Time
+		held uint64
+	}{
+		{"at its age", stamp.Add(time.Hour), 0},
+		{"a nanosecond younger", stamp.Add(time.Hour - time.Nanosecond), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, _ := retentionDir(t, "", 0, tc.now)
+			s, _ := openStore(t, audit.Options{Dir: dir, MaxRetainedFiles: 1, MinRetention: time.Hour, Now: func() time.Time { return tc.now }}, audit.TestHooks{})
+			st := s.Stats()
+			gens := generationsIn(t, dir)
+			if st.HeldFiles != tc.held || st.RotatedRecords != 1-tc.held || len(gens) != 1+int(tc.held) || gens[0] != []string{gen2, gen1}[tc.held] {
+				t.Errorf("stats %+v, generations %v; want %d held", st, gens, tc.held)
+			}
+		})
+	}
+}
+
+// TestRetentionWithNoMinimumDeletesAGenerationStampedAhead: with no
+// MinRetention, a generation is deleted past the budget even when the
+// clock reads before the stamp in its name (a clock stepped back).
+func TestRetentionWithNoMinimumDeletesAGenerationStampedAhead(t *testing.T) {
+	before := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC) // gen1's stamp less an hour
+	dir, _ := retentionDir(t, "", 0, before)
+	s, _ := openStore(t, audit.Options{Dir: dir, MaxRetainedFiles: 1, Now: func() time.Time { return before }}, audit.TestHooks{})
+	if st, gens := s.Stats(), generationsIn(t, dir); st.HeldFiles != 0 || st.RotatedRecords != 1 || len(gens) != 1 || gens[0] != gen2 {
+		t.Errorf("stats %+v, generations %v; want gen1 deleted, nothing held", st, gens)
+	}
+}
+
+// TestAProbeLeavesAFailedDeletionToTheNextRotation: with nothing held, a
+// probe does not run retention, so a generation whose removal failed stays
+// until the next rotation tries again.
+func TestAProbeLeavesAFailedDeletionToTheNextRotation(t *testing.T) {
+	dir, _ := retentionDir(t, "", 0, afterGens)
+	rm := newRemoved(dir)
+	rm.fail = 1
+	s, _ := openStore(t, audit.Options{Dir: dir, MaxRetainedFiles: 1, Now: func() time.Time { return afterGens }}, audit.TestHooks{Remove: rm.hook})
+	probe, err := audit.NewCapacityProbe(s, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit.SetStatfs(probe, func(string) (uint64, error) { return 1 << 40, nil })
+	if _, err := probe.Probe(); err != nil {
+		t.Fatal(err)
+	}
+	rm.mu.Lock()
+	done := rm.done
+	rm.mu.Unlock()
+	if st, gens := s.Stats(), generationsIn(t, dir); done != 0 || st.RetentionFailures != 1 || len(gens) != 2 {
+		t.Errorf("%d removals done, stats %+v, generations %v; want the failed one kept past the probes", done, st, gens)
+	}
+}
