@@ -723,3 +723,42 @@ func TestAProbeLeavesAFailedDeletionToTheNextRotation(t *testing.T) {
 		t.Errorf("%d removals done, stats %+v, generations %v; want the failed one kept past the probes", done, st, gens)
 	}
 }
+
+// TestATallyKeepsMaxRotatedKeysAndSumsTheRestInOthers: a generation of
+// more keys than MaxRotatedKeys is tallied as MaxRotatedKeys counts, not
+// one more, and others, per verb and result, hold the keys met past them
+// and what a folded rotated record's others carried, of every result.
+func TestATallyKeepsMaxRotatedKeysAndSumsTheRestInOthers(t *testing.T) {
+	var content []byte
+	for i := range audit.MaxRotatedKeys + 1 {
+		content = append(content, mustMarshal(t, mintOutcome(fmt.Sprintf("q%05d", i), fmt.Sprintf("unix-peer:uid=%d", i)))...)
+	}
+	l := limited(vocab.Admission, 7)
+	l.CallerIdentity = "unix-peer:uid=limited"
+	folded := rotatedRec()
+	folded.Admin.Counts = nil
+	folded.Admin.Others = []audit.InvocationCount{{Verb: vocab.Deregister, Result: audit.ResultRefused, Invocations: 3}}
+	content = append(content, mustMarshal(t, l)...)
+	content = append(content, mustMarshal(t, folded)...)
+	path := filepath.Join(t.TempDir(), gen1)
+	writeFile(t, path, content)
+	subj, err := audit.TallyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(subj.Counts) != audit.MaxRotatedKeys {
+		t.Errorf("%d counts, want %d", len(subj.Counts), audit.MaxRotatedKeys)
+	}
+	got := map[audit.InvocationCount]bool{}
+	for _, o := range subj.Others {
+		got[o] = true
+	}
+	want := map[audit.InvocationCount]bool{
+		{Verb: vocab.Mint, Result: audit.ResultFirstMint, Invocations: 1}:     true, // the key past the bound
+		{Verb: vocab.Mint, Result: audit.ResultLimited, Invocations: 7}:       true,
+		{Verb: vocab.Deregister, Result: audit.ResultRefused, Invocations: 3}: true, // carried on
+	}
+	if len(subj.Others) != len(want) || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("others %+v, want %v", subj.Others, want)
+	}
+}
