@@ -762,3 +762,21 @@ func TestATallyKeepsMaxRotatedKeysAndSumsTheRestInOthers(t *testing.T) {
 		t.Errorf("others %+v, want %v", subj.Others, want)
 	}
 }
+
+// TestOfRotatedRecordsNumberedAlikeTheLaterIsRecovered: a reopened store
+// takes, of two rotated records of the same number, the later one written
+// as its newest: the generation it names with the digest it recorded is
+// only removed again, with no second record.
+func TestOfRotatedRecordsNumberedAlikeTheLaterIsRecovered(t *testing.T) {
+	dir, rec := retentionDir(t, "", 0, afterGens)
+	earlier, err := audit.Unmarshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier.Admin.SHA256 = strings.Repeat("ab", 32) // what gen1 held before, say
+	writeFile(t, filepath.Join(dir, audit.ActiveFileName), append(mustMarshal(t, earlier), rec...))
+	s, _ := openStore(t, audit.Options{Dir: dir, MaxRetainedFiles: 1, Now: func() time.Time { return afterGens }}, audit.TestHooks{})
+	if st, gens := s.Stats(), generationsIn(t, dir); st.RotatedRecords != 0 || len(gens) != 1 || gens[0] != gen2 {
+		t.Errorf("stats %+v, generations %v; want gen1 removed under the later record, no record written", st, gens)
+	}
+}
