@@ -1,6 +1,7 @@
 package audit_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -194,5 +195,26 @@ func TestARotatedRecordOfVeryManyIdentitiesStaysWithinMaxRecordBytes(t *testing.
 			}
 			t.Logf("%d of %d keys named in a %d-byte line", len(got.Counts), len(seen), len(line))
 		})
+	}
+}
+
+// TestMarshalWritesRotatedOthersInOrder: others by verb, then outcome,
+// whatever order they came in; the caller's slice untouched.
+func TestMarshalWritesRotatedOthersInOrder(t *testing.T) {
+	r := rotatedRec()
+	r.Admin.Others = []audit.InvocationCount{
+		{Verb: vocab.Deregister, Result: audit.ResultFirstMint, Invocations: 1},
+		{Verb: vocab.Mint, Result: audit.ResultLimited, Invocations: 12},
+		{Verb: vocab.Mint, Result: audit.ResultRefused, Invocations: 3},
+	}
+	given := slices.Clone(r.Admin.Others)
+	line := string(mustMarshal(t, r))
+	want := `"others":[{"verb":"mint","outcome":"refused","invocations":3},{"verb":"mint","outcome":"limited","invocations":12},` +
+		`{"verb":"deregister","outcome":"first_mint","invocations":1}]`
+	if !strings.Contains(line, want) {
+		t.Errorf("line %s\nwant others %s", line, want)
+	}
+	if !slices.Equal(r.Admin.Others, given) {
+		t.Errorf("Marshal reordered the caller's others: %+v", r.Admin.Others)
 	}
 }
