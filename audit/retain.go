@@ -123,7 +123,7 @@ func (s *Store) retain() {
 		}
 		excess := len(gens) - int(s.maxRetained)
 		if excess <= 0 {
-			s.setHeld(0, time.Time{})
+			s.setHeld(0, time.Unix(0, 0)) // the epoch: UnixNano of the zero Time is undefined
 			return
 		}
 		victim, next := gens[0], gens[1]
@@ -186,16 +186,16 @@ func (s *Store) retire(name, next string) (bool, error) {
 }
 
 // setHeld publishes how many generations retention holds back and when the
-// oldest of them ages out.
+// oldest of them ages out (the Unix epoch when none is held: a reader that
+// loaded held > 0 just before a release then answers the shortest wait,
+// which is right, the hold being over).
 func (s *Store) setHeld(n uint64, until time.Time) {
 	if n > 0 && s.held.Load() == 0 {
 		s.log.LogAttrs(context.Background(), slog.LevelError,
 			"audit retention holds generations younger than audit_min_retention_seconds past the store's budget; mints are refused RegistrarBusy until the oldest ages out",
 			slog.Uint64("held_files", n), slog.Time("until", until.UTC()), slog.Duration("min_retention", s.minRetention))
 	}
-	if n > 0 {
-		s.heldUntil.Store(until.UnixNano())
-	}
+	s.heldUntil.Store(until.UnixNano())
 	s.held.Store(n)
 }
 
