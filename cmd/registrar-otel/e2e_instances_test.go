@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"regexp"
 	"sync"
@@ -133,6 +134,27 @@ func TestTwoRegistrarsShareOneBudget(t *testing.T) {
 	}
 	if bound := 4 + tokens; recordedRefusals > bound {
 		t.Errorf("recorded %d refusals over two daemons, want at most burst 4 + %d refilled = %d", recordedRefusals, tokens, bound)
+	}
+	// The same figures from one scan of both stores. Each daemon has an
+	// embedded registry of its own (the limiter is what is tested here),
+	// so each answered first_mint for the one registration: compared as
+	// stores of one shared registry, that is exactly one
+	// duplicate_first_mint, and nothing else.
+	code, out, errOut := daemons[0].run("audit", "scan", "--dir", daemons[0].auditDir, "--dir", daemons[1].auditDir, "--json")
+	var both struct {
+		Anomalies bool         `json:"anomalies"`
+		Stores    []scanReport `json:"stores"`
+		Cross     struct {
+			Findings uint64            `json:"findings"`
+			ByKind   map[string]uint64 `json:"by_kind"`
+		} `json:"cross_store"`
+	}
+	if err := json.Unmarshal([]byte(out), &both); err != nil || code != auditScanAnomalies || len(both.Stores) != 2 ||
+		both.Stores[0].Anomalies || both.Stores[1].Anomalies || both.Cross.Findings != 1 || both.Cross.ByKind["duplicate_first_mint"] != 1 {
+		t.Fatalf("audit scan of both stores: exit %d, %v, %+v\n%s%s", code, err, both, out, errOut)
+	}
+	if got := both.Stores[0].Limited["admission"].Count + both.Stores[1].Limited["admission"].Count; got != sum(busy) {
+		t.Errorf("audit scan --dir A --dir B: admission evidence %d, want %d", got, sum(busy))
 	}
 	t.Logf("elapsed %v: admitted %d (bound %d), busy %d = counted %d; refusals %d = %d recorded (bound %d) + %d counted",
 		elapsed, sum(admitted), 5+tokens, sum(busy), countedAdmission, sum(refuse), recordedRefusals, 4+tokens, countedRefusal)
