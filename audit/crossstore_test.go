@@ -38,7 +38,11 @@ func storeOf(t *testing.T, as ...answer) string {
 		if a.class == 0 {
 			continue
 		}
-		out := outcome(id, audit.Outcome{Class: a.class})
+		o := audit.Outcome{Class: a.class}
+		if a.class == vocab.ClassRefused {
+			o.Reason = vocab.ReasonStoredSpecConflict
+		}
+		out := outcome(id, o)
 		out.Verb = in.Verb
 		b.WriteString(line(t, out, t0.Add(a.at+cmpOr(a.took, 100*time.Millisecond))))
 	}
@@ -107,6 +111,8 @@ func TestScanStoresFindsWhatOnlyTheStoresTogetherShow(t *testing.T) {
 			[]answer{{0, 0, fm}, {10 * s, 0, rv}}, []answer{{11 * s, 0, rm}}, 0, nil},
 		{"past a smaller clock skew: ordered",
 			[]answer{{0, 0, fm}, {10 * s, 0, rv}}, []answer{{11 * s, 0, rm}}, 100 * time.Millisecond, []string{"remint_while_absent"}},
+		{"a refusal between two answers changes nothing",
+			[]answer{{0, 0, fm}, {20 * s, 0, rm}}, []answer{{10 * s, 0, vocab.ClassRefused}}, 0, nil},
 		{"an intent without an outcome, no answer after it",
 			[]answer{{0, 0, fm}, {10 * s, 0, 0}}, nil, 0, []string{"unsettled_intent"}},
 		{"an intent without an outcome settled by the other daemon",
