@@ -7,6 +7,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/vocab"
 )
 
 // TestLimiterConfigGivesEachRegistrarItsShare: with registrar.instances =
@@ -65,5 +66,57 @@ func TestReloadAppliesAChangeOfInstancesLive(t *testing.T) {
 	}
 	if want := (limiter.BucketConfig{Burst: 1, RefillInterval: 2 * time.Hour}); p.PredecisionRefusal != want {
 		t.Errorf("predecision_refusal after instances = 2: %+v, want %+v", p.PredecisionRefusal, want)
+	}
+}
+
+// TestRegistrarsWithTheirSharesAdmitNoMoreThanThePolicy is the limits
+// rule on the real limiter, with an injected clock (no real time passes):
+// N daemons each built from limiterConfig with registrar.instances = N,
+// one caller charging a pseudo-random daemon at pseudo-random steps over
+// ten simulated minutes. After every charge, the admitted total is at
+// most the policy's burst + elapsed / interval, elapsed counted from the
+// first charge; and a caller that waits long enough gets the policy's
+// whole rate back from all of them together.
+func TestRegistrarsWithTheirSharesAdmitNoMoreThanThePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		n, burst, intervalMS uint32
+	}{{2, 5, 1000}, {3, 10, 700}, {4, 512, 500}, {1, 7, 300}} {
+		r := config.Default().Registrar
+		r.Instances, r.RateLimitAdmissionBurst, r.RateLimitAdmissionRefillIntervalMS = tc.n, tc.burst, tc.intervalMS
+		var now limiter.Instant
+		daemons := make([]*limiter.Limiter, tc.n)
+		for i := range daemons {
+			lc, err := limiterConfig(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lc.Now = func() limiter.Instant { return now }
+			if daemons[i], err = limiter.New(lc, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		interval := time.Duration(tc.intervalMS) * time.Millisecond
+		seed := uint64(tc.n)*7919 + uint64(tc.burst)
+		next := func(m uint64) uint64 { // xorshift: the same walk every run
+			seed ^= seed << 13
+			seed ^= seed >> 7
+			seed ^= seed << 17
+			return seed % m
+		}
+		var admitted uint64
+		for step := 0; time.Duration(now) < 10*time.Minute; step++ {
+			d := daemons[next(uint64(tc.n))]
+			if d.Charge(context.Background(), "registrar-client:dns:ci.example.net", vocab.Mint, vocab.Admission).Allowed {
+				admitted++
+			}
+			if bound := uint64(tc.burst) + uint64(time.Duration(now)/interval); admitted > bound {
+				t.Fatalf("%d registrars, burst %d, %v per token: %d admitted after %v (step %d), want at most %d",
+					tc.n, tc.burst, interval, admitted, time.Duration(now), step, bound)
+			}
+			now += limiter.Instant(time.Duration(next(uint64(2*interval/time.Millisecond))) * time.Millisecond / 4)
+		}
+		if floor := uint64(time.Duration(now)/interval) / 2; admitted < floor {
+			t.Errorf("%d registrars: only %d admitted in %v of steady demand, want at least half the policy's rate (%d)", tc.n, admitted, time.Duration(now), floor)
+		}
 	}
 }
