@@ -115,6 +115,8 @@ func TestScanStoresFindsWhatOnlyTheStoresTogetherShow(t *testing.T) {
 			[]answer{{0, 0, fm}, {20 * s, 0, rm}}, []answer{{10 * s, 0, vocab.ClassRefused}}, 0, nil},
 		{"an intent without an outcome, no answer after it",
 			[]answer{{0, 0, fm}, {10 * s, 0, 0}}, nil, 0, []string{"unsettled_intent"}},
+		{"an intent inside the settle grace is still in flight, not unsettled",
+			[]answer{{0, 0, fm}, {10*time.Minute - 30*s, 0, 0}}, nil, 0, nil},
 		{"an intent without an outcome settled by the other daemon",
 			[]answer{{0, 0, 0}}, []answer{{10 * s, 0, fm}}, 0, nil},
 	} {
