@@ -207,6 +207,8 @@ type crossState struct {
 	// carry.
 	regID     map[string]string
 	unchecked uint64
+	// kept counts the answers and unpaired intents kept, in scan order.
+	kept int
 }
 
 // crossAnswer is a CrossAnswer with its registration's key, and its order
@@ -283,13 +285,17 @@ func (c *storeCollector) finish() {
 }
 
 func (x *crossState) add(to *[]crossAnswer, a crossAnswer) {
-	if len(x.answers)+len(x.unpaired) >= MaxCrossAnswers {
+	if x.kept >= maxCrossAnswers {
 		x.unchecked++
 		return
 	}
-	a.order = len(x.answers) + len(x.unpaired)
+	a.order = x.kept
+	x.kept++
 	*to = append(*to, a)
 }
+
+// maxCrossAnswers is MaxCrossAnswers; the tests lower it.
+var maxCrossAnswers = MaxCrossAnswers
 
 // registration state, as an answer finds and leaves it.
 type regState uint8

@@ -180,3 +180,46 @@ func TestScanStoresRefusesADirectoryGivenTwiceAndNone(t *testing.T) {
 		t.Error("no store: no error")
 	}
 }
+
+// TestScanStoresKeepsRegistrationsApart: answers of two registrations
+// (h1-review-007 and h1-review-008) are compared each with its own; two
+// first mints of two registrations are no finding.
+func TestScanStoresKeepsRegistrationsApart(t *testing.T) {
+	other := func(id string, class vocab.OutcomeClass, at time.Time) string {
+		in := intent(id)
+		in.Requested.Instance = 8
+		o := outcome(id, audit.Outcome{Class: class})
+		o.Requested.Instance, o.RegistrationID = 8, "h1-review-008"
+		return line(t, in, at) + line(t, o, at.Add(100*time.Millisecond))
+	}
+	a := storeOf(t, answer{0, 0, fm})
+	b := writeStore(t, other("Y1", fm, t0.Add(10*time.Second)))
+	m := scanStores(t, 0, a, b)
+	if m.Cross.Total() != 0 || m.Cross.Registrations != 2 {
+		t.Errorf("two registrations' first mints: %d findings over %d registrations, want 0 over 2: %+v", m.Cross.Total(), m.Cross.Registrations, m.Cross.Findings)
+	}
+}
+
+// TestScanStoresKeepsOneStoresOrderWithinAMillisecond: two answers of one
+// store stamped the same millisecond keep their file order (first_mint,
+// then remint), which fits.
+func TestScanStoresKeepsOneStoresOrderWithinAMillisecond(t *testing.T) {
+	a := writeStore(t, line(t, intent("S1"), t0)+line(t, outcome("S1", audit.Outcome{Class: fm}), t0)+
+		line(t, intent("S2"), t0)+line(t, outcome("S2", audit.Outcome{Class: rm}), t0))
+	m := scanStores(t, 0, a, storeOf(t))
+	if m.Cross.Total() != 0 {
+		t.Errorf("first_mint then remint in one millisecond: %+v, want no finding", m.Cross.Findings)
+	}
+}
+
+// TestScanStoresBoundsTheAnswersItCompares: past the bound, answers are
+// counted as unchecked, not compared.
+func TestScanStoresBoundsTheAnswersItCompares(t *testing.T) {
+	audit.SetMaxCrossAnswers(t, 3)
+	a := storeOf(t, answer{0, 0, fm}, answer{10 * time.Second, 0, rv})
+	b := storeOf(t, answer{20 * time.Second, 0, fm}, answer{30 * time.Second, 0, fm}, answer{40 * time.Second, 0, 0})
+	m := scanStores(t, 0, a, b)
+	if m.Cross.Answers != 3 || m.Cross.Unchecked != 2 || m.Cross.Total() != 0 {
+		t.Errorf("bound 3: %d answers compared, %d unchecked, %d findings; want 3, 2 and 0 (the duplicate first mint is past the bound)", m.Cross.Answers, m.Cross.Unchecked, m.Cross.Total())
+	}
+}
