@@ -223,3 +223,27 @@ func TestScanStoresBoundsTheAnswersItCompares(t *testing.T) {
 		t.Errorf("bound 3: %d answers compared, %d unchecked, %d findings; want 3, 2 and 0 (the duplicate first mint is past the bound)", m.Cross.Answers, m.Cross.Unchecked, m.Cross.Total())
 	}
 }
+
+// TestScanStoresListsTheFirstFindingsAndCountsThemAll: the list stops at
+// MaxReportedLines; the counts do not.
+func TestScanStoresListsTheFirstFindingsAndCountsThemAll(t *testing.T) {
+	var a, b strings.Builder
+	n := audit.MaxReportedLines + 1
+	for i := range n {
+		for _, w := range []struct {
+			sb *strings.Builder
+			at time.Duration
+		}{{&a, 0}, {&b, 10 * time.Second}} {
+			id := fmt.Sprintf("L%d-%d", i, w.at)
+			in := intent(id)
+			in.Requested.Instance = uint32(i + 1)
+			o := outcome(id, audit.Outcome{Class: fm})
+			o.Requested.Instance, o.RegistrationID = uint32(i+1), fmt.Sprintf("h1-review-%03d", i+1)
+			w.sb.WriteString(line(t, in, t0.Add(w.at)) + line(t, o, t0.Add(w.at+100*time.Millisecond)))
+		}
+	}
+	m := scanStores(t, 0, writeStore(t, a.String()), writeStore(t, b.String()))
+	if got := m.Cross.ByKind[audit.CrossDuplicateFirstMint]; got != uint64(n) || len(m.Cross.Findings) != audit.MaxReportedLines {
+		t.Errorf("%d duplicate first mints: counted %d, listed %d; want %d and %d", n, got, len(m.Cross.Findings), n, audit.MaxReportedLines)
+	}
+}
