@@ -301,8 +301,7 @@ var maxCrossAnswers = MaxCrossAnswers
 type regState uint8
 
 const (
-	stateUnknown regState = iota
-	stateAbsent
+	stateAbsent regState = iota + 1
 	statePresent
 )
 
@@ -376,7 +375,7 @@ func (x *crossState) report() CrossReport {
 			case state == before(a.Class):
 				stateEarly, state, prev = state, after(a.Class), a
 				continue
-			case !x.ordered(prev, a) && after(a.Class) == before(prev.Class) && (stateEarly == stateUnknown || stateEarly == before(a.Class)):
+			case !x.ordered(prev, a) && after(a.Class) == before(prev.Class) && stateEarly == before(a.Class):
 				// Concurrent with prev, and fits taking effect before
 				// it: prev stays the last, its state unchanged.
 				stateEarly = after(a.Class)

@@ -107,6 +107,8 @@ func TestScanStoresFindsWhatOnlyTheStoresTogetherShow(t *testing.T) {
 			[]answer{{-10 * s, 0, aa}, {0, 300 * time.Millisecond, fm}}, []answer{{100 * time.Millisecond, 100 * time.Millisecond, rv}}, 0, nil},
 		{"a deregister racing another, answered removed and already_absent, then a first mint fits",
 			[]answer{{-10 * s, 0, fm}, {0, 300 * time.Millisecond, rv}}, []answer{{100 * time.Millisecond, 100 * time.Millisecond, aa}, {20 * s, 0, fm}}, 0, nil},
+		{"an already_absent concurrent with a second first_mint fits no order either",
+			[]answer{{0, 0, fm}, {10*s + 50*time.Millisecond, 0, aa}}, []answer{{10 * s, 0, fm}}, 0, []string{"duplicate_first_mint", "absent_while_present"}},
 		{"a remint racing a deregister: the remint took effect first",
 			[]answer{{0, 0, fm}, {10 * s, 100 * time.Millisecond, rv}}, []answer{{10*s + 50*time.Millisecond, 100 * time.Millisecond, rm}}, 0, nil},
 		{"inside the clock skew: taken as concurrent",
