@@ -225,3 +225,11 @@ func ChainOf(line []byte) string {
 	}
 	return ""
 }
+
+// SetMaxCrossAnswers lowers ScanStores's bound for a test and restores it
+// at the test's end.
+func SetMaxCrossAnswers(t interface{ Cleanup(func()) }, n int) {
+	old := maxCrossAnswers
+	maxCrossAnswers = n
+	t.Cleanup(func() { maxCrossAnswers = old })
+}

@@ -54,6 +54,10 @@ var registrarKeys = []key{
 		"pre-derivation refusal bucket capacity in tokens", nonZero(ruleZeroBurst)),
 	u32Key("registrar", "rate_limit_predecision_refusal_refill_interval_ms", "u32", func(c *Config) *uint32 { return &c.Registrar.RateLimitPredecisionRefusalRefillIntervalMS }, 1000, live,
 		"milliseconds per refusal token", nonZero(ruleZeroInterval)),
+	// Live: the daemon re-expresses every bucket in the new shares, as
+	// for a change of the sizes (instances.go holds the rule).
+	u32Key("registrar", "instances", "u32", func(c *Config) *uint32 { return &c.Registrar.Instances }, 1, live,
+		"the registrars sharing each caller policy's budget: each enforces 1/instances of every burst and rate", checkInstances),
 	u32Key("registrar", "rate_limit_coalesce_window_seconds", "u32", func(c *Config) *uint32 { return &c.Registrar.RateLimitCoalesceWindowSeconds }, 60, live,
 		"length of a coalescing window in seconds", nonZero(ruleZeroWindow)),
 	u32Key("registrar", "maintenance_interval_ms", "u32", func(c *Config) *uint32 { return &c.Registrar.MaintenanceIntervalMS }, 1000, restart,
@@ -97,6 +101,8 @@ var telemetryKeys = []key{
 		"the OTLP/HTTP base URL", optional(checkEndpoint)),
 	stringKey("telemetry", "service_name", "string", func(c *Config) *string { return &c.Telemetry.ServiceName }, "registrar-otel", restart,
 		"the OpenTelemetry service.name", checkServiceName),
+	stringKey("telemetry", "service_instance_id", "string", func(c *Config) *string { return &c.Telemetry.ServiceInstanceID }, "", restart,
+		"the OpenTelemetry service.instance.id; \"\" derives it from the host name and registrar.state_dir", checkServiceInstanceID),
 	// Restart-only: the sampler is built at start.
 	u32Key("telemetry", "trace_sample_per_million", "integer", func(c *Config) *uint32 { return &c.Telemetry.TraceSamplePerMillion }, DefaultTraceSamplePerMillion, restart,
 		"root traces sampled in a million", checkTraceSample),

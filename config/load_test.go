@@ -101,9 +101,10 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 			RateLimitAdmissionRefillIntervalMS:          250,
 			RateLimitPredecisionRefusalBurst:            16,
 			RateLimitPredecisionRefusalRefillIntervalMS: 2000,
-			RateLimitCoalesceWindowSeconds:              120,
-			MaintenanceIntervalMS:                       500,
-			MaxWrapTTLSeconds:                           900,
+			Instances:                      2,
+			RateLimitCoalesceWindowSeconds: 120,
+			MaintenanceIntervalMS:          500,
+			MaxWrapTTLSeconds:              900,
 			Components: map[string]vocab.Multiplicity{
 				"review": vocab.ManyPerHost, "edge-proxy": vocab.OnePerHost, "control-plane": vocab.OnePerDeployment,
 			},
@@ -154,6 +155,7 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 			MetricsListen:         "[::1]:9464",
 			OTLPEndpoint:          "https://otel-collector.example.net:4318",
 			ServiceName:           "registrar-otel-eu1",
+			ServiceInstanceID:     "registrar-eu1-a",
 			TraceSamplePerMillion: 250_000,
 
 			OTLPTracesEndpoint:  "https://traces.example.net:4318/v1/traces",

@@ -141,6 +141,7 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 	d.tel, err = telemetry.New(context.Background(), cfg.Telemetry, telemetry.Options{
 		Logger:         logger.With("component", "telemetry"),
 		ServiceVersion: buildinfo.GetVersion(),
+		StateDir:       cfg.Registrar.StateDir,
 	})
 	if err != nil {
 		return nil, setup(fmt.Errorf("daemon: telemetry: %w", err), true)

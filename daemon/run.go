@@ -67,7 +67,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		slog.String("log_level", config.LogLevelName(d.logLevel.v.Level())),
 		slog.Int("components", len(r.Components)),
 		slog.Uint64("admission_burst", uint64(r.RateLimitAdmissionBurst)),
-		slog.Uint64("predecision_refusal_burst", uint64(r.RateLimitPredecisionRefusalBurst)))
+		slog.Uint64("predecision_refusal_burst", uint64(r.RateLimitPredecisionRefusalBurst)),
+		slog.Uint64("instances", uint64(max(r.Instances, 1))))
 
 	serveErr := make(chan error, len(d.listeners)+1)
 	for _, l := range d.listeners {

@@ -95,6 +95,11 @@ type Options struct {
 	// OTEL_TRACES_SAMPLER variables say: the load driver's traces are the
 	// point of its run.
 	SampleAll bool
+	// StateDir is the daemon's registrar.state_dir, from which the default
+	// service.instance.id is derived (InstanceID); "" leaves the
+	// attribute out unless telemetry.service_instance_id or
+	// OTEL_RESOURCE_ATTRIBUTES sets it (a client-side tool).
+	StateDir string
 	// Getenv reads the standard OTEL_* variables; nil means os.Getenv.
 	Getenv func(string) string
 	// TracesOnly builds no OTLP metric exporter whatever the configuration
@@ -178,7 +183,8 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 	if !o.KeepGlobalDiagnostics {
 		InstallDiagnostics(logger)
 	}
-	res, err := newResource(ctx, cfg.ServiceName, o.ServiceVersion, logger)
+	instanceID, _ := InstanceID(cfg.ServiceInstanceID, o.StateDir, getenv)
+	res, err := newResource(ctx, cfg.ServiceName, o.ServiceVersion, instanceID, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -358,9 +364,11 @@ func signalURL(base *url.URL, signal string) string {
 }
 
 // newResource describes the daemon: OTEL_RESOURCE_ATTRIBUTES first, then
-// the SDK's own attributes, then service.name (and service.version), which
-// therefore always come from the configuration.
-func newResource(ctx context.Context, serviceName, serviceVersion string, logger *slog.Logger) (*resource.Resource, error) {
+// the SDK's own attributes, then service.name (and service.version, and
+// service.instance.id when instanceID is not ""), which therefore always
+// come from the configuration (instanceID is InstanceID's, which has
+// already given OTEL_RESOURCE_ATTRIBUTES its place).
+func newResource(ctx context.Context, serviceName, serviceVersion, instanceID string, logger *slog.Logger) (*resource.Resource, error) {
 	attrs := []resource.Option{
 		resource.WithFromEnv(),
 		resource.WithTelemetrySDK(),
@@ -369,6 +377,9 @@ func newResource(ctx context.Context, serviceName, serviceVersion string, logger
 	service := []attribute.KeyValue{semconv.ServiceName(serviceName)}
 	if serviceVersion != "" {
 		service = append(service, semconv.ServiceVersion(serviceVersion))
+	}
+	if instanceID != "" {
+		service = append(service, semconv.ServiceInstanceID(instanceID))
 	}
 	res, err := resource.New(ctx, append(attrs, resource.WithAttributes(service...))...)
 	if err != nil {

@@ -196,6 +196,13 @@ type scanSkippedJSON struct {
 }
 
 func writeScanJSON(w io.Writer, v scanView) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(scanJSONOf(v))
+}
+
+// scanJSONOf is v's --json shape.
+func scanJSONOf(v scanView) scanJSON {
 	rep := v.rep
 	out := scanJSON{
 		Dir:                  rep.Dir,
@@ -303,9 +310,7 @@ func writeScanJSON(w io.Writer, v scanView) error {
 		})
 	}
 	out.FailOnLimited = v.failOn
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return out
 }
 
 // subjectJSON is a's subject as --json shows it.

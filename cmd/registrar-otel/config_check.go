@@ -107,7 +107,14 @@ type checkResult struct {
 	// OpenBaoToken says where the openbao backend's token comes from
 	// (never the token); absent for the embedded backend.
 	OpenBaoToken string `json:"openbao_token_source,omitempty"`
-	cfg          *config.Config
+	// ServiceInstance is the service.instance.id serve would export and
+	// where it comes from; absent when the configuration does not load.
+	ServiceInstance *serviceInstanceJSON `json:"service_instance,omitempty"`
+	// Shares is each registrar's part of every policy's budget under
+	// registrar.instances; absent when the configuration does not load.
+	Shares  *sharesJSON `json:"instance_shares,omitempty"`
+	cfg     *config.Config
+	environ []string
 }
 
 func (r *checkResult) errorf(key, format string, args ...any) {
@@ -268,6 +275,9 @@ func runCheck(res *checkResult, environ []string, j *judgedFor) {
 	eff := effective(&cfg)
 	res.Config = &eff
 	res.cfg = &cfg
+	res.environ = environ
+	res.ServiceInstance = serviceInstanceOf(&cfg, environ)
+	res.Shares = sharesOf(cfg.Registrar)
 	res.OK = len(res.Errors) == 0
 }
 
@@ -343,6 +353,7 @@ type effectiveJSON struct {
 		RateLimitAdmissionRefillIntervalMS          uint32            `json:"rate_limit_admission_refill_interval_ms"`
 		RateLimitPredecisionRefusalBurst            uint32            `json:"rate_limit_predecision_refusal_burst"`
 		RateLimitPredecisionRefusalRefillIntervalMS uint32            `json:"rate_limit_predecision_refusal_refill_interval_ms"`
+		Instances                                   uint32            `json:"instances"`
 		RateLimitCoalesceWindowSeconds              uint32            `json:"rate_limit_coalesce_window_seconds"`
 		MaintenanceIntervalMS                       uint32            `json:"maintenance_interval_ms"`
 		MaxWrapTTLSeconds                           uint32            `json:"max_wrap_ttl_seconds"`
@@ -366,6 +377,7 @@ type effectiveJSON struct {
 		MetricsListen         string `json:"metrics_listen"`
 		OTLPEndpoint          string `json:"otlp_endpoint"`
 		ServiceName           string `json:"service_name"`
+		ServiceInstanceID     string `json:"service_instance_id"`
 		TraceSamplePerMillion uint32 `json:"trace_sample_per_million"`
 		OTLPTracesEndpoint    string `json:"otlp_traces_endpoint"`
 		OTLPMetricsEndpoint   string `json:"otlp_metrics_endpoint"`
@@ -436,6 +448,9 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	row("audit_record_dir", fmt.Sprintf("%s (rotate at %d bytes, keep %d files)", r.AuditRecordDir, r.AuditMaxFileBytes, r.AuditMaxRetainedFiles))
 	row("admission bucket", fmt.Sprintf("burst %d, one token every %d ms", r.RateLimitAdmissionBurst, r.RateLimitAdmissionRefillIntervalMS))
 	row("predecision_refusal bucket", fmt.Sprintf("burst %d, one token every %d ms", r.RateLimitPredecisionRefusalBurst, r.RateLimitPredecisionRefusalRefillIntervalMS))
+	if res.Shares != nil {
+		instancesRows(row, res.Shares)
+	}
 	row("coalesce window", fmt.Sprintf("%d s", r.RateLimitCoalesceWindowSeconds))
 	row("maintenance interval", fmt.Sprintf("%d ms", r.MaintenanceIntervalMS))
 	row("max wrap_ttl", fmt.Sprintf("%d s", r.MaxWrapTTLSeconds))
@@ -480,6 +495,9 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	rowOr(row, "metrics_listen", t.MetricsListen, "", "(disabled)")
 	rowOr(row, "otlp_endpoint", config.RedactURL(t.OTLPEndpoint), "", "(none)")
 	row("service_name", t.ServiceName)
+	if res.ServiceInstance != nil {
+		row("service_instance_id", res.ServiceInstance.ID+" ("+res.ServiceInstance.From+")")
+	}
 	row("trace_sample_per_million", strconv.FormatUint(uint64(t.TraceSamplePerMillion), 10))
 	tw.Flush() // the per-signal rows align among themselves
 	row("otlp_traces_endpoint", signalEndpoint(t.OTLPTracesEndpoint, t.OTLPEndpoint, "/v1/traces", "spans"))

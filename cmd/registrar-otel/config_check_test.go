@@ -59,6 +59,7 @@ registrar:
   audit_record_dir            var/audit (rotate at 8388608 bytes, keep 16 files)
   admission bucket            burst 512, one token every 500 ms
   predecision_refusal bucket  burst 32, one token every 1000 ms
+  instances                   1 (a single registrar: it enforces every policy's whole budget)
   coalesce window             60 s
   maintenance interval        1000 ms
   max wrap_ttl                1800 s
@@ -76,6 +77,7 @@ telemetry:
   metrics_listen            127.0.0.1:9464
   otlp_endpoint             (none)
   service_name              registrar-otel
+  service_instance_id       HOST:WD/var/lib (derived from the host name and registrar.state_dir)
   trace_sample_per_million  10000
   otlp_traces_endpoint   (none: OTEL_EXPORTER_OTLP_* variables, if set)
   otlp_metrics_endpoint  (none: OTEL_EXPORTER_OTLP_* variables, if set)
@@ -89,7 +91,8 @@ paths (what serve does):
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = strings.ReplaceAll(want, "WD", wd)
+	host, _ := os.Hostname()
+	want = strings.ReplaceAll(strings.ReplaceAll(want, "WD", wd), "HOST:", host+":")
 	if stdout != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", stdout, want)
 	}

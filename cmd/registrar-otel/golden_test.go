@@ -74,6 +74,9 @@ trace_sample_per_million = 250000
 		if code != tc.code || errOut != "" {
 			t.Fatalf("%s: exit %d (want %d), stderr %q", tc.file, code, tc.code, errOut)
 		}
+		// The derived service.instance.id names this machine.
+		host, _ := os.Hostname()
+		out = strings.ReplaceAll(out, host+":"+dir, "$HOST:"+dir)
 		golden(t, tc.file, []byte(asRootJudged(t, strings.ReplaceAll(out, dir, "$DIR"))))
 	}
 }
