@@ -107,6 +107,7 @@ func TestMalformedLinesAreNamedWithTheirNumber(t *testing.T) {
 		{"leading space in name", " alice:100000:10\n", "line 1: has a space or control character"},
 		{"numeric name with a leading zero", "01000:100000:10\n", `line 1: has the name "01000", want an account name or a decimal uid`},
 		{"signed name", "+1000:100000:10\n", `line 1: has the name "+1000"`},
+		{"name of a leading 9 not a number", "9lives:100000:10\n", `line 1: has the name "9lives", want an account name or a decimal uid`},
 		{"hex start", "alice:0x186a0:10\n", `line 1: has the start "0x186a0", want a decimal uid`},
 		{"octal start", "alice:0100000:10\n", `line 1: has the start "0100000"`},
 		{"signed start", "alice:+100000:10\n", `line 1: has the start "+100000"`},
