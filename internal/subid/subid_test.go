@@ -210,6 +210,21 @@ func TestTheSecondOfThreeOverlapsIsFound(t *testing.T) {
 	}
 }
 
+func TestOfTwoRangesEndingTogetherTheNearerIsNamed(t *testing.T) {
+	// alice's and bob's ranges end at the same uid, 109; carol's is inside
+	// both and is named against bob's, the one starting nearer to it.
+	_, err := subid.Parse(strings.NewReader("alice:100:10\nbob:105:5\ncarol:107:1\n"), resolve)
+	msg := fmt.Sprint(err)
+	for _, want := range []string{
+		"line 2: the range 105-109 of bob overlaps the range 100-109 of alice on line 1",
+		"line 3: the range 107-107 of carol overlaps the range 105-109 of bob on line 2",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+}
+
 func TestUnknownNamesAreKeptApartAndOwnNothing(t *testing.T) {
 	m := parse(t, "alice:100000:10\nghost:200000:10\n")
 	if _, ok := m.Owner(200000); ok {
