@@ -257,6 +257,9 @@ func TestDetailWordsEachProblemAsTheCallersShowIt(t *testing.T) {
 		{UnsafeError{Problem: Changed}, "changed while being opened"},
 		{UnsafeError{Problem: Writable, Mode: 0o775}, "has mode 0775 (group- or world-writable; want 0700)"},
 		{UnsafeError{Problem: Foreign, Owner: 1001, User: 1000}, "is owned by uid 1001, not by this user (1000) or root"},
+		{UnsafeError{Problem: Ancestor, Above: "/srv", Owner: 1001, User: 1000, Mode: 0o755}, "lies under /srv, which is owned by uid 1001, not by this user (1000) or root"},
+		{UnsafeError{Problem: Ancestor, Above: "/srv", Owner: 1000, User: 1000, Mode: 0o777}, "lies under /srv, which has mode 0777 (group- or world-writable and not sticky)"},
+		{UnsafeError{Problem: Ancestor, Above: "/srv", Owner: 0, User: 1000, Mode: 0o777}, "lies under /srv, which has mode 0777 (group- or world-writable and not sticky)"},
 		{UnsafeError{Problem: 99}, "breaks rule 99"},
 	} {
 		if got := c.e.Detail(); got != c.want {
