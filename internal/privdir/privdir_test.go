@@ -415,6 +415,36 @@ func TestAnUnsafeAncestorIsRefusedUnderTheAncestorRule(t *testing.T) {
 	}
 }
 
+// Every directory up to the root is judged, not the parent alone, and so is
+// every directory of the path the parent resolves to, even when the path as
+// given passes.
+func TestAnUnsafeAncestorIsFoundAboveTheParentAndWhereTheParentResolves(t *testing.T) {
+	for _, op := range openers {
+		t.Run(op.name, func(t *testing.T) {
+			base := t.TempDir()
+			open := filepath.Join(base, "open")
+			mkdir(t, open, 0o777)
+			mid := filepath.Join(open, "mid")
+			must(t, os.Mkdir(mid, 0o700))
+			dir := filepath.Join(mid, "d")
+			must(t, os.Mkdir(dir, 0o700))
+			_, err := op.open(dir, Options{Ancestors: true})
+			if ue := wantUnsafe(t, err, dir, Ancestor); ue.Above != open || ue.Mode != 0o777 {
+				t.Errorf("two levels up: Above %s mode %#o, want %s 0777", ue.Above, ue.Mode, open)
+			}
+
+			// base/link names mid: stat'ed through it, base/link and base
+			// are safe, but mid lies under the 0777 open.
+			link := filepath.Join(base, "link")
+			must(t, os.Symlink(mid, link))
+			_, err = op.open(filepath.Join(link, "d"), Options{Ancestors: true})
+			if ue := wantUnsafe(t, err, filepath.Join(link, "d"), Ancestor); ue.Above != open || ue.Mode != 0o777 {
+				t.Errorf("through a symlink to a safe parent: Above %s mode %#o, want %s 0777", ue.Above, ue.Mode, open)
+			}
+		})
+	}
+}
+
 func TestAnAncestorOfAnotherUserIsRefused(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("chown to another uid needs root")
