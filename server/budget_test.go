@@ -501,6 +501,54 @@ func TestEvictionWhileTheBodyArrivesStopsTheRequest(t *testing.T) {
 	}
 }
 
+// Within the identity holding the most, the victim is the oldest of the
+// best rank: an older connection of a worse rank (one that has served
+// nothing) gives way only after every better one. victimLocked walks a map,
+// whose order changes from walk to walk: it is asked many times.
+func TestTheVictimIsTheOldestOfTheBestRank(t *testing.T) {
+	cs := &connSet{conns: map[*trackedConn]struct{}{}, byIdentity: map[string]int{"x": 4}}
+	x := connIdentity{id: "x"}
+	newest := &trackedConn{set: cs, ident: x, served: true, since: 5}
+	oldest := &trackedConn{set: cs, ident: x, served: true, since: 3}
+	fresh := &trackedConn{set: cs, ident: x, since: 1}      // has served nothing: rank 2
+	inFlight := &trackedConn{set: cs, ident: x, busy: true} // never a victim
+	for _, c := range []*trackedConn{newest, oldest, fresh, inFlight} {
+		cs.conns[c] = struct{}{}
+	}
+	for range 64 {
+		if v := cs.victimLocked(nil); v != oldest {
+			t.Fatalf("victim since %d served %v, want the oldest served one (since %d)", v.since, v.served, oldest.since)
+		}
+	}
+}
+
+// An identity whose last connection is gone leaves no entry behind: the
+// count of every identity that ever connected would otherwise grow without
+// bound.
+func TestAnIdentityWithoutConnectionsHoldsNoEntry(t *testing.T) {
+	cs := &connSet{conns: map[*trackedConn]struct{}{}, byIdentity: map[string]int{}}
+	a := &trackedConn{set: cs, ident: connIdentity{id: "x"}, admitted: true}
+	b := &trackedConn{set: cs, ident: connIdentity{id: "x"}, admitted: true}
+	cs.conns[a], cs.conns[b] = struct{}{}, struct{}{}
+	cs.byIdentity["x"] = 2
+	cs.events = nopBudgetEvents{}
+	cs.releaseLocked(a)
+	if n, ok := cs.byIdentity["x"]; n != 1 || !ok {
+		t.Fatalf("after one of two released: x holds %d (entry %v), want 1", n, ok)
+	}
+	cs.releaseLocked(b)
+	cs.releaseLocked(b) // idempotent
+	if len(cs.byIdentity) != 0 || len(cs.conns) != 0 {
+		t.Errorf("after both released: identities %v, %d connections, want none", cs.byIdentity, len(cs.conns))
+	}
+}
+
+type nopBudgetEvents struct{}
+
+func (nopBudgetEvents) countConns(ListenerKind, int64)            {}
+func (nopBudgetEvents) countHandshaking(ListenerKind, int64)      {}
+func (nopBudgetEvents) reject(ListenerKind, Reason, ...slog.Attr) {}
+
 // ---------------------------------------------------------------------------
 // TLS, over pipes: the server's own handshakes.
 
