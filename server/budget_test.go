@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -540,6 +541,24 @@ func TestAnIdentityWithoutConnectionsHoldsNoEntry(t *testing.T) {
 	cs.releaseLocked(b) // idempotent
 	if len(cs.byIdentity) != 0 || len(cs.conns) != 0 {
 		t.Errorf("after both released: identities %v, %d connections, want none", cs.byIdentity, len(cs.conns))
+	}
+}
+
+// A connection turned away is logged with its remote address and its
+// identity, each only when it has one.
+func TestARejectedConnectionIsLoggedWithWhatItHas(t *testing.T) {
+	for _, c := range []struct {
+		conn *trackedConn
+		want string
+	}{
+		{&trackedConn{remote: "192.0.2.1:4433", ident: connIdentity{id: "unix-peer:uid=1000"}}, "[remote=192.0.2.1:4433 identity=unix-peer:uid=1000]"},
+		{&trackedConn{remote: "192.0.2.1:4433"}, "[remote=192.0.2.1:4433]"},
+		{&trackedConn{ident: connIdentity{id: "unix-peer:uid=1000"}}, "[identity=unix-peer:uid=1000]"},
+		{&trackedConn{}, "[]"},
+	} {
+		if got := fmt.Sprint(c.conn.attrs()); got != c.want {
+			t.Errorf("attrs() = %s, want %s", got, c.want)
+		}
 	}
 }
 
