@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -225,4 +227,39 @@ func index(list []string, s string) int {
 		}
 	}
 	return -1
+}
+
+// The tick is late past three intervals, and never before 5 s.
+func TestTickLateBoundIsThreeIntervalsAndAtLeastFiveSeconds(t *testing.T) {
+	for interval, want := range map[time.Duration]time.Duration{
+		time.Second:      5 * time.Second,
+		2 * time.Second:  6 * time.Second,
+		10 * time.Second: 30 * time.Second,
+	} {
+		if got := TickLateBound(interval); got != want {
+			t.Errorf("TickLateBound(%v) = %v, want %v", interval, got, want)
+		}
+	}
+}
+
+// A failed sd_notify is logged once, at WARN, with its state; one that
+// succeeds says nothing.
+func TestAFailedNotifyIsLoggedAndOnlyThat(t *testing.T) {
+	var logs strings.Builder
+	fail := errors.New("connection refused")
+	var err error
+	d := &Daemon{
+		logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		seams:  seams{notify: func(string) error { return err }},
+	}
+	d.notify("READY=1")
+	if logs.Len() != 0 {
+		t.Errorf("a notify that succeeded logged %q", logs.String())
+	}
+	err = fail
+	d.notify("STOPPING=1")
+	if got := logs.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "level=WARN") ||
+		!strings.Contains(got, `msg="sd_notify failed" state="STOPPING=1" error="connection refused"`) {
+		t.Errorf("a failed notify logged %q, want one WARN line with its state and error", got)
+	}
 }
