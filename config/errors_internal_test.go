@@ -1,0 +1,82 @@
+package config
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// A name of the portable characters is spelled as is; one with any other
+// character, just outside each range, is quoted.
+func TestEnvNameQuotesAllButThePortableCharacters(t *testing.T) {
+	if got := envName("AZaz09_"); got != "AZaz09_" {
+		t.Errorf("envName(AZaz09_) = %s, want it as is", got)
+	}
+	for _, name := range []string{"A@", "A[", "A`", "A{", "A/", "A:"} {
+		if got := envName(name); got != strconv.Quote(name) {
+			t.Errorf("envName(%s) = %s, want it quoted", name, got)
+		}
+	}
+}
+
+// A key of the bare characters is bare; one with a character just outside
+// their ranges is not.
+func TestBareKeysAreThoseOfTheBareCharacters(t *testing.T) {
+	if !isBareKey("azAZ09_-") {
+		t.Error("azAZ09_- is not bare")
+	}
+	for _, k := range []string{"a`", "a{", "a@", "a[", "a/", "a:"} {
+		if isBareKey(k) {
+			t.Errorf("%s is bare", k)
+		}
+	}
+}
+
+// A value of maxQuoted bytes is quoted whole; a longer one is cut at a
+// rune's start at or before maxQuoted, and one with no rune start there is
+// cut to nothing, never before its start.
+func TestQuoteCutsOnlyPastTheBoundAndAtARuneStart(t *testing.T) {
+	whole := strings.Repeat("a", maxQuoted)
+	if got := quote(whole); got != strconv.Quote(whole) {
+		t.Errorf("quote of %d bytes = %s, want it whole", maxQuoted, got)
+	}
+	straddling := strings.Repeat("a", maxQuoted-1) + "é" + "b" // é at maxQuoted-1 and maxQuoted
+	if got, want := quote(straddling), strconv.Quote(strings.Repeat("a", maxQuoted-1))+"… (202 bytes)"; got != want {
+		t.Errorf("quote of a rune straddling the bound = %s, want %s", got, want)
+	}
+	noStart := strings.Repeat("\x80", maxQuoted+1)
+	if got, want := quote(noStart), `""… (201 bytes)`; got != want {
+		t.Errorf("quote of continuation bytes only = %s, want %s", got, want)
+	}
+}
+
+// A syntax error without a line names the file alone.
+func TestASyntaxErrorWithoutALineNamesTheFileAlone(t *testing.T) {
+	if got, want := (&SyntaxError{File: "r.toml", Msg: "bad"}).Error(), "r.toml: invalid TOML: bad"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+// An unsafe file's rule, when it is not the mode, is said alone.
+func TestAnUnsafeFilesRuleIsSaidAloneWhenNotTheMode(t *testing.T) {
+	e := &UnsafeFileError{Path: "/etc/r.toml", Why: "is a symlink; want a regular file", Mode: 0o666}
+	if got, want := e.Error(), "/etc/r.toml: unsafe configuration file: it is a symlink; want a regular file"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+// A writable file is named by its mode, through the symlink to it when it
+// was reached by one.
+func TestAWritableFileIsNamedThroughItsSymlink(t *testing.T) {
+	for _, c := range []struct {
+		e    UnsafeFileError
+		want string
+	}{
+		{UnsafeFileError{Path: "/etc/r.toml", Mode: 0o666}, "/etc/r.toml: unsafe configuration file: it is group- or world-writable (mode 0666)"},
+		{UnsafeFileError{Path: "/etc/r.toml", Target: "/srv/r.toml", Mode: 0o666}, "/etc/r.toml: unsafe configuration file: it is a symlink to /srv/r.toml, which is group- or world-writable (mode 0666)"},
+	} {
+		if got := c.e.Error(); !strings.HasPrefix(got, c.want) {
+			t.Errorf("Error() = %q, want it to start %q", got, c.want)
+		}
+	}
+}
