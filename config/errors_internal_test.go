@@ -80,3 +80,19 @@ func TestAWritableFileIsNamedThroughItsSymlink(t *testing.T) {
 		}
 	}
 }
+
+// A secret id may live exactly as long as the wrapping that delivers it,
+// not a second less.
+func TestASecretIDMayLiveAsLongAsItsWrapping(t *testing.T) {
+	for ttl, refused := range map[int]bool{600: false, 599: true} {
+		doc := "[registrar]\nbackend = \"openbao\"\nmax_wrap_ttl_seconds = 600\n[openbao]\nsecret_id_ttl_seconds = " + strconv.Itoa(ttl) + "\n"
+		_, err := loadBytes("test.toml", []byte(doc), nil, nil)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if got := strings.Contains(msg, "must be at least registrar.max_wrap_ttl_seconds"); got != refused {
+			t.Errorf("secret_id_ttl_seconds %d with max_wrap_ttl_seconds 600: refused %v, want %v (%s)", ttl, got, refused, msg)
+		}
+	}
+}
