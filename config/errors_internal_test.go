@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	gotoml "github.com/pelletier/go-toml/v2"
 )
 
 // A name of the portable characters is spelled as is; one with any other
@@ -93,6 +95,25 @@ func TestASecretIDMayLiveAsLongAsItsWrapping(t *testing.T) {
 		}
 		if got := strings.Contains(msg, "must be at least registrar.max_wrap_ttl_seconds"); got != refused {
 			t.Errorf("secret_id_ttl_seconds %d with max_wrap_ttl_seconds 600: refused %v, want %v (%s)", ttl, got, refused, msg)
+		}
+	}
+}
+
+// errorLine finds a redefinition on the last line of a document without a
+// final newline, and on a document of one line.
+func TestErrorLineFindsTheLastLineWithoutANewline(t *testing.T) {
+	for doc, want := range map[string]int{
+		"a = 1\nb = 2\na = 3":   3,
+		"a = 1\nb = 2\na = 3\n": 3,
+		"t = {b = 1, b = 2}":    1,
+	} {
+		var m map[string]any
+		err := gotoml.Unmarshal([]byte(doc), &m)
+		if err == nil {
+			t.Fatalf("%q parsed", doc)
+		}
+		if got := errorLine([]byte(doc), err.Error()); got != want {
+			t.Errorf("errorLine(%q, %q) = %d, want %d", doc, err, got, want)
 		}
 	}
 }
