@@ -1,6 +1,7 @@
 package config
 
 import (
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -114,6 +115,36 @@ func TestErrorLineFindsTheLastLineWithoutANewline(t *testing.T) {
 		}
 		if got := errorLine([]byte(doc), err.Error()); got != want {
 			t.Errorf("errorLine(%q, %q) = %d, want %d", doc, err, got, want)
+		}
+	}
+}
+
+// An API path is '/'-separated segments of [A-Za-z0-9._-], each checked
+// to its last character.
+func TestAnAPIPathIsSegmentsOfItsCharacters(t *testing.T) {
+	for s, want := range map[string]bool{
+		"secret/registrar-otel": true, "azAZ09._-": true, "kv/z": true,
+		"kv/a{": false, "kv/a b": false, "kv/ab~": false, "": false, "kv//a": false, "kv/..": false,
+	} {
+		if got := isAPIPath(s); got != want {
+			t.Errorf("isAPIPath(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// An unknown variable is warned of with the "__" spelling it likely
+// meant, or else the variable of the known key its own key is nearest.
+func TestAnUnknownVariableIsWarnedOfWithWhatItLikelyMeant(t *testing.T) {
+	for v, want := range map[string]string{
+		"REGISTRAR_OTEL_REGISTRAR_BACKEND=embedded":  "did_you_mean=REGISTRAR_OTEL_REGISTRAR__BACKEND",
+		"REGISTRAR_OTEL_REGISTRAR__BACKEDN=embedded": "did_you_mean=REGISTRAR_OTEL_REGISTRAR__BACKEND",
+	} {
+		var logs strings.Builder
+		if _, err := loadBytes("test.toml", nil, []string{v}, slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("%s: logged %q, want %s", v, logs.String(), want)
 		}
 	}
 }
