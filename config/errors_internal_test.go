@@ -148,3 +148,16 @@ func TestAnUnknownVariableIsWarnedOfWithWhatItLikelyMeant(t *testing.T) {
 		}
 	}
 }
+
+// A token's source is named as the operator set it.
+func TestATokenSourceIsNamedAsSet(t *testing.T) {
+	for s, want := range map[TokenSource]string{
+		{Credential: "bao-token"}:               `systemd credential "bao-token"`,
+		{File: "/etc/registrar-otel/bao-token"}: `openbao.token_file "/etc/registrar-otel/bao-token"`,
+		{EnvVar: "BAO_TOKEN"}:                   "environment variable BAO_TOKEN",
+	} {
+		if got := s.String(); got != want {
+			t.Errorf("%+v.String() = %s, want %s", s, got, want)
+		}
+	}
+}
