@@ -161,3 +161,12 @@ func TestATokenSourceIsNamedAsSet(t *testing.T) {
 		}
 	}
 }
+
+// A token is printable ASCII without spaces, '!' to '~' included.
+func TestATokenIsPrintableASCIIWithoutSpaces(t *testing.T) {
+	for s, want := range map[string]bool{"!": true, "s.abc~": true, "~": true, "": false, "a b": false, "a\x7f": false, "a\x1f": false} {
+		if got := isToken(s); got != want {
+			t.Errorf("isToken(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
