@@ -2,6 +2,8 @@ package config
 
 import (
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -167,6 +169,20 @@ func TestATokenIsPrintableASCIIWithoutSpaces(t *testing.T) {
 	for s, want := range map[string]bool{"!": true, "s.abc~": true, "~": true, "": false, "a b": false, "a\x7f": false, "a\x1f": false} {
 		if got := isToken(s); got != want {
 			t.Errorf("isToken(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// A file of exactly its bound is read; one byte more is too large.
+func TestAFileOfExactlyItsBoundIsRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	for size, tooLarge := range map[int]bool{16: false, 17: true} {
+		if err := os.WriteFile(path, []byte(strings.Repeat("x", size)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		data, p := openChecked(path, 16, false, euid())
+		if got := p != nil && p.kind == kindTooLarge; got != tooLarge || (!tooLarge && (p != nil || len(data) != size)) {
+			t.Errorf("%d bytes with a bound of 16: %d bytes read, problem %+v; want too large %v", size, len(data), p, tooLarge)
 		}
 	}
 }
