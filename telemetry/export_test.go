@@ -157,6 +157,12 @@ func TestEndpointErrorsNameTheKeyOrVariableAndHideCredentials(t *testing.T) {
 		{"grpc protocol", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000},
 			map[string]string{telemetry.EnvOTLPEndpoint: "http://collector:4317", telemetry.EnvOTLPProtocol: "grpc"},
 			[]string{`OTEL_EXPORTER_OTLP_PROTOCOL must be "http/protobuf"`}},
+		{"grpc protocol with traces alone", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000, OTLPTracesEndpoint: "http://127.0.0.1:4318"},
+			map[string]string{telemetry.EnvOTLPProtocol: "grpc"},
+			[]string{`OTEL_EXPORTER_OTLP_PROTOCOL must be "http/protobuf"`}},
+		{"grpc protocol with metrics alone", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000, OTLPMetricsEndpoint: "http://127.0.0.1:4318"},
+			map[string]string{telemetry.EnvOTLPProtocol: "grpc"},
+			[]string{`OTEL_EXPORTER_OTLP_PROTOCOL must be "http/protobuf"`}},
 		{"bad base reported once", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000, OTLPEndpoint: "ftp://x"},
 			nil, []string{"telemetry.otlp_endpoint must be an http:// or https:// URL"}},
 		// Issue 27, item 8: credentials in the headers over plain http to

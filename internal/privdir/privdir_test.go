@@ -257,6 +257,9 @@ func TestDetailWordsEachProblemAsTheCallersShowIt(t *testing.T) {
 		{UnsafeError{Problem: Changed}, "changed while being opened"},
 		{UnsafeError{Problem: Writable, Mode: 0o775}, "has mode 0775 (group- or world-writable; want 0700)"},
 		{UnsafeError{Problem: Foreign, Owner: 1001, User: 1000}, "is owned by uid 1001, not by this user (1000) or root"},
+		{UnsafeError{Problem: Ancestor, Above: "/srv", Owner: 1001, User: 1000, Mode: 0o755}, "lies under /srv, which is owned by uid 1001, not by this user (1000) or root"},
+		{UnsafeError{Problem: Ancestor, Above: "/srv", Owner: 1000, User: 1000, Mode: 0o777}, "lies under /srv, which has mode 0777 (group- or world-writable and not sticky)"},
+		{UnsafeError{Problem: Ancestor, Above: "/srv", Owner: 0, User: 1000, Mode: 0o777}, "lies under /srv, which has mode 0777 (group- or world-writable and not sticky)"},
 		{UnsafeError{Problem: 99}, "breaks rule 99"},
 	} {
 		if got := c.e.Detail(); got != c.want {
@@ -407,6 +410,36 @@ func TestAnUnsafeAncestorIsRefusedUnderTheAncestorRule(t *testing.T) {
 			_, err = op.open(filepath.Join(link, "d"), Options{Ancestors: true})
 			if ue := wantUnsafe(t, err, filepath.Join(link, "d"), Ancestor); ue.Above != link || ue.Mode != 0o777 {
 				t.Errorf("through a symlink: Above %s mode %#o, want %s judged by its 0777 target", ue.Above, ue.Mode, link)
+			}
+		})
+	}
+}
+
+// Every directory up to the root is judged, not the parent alone, and so is
+// every directory of the path the parent resolves to, even when the path as
+// given passes.
+func TestAnUnsafeAncestorIsFoundAboveTheParentAndWhereTheParentResolves(t *testing.T) {
+	for _, op := range openers {
+		t.Run(op.name, func(t *testing.T) {
+			base := t.TempDir()
+			open := filepath.Join(base, "open")
+			mkdir(t, open, 0o777)
+			mid := filepath.Join(open, "mid")
+			must(t, os.Mkdir(mid, 0o700))
+			dir := filepath.Join(mid, "d")
+			must(t, os.Mkdir(dir, 0o700))
+			_, err := op.open(dir, Options{Ancestors: true})
+			if ue := wantUnsafe(t, err, dir, Ancestor); ue.Above != open || ue.Mode != 0o777 {
+				t.Errorf("two levels up: Above %s mode %#o, want %s 0777", ue.Above, ue.Mode, open)
+			}
+
+			// base/link names mid: stat'ed through it, base/link and base
+			// are safe, but mid lies under the 0777 open.
+			link := filepath.Join(base, "link")
+			must(t, os.Symlink(mid, link))
+			_, err = op.open(filepath.Join(link, "d"), Options{Ancestors: true})
+			if ue := wantUnsafe(t, err, filepath.Join(link, "d"), Ancestor); ue.Above != open || ue.Mode != 0o777 {
+				t.Errorf("through a symlink to a safe parent: Above %s mode %#o, want %s 0777", ue.Above, ue.Mode, open)
 			}
 		})
 	}
