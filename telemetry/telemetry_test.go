@@ -670,12 +670,24 @@ func TestEveryPolicySeriesIsExposedWithoutOverflow(t *testing.T) {
 			t.Fatalf("DeclarePolicy: %v", err)
 		}
 	}
+	// The last two, shadowed too, so the shadow counter has every series
+	// it can have, exactly otelsink.MaxSeriesPerCounter: a limit one short
+	// of that folds a series into the overflow. The name past the bound
+	// goes to (other).
+	for _, name := range []string{otelsink.DefaultPolicy, "past-the-bound"} {
+		if err := sink.DeclarePolicy(name, true); err != nil {
+			t.Fatalf("DeclarePolicy(%s): %v", name, err)
+		}
+	}
 	body, _ := scrape(t, tel.Handler(), "/metrics", "")
 	if strings.Contains(body, "overflow") {
 		t.Fatalf("the exposition folds series into the SDK's overflow series:\n%s", firstLinesWith(body, "overflow", 3))
 	}
-	if n := strings.Count(body, "\nregistrar_shadow_limited_total{"); n != (otelsink.MaxPolicies-2)*4 {
-		t.Errorf("%d shadow series, want %d", n, (otelsink.MaxPolicies-2)*4)
+	if n := strings.Count(body, "\nregistrar_shadow_limited_total{"); n != otelsink.MaxSeriesPerCounter {
+		t.Errorf("%d shadow series, want otelsink.MaxSeriesPerCounter, %d", n, otelsink.MaxSeriesPerCounter)
+	}
+	if !strings.Contains(body, `policy="(other)"`) {
+		t.Errorf("no shadow series of %s:\n%s", otelsink.OtherPolicy, firstLinesWith(body, "registrar_shadow_limited_total{", 3))
 	}
 }
 
