@@ -121,3 +121,19 @@ func TestCheckBuildsTheExportersNewBuilds(t *testing.T) {
 		t.Errorf("Check over https with the certificate: %v, want nil", err)
 	}
 }
+
+// Check accepts a configuration exporting neither signal, or only one: it
+// shuts down the exporters it built and touches none it did not.
+func TestCheckAcceptsEitherSignalAloneOrNeither(t *testing.T) {
+	for name, cfg := range map[string]config.Telemetry{
+		"neither":      {ServiceName: "s"},
+		"traces only":  {ServiceName: "s", OTLPTracesEndpoint: "http://127.0.0.1:1/v1/traces"},
+		"metrics only": {ServiceName: "s", OTLPMetricsEndpoint: "http://127.0.0.1:1/v1/metrics"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := telemetry.Check(context.Background(), cfg, env(nil)); err != nil {
+				t.Errorf("Check: %v, want nil", err)
+			}
+		})
+	}
+}
