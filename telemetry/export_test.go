@@ -97,7 +97,13 @@ func TestPerSignalEndpoints(t *testing.T) {
 			if tt.env != nil {
 				e = tt.env(rcv.URL)
 			}
-			tel := newTelemetry(t, tt.cfg(rcv.URL), telemetry.Options{Getenv: env(e)})
+			logs := newSyncWriter()
+			tel := newTelemetry(t, tt.cfg(rcv.URL), telemetry.Options{Getenv: env(e), Logger: slog.New(slog.NewTextHandler(logs, nil))})
+			// New says where it exports when either signal goes over OTLP,
+			// and says nothing of OTLP when neither does.
+			if got, want := strings.Contains(logs.String(), "OTLP/HTTP export enabled"), tt.wantTraces || tt.wantMetrics; got != want {
+				t.Errorf("New logged that OTLP export is enabled: %v, want %v; log:\n%s", got, want, logs.String())
+			}
 			if err := emit(t, tel); err != nil {
 				t.Fatalf("ForceFlush: %v", err)
 			}
