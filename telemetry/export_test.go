@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -503,5 +505,32 @@ func TestNoOTLPEndpointAttemptsNothing(t *testing.T) {
 	}
 	if n, paths := rcv.Requests(); n != 0 {
 		t.Errorf("collector received %d requests %v with telemetry.otlp_endpoint unset, want 0", n, paths)
+	}
+}
+
+// Without OTEL_METRIC_EXPORT_INTERVAL New pushes metrics every
+// MetricExportInterval; with it, at the interval the variable says, which
+// MetricExportInterval must not override. Set to 1 ms, the first periodic
+// export (no ForceFlush) must arrive long before MetricExportInterval.
+func TestOTELMetricExportIntervalSetsThePushInterval(t *testing.T) {
+	exported := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/metrics" {
+			select {
+			case exported <- struct{}{}:
+			default:
+			}
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("OTEL_METRIC_EXPORT_INTERVAL", "1")
+	cfg := testConfig()
+	cfg.OTLPMetricsEndpoint = srv.URL + "/v1/metrics"
+	newTelemetry(t, cfg, telemetry.Options{})
+	select {
+	case <-exported:
+	case <-time.After(telemetry.MetricExportInterval / 2):
+		t.Fatalf("no periodic metric export within %v with OTEL_METRIC_EXPORT_INTERVAL=1 (ms)", telemetry.MetricExportInterval/2)
 	}
 }
