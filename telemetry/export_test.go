@@ -534,3 +534,45 @@ func TestOTELMetricExportIntervalSetsThePushInterval(t *testing.T) {
 		t.Fatalf("no periodic metric export within %v with OTEL_METRIC_EXPORT_INTERVAL=1 (ms)", telemetry.MetricExportInterval/2)
 	}
 }
+
+// Both signals are sent gzipped unless a compression variable says
+// otherwise: the shared one for both, a signal's own for that signal only.
+func TestOTLPExportIsGzippedUnlessACompressionVariableSaysOtherwise(t *testing.T) {
+	for _, tt := range []struct {
+		name                          string
+		env                           map[string]string
+		wantTraceGzip, wantMetricGzip bool
+	}{
+		{"no variable", nil, true, true},
+		{"OTEL_EXPORTER_OTLP_COMPRESSION=none", map[string]string{"OTEL_EXPORTER_OTLP_COMPRESSION": "none"}, false, false},
+		{"OTEL_EXPORTER_OTLP_TRACES_COMPRESSION=none", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "none"}, false, true},
+		{"OTEL_EXPORTER_OTLP_METRICS_COMPRESSION=none", map[string]string{"OTEL_EXPORTER_OTLP_METRICS_COMPRESSION": "none"}, true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v) // the exporters read the process's
+			}
+			rcv := newReceiver(t)
+			cfg := testConfig()
+			cfg.OTLPEndpoint = rcv.URL
+			tel := newTelemetry(t, cfg, telemetry.Options{Getenv: env(tt.env)})
+			if err := emit(t, tel); err != nil {
+				t.Fatalf("ForceFlush: %v", err)
+			}
+			_, paths := rcv.Requests()
+			headers := rcv.Headers()
+			seen := map[string]bool{}
+			for i, p := range paths {
+				gz := headers[i].Get("Content-Encoding") == "gzip"
+				want := map[string]bool{"/v1/traces": tt.wantTraceGzip, "/v1/metrics": tt.wantMetricGzip}[p]
+				if gz != want {
+					t.Errorf("request to %s gzipped: %v, want %v", p, gz, want)
+				}
+				seen[p] = true
+			}
+			if !seen["/v1/traces"] || !seen["/v1/metrics"] {
+				t.Errorf("requests to %v, want both signals", paths)
+			}
+		})
+	}
+}
