@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -699,4 +700,19 @@ func firstLinesWith(body, sub string, n int) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// A malformed OTEL_RESOURCE_ATTRIBUTES costs its bad entries only: New
+// warns and goes on, the good entries on target_info.
+func TestAMalformedResourceAttributeIsDroppedWithAWarning(t *testing.T) {
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod,broken")
+	var logs bytes.Buffer
+	tel := newTelemetry(t, testConfig(), telemetry.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if !strings.Contains(logs.String(), "resource partly built") {
+		t.Errorf("no warning of the partly built resource; log:\n%s", logs.String())
+	}
+	body, _ := scrape(t, tel.Handler(), "/metrics", "")
+	if !strings.Contains(body, `deployment_environment="prod"`) {
+		t.Errorf("target_info lacks the good entry deployment_environment=\"prod\":\n%s", firstLinesWith(body, "target_info", 2))
+	}
 }
