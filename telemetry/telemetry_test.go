@@ -702,6 +702,41 @@ func firstLinesWith(body, sub string, n int) string {
 	return strings.Join(out, "\n")
 }
 
+// get answers GET path on h: the status and the body.
+func get(h http.Handler, path string) (int, string) {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	return rec.Code, rec.Body.String()
+}
+
+// /readyz is 503 "starting" until SetProbes; then each probe answers 200
+// while its func (none counting as nil) answers nil, else 503 with the
+// error's text.
+func TestProbesAnswerWhatSetProbesSays(t *testing.T) {
+	tel := newTelemetry(t, testConfig(), telemetry.Options{})
+	h := tel.Handler()
+	if code, body := get(h, "/readyz"); code != http.StatusServiceUnavailable || body != "starting\n" {
+		t.Errorf("GET /readyz before SetProbes: %d %q, want 503 %q", code, body, "starting\n")
+	}
+	if code, body := get(h, "/healthz"); code != http.StatusOK || body != "ok" {
+		t.Errorf("GET /healthz before SetProbes: %d %q, want 200 %q", code, body, "ok")
+	}
+	tel.SetProbes(telemetry.Probes{Ready: func() error { return errors.New("stalled") }})
+	if code, body := get(h, "/readyz"); code != http.StatusServiceUnavailable || body != "stalled\n" {
+		t.Errorf("GET /readyz with Ready failing: %d %q, want 503 %q", code, body, "stalled\n")
+	}
+	if code, body := get(h, "/healthz"); code != http.StatusOK || body != "ok" {
+		t.Errorf("GET /healthz with no Live: %d %q, want 200 %q", code, body, "ok")
+	}
+	tel.SetProbes(telemetry.Probes{Live: func() error { return errors.New("wedged") }, Ready: func() error { return nil }})
+	if code, body := get(h, "/healthz"); code != http.StatusServiceUnavailable || body != "wedged\n" {
+		t.Errorf("GET /healthz with Live failing: %d %q, want 503 %q", code, body, "wedged\n")
+	}
+	if code, body := get(h, "/readyz"); code != http.StatusOK || body != "ready" {
+		t.Errorf("GET /readyz with Ready nil: %d %q, want 200 %q", code, body, "ready")
+	}
+}
+
 // A malformed OTEL_RESOURCE_ATTRIBUTES costs its bad entries only: New
 // warns and goes on, the good entries on target_info.
 func TestAMalformedResourceAttributeIsDroppedWithAWarning(t *testing.T) {
