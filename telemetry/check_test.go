@@ -121,3 +121,40 @@ func TestCheckBuildsTheExportersNewBuilds(t *testing.T) {
 		t.Errorf("Check over https with the certificate: %v, want nil", err)
 	}
 }
+
+// Check accepts a configuration exporting neither signal, or only one: it
+// shuts down the exporters it built and touches none it did not.
+func TestCheckAcceptsEitherSignalAloneOrNeither(t *testing.T) {
+	for name, cfg := range map[string]config.Telemetry{
+		"neither":      {ServiceName: "s"},
+		"traces only":  {ServiceName: "s", OTLPTracesEndpoint: "http://127.0.0.1:1/v1/traces"},
+		"metrics only": {ServiceName: "s", OTLPMetricsEndpoint: "http://127.0.0.1:1/v1/metrics"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := telemetry.Check(context.Background(), cfg, env(nil)); err != nil {
+				t.Errorf("Check: %v, want nil", err)
+			}
+		})
+	}
+}
+
+// The span exporter's own refusal, with the metric exporter off or built
+// (and then shut down unused), is keyed by the traces key.
+func TestCheckFindsTheSpanExportersRefusal(t *testing.T) {
+	dir := t.TempDir()
+	pki := pkitest.NewValid(t, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC))
+	ca, _, _ := pki.WriteFiles(t, dir, "c", pki.Issue(t, pkitest.Options{CommonName: "c", Usage: x509.ExtKeyUsageServerAuth}))
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", ca)
+	for name, cfg := range map[string]config.Telemetry{
+		"metrics off": {ServiceName: "s", OTLPTracesEndpoint: "http://127.0.0.1:1/v1/traces"},
+		"metrics on": {ServiceName: "s", OTLPTracesEndpoint: "http://127.0.0.1:1/v1/traces",
+			OTLPMetricsEndpoint: "http://127.0.0.1:1/v1/metrics"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := telemetry.Check(context.Background(), cfg, env(nil))
+			if ke, ok := errors.AsType[*config.KeyError](err); !ok || ke.Key != "telemetry.otlp_traces_endpoint" || !strings.Contains(err.Error(), "span exporter refuses it") {
+				t.Errorf("Check: %v; want it keyed telemetry.otlp_traces_endpoint with the span exporter's reason", err)
+			}
+		})
+	}
+}
