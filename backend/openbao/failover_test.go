@@ -463,4 +463,32 @@ func TestProbeAsksTheClusterOnlyWhenTheViewIsStale(t *testing.T) {
 		t.Fatalf("an extra request %s: the fresh view must not be probed", p)
 	default:
 	}
+	for b.probing.Load() {
+		runtime.Gosched()
+	}
+	// The probe's answer is the token's lookup: its stats are known
+	// (make mutate showed readiness.go's err == nil made != live).
+	if st := b.TokenStats(); !st.Known || !st.Renewable || st.Expiry.IsZero() {
+		t.Errorf("after a probe the token's stats are %+v, want known, renewable, with an expiry", st)
+	}
+}
+
+// With a short grace the probe still waits at least 250 ms between two
+// lookups, not a quarter of the grace (make mutate showed readiness.go's
+// 250*time.Millisecond made 250/time.Millisecond live), and the not-ready
+// error gives its duration to the tenth of a second (its 100*time.Millisecond
+// made 100/time.Millisecond live).
+func TestProbeWaitsAtLeastAQuarterSecondAndNotReadySaysTheTenth(t *testing.T) {
+	b, err := New(Options{Address: "http://127.0.0.1:1", Token: "t", ReadinessGrace: 400 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if got := b.probeEvery(); got != 250*time.Millisecond {
+		t.Errorf("probeEvery with a 400 ms grace is %v, want the 250 ms floor", got)
+	}
+	e := &NotReadyError{For: 2345 * time.Millisecond, Grace: 2 * time.Second, LastFailure: "x"}
+	if want := "openbao cluster unreachable for 2.3s (readiness grace 2s): last failure: x"; e.Error() != want {
+		t.Errorf("NotReadyError says %q, want %q", e.Error(), want)
+	}
 }
