@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -57,27 +55,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 				fmt.Fprintf(&join, "  retry_join {\n    leader_api_addr = %q\n  }\n", o.Addr)
 			}
 		}
-		if err := os.MkdirAll(filepath.Join(s.dir, "raft"), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		cfg := fmt.Sprintf(`storage "raft" {
-  path                   = %q
-  node_id                = "node-%d"
-  performance_multiplier = 1
-%s}
-listener "tcp" {
-  address         = %q
-  cluster_address = %q
-  tls_disable     = true
-}
-api_addr      = %q
-cluster_addr  = %q
-disable_mlock = true
-ui            = false
-`, filepath.Join(s.dir, "raft"), i+1, join.String(), s.listen, clusters[i], s.Addr, "http://"+clusters[i])
-		if err := os.WriteFile(filepath.Join(s.dir, "server.hcl"), []byte(cfg), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		s.writeRaftConfig(fmt.Sprintf("node-%d", i+1), "  performance_multiplier = 1\n"+join.String(), clusters[i])
 		s.start()
 	}
 

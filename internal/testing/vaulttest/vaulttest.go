@@ -132,26 +132,7 @@ func StartPersistent(t testing.TB) *Server {
 	// OpenBao is. (The "file" backend writes through temporary files that a
 	// kill can leave behind, and then lists them as keys.)
 	cluster := freeLoopbackAddr(t)
-	if err := os.MkdirAll(filepath.Join(s.dir, "raft"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cfg := fmt.Sprintf(`storage "raft" {
-  path    = %q
-  node_id = "vaultdev"
-}
-listener "tcp" {
-  address         = %q
-  cluster_address = %q
-  tls_disable     = true
-}
-api_addr      = %q
-cluster_addr  = %q
-disable_mlock = true
-ui            = false
-`, filepath.Join(s.dir, "raft"), s.listen, cluster, s.Addr, "http://"+cluster)
-	if err := os.WriteFile(filepath.Join(s.dir, "server.hcl"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	s.writeRaftConfig("vaultdev", "", cluster)
 	s.start()
 	c := s.client("")
 	init, err := c.Sys().Init(&api.InitRequest{SecretShares: 1, SecretThreshold: 1})
@@ -167,6 +148,34 @@ ui            = false
 	s.enableAppRole()
 	s.waitForKV()
 	return s
+}
+
+// writeRaftConfig writes the server's configuration file: raft storage in
+// its directory as node nodeID (storageExtra: more lines of the storage
+// stanza, such as retry_join), one plain-HTTP listener, and cluster as its
+// cluster address.
+func (s *Server) writeRaftConfig(nodeID, storageExtra, cluster string) {
+	s.t.Helper()
+	if err := os.MkdirAll(filepath.Join(s.dir, "raft"), 0o700); err != nil {
+		s.t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`storage "raft" {
+  path    = %q
+  node_id = %q
+%s}
+listener "tcp" {
+  address         = %q
+  cluster_address = %q
+  tls_disable     = true
+}
+api_addr      = %q
+cluster_addr  = %q
+disable_mlock = true
+ui            = false
+`, filepath.Join(s.dir, "raft"), nodeID, storageExtra, s.listen, cluster, s.Addr, "http://"+cluster)
+	if err := os.WriteFile(filepath.Join(s.dir, "server.hcl"), []byte(cfg), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
 }
 
 func newServer(t testing.TB, dev bool) *Server {
