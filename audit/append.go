@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"time"
@@ -65,7 +66,17 @@ func (s *Store) Append(ctx context.Context, r *Record) (err error) {
 	if n := uint64(len(line)); n > s.maxFile {
 		return &TooLargeError{LineBytes: n, MaxFileBytes: s.maxFile}
 	}
-	return s.enqueue(entry{line: line})
+	return s.enqueue(s.lineEntry(line))
+}
+
+// lineEntry is line's entry; in a sealed store it carries the line's
+// digest, computed here by the appender rather than in the commit.
+func (s *Store) lineEntry(line []byte) entry {
+	e := entry{line: line}
+	if s.seal != nil {
+		e.sum, e.summed = sha256.Sum256(line), true
+	}
+	return e
 }
 
 // enqueue queues e and waits for the commit covering it, leading it if no
@@ -143,7 +154,19 @@ func (s *Store) commit(batch []*pending) {
 			}
 			buf = s.buf
 		}
-		err := s.writeSync(buf)
+		var sums []lineDigest
+		if s.seal != nil {
+			sums = s.seal.sums[:0]
+			for _, p := range batch[i:j] {
+				if !p.Item.summed {
+					sums = nil // unreachable: a sealed store's appenders sum every line
+					break
+				}
+				sums = append(sums, p.Item.sum)
+			}
+			s.seal.sums = sums
+		}
+		err := s.writeSync(buf, sums)
 		for _, p := range batch[i:j] {
 			p.Err = err
 		}
@@ -158,13 +181,15 @@ func (s *Store) commit(batch []*pending) {
 // It is the one place a line of the store is written, so it is where a
 // sealed store chains them (seal.go): each line gets its chain value, a
 // sealed record due is written first, and the chain's state moves on only
-// once the write is durable. buf may then be empty: a seal alone.
-func (s *Store) writeSync(buf []byte) (err error) {
+// once the write is durable. buf may then be empty: a seal alone. sums,
+// when not empty, are the digests of buf's lines, in order (the
+// appenders'); when empty, chaining computes them.
+func (s *Store) writeSync(buf []byte, sums []lineDigest) (err error) {
 	if s.seal != nil {
 		if len(buf) == 0 && s.seal.due == 0 {
 			return nil
 		}
-		out, st, cerr := s.chainBuf(buf)
+		out, st, cerr := s.chainBuf(buf, sums)
 		if cerr != nil {
 			return cerr
 		}

@@ -39,7 +39,7 @@ func (s *Store) AppendBatch(ctx context.Context, recs []*Record) []error {
 			errs[i] = err
 			continue
 		}
-		ps = append(ps, groupcommit.NewOp(entry{line: line}))
+		ps = append(ps, groupcommit.NewOp(s.lineEntry(line)))
 		at = append(at, i)
 	}
 	if len(ps) > 0 {

@@ -171,7 +171,7 @@ func (s *Store) retire(name, next string) (bool, error) {
 			}
 			return false, s.rotateFile()
 		}
-		if err := s.writeSync(line); err != nil {
+		if err := s.writeSync(line, nil); err != nil {
 			return false, err
 		}
 		s.ret = retentionState{rotation: subj.Rotation, lastFile: name, lastSHA: subj.SHA256}

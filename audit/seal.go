@@ -18,10 +18,13 @@ import (
 // A store opened with a sealing key (Options.Seal, the file `registrar-otel
 // audit seal init` creates in registrar.state_dir) writes every line with
 // one more key, last: "chain", 32 hex digits. A line's chain value is the
-// first 16 bytes of HMAC-SHA256(k, c || u), where k is the current epoch's
-// key, c the previous line's chain value (16 zero bytes before the first
-// line of a chain) and u the line as an unsealed store would write it
-// ('\n' included): the line's bytes with its chain value cut out. Every
+// first 16 bytes of HMAC-SHA256(k, c || SHA-256(u)), where k is the
+// current epoch's key, c the previous line's chain value (16 zero bytes
+// before the first line of a chain) and u the line as an unsealed store
+// would write it ('\n' included): the line's bytes with its chain value
+// cut out. The MAC covers the line through its digest so that the digest,
+// which needs no key, is computed by each appender for its own line in
+// parallel, and the commit's serial part is a 48-byte MAC. Every
 // line of the store is chained where it is written (writeSync, the one
 // write point): the verbs' intents and outcomes, counted records, counted
 // records recovered from a crash checkpoint, admin records, retention's
@@ -79,8 +82,8 @@ const chainBytes = 16
 // digits).
 const keyIDBytes = 8
 
-// The derivation labels. A line's MAC input starts with a chain value
-// and then '{', so it never equals either label.
+// The derivation labels. A line's MAC input is 48 bytes (a chain value
+// and a digest), so it never equals either label.
 const (
 	labelNext  = "registrar-otel audit seal: next epoch"
 	labelKeyID = "registrar-otel audit seal: key id"
@@ -231,12 +234,14 @@ func (m *macKey) clear() {
 // when the key evolves: here they are a macKey the store overwrites.
 // TestMACIsHMACSHA256 keeps it equal to crypto/hmac.
 type macer struct {
-	h     hash.Hash
-	inner [sha256.Size]byte
-	full  [sha256.Size]byte // a chain value's whole MAC: not on the stack, which h.Sum would move to the heap
+	h      hash.Hash
+	d      hash.Hash  // lines' digests (no key)
+	sum256 lineDigest // d's sum: not on the stack, which d.Sum would move to the heap
+	inner  [sha256.Size]byte
+	full   [sha256.Size]byte // a chain value's whole MAC: not on the stack, which h.Sum would move to the heap
 }
 
-func newMacer() *macer { return &macer{h: sha256.New()} }
+func newMacer() *macer { return &macer{h: sha256.New(), d: sha256.New()} }
 
 // sum sets out to HMAC-SHA256(m; a || b || c) and leaves no key-derived
 // state in the hash.
@@ -258,10 +263,33 @@ func (x *macer) sum(m *macKey, out *[sha256.Size]byte, a, b, c []byte) {
 	clear(x.inner[:])
 }
 
+// lineDigest is a line's SHA-256: what its chain value covers of it.
+type lineDigest = [sha256.Size]byte
+
+// digest returns the lineDigest of line u (unchained, '\n' included, or
+// its head with tail the rest). It involves no key, so the store's
+// appenders compute it for their own lines, concurrently, before the
+// commit: the commit leader's serial part of chaining a line is then two
+// SHA-256 blocks, not the line's eight or nine.
+func (x *macer) digest(u, tail []byte) lineDigest {
+	x.d.Reset()
+	x.d.Write(u)
+	x.d.Write(tail)
+	x.d.Sum(x.sum256[:0])
+	return x.sum256
+}
+
 // chain returns the chain value of line u (unchained, '\n' included, or
 // its head with tail the rest) after prev.
 func (x *macer) chain(m *macKey, prev *chainValue, u, tail []byte) chainValue {
-	x.sum(m, &x.full, prev[:], u, tail)
+	x.digest(u, tail)
+	return x.chainDigest(m, prev, &x.sum256)
+}
+
+// chainDigest returns the chain value after prev of the line whose
+// lineDigest is d.
+func (x *macer) chainDigest(m *macKey, prev *chainValue, d *lineDigest) chainValue {
+	x.sum(m, &x.full, prev[:], d[:], nil)
 	c := chainValue(x.full[:chainBytes])
 	clear(x.full[:])
 	return c

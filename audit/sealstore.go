@@ -34,6 +34,7 @@ type sealer struct {
 	due        SealReason
 	keyStale   bool // the key file still holds an earlier epoch's key
 	out        []byte
+	sums       []lineDigest // the commit's digests (reused)
 }
 
 // chainStep is what chaining one buffer changes, applied once the buffer
@@ -103,8 +104,9 @@ func (s *Store) sealIfOverdue() {
 }
 
 // chainBuf returns buf's lines chained, after a sealed record first if one
-// is due, and the step to apply once they are durable.
-func (s *Store) chainBuf(buf []byte) ([]byte, chainStep, error) {
+// is due, and the step to apply once they are durable. sums, if not empty,
+// holds one digest per line of buf.
+func (s *Store) chainBuf(buf []byte, sums []lineDigest) ([]byte, chainStep, error) {
 	sl := s.seal
 	st := chainStep{prev: sl.prev, lineEpoch: sl.lineEpoch}
 	out := sl.out[:0]
@@ -129,7 +131,12 @@ func (s *Store) chainBuf(buf []byte) ([]byte, chainStep, error) {
 		}
 		line := buf[:n]
 		buf = buf[n:]
-		st.prev = sl.mac.chain(mk, &st.prev, line, nil)
+		if len(sums) > 0 {
+			st.prev = sl.mac.chainDigest(mk, &st.prev, &sums[0])
+			sums = sums[1:]
+		} else {
+			st.prev = sl.mac.chain(mk, &st.prev, line, nil)
+		}
 		out = appendChained(out, line, &st.prev)
 		st.lines++
 		st.lineEpoch = sl.epoch
@@ -235,7 +242,7 @@ func (s *Store) sealNow(reason SealReason) error {
 			return err
 		}
 	}
-	return s.writeSync(nil)
+	return s.writeSync(nil, nil)
 }
 
 // storeKeyAgain retries writing the key file.

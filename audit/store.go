@@ -168,6 +168,8 @@ type Store struct {
 // to reopen the active file or to run retention, served in queue order.
 type entry struct {
 	line   []byte
+	sum    lineDigest // line's digest, in a sealed store (summed)
+	summed bool
 	reopen bool
 	retain bool
 	seal   SealReason // a request to end the sealing epoch now
