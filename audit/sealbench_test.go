@@ -4,44 +4,12 @@ package audit_test
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
 )
-
-// openSealBenchStore opens a store on the benchmark's disk, sealed (a key
-// made in a state directory beside it) or not, with the real clock.
-func openSealBenchStore(b *testing.B, sealed bool) *audit.Store {
-	b.Helper()
-	root := b.TempDir()
-	opts := audit.Options{Dir: filepath.Join(root, "audit")}
-	if sealed {
-		state := filepath.Join(root, "state")
-		if err := os.Mkdir(state, 0o700); err != nil {
-			b.Fatal(err)
-		}
-		d, err := os.Open(state)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { d.Close() })
-		if _, _, err := audit.CreateSealKey(d, rand.Reader); err != nil {
-			b.Fatal(err)
-		}
-		if opts.Seal, err = audit.OpenSealKey(d); err != nil {
-			b.Fatal(err)
-		}
-	}
-	s, err := audit.Open(opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return s
-}
 
 // BenchmarkSealedAppend is what sealing adds to a record: batches of 256
 // mint records (intent and outcome pairs, as the verbs write them) committed
@@ -61,8 +29,7 @@ func BenchmarkSealedAppend(b *testing.B) {
 	}
 	for _, sealed := range []bool{false, true} {
 		b.Run(fmt.Sprintf("sealed=%v", sealed), func(b *testing.B) {
-			s := openSealBenchStore(b, sealed)
-			defer s.Close()
+			s := audittest.OpenStore(b, sealed, 0)
 			b.ReportAllocs()
 			for b.Loop() {
 				for _, err := range s.AppendBatch(context.Background(), recs) {

@@ -2,16 +2,13 @@ package registrar_test
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/registrar-otel/registrar-otel/audit"
+	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
 	"github.com/registrar-otel/registrar-otel/internal/testing/cputime"
 	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
 	"github.com/registrar-otel/registrar-otel/limiter"
@@ -112,30 +109,7 @@ const alternatingSlice = 64 * 160
 // an admission budget no slice exhausts.
 func mintRig(b *testing.B, sealed bool) *registrar.Verbs {
 	b.Helper()
-	root := b.TempDir()
-	opts := audit.Options{Dir: filepath.Join(root, "audit"), MaxFileBytes: 64 << 20}
-	if sealed {
-		state := filepath.Join(root, "state")
-		if err := os.Mkdir(state, 0o700); err != nil {
-			b.Fatal(err)
-		}
-		d, err := os.Open(state)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer d.Close()
-		if _, _, err := audit.CreateSealKey(d, rand.Reader); err != nil {
-			b.Fatal(err)
-		}
-		if opts.Seal, err = audit.OpenSealKey(d); err != nil {
-			b.Fatal(err)
-		}
-	}
-	store, err := audit.Open(opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close() })
+	store := audittest.OpenStore(b, sealed, 64<<20)
 	lim, err := limiter.New(limiter.Config{
 		PredecisionRefusal: limiter.BucketConfig{Burst: 32, RefillInterval: time.Second},
 		Admission:          limiter.BucketConfig{Burst: 1 << 31, RefillInterval: time.Second},
