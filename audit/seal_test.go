@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -196,6 +197,42 @@ func TestASealedStoreChainsEveryLineAndVerifies(t *testing.T) {
 	scan, err := audit.Scan(context.Background(), audit.ScanOptions{Dir: f.dir, Now: t0.Add(time.Hour)})
 	if err != nil || scan.MalformedRecords != 0 || scan.IntentWithoutOutcome != 0 {
 		t.Fatalf("scan of a sealed store: %v, %+v", err, scan)
+	}
+}
+
+// Lines committed together are chained each with its own digest, in the
+// order they are written: the appenders compute the digests, the commit
+// pairs each line with its own (a batch of distinct records, one commit,
+// and appenders racing each other into shared commits).
+func TestLinesCommittedTogetherEachChainWithTheirOwnDigest(t *testing.T) {
+	f := newSealFixture(t)
+	s := f.open()
+	recs := make([]*audit.Record, 16)
+	for i := range recs {
+		recs[i] = intent(fmt.Sprintf("b.%d", i))
+	}
+	for i, err := range s.AppendBatch(context.Background(), recs) {
+		if err != nil {
+			t.Fatalf("AppendBatch record %d: %v", i, err)
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 8 {
+				if err := s.Append(context.Background(), intent(fmt.Sprintf("g%d.%d", g, i))); err != nil {
+					t.Errorf("Append: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	f.head(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rep := f.mustVerify(f.heads()); rep.Seal.ChainedLines != 16+64+2 {
+		t.Errorf("chained lines %d, want %d: the batch, the racing appends, two seals", rep.Seal.ChainedLines, 16+64+2)
 	}
 }
 
