@@ -92,7 +92,7 @@ func (f *frontListener) acceptLoop() {
 			return
 		}
 		delay = 0
-		c := &trackedConn{Conn: raw, set: f.set}
+		c := &trackedConn{Conn: raw, set: f.set, gone: make(chan struct{})}
 		if f.set.kind == ListenerTLS {
 			c.remote = raw.RemoteAddr().String()
 			f.set.startHandshake(c)

@@ -90,8 +90,15 @@ type trackedConn struct {
 	// connSet.clock), not a time. Only the order matters (the oldest idle
 	// connection gives way first), and reading the clock on every request
 	// cost two clock reads, a tenth of a microsecond on a virtual machine.
-	since    uint64
-	evicted  bool // closed by the budget, or by drain at the shutdown's grace end
+	since   uint64
+	evicted bool // closed by the budget, or by drain at the shutdown's grace end
+	// gone is closed as evicted is set, so that a request waiting for its
+	// turn leaves the queue (turn.go); nil for a connection that never
+	// serves (tests).
+	gone chan struct{}
+	// flow is the connection's identity in the fair gate, cached; only
+	// the connection's serving goroutine touches it.
+	flow     *flow
 	admitted bool // counted in set.conns
 	inHS     bool // counted in set.handshaking
 }
@@ -247,7 +254,7 @@ func (cs *connSet) admit(c *trackedConn) (bool, Reason) {
 			evicted = ReasonPartialEvicted
 		}
 		cs.releaseLocked(victim)
-		victim.evicted = true
+		victim.evictLocked()
 		// A connection still flushing its answer is closed once it is idle
 		// (idle), never in the middle of the answer, and given
 		// evictedFlushGrace to get there (the deadline below).
@@ -278,6 +285,18 @@ func (cs *connSet) admit(c *trackedConn) (bool, Reason) {
 		cs.events.reject(cs.kind, evicted, victim.attrs()...)
 	}
 	return true, 0
+}
+
+// evictLocked marks c closed by its budget and tells a request of it
+// waiting for its turn. c.set.mu is held.
+func (c *trackedConn) evictLocked() {
+	if c.evicted {
+		return
+	}
+	c.evicted = true
+	if c.gone != nil {
+		close(c.gone)
+	}
 }
 
 // releaseLocked gives c's slot back; it is idempotent.
@@ -387,7 +406,7 @@ func (cs *connSet) drain() {
 	for c := range cs.conns {
 		switch {
 		case !c.busy:
-			c.evicted = true
+			c.evictLocked()
 			idle = append(idle, c)
 		case c.answered:
 			flushing = append(flushing, c)
@@ -441,7 +460,7 @@ func (cs *connSet) startHandshake(c *trackedConn) {
 			}
 		}
 		cs.endHandshakeLocked(victim)
-		victim.evicted = true
+		victim.evictLocked()
 	}
 	c.since = cs.tick()
 	c.inHS = true

@@ -77,6 +77,14 @@ type Server struct {
 	// afterDrain, if set (tests), runs once the grace period's end has
 	// closed the connections without a request in flight.
 	afterDrain func()
+	// gate seats the requests of the server's own connections (fair.go,
+	// turn.go), unless fair is false (Options.DisableFairDispatch).
+	gate     *fairGate
+	fair     bool
+	observer Observer
+	// waitTimeout is the wait timeout in force, in nanoseconds
+	// (Options.WaitTimeout, then SetFairness).
+	waitTimeout atomic.Int64
 }
 
 // New returns a server; call Serve for each listener.
@@ -99,6 +107,10 @@ func New(o Options) (*Server, error) {
 		nextID:     ids.Next,
 	}
 	s.bodyTimeout.Store(int64(o.ReadBodyTimeout))
+	s.waitTimeout.Store(int64(o.WaitTimeout))
+	s.gate = newFairGate(fairLimits{perIdentity: o.MaxInFlightPerIdentity, shared: o.SharedInFlight}, nil)
+	s.fair = !o.DisableFairDispatch
+	s.observer = o.Observer
 	s.handler = http.HandlerFunc(s.serveHTTP)
 	s.inner = s.handler
 	s.srv = &http.Server{
@@ -106,6 +118,17 @@ func New(o Options) (*Server, error) {
 			tc, tracked := r.Context().Value(connKey{}).(*trackedConn)
 			if tracked {
 				defer tc.release()
+				if s.fair {
+					switch s.awaitTurn(w, r, tc) {
+					case answeredBusy:
+						return
+					case abandoned:
+						panic(http.ErrAbortHandler)
+					}
+					// Deferred: the seat is given back after the answer is
+					// flushed, or as the request is abandoned.
+					defer s.leaveTurn(tc)
+				}
 				if !s.receive(tc, r) {
 					// Evicted before its request was whole, or its body
 					// late: the request must not run, and the connection

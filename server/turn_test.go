@@ -1,0 +1,355 @@
+package server
+
+// Tests of a request's turn (turn.go) over in-memory pipes inside a
+// synctest bubble: what a waiting request has read, when it is answered
+// RegistrarBusy, what leaves the queue, and what the Observer is told, on
+// the bubble's fake clock.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/registrar-otel/registrar-otel/registrar"
+	"github.com/registrar-otel/registrar-otel/wire"
+)
+
+// waits is an Observer that keeps every wait it is told of.
+type waits struct {
+	mu  sync.Mutex
+	got []waitSeen
+}
+
+type waitSeen struct {
+	kind ListenerKind
+	wait time.Duration
+}
+
+func (o *waits) Waited(kind ListenerKind, wait time.Duration) {
+	o.mu.Lock()
+	o.got = append(o.got, waitSeen{kind, wait})
+	o.mu.Unlock()
+}
+
+func (o *waits) seen() []waitSeen {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]waitSeen(nil), o.got...)
+}
+
+// writeDone writes s on c from its own goroutine and reports when the
+// server has read all of it (a pipe's write returns only then).
+func writeDone(c net.Conn, s string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := io.WriteString(c, s)
+		done <- err
+	}()
+	return done
+}
+
+func readAnswer(t *testing.T, c net.Conn) (*http.Response, []byte) {
+	t.Helper()
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("read answer: %v", err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res, body
+}
+
+func TestAWaitingRequestIsNotReadPastItsHeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered, release := make(chan struct{}, 2), make(chan struct{})
+		obs := &waits{}
+		s, l, served := pipeServer(t, Options{Verbs: blockingMint(entered, release), MaxInFlightPerIdentity: 1, Observer: obs})
+		first := startMint(t, l.dial())
+		<-entered
+		c := l.dial()
+		if err := <-writeDone(c, mintHead); err != nil {
+			t.Fatal(err)
+		}
+		body := writeDone(c, mintBodyForPipes)
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		select {
+		case <-body:
+			t.Error("the body of a request waiting for its turn was read")
+			body = writeDone(c, "") // already done: what follows needs a channel that will fire
+		default:
+		}
+		if got := s.Stats().InFlight[ListenerUnix]; got != 1 {
+			t.Errorf("in flight got %d, want 1 (the waiting request holds no seat)", got)
+		}
+		release <- struct{}{}
+		if got := <-first; got != http.StatusOK {
+			t.Fatalf("first mint got %d, want 200", got)
+		}
+		if err := <-body; err != nil {
+			t.Fatalf("body write: %v", err)
+		}
+		<-entered
+		release <- struct{}{}
+		if res, answer := readAnswer(t, c); res.StatusCode != http.StatusOK {
+			t.Fatalf("waiting mint got %d (%s), want 200", res.StatusCode, answer)
+		}
+		synctest.Wait()
+		want := []waitSeen{{ListenerUnix, 0}, {ListenerUnix, 100 * time.Millisecond}}
+		if got := obs.seen(); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("waits seen got %v, want %v", got, want)
+		}
+		if got := s.Stats().InFlight[ListenerUnix]; got != 0 {
+			t.Errorf("in flight after both answers got %d, want 0", got)
+		}
+		c.Close()
+		shutdown(t, s, served)
+	})
+}
+
+func TestARequestWaitingPastItsTimeoutIsAnsweredBusyAndCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered, release := make(chan struct{}, 2), make(chan struct{})
+		obs := &waits{}
+		s, l, served := pipeServer(t, Options{Verbs: blockingMint(entered, release), MaxInFlightPerIdentity: 1,
+			WaitTimeout: 500 * time.Millisecond, Observer: obs})
+		first := startMint(t, l.dial())
+		<-entered
+		c := l.dial()
+		start := time.Now()
+		if err := <-writeDone(c, mintHead); err != nil {
+			t.Fatal(err)
+		}
+		body := writeDone(c, mintBodyForPipes)
+		res, answer := readAnswer(t, c)
+		if took := time.Since(start); took != 500*time.Millisecond {
+			t.Errorf("answered after %v, want the wait timeout, 500ms", took)
+		}
+		if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") != "1" {
+			t.Errorf("status %d, Retry-After %q; want 429 and 1", res.StatusCode, res.Header.Get("Retry-After"))
+		}
+		var refusal wire.RefusalResponse
+		if err := json.Unmarshal(answer, &refusal); err != nil {
+			t.Fatalf("answer %s: %v", answer, err)
+		}
+		if refusal.Error.ID != wire.RegistrarBusy || refusal.Error.RetryAfter != 1 || refusal.Class != wire.Retryable || refusal.RequestID == "" {
+			t.Errorf("answer %s: want a retryable RegistrarBusy with retry_after 1 and a request id", answer)
+		}
+		if res.Header.Get(wire.HeaderRateLimit) != "" {
+			t.Errorf("RateLimit %q on an answer no bucket gave", res.Header.Get(wire.HeaderRateLimit))
+		}
+		if got := s.Stats().WaitTimeouts; got != [NumListenerKinds]uint64{ListenerUnix: 1} {
+			t.Errorf("wait timeouts got %v, want one on unix", got)
+		}
+		if got := len(obs.seen()); got != 1 {
+			t.Errorf("waits seen got %d, want 1: a request that timed out waiting was not served", got)
+		}
+		// net/http discards the unread body; the connection serves on.
+		if err := <-body; err != nil {
+			t.Fatalf("body write: %v", err)
+		}
+		release <- struct{}{}
+		if got := <-first; got != http.StatusOK {
+			t.Fatalf("first mint got %d, want 200", got)
+		}
+		if got := roundTrip(t, c, bufio.NewReader(c), healthRequest).StatusCode; got != http.StatusOK {
+			t.Errorf("health on the connection after its busy answer got %d, want 200", got)
+		}
+		select {
+		case <-entered:
+			t.Error("the verb ran for the request that timed out waiting")
+		default:
+		}
+		c.Close()
+		shutdown(t, s, served)
+	})
+}
+
+func TestAWaitingConnectionEvictedForANewcomerLeavesTheQueueUnanswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mints atomic.Int32
+		entered, release := make(chan struct{}, 2), make(chan struct{})
+		obs := &waits{}
+		s, l, ids, served := budgetServer(t, Options{Verbs: stubVerbs{mint: func(ctx context.Context, req registrar.MintRequest) (registrar.MintResult, error) {
+			mints.Add(1)
+			return blockingMint(entered, release).mint(ctx, req)
+		}}, UnixMaxConns: 2, MaxInFlightPerIdentity: 1, Observer: obs})
+		first := startMint(t, dialAs(l, ids, "a"))
+		<-entered
+		waiting := dialAs(l, ids, "a")
+		if err := <-writeDone(waiting, mintHead); err != nil {
+			t.Fatal(err)
+		}
+		go io.WriteString(waiting, mintBodyForPipes)
+		synctest.Wait()
+		closed := closeOf(waiting)
+		newcomer := dialAs(l, ids, "b")
+		if got := <-closed; got.received != 0 {
+			t.Errorf("the evicted waiting connection received %d bytes, want none", got.received)
+		}
+		mustReject(t, s, ListenerUnix, ReasonPartialEvicted, 1, " (the waiting request had sent its headers)")
+		if got := getHealth(t, newcomer); got != http.StatusOK {
+			t.Errorf("newcomer's health got %d, want 200", got)
+		}
+		release <- struct{}{}
+		if got := <-first; got != http.StatusOK {
+			t.Fatalf("first mint got %d, want 200", got)
+		}
+		synctest.Wait()
+		if got := mints.Load(); got != 1 {
+			t.Errorf("mints got %d, want 1: the evicted request never ran", got)
+		}
+		if got := s.Stats().WaitTimeouts; got != [NumListenerKinds]uint64{} {
+			t.Errorf("wait timeouts got %v, want none", got)
+		}
+		if got := len(obs.seen()); got != 2 {
+			t.Errorf("waits seen got %d, want 2 (the first mint and the newcomer's health)", got)
+		}
+		newcomer.Close()
+		shutdown(t, s, served)
+	})
+}
+
+// TestTheWaitCountIsTheRequestsServed: with two identities contending for
+// one shared seat, some requests seated at once, some after a wait and some
+// past their timeout, the Observer is told of exactly the requests that
+// were served, never of one answered busy.
+func TestTheWaitCountIsTheRequestsServed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := &waits{}
+		slow := stubVerbs{mint: func(context.Context, registrar.MintRequest) (registrar.MintResult, error) {
+			time.Sleep(300 * time.Millisecond)
+			return registrar.MintResult{RequestID: "r.1", RegistrationID: "h1-review-007", Outcome: registrar.FirstMint}, nil
+		}}
+		s, l, ids, served := budgetServer(t, Options{Verbs: slow, SharedInFlight: 1, MaxInFlightPerIdentity: 2,
+			WaitTimeout: time.Second, Observer: obs})
+		var statuses []<-chan int
+		for i := range 12 {
+			id := "a"
+			if i%3 == 0 {
+				id = "b"
+			}
+			statuses = append(statuses, startMint(t, dialAs(l, ids, id)))
+		}
+		answered, busy := 0, 0
+		for _, st := range statuses {
+			switch got := <-st; got {
+			case http.StatusOK:
+				answered++
+			case http.StatusTooManyRequests:
+				busy++
+			default:
+				t.Fatalf("status %d", got)
+			}
+		}
+		if answered == 0 || busy == 0 {
+			t.Fatalf("answered %d, busy %d: the test wants both", answered, busy)
+		}
+		synctest.Wait()
+		seen := obs.seen()
+		if len(seen) != answered {
+			t.Errorf("waits seen got %d, want %d, the requests served (%d more answered busy)", len(seen), answered, busy)
+		}
+		var waited int
+		for _, w := range seen {
+			if w.wait > 0 {
+				waited++
+			}
+		}
+		if waited == 0 {
+			t.Error("no request served after a wait: the test wants some")
+		}
+		if got := s.Stats().WaitTimeouts[ListenerUnix]; got != uint64(busy) {
+			t.Errorf("wait timeouts got %d, want %d", got, busy)
+		}
+		shutdown(t, s, served)
+	})
+}
+
+func TestWithoutFairDispatchEveryRequestStartsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered, release := make(chan struct{}, 3), make(chan struct{})
+		obs := &waits{}
+		s, l, served := pipeServer(t, Options{Verbs: blockingMint(entered, release), MaxInFlightPerIdentity: 1,
+			Observer: obs, DisableFairDispatch: true})
+		var statuses []<-chan int
+		for range 3 {
+			statuses = append(statuses, startMint(t, l.dial()))
+		}
+		for range 3 {
+			<-entered // all three in their verb at once, past the cap of 1
+		}
+		close(release)
+		for _, st := range statuses {
+			if got := <-st; got != http.StatusOK {
+				t.Errorf("status %d, want 200", got)
+			}
+		}
+		if got := len(obs.seen()); got != 0 {
+			t.Errorf("waits seen got %d, want 0 without fair dispatch", got)
+		}
+		shutdown(t, s, served)
+	})
+}
+
+func TestRaisingTheCapWhileServingSeatsTheWaitingRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered, release := make(chan struct{}, 2), make(chan struct{})
+		s, l, served := pipeServer(t, Options{Verbs: blockingMint(entered, release), MaxInFlightPerIdentity: 1})
+		first := startMint(t, l.dial())
+		<-entered
+		second := startMint(t, l.dial())
+		synctest.Wait()
+		select {
+		case <-entered:
+			t.Fatal("the second mint ran past the cap of 1")
+		default:
+		}
+		if err := s.SetFairness(2, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		<-entered // seated by the new cap
+		close(release)
+		for _, st := range []<-chan int{first, second} {
+			if got := <-st; got != http.StatusOK {
+				t.Errorf("status %d, want 200", got)
+			}
+		}
+		if got := s.WaitTimeout(); got != DefaultWaitTimeout {
+			t.Errorf("wait timeout after SetFairness(…, 0) got %v, want the default %v", got, DefaultWaitTimeout)
+		}
+		shutdown(t, s, served)
+	})
+}
+
+func TestNegativeFairnessSettingsAreRefused(t *testing.T) {
+	for _, o := range []Options{{MaxInFlightPerIdentity: -1}, {SharedInFlight: -1}, {WaitTimeout: -1}} {
+		o.Verbs, o.Health = stubVerbs{}, newTestHolder(t)
+		if _, err := New(o); err == nil {
+			t.Errorf("New(%+v) accepted a negative setting", o)
+		}
+	}
+	s, err := New(Options{Verbs: stubVerbs{}, Health: newTestHolder(t), WaitTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		per, shared int
+		wait        time.Duration
+	}{{-1, 0, 0}, {0, -1, 0}, {0, 0, -1}} {
+		if err := s.SetFairness(tc.per, tc.shared, tc.wait); err == nil {
+			t.Errorf("SetFairness(%d, %d, %v) accepted a negative setting", tc.per, tc.shared, tc.wait)
+		}
+	}
+	if got := s.WaitTimeout(); got != time.Second {
+		t.Errorf("wait timeout after refused changes got %v, want 1s unchanged", got)
+	}
+}
