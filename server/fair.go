@@ -131,6 +131,13 @@ func (g *fairGate) setLimits(l fairLimits) {
 	g.dispatchLocked()
 }
 
+// currentLimits returns the caps in force.
+func (g *fairGate) currentLimits() fairLimits {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.limits
+}
+
 // shareLocked is a calling identity's guaranteed seats. g.mu is held.
 func (g *fairGate) shareLocked() int {
 	return max(1, g.limits.shared/max(1, g.calling))

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/wire"
@@ -66,6 +67,7 @@ func (s *Server) awaitTurn(w http.ResponseWriter, r *http.Request, tc *trackedCo
 	defer timer.Stop()
 	select {
 	case <-wt.ready:
+		yieldAfterHandoff()
 	case <-tc.gone:
 		if !g.cancel(wt) {
 			g.leave(f, kind) // seated in the same instant: give it back
@@ -82,6 +84,15 @@ func (s *Server) awaitTurn(w http.ResponseWriter, r *http.Request, tc *trackedCo
 	s.observer.Waited(kind, g.now().Sub(wt.since))
 	return seated
 }
+
+// yieldAfterHandoff is a seated waiter's first act. Closing its ready
+// channel made it the next goroutine of the processor the seat was given
+// back on, with the rest of that goroutine's time slice: without a yield,
+// one identity's waiters pass the seat down a chain that holds the
+// processor for a whole slice (10 ms), while the goroutines of every other
+// identity, woken by the network, wait in its run queue. Yielding puts the
+// waiter behind them.
+var yieldAfterHandoff = runtime.Gosched
 
 // leaveTurn gives tc's seat back, once its answer is flushed (or its
 // request was abandoned).
@@ -100,26 +111,41 @@ func (s *Server) busy(w http.ResponseWriter, _ *http.Request) {
 	}, busyRetryAfter)
 }
 
+// Fairness is the fair dispatch's settings: Options'
+// MaxInFlightPerIdentity, SharedInFlight and WaitTimeout. A plain value.
+type Fairness struct {
+	MaxInFlightPerIdentity int
+	SharedInFlight         int
+	WaitTimeout            time.Duration
+}
+
 // SetFairness puts new fair-dispatch settings in force (a live reload):
-// the caps apply to the next seat handed out, the wait timeout to the
-// requests that start waiting from now on. A zero value means its
-// default; a negative one is refused, and nothing changes. Safe for
-// concurrent use.
-func (s *Server) SetFairness(maxPerIdentity, shared int, waitTimeout time.Duration) error {
+// the caps apply from the next seat handed out (raised caps seat the
+// requests waiting at once), the wait timeout to the requests that start
+// waiting from now on. A zero value means its default; a negative one is
+// refused, and nothing changes. Safe for concurrent use.
+func (s *Server) SetFairness(f Fairness) error {
 	switch {
-	case maxPerIdentity < 0:
-		return fmt.Errorf("wire: SetFairness: MaxInFlightPerIdentity %d is negative", maxPerIdentity)
-	case shared < 0:
-		return fmt.Errorf("wire: SetFairness: SharedInFlight %d is negative", shared)
-	case waitTimeout < 0:
-		return fmt.Errorf("wire: SetFairness: WaitTimeout %v is negative", waitTimeout)
+	case f.MaxInFlightPerIdentity < 0:
+		return fmt.Errorf("wire: SetFairness: MaxInFlightPerIdentity %d is negative", f.MaxInFlightPerIdentity)
+	case f.SharedInFlight < 0:
+		return fmt.Errorf("wire: SetFairness: SharedInFlight %d is negative", f.SharedInFlight)
+	case f.WaitTimeout < 0:
+		return fmt.Errorf("wire: SetFairness: WaitTimeout %v is negative", f.WaitTimeout)
 	}
-	s.waitTimeout.Store(int64(orDefault(waitTimeout, DefaultWaitTimeout)))
+	s.waitTimeout.Store(int64(orDefault(f.WaitTimeout, DefaultWaitTimeout)))
 	s.gate.setLimits(fairLimits{
-		perIdentity: orDefault(maxPerIdentity, DefaultMaxInFlightPerIdentity),
-		shared:      orDefault(shared, DefaultSharedInFlight),
+		perIdentity: orDefault(f.MaxInFlightPerIdentity, DefaultMaxInFlightPerIdentity),
+		shared:      orDefault(f.SharedInFlight, DefaultSharedInFlight),
 	})
 	return nil
+}
+
+// Fairness returns the fair-dispatch settings in force. Safe for
+// concurrent use.
+func (s *Server) Fairness() Fairness {
+	l := s.gate.currentLimits()
+	return Fairness{MaxInFlightPerIdentity: l.perIdentity, SharedInFlight: l.shared, WaitTimeout: s.WaitTimeout()}
 }
 
 // WaitTimeout returns the wait timeout in force. Safe for concurrent use.

@@ -313,7 +313,7 @@ func TestRaisingTheCapWhileServingSeatsTheWaitingRequest(t *testing.T) {
 			t.Fatal("the second mint ran past the cap of 1")
 		default:
 		}
-		if err := s.SetFairness(2, 0, 0); err != nil {
+		if err := s.SetFairness(Fairness{MaxInFlightPerIdentity: 2}); err != nil {
 			t.Fatal(err)
 		}
 		<-entered // seated by the new cap
@@ -323,8 +323,8 @@ func TestRaisingTheCapWhileServingSeatsTheWaitingRequest(t *testing.T) {
 				t.Errorf("status %d, want 200", got)
 			}
 		}
-		if got := s.WaitTimeout(); got != DefaultWaitTimeout {
-			t.Errorf("wait timeout after SetFairness(…, 0) got %v, want the default %v", got, DefaultWaitTimeout)
+		if got, want := s.Fairness(), (Fairness{2, DefaultSharedInFlight, DefaultWaitTimeout}); got != want {
+			t.Errorf("settings after SetFairness got %+v, want %+v (a zero value is its default)", got, want)
 		}
 		shutdown(t, s, served)
 	})
@@ -341,15 +341,44 @@ func TestNegativeFairnessSettingsAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		per, shared int
-		wait        time.Duration
-	}{{-1, 0, 0}, {0, -1, 0}, {0, 0, -1}} {
-		if err := s.SetFairness(tc.per, tc.shared, tc.wait); err == nil {
-			t.Errorf("SetFairness(%d, %d, %v) accepted a negative setting", tc.per, tc.shared, tc.wait)
+	for _, f := range []Fairness{{MaxInFlightPerIdentity: -1}, {SharedInFlight: -1}, {WaitTimeout: -1}} {
+		if err := s.SetFairness(f); err == nil {
+			t.Errorf("SetFairness(%+v) accepted a negative setting", f)
 		}
 	}
-	if got := s.WaitTimeout(); got != time.Second {
-		t.Errorf("wait timeout after refused changes got %v, want 1s unchanged", got)
+	if got, want := s.Fairness(), (Fairness{DefaultMaxInFlightPerIdentity, DefaultSharedInFlight, time.Second}); got != want {
+		t.Errorf("settings after refused changes got %+v, want %+v unchanged", got, want)
 	}
+}
+
+// A request seated after a wait yields its processor first (turn.go's
+// yieldAfterHandoff); one seated at once does not.
+func TestASeatedWaiterYieldsItsProcessorOnce(t *testing.T) {
+	var yields atomic.Int32
+	saved := yieldAfterHandoff
+	yieldAfterHandoff = func() { yields.Add(1) }
+	t.Cleanup(func() { yieldAfterHandoff = saved })
+	synctest.Test(t, func(t *testing.T) {
+		entered, release := make(chan struct{}, 2), make(chan struct{})
+		s, l, served := pipeServer(t, Options{Verbs: blockingMint(entered, release), MaxInFlightPerIdentity: 1})
+		first := startMint(t, l.dial())
+		<-entered
+		if got := yields.Load(); got != 0 {
+			t.Errorf("yields after a request seated at once got %d, want 0", got)
+		}
+		second := startMint(t, l.dial())
+		synctest.Wait()
+		release <- struct{}{}
+		<-entered
+		if got := yields.Load(); got != 1 {
+			t.Errorf("yields after a request seated after a wait got %d, want 1", got)
+		}
+		release <- struct{}{}
+		for _, st := range []<-chan int{first, second} {
+			if got := <-st; got != http.StatusOK {
+				t.Errorf("status %d, want 200", got)
+			}
+		}
+		shutdown(t, s, served)
+	})
 }
