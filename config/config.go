@@ -123,6 +123,24 @@ type Registrar struct {
 	// connection may wait for its next request. Default 15000, 1 to
 	// MaxTimeoutMS.
 	IdleTimeoutMS uint32
+	// MaxInFlightPerIdentity caps one caller identity's requests in
+	// handlers at once, over every listener: all it may have when it is
+	// the only identity calling. Default 64 (a control plane's wave at
+	// concurrency 64 runs as without the cap), 1 to MaxConnsLimit; live on
+	// reload.
+	MaxInFlightPerIdentity uint32
+	// SharedInFlight is the requests in handlers at once, all identities
+	// together, once more than one identity is calling: each identity is
+	// guaranteed SharedInFlight divided by the number calling (at least
+	// one), and a request beyond that starts only while fewer than
+	// SharedInFlight are in handlers. Default 8, 1 to MaxConnsLimit; live
+	// on reload.
+	SharedInFlight uint32
+	// WaitTimeoutMS bounds, in milliseconds, how long a request may wait
+	// for its turn (its body unread); past it the request is answered
+	// RegistrarBusy with retry_after 1. Default 2000, 1 to MaxTimeoutMS;
+	// live on reload.
+	WaitTimeoutMS uint32
 	// Backend selects where bindings and identities live: "embedded" (the
 	// default; a bbolt file in StateDir) or "openbao" (the [openbao] table's
 	// server).

@@ -53,6 +53,8 @@ const (
 	ruleZeroTimeout = "must be greater than 0; a zero timeout closes every connection at once"
 	// ruleZeroBodyTimeout: a request with a body is every verb call.
 	ruleZeroBodyTimeout = "must be greater than 0; a zero timeout closes every connection that sends a request body, so no mint or deregister is ever answered"
+	ruleZeroInFlight    = "must be greater than 0; a zero cap lets no request run"
+	ruleZeroWait        = "must be greater than 0; a zero wait answers RegistrarBusy to every request that cannot start at once"
 
 	ruleMultiplicity = `must be one of "one-per-deployment", "one-per-host", "many-per-host"`
 )
