@@ -56,6 +56,7 @@ var wantAlerts = map[string]string{
 	"RegistrarAuditRetentionHeld":        "critical",
 	"RegistrarAuditFileReopened":         "warning",
 	"RegistrarWireRejectionsHigh":        "warning",
+	"RegistrarRequestWaitHigh":           "warning",
 	"RegistrarBackendErrors":             "critical",
 	"RegistrarBackendSlow":               "warning",
 	"RegistrarOpenBaoTokenExpiring":      "critical",
