@@ -137,7 +137,8 @@ type Registrar struct {
 	// on reload.
 	SharedInFlight uint32
 	// WaitTimeoutMS bounds, in milliseconds, how long a request may wait
-	// for its turn (its body unread); past it the request is answered
+	// for its turn (read no further than its first byte); past it the
+	// request is answered
 	// RegistrarBusy with retry_after 1. Default 2000, 1 to MaxTimeoutMS;
 	// live on reload.
 	WaitTimeoutMS uint32

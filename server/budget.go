@@ -92,18 +92,33 @@ type trackedConn struct {
 	// cost two clock reads, a tenth of a microsecond on a virtual machine.
 	since   uint64
 	evicted bool // closed by the budget, or by drain at the shutdown's grace end
-	// gone is closed as evicted is set, so that a request waiting for its
-	// turn leaves the queue (turn.go); nil for a connection that never
-	// serves (tests).
-	gone chan struct{}
-	// flow is the connection's identity in the fair gate, cached; only
-	// the connection's serving goroutine touches it.
+	// srv takes the turns of the connection's requests (turn.go); nil
+	// without fair dispatch.
+	srv *Server
+	// turn is the current request's turn state (turnNone … turnDone).
+	turn atomic.Uint32
+	// gone is closed when the connection is closed (by its budget, or by
+	// anyone through Close), so that a request waiting for its turn leaves
+	// the queue; nil for a connection that never serves (tests).
+	gone     chan struct{}
+	goneOnce sync.Once
+	// flow is the connection's identity in the fair gate, cached; written
+	// by the connection's serving goroutine before turn is set seated.
 	flow     *flow
 	admitted bool // counted in set.conns
 	inHS     bool // counted in set.handshaking
 }
 
+// Read reads from the connection. The first read of a new request takes
+// its turn (turn.go), one byte at most.
 func (c *trackedConn) Read(p []byte) (int, error) {
+	if c.srv != nil && len(p) > 0 && c.awaiting.Load() && c.turn.Load() == turnNone {
+		return c.readFirst(p)
+	}
+	return c.readConn(p)
+}
+
+func (c *trackedConn) readConn(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	c.read.Add(int64(n))
 	if err != nil && c.awaiting.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
@@ -290,13 +305,22 @@ func (cs *connSet) admit(c *trackedConn) (bool, Reason) {
 // evictLocked marks c closed by its budget and tells a request of it
 // waiting for its turn. c.set.mu is held.
 func (c *trackedConn) evictLocked() {
-	if c.evicted {
-		return
-	}
 	c.evicted = true
+	c.closeGone()
+}
+
+// closeGone tells a request of c waiting for its turn that c is closed.
+func (c *trackedConn) closeGone() {
 	if c.gone != nil {
-		close(c.gone)
+		c.goneOnce.Do(func() { close(c.gone) })
 	}
+}
+
+// Close closes the connection, and tells a request of it waiting for its
+// turn (net/http closes an idle connection at shutdown through it).
+func (c *trackedConn) Close() error {
+	c.closeGone()
+	return c.Conn.Close()
 }
 
 // releaseLocked gives c's slot back; it is idempotent.
@@ -314,8 +338,14 @@ func (cs *connSet) releaseLocked(c *trackedConn) {
 	cs.events.countConns(cs.kind, -1)
 }
 
-// closed is called once the HTTP server is done with c.
+// closed is called once the HTTP server is done with c. A seat its
+// request still holds (net/http answered it without the handler, or the
+// connection broke first) is given back.
 func (cs *connSet) closed(c *trackedConn) {
+	c.closeGone()
+	if c.srv != nil {
+		c.srv.leaveTurn(c)
+	}
 	cs.mu.Lock()
 	evicted, busy, served := c.evicted, c.busy, c.served
 	cs.releaseLocked(c)
@@ -445,6 +475,7 @@ func (cs *connSet) idle(c *trackedConn) {
 	}
 	c.read.Store(0)
 	c.timeout.Store(false)
+	c.turn.Store(turnNone)
 	c.awaiting.Store(true)
 }
 

@@ -7,8 +7,8 @@ import (
 )
 
 // Fair dispatch among identities (issue 39). A request holds a seat from
-// the end of its headers (its body still unread) until its answer is
-// flushed. The gate hands the seats out:
+// its first byte (nothing of it parsed yet) until its answer is flushed.
+// The gate hands the seats out:
 //
 //   - An identity that is the only one calling may have up to
 //     perIdentity requests seated at once (MaxInFlightPerIdentity): a
@@ -19,7 +19,8 @@ import (
 //     request beyond its identity's share starts only while fewer than
 //     SharedInFlight requests are seated in all (it borrows a seat nobody
 //     is using), still within perIdentity.
-//   - A request that cannot start waits, unread past its headers, in its
+//   - A request that cannot start waits, read no further than its first
+//     byte, in its
 //     identity's queue (first come, first served within one identity). When
 //     a seat frees, the identities with a request waiting are offered it in
 //     round-robin order, the one served least recently first, one request

@@ -119,11 +119,12 @@ func New(o Options) (*Server, error) {
 			if tracked {
 				defer tc.release()
 				if s.fair {
-					switch s.awaitTurn(w, r, tc) {
-					case answeredBusy:
-						return
-					case abandoned:
+					ok, abandoned := s.awaitTurn(w, r, tc)
+					if abandoned {
 						panic(http.ErrAbortHandler)
+					}
+					if !ok {
+						return
 					}
 					// Deferred: the seat is given back after the answer is
 					// flushed, or as the request is abandoned.
@@ -188,6 +189,7 @@ func (s *Server) Serve(l net.Listener) error {
 		set:              newConnSet(s, kind, s.opts.budget(kind), tlsConfig),
 		identify:         s.identify,
 		prepare:          s.prepare,
+		turns:            s.turnsIfFair(),
 		handshakeTimeout: s.opts.TLSHandshakeTimeout,
 		ready:            make(chan net.Conn),
 		done:             make(chan struct{}),
@@ -243,6 +245,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.inflight.Wait()
 	return err
+}
+
+// turnsIfFair is s, which takes its connections' turns, or nil without
+// fair dispatch.
+func (s *Server) turnsIfFair() *Server {
+	if s.fair {
+		return s
+	}
+	return nil
 }
 
 // Handler returns the protocol's handler, for tests and embedding. A

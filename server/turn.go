@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"runtime"
 	"time"
@@ -10,16 +11,23 @@ import (
 )
 
 // A request's turn. On a connection under a budget every request takes a
-// seat of the fair gate (fair.go) as its headers end, before its body is
-// read: a request that waits is read no further than its headers, so
-// waiting costs a flood no buffer. It waits at most the wait timeout; past
-// it the request is answered RegistrarBusy (retry_after 1) and counted
-// (Stats.WaitTimeouts), its body unread. A connection closed by its
-// budget while its request waits (evicted for a newcomer, or at the end of
-// the shutdown's grace period: it held no request in flight) leaves the
-// queue at once, without an answer. Every seated request is reported to
-// the Observer with the time it waited, zero when it was seated at once,
-// so the wait histogram counts exactly the requests served.
+// seat of the fair gate (fair.go) as its first byte arrives, before the
+// daemon parses it: the connection's Read takes one byte of a new request,
+// then the turn (trackedConn.Read, readFirst). A request that waits is
+// read no further than that byte, so waiting costs a flood no buffer and
+// no parsing, and the goroutine of a waiting request is parked, not
+// runnable: what runs beside another identity's request is at most the
+// seated requests. A request waits at most the wait timeout; past it the
+// request is read and answered RegistrarBusy (retry_after 1) without a
+// seat, its body not read by the handler, and counted
+// (Stats.WaitTimeouts). A connection
+// closed while its request waits (evicted for a newcomer, drained or
+// closed at shutdown: it held no request in flight) leaves the queue at
+// once, without an answer. Every seated request is reported to the
+// Observer with the time it waited, zero when it was seated at once, so
+// the wait histogram counts exactly the requests served. The seat is given
+// back once the answer is flushed, or when the connection closes first
+// (net/http answers a request it cannot parse itself, and closes).
 
 // Observer is told of every request seated by the fair gate. Its methods
 // are called concurrently, on every request's path: they must be cheap
@@ -40,49 +48,97 @@ func (nopObserver) Waited(ListenerKind, time.Duration) {}
 // the retries.
 const busyRetryAfter = 1
 
-// turn is what awaitTurn decided.
-type turn uint8
-
+// A connection's turn state (trackedConn.turn), per request.
 const (
-	// seated: the request holds a seat; leaveTurn must follow.
-	seated turn = iota
-	// answeredBusy: the request waited past its deadline and was answered
-	// RegistrarBusy.
-	answeredBusy
-	// abandoned: the connection was closed while the request waited; it
-	// must not run, and gets no answer.
-	abandoned
+	// turnNone: the request has not had its turn yet; the connection's
+	// next read of a new request takes it.
+	turnNone uint32 = iota
+	// turnSeated: the request holds a seat; leaveTurn (or the
+	// connection's close) gives it back.
+	turnSeated
+	// turnLate: the request waited past the wait timeout; its handler
+	// answers RegistrarBusy without a seat.
+	turnLate
+	// turnDone: the request has had its turn; reads until the next
+	// request (its body discarded, net/http's background read) take none.
+	turnDone
 )
 
-// awaitTurn seats tc's request r, at once or after a wait (see above).
-func (s *Server) awaitTurn(w http.ResponseWriter, r *http.Request, tc *trackedConn) turn {
-	g, kind := s.gate, tc.set.kind
-	f, wt := g.arrive(tc.flow, tc.ident.id, kind)
-	tc.flow = f
+// readFirst reads the first byte of a new request on c and takes the
+// request's turn: at once, or after a wait. It returns the byte, or the
+// error that ended the wait (the connection was closed meanwhile).
+func (c *trackedConn) readFirst(p []byte) (int, error) {
+	n, err := c.readConn(p[:1])
+	if n == 0 {
+		return n, err
+	}
+	if !c.srv.takeTurn(c) {
+		return 0, net.ErrClosed
+	}
+	return n, err
+}
+
+// takeTurn seats c's new request, at once or after a wait, or marks it
+// late past the wait timeout. It returns false if the connection was
+// closed while the request waited.
+func (s *Server) takeTurn(c *trackedConn) bool {
+	g, kind := s.gate, c.set.kind
+	f, wt := g.arrive(c.flow, c.ident.id, kind)
+	c.flow = f
 	if wt == nil {
+		c.turn.Store(turnSeated)
 		s.observer.Waited(kind, 0)
-		return seated
+		return true
 	}
 	timer := time.NewTimer(s.WaitTimeout())
 	defer timer.Stop()
 	select {
 	case <-wt.ready:
 		yieldAfterHandoff()
-	case <-tc.gone:
+	case <-c.gone:
 		if !g.cancel(wt) {
 			g.leave(f, kind) // seated in the same instant: give it back
 		}
-		return abandoned
+		return false
 	case <-timer.C:
 		if g.cancel(wt) {
 			s.stats.waitTimeouts[kind].Add(1)
-			s.busy(w, r)
-			return answeredBusy
+			c.turn.Store(turnLate)
+			c.rearmHeaderDeadline(s.opts.ReadHeaderTimeout)
+			return true
 		}
 		// Seated in the same instant as its deadline: it is served.
 	}
+	c.turn.Store(turnSeated)
 	s.observer.Waited(kind, g.now().Sub(wt.since))
-	return seated
+	c.rearmHeaderDeadline(s.opts.ReadHeaderTimeout)
+	return true
+}
+
+// rearmHeaderDeadline gives the rest of a request's headers a whole header
+// timeout after its wait for a turn: the wait took time from the deadline
+// net/http set before the first byte.
+func (c *trackedConn) rearmHeaderDeadline(d time.Duration) {
+	_ = c.Conn.SetReadDeadline(time.Now().Add(d))
+}
+
+// awaitTurn is the handler's side of a request's turn, before its body is
+// read. A request seated at its first byte goes on; one that waited past
+// its deadline is answered RegistrarBusy. A request whose first byte came
+// without a turn (read by net/http's background read while the previous
+// request ran) takes its turn here: its headers are parsed, its body is
+// not read yet. It returns false when the handler must not go on: the
+// request was answered, or its connection was closed while it waited
+// (abandoned reports which).
+func (s *Server) awaitTurn(w http.ResponseWriter, r *http.Request, tc *trackedConn) (ok, abandoned bool) {
+	if tc.turn.Load() == turnNone && !s.takeTurn(tc) {
+		return false, true
+	}
+	if tc.turn.CompareAndSwap(turnLate, turnDone) {
+		s.busy(w, r)
+		return false, false
+	}
+	return true, false
 }
 
 // yieldAfterHandoff is a seated waiter's first act. Closing its ready
@@ -95,8 +151,13 @@ func (s *Server) awaitTurn(w http.ResponseWriter, r *http.Request, tc *trackedCo
 var yieldAfterHandoff = runtime.Gosched
 
 // leaveTurn gives tc's seat back, once its answer is flushed (or its
-// request was abandoned).
-func (s *Server) leaveTurn(tc *trackedConn) { s.gate.leave(tc.flow, tc.set.kind) }
+// request was abandoned), unless the connection's close gave it back
+// first.
+func (s *Server) leaveTurn(tc *trackedConn) {
+	if tc.turn.CompareAndSwap(turnSeated, turnDone) {
+		s.gate.leave(tc.flow, tc.set.kind)
+	}
+}
 
 // busy answers a request that waited past its deadline: RegistrarBusy,
 // as the admission throttle's, with a request id of the wire's own (no

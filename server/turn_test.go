@@ -67,7 +67,7 @@ func readAnswer(t *testing.T, c net.Conn) (*http.Response, []byte) {
 	return res, body
 }
 
-func TestAWaitingRequestIsNotReadPastItsHeaders(t *testing.T) {
+func TestAWaitingRequestIsReadNoFurtherThanItsFirstByte(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		entered, release := make(chan struct{}, 2), make(chan struct{})
 		obs := &waits{}
@@ -75,16 +75,16 @@ func TestAWaitingRequestIsNotReadPastItsHeaders(t *testing.T) {
 		first := startMint(t, l.dial())
 		<-entered
 		c := l.dial()
-		if err := <-writeDone(c, mintHead); err != nil {
+		if err := <-writeDone(c, mintRequest[:1]); err != nil {
 			t.Fatal(err)
 		}
-		body := writeDone(c, mintBodyForPipes)
+		rest := writeDone(c, mintRequest[1:])
 		time.Sleep(100 * time.Millisecond)
 		synctest.Wait()
 		select {
-		case <-body:
-			t.Error("the body of a request waiting for its turn was read")
-			body = writeDone(c, "") // already done: what follows needs a channel that will fire
+		case <-rest:
+			t.Error("a request waiting for its turn was read past its first byte")
+			rest = writeDone(c, "") // already done: what follows needs a channel that will fire
 		default:
 		}
 		if got := s.Stats().InFlight[ListenerUnix]; got != 1 {
@@ -94,8 +94,8 @@ func TestAWaitingRequestIsNotReadPastItsHeaders(t *testing.T) {
 		if got := <-first; got != http.StatusOK {
 			t.Fatalf("first mint got %d, want 200", got)
 		}
-		if err := <-body; err != nil {
-			t.Fatalf("body write: %v", err)
+		if err := <-rest; err != nil {
+			t.Fatalf("write: %v", err)
 		}
 		<-entered
 		release <- struct{}{}
@@ -125,10 +125,7 @@ func TestARequestWaitingPastItsTimeoutIsAnsweredBusyAndCounted(t *testing.T) {
 		<-entered
 		c := l.dial()
 		start := time.Now()
-		if err := <-writeDone(c, mintHead); err != nil {
-			t.Fatal(err)
-		}
-		body := writeDone(c, mintBodyForPipes)
+		body := writeDone(c, mintRequest)
 		res, answer := readAnswer(t, c)
 		if took := time.Since(start); took != 500*time.Millisecond {
 			t.Errorf("answered after %v, want the wait timeout, 500ms", took)
@@ -185,17 +182,14 @@ func TestAWaitingConnectionEvictedForANewcomerLeavesTheQueueUnanswered(t *testin
 		first := startMint(t, dialAs(l, ids, "a"))
 		<-entered
 		waiting := dialAs(l, ids, "a")
-		if err := <-writeDone(waiting, mintHead); err != nil {
-			t.Fatal(err)
-		}
-		go io.WriteString(waiting, mintBodyForPipes)
+		go io.WriteString(waiting, mintRequest)
 		synctest.Wait()
 		closed := closeOf(waiting)
 		newcomer := dialAs(l, ids, "b")
 		if got := <-closed; got.received != 0 {
 			t.Errorf("the evicted waiting connection received %d bytes, want none", got.received)
 		}
-		mustReject(t, s, ListenerUnix, ReasonPartialEvicted, 1, " (the waiting request had sent its headers)")
+		mustReject(t, s, ListenerUnix, ReasonPartialEvicted, 1, " (the waiting request had sent its first byte)")
 		if got := getHealth(t, newcomer); got != http.StatusOK {
 			t.Errorf("newcomer's health got %d, want 200", got)
 		}
@@ -379,6 +373,60 @@ func TestASeatedWaiterYieldsItsProcessorOnce(t *testing.T) {
 				t.Errorf("status %d, want 200", got)
 			}
 		}
+		shutdown(t, s, served)
+	})
+}
+
+// A request net/http answers itself (a request line it cannot parse) took
+// its seat at its first byte, and never reaches the handler: the seat is
+// given back as its connection closes, and the next request is seated at
+// once.
+func TestASeatOfARequestNetHTTPAnswersItselfIsGivenBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := &waits{}
+		var mints atomic.Int32
+		s, l, served := pipeServer(t, Options{Verbs: countedMints(&mints), MaxInFlightPerIdentity: 1, Observer: obs})
+		bad := l.dial()
+		closed := closeOf(bad)
+		go io.WriteString(bad, "NOT HTTP AT ALL\r\n\r\n")
+		if got := <-closed; got.received == 0 {
+			t.Error("net/http sent nothing before closing the connection")
+		}
+		synctest.Wait()
+		if got := s.Stats().InFlight[ListenerUnix]; got != 0 {
+			t.Fatalf("in flight after net/http's own answer got %d, want 0: the seat was not given back", got)
+		}
+		if got := <-startMint(t, l.dial()); got != http.StatusOK {
+			t.Fatalf("next mint got %d, want 200", got)
+		}
+		if got := obs.seen(); len(got) != 2 || got[1].wait != 0 {
+			t.Errorf("waits seen got %v, want two, the mint's 0", got)
+		}
+		shutdown(t, s, served)
+	})
+}
+
+// A wait for a turn longer than the header timeout does not cost the
+// request its headers: the rest of them get a whole timeout after the
+// wait, so the request is served, not closed as header_timeout.
+func TestTheHeadersGetAWholeTimeoutAfterAWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered, release := make(chan struct{}, 2), make(chan struct{})
+		s, l, served := pipeServer(t, Options{Verbs: blockingMint(entered, release), MaxInFlightPerIdentity: 1,
+			ReadHeaderTimeout: time.Second, WaitTimeout: 5 * time.Second})
+		first := startMint(t, l.dial())
+		<-entered
+		second := startMint(t, l.dial())
+		time.Sleep(1500 * time.Millisecond)
+		release <- struct{}{}
+		<-entered
+		release <- struct{}{}
+		for _, st := range []<-chan int{first, second} {
+			if got := <-st; got != http.StatusOK {
+				t.Errorf("status %d, want 200", got)
+			}
+		}
+		wantRejected(t, s, ListenerUnix, ReasonHeaderTimeout, 0, "")
 		shutdown(t, s, served)
 	})
 }

@@ -231,8 +231,8 @@
 //	    Connections and requests turned away before any verb, by
 //	    server.Reason.
 //	registrar_requests_in_flight{listener}
-//	    Gauge: requests holding a seat of the fair dispatch, from the end
-//	    of their headers to their answer flushed. Near
+//	    Gauge: requests holding a seat of the fair dispatch, from their
+//	    first byte to their answer flushed. Near
 //	    registrar.shared_in_flight while several identities call, and up
 //	    to registrar.max_in_flight_per_identity while one calls alone.
 //	registrar_request_wait_seconds{listener}
@@ -243,7 +243,7 @@
 //	    callers). RegistrarRequestWaitHigh fires on it.
 //	registrar_request_wait_timeouts_total{listener}
 //	    Requests that waited past registrar.wait_timeout_ms and were
-//	    answered RegistrarBusy, their body unread; not in the histogram.
+//	    answered RegistrarBusy without reaching a verb; not in the histogram.
 //
 // Audit store (NewAuditObserver):
 //
