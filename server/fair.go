@@ -161,8 +161,8 @@ func (g *fairGate) mayStartLocked(f *flow) bool {
 // arrive is a request of identity id on a listener of kind: it either
 // takes a seat at once (a nil waiter) or must wait on the returned
 // waiter, whose ready channel is closed when it is seated. f is the
-// caller's cached flow for id (nil the first time); the flow to cache is
-// returned.
+// caller's cached flow for id (nil the first time; a connection's identity
+// never changes); the flow to cache is returned.
 func (g *fairGate) arrive(f *flow, id string, kind ListenerKind) (*flow, *waiter) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -175,7 +175,7 @@ func (g *fairGate) arrive(f *flow, id string, kind ListenerKind) (*flow, *waiter
 			g.dispatchLocked()
 		}
 	}
-	if f == nil || f.gone || f.id != id {
+	if f == nil || f.gone {
 		f = g.flows[id]
 		if f == nil {
 			f = &flow{id: id}

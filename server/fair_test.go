@@ -445,3 +445,30 @@ func checkGate(g *fairGate, seatedReqs, waitingReqs []*req) error {
 	}
 	return nil
 }
+
+// A connection caches its identity's flow; once that flow's linger has
+// ended and it was deleted, the connection's next request looks the
+// identity up again and is counted as calling anew.
+func TestACachedFlowDeletedAfterItsLingerIsLookedUpAgain(t *testing.T) {
+	c := newTestGate(64, 8)
+	f, w := c.g.arrive(nil, "a", ListenerUnix)
+	if w != nil {
+		t.Fatal("a lone identity's request waited")
+	}
+	c.g.leave(f, ListenerUnix)
+	c.now = c.now.Add(contendedLinger)
+	_, _ = c.g.arrive(nil, "b", ListenerUnix) // ends a's linger: a's flow is deleted
+	if !f.gone {
+		t.Fatal("a's flow was not deleted when its linger ended")
+	}
+	f2, _ := c.g.arrive(f, "a", ListenerUnix)
+	if f2 == f {
+		t.Fatal("the deleted flow was used again")
+	}
+	if got := c.g.calling; got != 2 || len(c.g.flows) != 2 {
+		t.Errorf("calling %d, flows %d; want 2 and 2 (a and b)", got, len(c.g.flows))
+	}
+	if f2.seated != 1 {
+		t.Errorf("the new flow holds %d seats, want 1", f2.seated)
+	}
+}

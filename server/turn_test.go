@@ -190,6 +190,9 @@ func TestAWaitingConnectionEvictedForANewcomerLeavesTheQueueUnanswered(t *testin
 			t.Errorf("the evicted waiting connection received %d bytes, want none", got.received)
 		}
 		mustReject(t, s, ListenerUnix, ReasonPartialEvicted, 1, " (the waiting request had sent its first byte)")
+		if got := s.Stats().InFlight[ListenerUnix]; got != 1 {
+			t.Errorf("in flight after the waiting request left got %d, want 1 (the first mint's seat only)", got)
+		}
 		if got := getHealth(t, newcomer); got != http.StatusOK {
 			t.Errorf("newcomer's health got %d, want 200", got)
 		}
@@ -203,6 +206,9 @@ func TestAWaitingConnectionEvictedForANewcomerLeavesTheQueueUnanswered(t *testin
 		}
 		if got := s.Stats().WaitTimeouts; got != [NumListenerKinds]uint64{} {
 			t.Errorf("wait timeouts got %v, want none", got)
+		}
+		if got := s.Stats().InFlight[ListenerUnix]; got != 0 {
+			t.Errorf("in flight after every answer got %d, want 0", got)
 		}
 		if got := len(obs.seen()); got != 2 {
 			t.Errorf("waits seen got %d, want 2 (the first mint and the newcomer's health)", got)
@@ -427,6 +433,45 @@ func TestTheHeadersGetAWholeTimeoutAfterAWait(t *testing.T) {
 			}
 		}
 		wantRejected(t, s, ListenerUnix, ReasonHeaderTimeout, 0, "")
+		shutdown(t, s, served)
+	})
+}
+
+// Every request of a keep-alive connection takes a turn of its own, those
+// pipelined into one write too (their bytes arrive with the first request's,
+// so their turn is taken as their handler starts): each is seated and
+// counted once, and every seat is given back.
+func TestEachRequestOfAKeepAliveConnectionTakesItsOwnTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := &waits{}
+		s, l, served := pipeServer(t, Options{MaxInFlightPerIdentity: 1, Observer: obs})
+		c := l.dial()
+		br := bufio.NewReader(c)
+		for range 3 {
+			if got := roundTrip(t, c, br, healthRequest).StatusCode; got != http.StatusOK {
+				t.Fatalf("health got %d, want 200", got)
+			}
+		}
+		go io.WriteString(c, healthRequest+healthRequest)
+		for range 2 {
+			res, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("pipelined health got %d, want 200", res.StatusCode)
+			}
+		}
+		synctest.Wait()
+		if got := len(obs.seen()); got != 5 {
+			t.Errorf("waits seen got %d, want 5: one per request", got)
+		}
+		if got := s.Stats().InFlight[ListenerUnix]; got != 0 {
+			t.Errorf("in flight after every answer got %d, want 0", got)
+		}
+		c.Close()
 		shutdown(t, s, served)
 	})
 }
