@@ -137,7 +137,7 @@ type Registrar struct {
 	// on reload.
 	SharedInFlight uint32
 	// WaitTimeoutMS bounds, in milliseconds, how long a request may wait
-	// for its turn (read no further than its first byte); past it the
+	// for its turn (read no further than its first read, unparsed); past it the
 	// request is answered
 	// RegistrarBusy with retry_after 1. Default 2000, 1 to MaxTimeoutMS;
 	// live on reload.

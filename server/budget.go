@@ -110,7 +110,7 @@ type trackedConn struct {
 }
 
 // Read reads from the connection. The first read of a new request takes
-// its turn (turn.go), one byte at most.
+// its turn (turn.go) before it returns.
 func (c *trackedConn) Read(p []byte) (int, error) {
 	if c.srv != nil && len(p) > 0 && c.awaiting.Load() && c.turn.Load() == turnNone {
 		return c.readFirst(p)

@@ -58,13 +58,13 @@
 // # Fair dispatch
 //
 // Every request on the server's own connections takes a seat of a gate
-// shared by all listeners as its first byte arrives, before it is parsed,
+// shared by all listeners as its first bytes arrive, before it is parsed,
 // and gives it back once its answer is flushed (fair.go, turn.go).
 // An identity calling alone may hold MaxInFlightPerIdentity seats; once
 // two or more identities call, they share SharedInFlight, each guaranteed
 // its share (at least one), and the identities waiting for more are
 // seated round-robin, least recently served first. A waiting request is
-// read no further than that byte; past WaitTimeout it is answered
+// read no further than that first read; past WaitTimeout it is answered
 // RegistrarBusy (retry_after 1) and counted (Stats.WaitTimeouts). The
 // Observer is told each seated request's wait, so the wait histogram
 // counts the requests served. SetFairness changes the three while serving.

@@ -7,7 +7,7 @@ import (
 )
 
 // Fair dispatch among identities (issue 39). A request holds a seat from
-// its first byte (nothing of it parsed yet) until its answer is flushed.
+// its first bytes (nothing of it parsed yet) until its answer is flushed.
 // The gate hands the seats out:
 //
 //   - An identity that is the only one calling may have up to
@@ -20,7 +20,7 @@ import (
 //     SharedInFlight requests are seated in all (it borrows a seat nobody
 //     is using), still within perIdentity.
 //   - A request that cannot start waits, read no further than its first
-//     byte, in its
+//     read, in its
 //     identity's queue (first come, first served within one identity). When
 //     a seat frees, the identities with a request waiting are offered it in
 //     round-robin order, the one served least recently first, one request

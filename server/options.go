@@ -128,7 +128,7 @@ type Options struct {
 	// guaranteed SharedInFlight divided by the number calling (at least
 	// one), and a request beyond its identity's share starts only while
 	// fewer than SharedInFlight are in handlers in all. A request that
-	// cannot start waits, read no further than its first byte (turn.go),
+	// cannot start waits, read no further than its first read (turn.go),
 	// and the identities waiting are
 	// seated round-robin, least recently served first (fair.go).
 	// WaitTimeout bounds the wait (default 2 s): past it the request is

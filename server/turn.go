@@ -11,23 +11,28 @@ import (
 )
 
 // A request's turn. On a connection under a budget every request takes a
-// seat of the fair gate (fair.go) as its first byte arrives, before the
-// daemon parses it: the connection's Read takes one byte of a new request,
-// then the turn (trackedConn.Read, readFirst). A request that waits is
-// read no further than that byte, so waiting costs a flood no buffer and
-// no parsing, and the goroutine of a waiting request is parked, not
-// runnable: what runs beside another identity's request is at most the
-// seated requests. A request waits at most the wait timeout; past it the
-// request is read and answered RegistrarBusy (retry_after 1) without a
-// seat, its body not read by the handler, and counted
-// (Stats.WaitTimeouts). A connection
-// closed while its request waits (evicted for a newcomer, drained or
-// closed at shutdown: it held no request in flight) leaves the queue at
-// once, without an answer. Every seated request is reported to the
-// Observer with the time it waited, zero when it was seated at once, so
-// the wait histogram counts exactly the requests served. The seat is given
-// back once the answer is flushed, or when the connection closes first
-// (net/http answers a request it cannot parse itself, and closes).
+// seat of the fair gate (fair.go) as its first bytes arrive, before the
+// daemon parses it: the connection's first read of a new request, into
+// the connection's own read buffer, takes the turn before it returns
+// (trackedConn.Read, readFirst). A request that waits is read no further
+// than that one read (at most the buffer, 4 KiB over the socket): its body
+// is not read into a buffer of its own and nothing of it is parsed, and
+// the goroutine of a waiting request is parked, not runnable, so what runs
+// beside another identity's request is at most the seated requests.
+// Reading one byte first would keep the rest of the request in the socket,
+// at the price of a second read system call on every request's path, a
+// few per cent of a throttled answer's cost; the connection's buffer is
+// allocated whatever the request, so waiting with it full costs nothing
+// more. A request waits at most the wait timeout; past it the request is
+// parsed and answered RegistrarBusy (retry_after 1) without a seat, its
+// body not read by the handler, and counted (Stats.WaitTimeouts). A
+// connection closed while its request waits (evicted for a newcomer,
+// drained or closed at shutdown: it held no request in flight) leaves the
+// queue at once, without an answer. Every seated request is reported to
+// the Observer with the time it waited, zero when it was seated at once,
+// so the wait histogram counts exactly the requests served. The seat is
+// given back once the answer is flushed, or when the connection closes
+// first (net/http answers a request it cannot parse itself, and closes).
 
 // Observer is told of every request seated by the fair gate. Its methods
 // are called concurrently, on every request's path: they must be cheap
@@ -64,11 +69,11 @@ const (
 	turnDone
 )
 
-// readFirst reads the first byte of a new request on c and takes the
-// request's turn: at once, or after a wait. It returns the byte, or the
-// error that ended the wait (the connection was closed meanwhile).
+// readFirst reads the first bytes of a new request on c and takes the
+// request's turn: at once, or after a wait. It returns what it read, or
+// the error that ended the wait (the connection was closed meanwhile).
 func (c *trackedConn) readFirst(p []byte) (int, error) {
-	n, err := c.readConn(p[:1])
+	n, err := c.readConn(p)
 	if n == 0 {
 		return n, err
 	}
@@ -117,14 +122,14 @@ func (s *Server) takeTurn(c *trackedConn) bool {
 
 // rearmHeaderDeadline gives the rest of a request's headers a whole header
 // timeout after its wait for a turn: the wait took time from the deadline
-// net/http set before the first byte.
+// net/http set before the first bytes.
 func (c *trackedConn) rearmHeaderDeadline(d time.Duration) {
 	_ = c.Conn.SetReadDeadline(time.Now().Add(d))
 }
 
 // awaitTurn is the handler's side of a request's turn, before its body is
-// read. A request seated at its first byte goes on; one that waited past
-// its deadline is answered RegistrarBusy. A request whose first byte came
+// read. A request seated at its first bytes goes on; one that waited past
+// its deadline is answered RegistrarBusy. A request whose bytes came
 // without a turn (read by net/http's background read while the previous
 // request ran) takes its turn here: its headers are parsed, its body is
 // not read yet. It returns false when the handler must not go on: the

@@ -12,12 +12,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/registrar-otel/registrar-otel/internal/testing/wiretest"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
@@ -67,23 +69,25 @@ func readAnswer(t *testing.T, c net.Conn) (*http.Response, []byte) {
 	return res, body
 }
 
-func TestAWaitingRequestIsReadNoFurtherThanItsFirstByte(t *testing.T) {
+// A request that waits for its turn is read no further than the first
+// read of the connection's buffer: a body longer than the buffer stays in
+// the socket until the request is seated.
+func TestAWaitingRequestIsReadNoFurtherThanOneBufferOfIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		entered, release := make(chan struct{}, 2), make(chan struct{})
 		obs := &waits{}
 		s, l, served := pipeServer(t, Options{Verbs: blockingMint(entered, release), MaxInFlightPerIdentity: 1, Observer: obs})
 		first := startMint(t, l.dial())
 		<-entered
+		body := wiretest.Pad(mintBodyForPipes, 32<<10)
 		c := l.dial()
-		if err := <-writeDone(c, mintRequest[:1]); err != nil {
-			t.Fatal(err)
-		}
-		rest := writeDone(c, mintRequest[1:])
+		rest := writeDone(c, "POST /v1/mint HTTP/1.1\r\nHost: registrar\r\nContent-Type: application/json\r\nContent-Length: "+
+			strconv.Itoa(len(body))+"\r\n\r\n"+body)
 		time.Sleep(100 * time.Millisecond)
 		synctest.Wait()
 		select {
 		case <-rest:
-			t.Error("a request waiting for its turn was read past its first byte")
+			t.Error("a request waiting for its turn was read whole")
 			rest = writeDone(c, "") // already done: what follows needs a channel that will fire
 		default:
 		}
@@ -470,6 +474,46 @@ func TestEachRequestOfAKeepAliveConnectionTakesItsOwnTurn(t *testing.T) {
 		}
 		if got := s.Stats().InFlight[ListenerUnix]; got != 0 {
 			t.Errorf("in flight after every answer got %d, want 0", got)
+		}
+		c.Close()
+		shutdown(t, s, served)
+	})
+}
+
+// A request is parsed only once it has its turn: one net/http cannot parse,
+// which it answers 400 as soon as it parses it, is answered only once the
+// seat it waits for is free.
+func TestARequestIsNotParsedBeforeItsTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered, release := make(chan struct{}, 1), make(chan struct{})
+		s, l, served := pipeServer(t, Options{Verbs: blockingMint(entered, release), MaxInFlightPerIdentity: 1})
+		first := startMint(t, l.dial())
+		<-entered
+		c := l.dial()
+		go io.WriteString(c, "NOT HTTP AT ALL\r\n\r\n")
+		answer := make(chan int, 1)
+		go func() {
+			res, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				answer <- -1
+				return
+			}
+			res.Body.Close()
+			answer <- res.StatusCode
+		}()
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		select {
+		case got := <-answer:
+			t.Fatalf("answered %d while waiting for its turn: it was parsed before its turn", got)
+		default:
+		}
+		release <- struct{}{}
+		if got := <-first; got != http.StatusOK {
+			t.Fatalf("first mint got %d, want 200", got)
+		}
+		if got := <-answer; got != http.StatusBadRequest {
+			t.Errorf("the unparseable request got %d once seated, want net/http's 400", got)
 		}
 		c.Close()
 		shutdown(t, s, served)

@@ -232,7 +232,7 @@
 //	    server.Reason.
 //	registrar_requests_in_flight{listener}
 //	    Gauge: requests holding a seat of the fair dispatch, from their
-//	    first byte to their answer flushed. Near
+//	    first bytes to their answer flushed. Near
 //	    registrar.shared_in_flight while several identities call, and up
 //	    to registrar.max_in_flight_per_identity while one calls alone.
 //	registrar_request_wait_seconds{listener}

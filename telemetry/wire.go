@@ -69,7 +69,7 @@ func RegisterWire(mp metric.MeterProvider, stats func() server.Stats) error {
 			"failed or timed-out TLS handshakes, the pre-handshake budget, requests without an identity or malformed, "+
 			"newcomers refused at a cap, idle connections and those part-way through a request closed for a newcomer, header and body timeouts.")
 	inFlight := r.gauge(WireRequestsInFlight, "{request}",
-		"Requests holding a seat of the fair dispatch now, by listener: from their first byte to their answer flushed.")
+		"Requests holding a seat of the fair dispatch now, by listener: from their first bytes to their answer flushed.")
 	waitTimeouts := r.counter(WireRequestWaitTimeouts, "{request}",
 		"Requests that waited for their turn past registrar.wait_timeout_ms and were answered RegistrarBusy without reaching a verb, by listener.")
 	var byListener [server.NumListenerKinds][]metric.ObserveOption
@@ -119,7 +119,7 @@ func NewWireObserver(mp metric.MeterProvider) (server.Observer, error) {
 	r := newRegistration(meterOf(mp), "NewWireObserver")
 	o := &wireObserver{
 		wait: r.histogram(WireRequestWait, "s",
-			"Time each request served waited for its turn under fair dispatch, by listener, from its first byte to its seat; 0 when seated at once.", requestWaitBuckets),
+			"Time each request served waited for its turn under fair dispatch, by listener, from its first bytes to its seat; 0 when seated at once.", requestWaitBuckets),
 	}
 	if err := r.err(); err != nil {
 		return nil, err
