@@ -353,6 +353,17 @@ func TestNegativeFairnessSettingsAreRefused(t *testing.T) {
 	if got, want := s.Fairness(), (Fairness{DefaultMaxInFlightPerIdentity, DefaultSharedInFlight, time.Second}); got != want {
 		t.Errorf("settings after refused changes got %+v, want %+v unchanged", got, want)
 	}
+	// A zero is the default, never a refusal: a reload that drops a key
+	// puts its default back.
+	for _, f := range []Fairness{{SharedInFlight: 3, WaitTimeout: time.Second}, {MaxInFlightPerIdentity: 5, WaitTimeout: time.Second}, {MaxInFlightPerIdentity: 5, SharedInFlight: 3}} {
+		if err := s.SetFairness(f); err != nil {
+			t.Fatalf("SetFairness(%+v): %v, want a zero taken as its default", f, err)
+		}
+		want := Fairness{orDefault(f.MaxInFlightPerIdentity, DefaultMaxInFlightPerIdentity), orDefault(f.SharedInFlight, DefaultSharedInFlight), orDefault(f.WaitTimeout, DefaultWaitTimeout)}
+		if got := s.Fairness(); got != want {
+			t.Errorf("after SetFairness(%+v) got %+v, want %+v", f, got, want)
+		}
+	}
 }
 
 // A request seated after a wait yields its processor first (turn.go's
