@@ -28,7 +28,7 @@ import (
 // produces for some valid record.
 //
 // Adding an action (issue 41's rotated, written by retention before it
-// deletes a generation; issue 40's sealing actions) needs no new phase and
+// deletes a generation; issue 40's sealed, closing a sealing epoch) needs no new phase and
 // no new record_version: append its spelling to actions, its subject keys
 // (if new) to subjectKeys, in the order they are written, and to Admin as
 // fields, list which keys it requires in subjectKeysOf and which it may
@@ -39,9 +39,9 @@ import (
 // version reject the new action's lines as invalid_value (an unknown
 // action), never misread them; this version's reader keeps accepting every
 // line it accepted before. An optional key added to an existing action
-// later (a sealed store's chain value on rotated, say) is likewise refused
-// by an older reader as an unknown key, and the lines without it are
-// unchanged.
+// later (a sealed store's chain value on rotated: subject.chain) is
+// likewise refused by an older reader as an unknown key, and the lines
+// without it are unchanged.
 //
 // Admin records are written with the store's ordinary commit path (Append,
 // or, for rotated, retention inside the commit), are never paired, and are
@@ -67,19 +67,27 @@ const (
 	// file, next, rotation, folded, bytes, sha256, lines, and when they
 	// have a value first_ts, last_ts, counts, others.
 	ActionRotated
+	// ActionSealed: a sealed store closed a sealing epoch (seal.go): the
+	// record is chained with the epoch's key, which the store then
+	// replaces by the next one and erases. Taken by the daemon itself:
+	// caller_identity is DaemonIdentity. Its subject: epoch (the epoch it
+	// closes), reason (start, rotation, interval or stop) and key_id (the
+	// sealing key's identifier, the same for every epoch of one key).
+	ActionSealed
 )
 
 // NumActions is the number of actions; an action's value is 1 to
 // NumActions, so per-action arrays of NumActions+1 are indexed by Action.
-const NumActions = int(ActionRotated)
+const NumActions = int(ActionSealed)
 
 var actions = vocab.NewEnum[Action]("Action", "admin action", []string{
 	ActionLimitsReset: "limits_reset",
 	ActionRotated:     "rotated",
+	ActionSealed:      "sealed",
 })
 
 // DaemonIdentity is the caller_identity of an admin record of an action
-// the daemon took by itself (rotated). No transport derives it: a unix
+// the daemon took by itself (rotated, sealed). No transport derives it: a unix
 // peer is "unix-peer:uid=N", a certificate "registrar-client:...".
 const DaemonIdentity = "registrar-otel:daemon"
 
@@ -125,6 +133,8 @@ type Admin struct {
 	// The rotated action's subject (see Rotated in rotated.go for each
 	// field's rule).
 	Rotated
+	// The sealed action's subject (see Sealed in seal.go).
+	Sealed
 }
 
 // The subject's keys in serialization order; a key's index is its order.
@@ -143,6 +153,10 @@ const (
 	subjLastTS
 	subjCounts
 	subjOthers
+	subjChain
+	subjEpoch
+	subjReason
+	subjKeyID
 	numSubjectKeys
 )
 
@@ -150,7 +164,8 @@ var subjectKeys = [numSubjectKeys]string{
 	subjIdentity: "identity", subjVerbs: "verbs", subjBuckets: "buckets",
 	subjFile: "file", subjNext: "next", subjRotation: "rotation", subjFolded: "folded", subjBytes: "bytes",
 	subjSHA256: "sha256", subjLines: "lines", subjFirstTS: "first_ts", subjLastTS: "last_ts",
-	subjCounts: "counts", subjOthers: "others",
+	subjCounts: "counts", subjOthers: "others", subjChain: "chain",
+	subjEpoch: "epoch", subjReason: "reason", subjKeyID: "key_id",
 }
 
 // subjectKeysOf lists, per action, the subject keys it requires, and
@@ -160,9 +175,10 @@ var (
 	subjectKeysOf = [NumActions + 1][]int{
 		ActionLimitsReset: {subjIdentity, subjVerbs, subjBuckets},
 		ActionRotated:     {subjFile, subjNext, subjRotation, subjFolded, subjBytes, subjSHA256, subjLines},
+		ActionSealed:      {subjEpoch, subjReason, subjKeyID},
 	}
 	subjectOptionalOf = [NumActions + 1][]int{
-		ActionRotated: {subjFirstTS, subjLastTS, subjCounts, subjOthers},
+		ActionRotated: {subjFirstTS, subjLastTS, subjCounts, subjOthers, subjChain},
 	}
 )
 
@@ -195,6 +211,10 @@ func (a *Admin) set() (s [numSubjectKeys]bool) {
 	s[subjLastTS] = !a.LastTS.IsZero()
 	s[subjCounts] = a.Counts != nil
 	s[subjOthers] = a.Others != nil
+	s[subjChain] = a.Chain != ""
+	s[subjEpoch] = a.Epoch != 0 || a.Action.uses(subjEpoch)
+	s[subjReason] = a.Reason != 0
+	s[subjKeyID] = a.KeyID != ""
 	return s
 }
 
@@ -254,8 +274,12 @@ func (r *Record) validateSubject(stored bool) error {
 			return err
 		}
 	}
-	if a.Action == ActionRotated {
+	switch a.Action {
+	case ActionRotated:
 		return a.Rotated.validate(stored)
+	case ActionSealed:
+		return a.Sealed.validate()
+	case ActionLimitsReset:
 	}
 	return nil
 }
@@ -330,6 +354,8 @@ func appendAdmin(dst []byte, a *Admin) []byte {
 			dst = appendNames(dst, a.Verbs)
 		case subjBuckets:
 			dst = appendNames(dst, a.Buckets)
+		case subjEpoch, subjReason, subjKeyID:
+			dst = a.Sealed.appendKey(dst, k)
 		default:
 			dst = a.Rotated.appendKey(dst, k)
 		}

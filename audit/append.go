@@ -101,6 +101,10 @@ func (s *Store) commit(batch []*pending) {
 			s.retain()
 			i++
 			continue
+		case batch[i].Item.seal != 0:
+			batch[i].Err = s.sealNow(batch[i].Item.seal)
+			i++
+			continue
 		}
 		if err := s.ensureActive(); err != nil {
 			i = fail(i, err)
@@ -110,9 +114,10 @@ func (s *Store) commit(batch []*pending) {
 			i = fail(i, s.broken)
 			continue
 		}
-		if s.size+uint64(len(batch[i].Item.line)) > s.maxFile {
+		s.sealIfOverdue()
+		if s.size+s.sealPending()+s.lineCost(batch[i].Item.line) > s.maxFile {
 			err := s.rotate()
-			if err == nil && s.size+uint64(len(batch[i].Item.line)) > s.maxFile {
+			if err == nil && s.size+s.sealPending()+s.lineCost(batch[i].Item.line) > s.maxFile {
 				// Retention's rotated records filled the fresh file: one
 				// more rotation, without retention, so the line is
 				// written now (the next rotation deletes what is due).
@@ -123,9 +128,9 @@ func (s *Store) commit(batch []*pending) {
 				continue
 			}
 		}
-		j, total := i, uint64(0)
-		for j < len(batch) && !batch[j].Item.request() && s.size+total+uint64(len(batch[j].Item.line)) <= s.maxFile {
-			total += uint64(len(batch[j].Item.line))
+		j, total := i, s.sealPending()
+		for j < len(batch) && !batch[j].Item.request() && s.size+total+s.lineCost(batch[j].Item.line) <= s.maxFile {
+			total += s.lineCost(batch[j].Item.line)
 			j++
 		}
 		var buf []byte
@@ -149,7 +154,29 @@ func (s *Store) commit(batch []*pending) {
 // writeSync appends buf (whole lines) and fsyncs. On failure the file is
 // truncated back to its last acknowledged size; if that fails, the store
 // is marked broken.
-func (s *Store) writeSync(buf []byte) error {
+//
+// It is the one place a line of the store is written, so it is where a
+// sealed store chains them (seal.go): each line gets its chain value, a
+// sealed record due is written first, and the chain's state moves on only
+// once the write is durable. buf may then be empty: a seal alone.
+func (s *Store) writeSync(buf []byte) (err error) {
+	if s.seal != nil {
+		if len(buf) == 0 && s.seal.due == 0 {
+			return nil
+		}
+		out, st, cerr := s.chainBuf(buf)
+		if cerr != nil {
+			return cerr
+		}
+		buf = out
+		defer func() {
+			if err == nil {
+				s.applyChain(st)
+			} else {
+				s.abortChain(st)
+			}
+		}()
+	}
 	if s.dirDirty {
 		if err := s.dirf.Sync(); err != nil {
 			return &WriteError{Op: "sync directory", Err: err}

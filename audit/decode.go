@@ -26,13 +26,14 @@ const (
 	keyAction
 	keySubject
 	keyTruncated
+	keyChain
 	numKeys
 )
 
 var topKeys = [numKeys]string{
 	"record_version", "phase", "ts", "request_id", "verb", "caller_identity", "caller_subuid", "requested",
 	"registration_id", "outcome", "limited_bucket", "policy", "shadow", "count", "window_start", "window_end",
-	"action", "subject", "truncated",
+	"action", "subject", "truncated", "chain",
 }
 
 // The nested objects' keys, likewise in serialization order: each

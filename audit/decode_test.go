@@ -20,6 +20,8 @@ const (
 	goodShadow  = `{"record_version":1,"phase":"limited","ts":"2026-08-23T12:35:57.789Z","verb":"mint","caller_identity":"unix-peer:uid=1000","limited_bucket":"admission","policy":"agents","shadow":true,"count":3,"window_start":"2026-08-23T12:34:56.789Z","window_end":"2026-08-23T12:35:56.789Z"}`
 	goodReload  = `{"record_version":1,"phase":"intent","ts":"2026-08-23T12:34:56.789Z","request_id":"q1","verb":"mint","caller_identity":"unix-peer:uid=1000","requested":{"service_name":"review","host":"h1","instance":7,"reload":"systemctl reload review"}}`
 	goodRotated = `{"record_version":1,"phase":"admin","ts":"2026-08-23T12:44:56.789Z","caller_identity":"registrar-otel:daemon","action":"rotated","subject":{"file":"registrar-audit-20261201T080000Z-000001.jsonl","next":"registrar-audit-20261201T090000Z-000002.jsonl","rotation":3,"folded":1,"bytes":65490,"sha256":"9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f","lines":212,"first_ts":"2026-08-23T12:34:56.789Z","last_ts":"2026-08-23T13:34:56.789Z","counts":[{"identity":"unix-peer:uid=1000","verb":"mint","outcome":"first_mint","invocations":104},{"identity":"unix-peer:uid=1000","verb":"mint","outcome":"refused","invocations":2}],"others":[{"verb":"mint","outcome":"limited","invocations":12}]}}`
+	goodChained = `{"record_version":1,"phase":"intent","ts":"2026-08-23T12:34:56.789Z","request_id":"q1","verb":"mint","caller_identity":"unix-peer:uid=1000","requested":{"service_name":"review","host":"h1","instance":7},"chain":"0123456789abcdef0123456789abcdef"}`
+	goodSealed  = `{"record_version":1,"phase":"admin","ts":"2026-08-23T12:49:56.789Z","caller_identity":"registrar-otel:daemon","action":"sealed","subject":{"epoch":41,"reason":"interval","key_id":"5f0c2a9e11d3b7a4"},"chain":"5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a"}`
 	goodAdmin   = `{"record_version":1,"phase":"admin","ts":"2026-08-23T12:39:56.789Z","caller_identity":"unix-peer:uid=0","action":"limits_reset","subject":{"identity":"unix-peer:uid=1000","verbs":["mint","deregister"],"buckets":["admission"]}}`
 )
 
@@ -102,6 +104,8 @@ func decodeCases(t testing.TB) []decodeCase {
 		{"empty detail", sub(t, goodOutcome, `"detail":"x"`, `"detail":""`), audit.RuleInvalidValue},
 		{"bad registration_id", sub(t, goodOutcome, `"h1-review-007"`, `"H1_review"`), audit.RuleInvalidValue},
 		{"over-bound caller", sub(t, goodIntent, `"unix-peer:uid=1000"`, `"`+strings.Repeat("x", 513)+`"`), audit.RuleInvalidValue},
+		{"over-bound caller of U+FFFD", sub(t, goodIntent, `"unix-peer:uid=1000"`, `"`+strings.Repeat(`\ufffd`, 513)+`"`), audit.RuleInvalidValue},
+		{"over-bound detail", sub(t, goodOutcome, `"detail":"x"`, `"detail":"`+strings.Repeat("d", 513)+`"`), audit.RuleInvalidValue},
 		{"empty truncated", sub(t, goodIntent, `"instance":7}`, `"instance":7},"truncated":{}`), audit.RuleInvalidValue},
 		{"truncated unknown path", sub(t, goodIntent, `"instance":7}`, `"instance":7},"truncated":{"verb":{"full_sha256":"`+sha+`","full_bytes":600}}`), audit.RuleUnknownKey},
 		{"truncated short value", sub(t, goodIntent, `"instance":7}`, `"instance":7},"truncated":{"caller_identity":{"full_sha256":"`+sha+`","full_bytes":600}}`), audit.RuleInvalidValue},
@@ -201,6 +205,25 @@ func decodeCases(t testing.TB) []decodeCase {
 		{"rotated count twice", sub(t, goodRotated, `"outcome":"refused","invocations":2`, `"outcome":"first_mint","invocations":2`), audit.RuleInvalidValue},
 		{"rotated other with an identity", sub(t, goodRotated, `"others":[{"verb"`, `"others":[{"identity":"x","verb"`), audit.RuleUnknownKey},
 		{"rotated unterminated counts", goodRotated[:strings.Index(goodRotated, `,{"identity":"unix-peer:uid=1000","verb":"mint","outcome":"refused"`)], audit.RuleInvalidJSON},
+		// A sealed store's chain value, and the sealed action.
+		{"chain uppercase", sub(t, goodChained, `"chain":"0123456789abcdef`, `"chain":"0123456789ABCDEF`), audit.RuleInvalidValue},
+		{"chain short", sub(t, goodChained, `0123456789abcdef"}`, `0123456789abcde"}`), audit.RuleInvalidValue},
+		{"chain empty", sub(t, goodChained, `"chain":"0123456789abcdef0123456789abcdef"`, `"chain":""`), audit.RuleInvalidValue},
+		{"chain null", sub(t, goodChained, `"chain":"0123456789abcdef0123456789abcdef"`, `"chain":null`), audit.RuleNullValue},
+		{"chain a number", sub(t, goodChained, `"chain":"0123456789abcdef0123456789abcdef"`, `"chain":1`), audit.RuleWrongType},
+		{"chain not last", sub(t, goodChained, `"requested":{"service_name":"review","host":"h1","instance":7},"chain":"0123456789abcdef0123456789abcdef"`, `"chain":"0123456789abcdef0123456789abcdef","requested":{"service_name":"review","host":"h1","instance":7}`), audit.RuleKeyOrder},
+		{"chain twice", sub(t, goodChained, `"chain":"0123456789abcdef0123456789abcdef"`, `"chain":"0123456789abcdef0123456789abcdef","chain":"0123456789abcdef0123456789abcdef"`), audit.RuleDuplicateKey},
+		{"chain nested", sub(t, goodChained, `"instance":7}`, `"instance":7,"chain":"0123456789abcdef0123456789abcdef"}`), audit.RuleUnknownKey},
+		{"sealed without key_id", sub(t, goodSealed, `,"key_id":"5f0c2a9e11d3b7a4"`, ``), audit.RuleMissingField},
+		{"sealed without epoch", sub(t, goodSealed, `"epoch":41,`, ``), audit.RuleMissingField},
+		{"sealed unknown reason", sub(t, goodSealed, `"reason":"interval"`, `"reason":"whim"`), audit.RuleInvalidValue},
+		{"sealed short key_id", sub(t, goodSealed, `"key_id":"5f0c2a9e11d3b7a4"`, `"key_id":"5f0c2a9e"`), audit.RuleInvalidValue},
+		{"sealed string epoch", sub(t, goodSealed, `"epoch":41`, `"epoch":"41"`), audit.RuleWrongType},
+		{"sealed with a file", sub(t, goodSealed, `{"epoch"`, `{"file":"registrar-audit-20261201T080000Z-000001.jsonl","epoch"`), audit.RulePhaseInconsistency},
+		{"sealed keys out of order", sub(t, goodSealed, `"epoch":41,"reason":"interval"`, `"reason":"interval","epoch":41`), audit.RuleKeyOrder},
+		{"limits_reset with an epoch", sub(t, goodAdmin, `"buckets":["admission"]`, `"buckets":["admission"],"epoch":1`), audit.RulePhaseInconsistency},
+		{"rotated with a bad chain", sub(t, goodRotated, `"invocations":12}]`, `"invocations":12}],"chain":"xyz"`), audit.RuleInvalidValue},
+		{"rotated with an epoch", sub(t, goodRotated, `"invocations":12}]`, `"invocations":12}],"epoch":3`), audit.RulePhaseInconsistency},
 		{"limited truncated subject identity", sub(t, goodLimited, `"window_end":"2026-08-23T12:35:56.789Z"`, `"window_end":"2026-08-23T12:35:56.789Z","truncated":{"subject.identity":{"full_sha256":"`+sha+`","full_bytes":600}}`), audit.RulePhaseInconsistency},
 	}
 }
@@ -238,11 +261,13 @@ func TestUnmarshalAcceptsTheWritersLines(t *testing.T) {
 }
 
 func TestUnmarshalTruncationEntries(t *testing.T) {
-	caller := `"` + strings.Repeat("x", 510) + `"`
-	entry := func(sha, n string) string {
-		return sub(t, sub(t, goodIntent, `"unix-peer:uid=1000"`, caller), `"instance":7}`,
+	// entryOf is an intent whose caller of callerBytes bytes is described
+	// as cut; entry's caller is 510 bytes.
+	entryOf := func(callerBytes int, sha, n string) string {
+		return sub(t, sub(t, goodIntent, `"unix-peer:uid=1000"`, `"`+strings.Repeat("x", callerBytes)+`"`), `"instance":7}`,
 			`"instance":7},"truncated":{"caller_identity":{"full_sha256":"`+sha+`","full_bytes":`+n+`}}`)
 	}
+	entry := func(sha, n string) string { return entryOf(510, sha, n) }
 	sha := strings.Repeat("0f", 32)
 	cases := []struct {
 		name string
@@ -255,6 +280,9 @@ func TestUnmarshalTruncationEntries(t *testing.T) {
 		{"full_bytes within the bound", entry(sha, "512"), audit.RuleInvalidValue},
 		{"full_bytes not a number", entry(sha, `"600"`), audit.RuleWrongType},
 		{"missing full_bytes", sub(t, entry(sha, "600"), `,"full_bytes":600`, ``), audit.RuleMissingField},
+		// A cut drops at most a straddling character's first 3 bytes.
+		{"a value of the shortest cut, 509 bytes", entryOf(509, sha, "600"), ""},
+		{"a value one byte shorter than any cut", entryOf(508, sha, "600"), audit.RuleInvalidValue},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

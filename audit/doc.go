@@ -9,7 +9,7 @@
 //	record_version (always 1), phase, ts, request_id, verb, caller_identity,
 //	caller_subuid?, requested {service_name, host, instance?, reload?}, registration_id, outcome
 //	{class, reason?, detail?}, limited_bucket, policy?, shadow?, count,
-//	window_start, window_end, action, subject {...}, truncated
+//	window_start, window_end, action, subject {...}, truncated, chain?
 //
 // One Record type carries the four phases. An admitted invocation writes
 // an intent before any work and an outcome after it, paired by request_id;
@@ -29,9 +29,10 @@
 // enum), who took it (caller_identity) and what it was taken on (subject,
 // whose keys the action fixes); it has no verb. New actions extend that one
 // phase (admin.go): limits_reset, an operator's refill of an identity's
-// buckets, and rotated, what retention leaves of a generation it deletes
-// (rotated.go). Timestamps are RFC 3339 UTC with exactly millisecond
-// precision (TimeLayout).
+// buckets, rotated, what retention leaves of a generation it deletes
+// (rotated.go), and sealed, a sealed store's end of an epoch (seal.go).
+// A sealed store ends every line with its chain value (chain). Timestamps
+// are RFC 3339 UTC with exactly millisecond precision (TimeLayout).
 //
 // # Field bound
 //
@@ -71,6 +72,21 @@
 // CapacityProbe, run on the daemon tick, measures free space (statfs), the
 // store's bytes and its rotation budget and classifies them (Classify) as
 // ok, low, critical or unwritable.
+//
+// # Sealing
+//
+// A store opened with a sealing key (Options.Seal, the key file `registrar-otel
+// audit seal init` creates in registrar.state_dir) chains every line it
+// writes: each carries, last, a chain value, a MAC under the current
+// epoch's key of the previous line's value and its own bytes. The key
+// evolves one way at each start, rotation and stop and at least every
+// SealInterval, the old one erased from the key file and from memory,
+// after a sealed admin record closes its epoch. Store.SealHead is the
+// chain's head, which the daemon logs to the journal, out of its own
+// uid's reach; Verify with the verification key checks the chain over
+// every line, and with the logged heads (ReadHeads) the store's tail
+// (seal.go, sealverify.go). A store without a key writes exactly what it
+// wrote before sealing existed.
 //
 // # Reading
 //

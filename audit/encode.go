@@ -24,7 +24,8 @@ const maxTruncationEntry = len(`{"full_sha256":"0123456789abcdef0123456789abcdef
 // MaxRecordBytes is the largest serialized line the store can write, '\n'
 // included: a mint's outcome record with every field at its bound and
 // every bounded byte escaped at worst case, all five of its fields
-// truncated. A rotated admin record, whose counts could name any number
+// truncated, and a sealed store's chain value (ChainSuffixBytes) after
+// them. A rotated admin record, whose counts could name any number
 // of identities, is held to the same bound by moving its smallest counts
 // into others (fit). A mint's, because requested.reload is on mint records only
 // and outweighs the six bytes "deregister" has over "mint". It is a
@@ -40,7 +41,21 @@ const MaxRecordBytes = len(`{"record_version":1,"phase":"outcome","ts":"2006-01-
 	len(`,"registration_id":""`) + MaxRegistrationIDBytes +
 	len(`,"outcome":{"class":"refused","reason":"spec_identity_disagreement","detail":""}`) + maxEscapedField +
 	len(`,"truncated":{"caller_identity":,"requested.service_name":,"requested.host":,"requested.reload":,"outcome.detail":}`) + 5*maxTruncationEntry +
+	ChainSuffixBytes +
 	len("}\n")
+
+// ChainSuffixBytes is what a sealed store adds to each line: the chain
+// key and its value, `,"chain":"` and ChainHexLen hex digits and `"`,
+// written just before the line's closing brace.
+const ChainSuffixBytes = len(`,"chain":""`) + ChainHexLen
+
+// ChainHexLen is the length of a chain value in hex digits (16 bytes).
+const ChainHexLen = 2 * chainBytes
+
+// maxUnchainedBytes bounds the line Marshal produces: MaxRecordBytes less
+// the chain value a sealed store adds to it. A rotated record is fitted
+// to it, so that sealed it still fits MaxRecordBytes.
+const maxUnchainedBytes = MaxRecordBytes - ChainSuffixBytes
 
 // Marshal returns r's serialized line, '\n' included, exactly as the store
 // writes it: the field bound applied (on a copy; r is never mutated),
@@ -58,6 +73,9 @@ func Marshal(r *Record) ([]byte, error) {
 	if len(r.Truncated) != 0 {
 		return nil, &FieldError{Field: "truncated", Problem: "must be empty: the store's field bound fills it"}
 	}
+	if r.Chain != "" {
+		return nil, &FieldError{Field: "chain", Problem: "must be empty: a sealed store writes it"}
+	}
 	c := bounded(r)
 	if err := c.validate(true); err != nil {
 		return nil, err
@@ -66,9 +84,9 @@ func Marshal(r *Record) ([]byte, error) {
 	if c.Phase == PhaseAdmin && c.Admin.Action == ActionRotated {
 		line = fit(&c, line) // a rotated record's bound: its smallest counts into others
 	}
-	if len(line) > MaxRecordBytes {
+	if len(line) > maxUnchainedBytes {
 		// Unreachable if MaxRecordBytes is honest; the tests assert it is.
-		return nil, fmt.Errorf("audit: internal error: serialized line of %d bytes exceeds MaxRecordBytes %d", len(line), MaxRecordBytes)
+		return nil, fmt.Errorf("audit: internal error: serialized line of %d bytes exceeds MaxRecordBytes %d less a chain value", len(line), MaxRecordBytes)
 	}
 	return line, nil
 }
@@ -236,6 +254,11 @@ func appendRecord(dst []byte, r *Record) []byte {
 			dst = append(dst, '}')
 		}
 		dst = append(dst, '}')
+	}
+	if r.Chain != "" {
+		dst = append(dst, `,"chain":"`...)
+		dst = append(dst, r.Chain...)
+		dst = append(dst, '"')
 	}
 	return append(dst, "}\n"...)
 }

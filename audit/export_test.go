@@ -1,8 +1,10 @@
 package audit
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/hex"
 	"slices"
 )
 
@@ -151,3 +153,83 @@ func DecodeCanonical(line []byte) *Record {
 // TallyFile is retention's reading of a generation it is about to delete,
 // for its benchmark.
 func TallyFile(path string) (Rotated, error) { return tallyFile(path) }
+
+// VerifyFile runs Verify's read of the one store file dir/name and returns
+// the problems it found: the read's own faults (a file replaced after the
+// listing) cannot be staged through Verify.
+func VerifyFile(ctx context.Context, dir, name string) ([]VerifyProblem, error) {
+	v := &verifier{rep: &VerifyReport{Dir: dir}, dir: dir, present: map[string]bool{}, order: map[string]int{}}
+	err := v.file(ctx, name)
+	return v.problems, err
+}
+
+// WithChain returns line (as Marshal writes it) with chain as its chain
+// value, as a sealed store writes it.
+func WithChain(line []byte, chain string) []byte {
+	var c chainValue
+	if _, err := hex.Decode(c[:], []byte(chain)); err != nil {
+		panic(err)
+	}
+	return appendChained(nil, line, &c)
+}
+
+// DeriveKeys returns the keys of epochs 0 to n-1 from the verification
+// key k0.
+func DeriveKeys(k0 [SealKeyBytes]byte, n int) [][SealKeyBytes]byte {
+	x := newMacer()
+	var m macKey
+	out := [][SealKeyBytes]byte{k0}
+	for len(out) < n {
+		m.set(&out[len(out)-1])
+		var next [SealKeyBytes]byte
+		x.nextKey(&m, &next)
+		out = append(out, next)
+	}
+	return out
+}
+
+// ReadSealKeyFile decodes a sealing key file's bytes: what an intruder
+// who reads it holds.
+func ReadSealKeyFile(b []byte) (epoch uint64, key [SealKeyBytes]byte) {
+	k, problem := decodeSealKey(b)
+	if problem != "" {
+		panic(problem)
+	}
+	return k.epoch, k.key
+}
+
+// Rechain returns line (chained or not) chained after prev (32 hex digits,
+// or "" for a chain's first line) under key, and its chain value: a line
+// as an intruder holding key would forge it.
+func Rechain(key [SealKeyBytes]byte, prev string, line []byte) ([]byte, string) {
+	var p chainValue
+	if prev != "" {
+		if _, err := hex.Decode(p[:], []byte(prev)); err != nil {
+			panic(err)
+		}
+	}
+	u := line
+	if head, _, ok := splitChained(line); ok {
+		u = append(bytes.Clone(head), unchainedTail...)
+	}
+	var m macKey
+	m.set(&key)
+	c := newMacer().chain(&m, &p, u, nil)
+	return appendChained(nil, u, &c), c.hexString()
+}
+
+// ChainOf returns a chained line's chain value ("" for another line).
+func ChainOf(line []byte) string {
+	if _, c, ok := splitChained(line); ok {
+		return c.hexString()
+	}
+	return ""
+}
+
+// SetMaxCrossAnswers lowers ScanStores's bound for a test and restores it
+// at the test's end.
+func SetMaxCrossAnswers(t interface{ Cleanup(func()) }, n int) {
+	old := maxCrossAnswers
+	maxCrossAnswers = n
+	t.Cleanup(func() { maxCrossAnswers = old })
+}

@@ -248,6 +248,8 @@ func (p *canonicalParser) topValue(r *Record, q *Requested, o *Outcome, k int) b
 		r.WindowStart, err = parseTime(s)
 	case keyWindowEnd:
 		r.WindowEnd, err = parseTime(s)
+	case keyChain:
+		r.Chain, ok = s, s != ""
 	}
 	return ok && err == nil
 }

@@ -26,7 +26,7 @@ func FuzzUnmarshal(f *testing.F) {
 		f.Add([]byte(tc.line))
 	}
 	for _, gc := range goldenCases() {
-		f.Add(mustMarshal(f, gc.rec))
+		f.Add(goldenLine(f, gc))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		r, err := audit.Unmarshal(line)

@@ -38,6 +38,24 @@ var (
 type goldenCase struct {
 	name string
 	rec  *audit.Record
+	// chain, if set, is the line's chain value: the line as a sealed
+	// store writes it (Marshal's, with the chain key last).
+	chain string
+}
+
+// goldenLine is a case's line: Marshal's, chained when the case is.
+func goldenLine(t testing.TB, tc goldenCase) []byte {
+	line := mustMarshal(t, tc.rec)
+	if tc.chain != "" {
+		line = audit.WithChain(line, tc.chain)
+	}
+	return line
+}
+
+// sealedRec is a sealed record closing epoch 41.
+func sealedRec() *audit.Record {
+	return &audit.Record{Phase: audit.PhaseAdmin, TS: t0.Add(15 * time.Minute), CallerIdentity: audit.DaemonIdentity,
+		Admin: &audit.Admin{Action: audit.ActionSealed, Sealed: audit.Sealed{Epoch: 41, Reason: audit.SealReasonInterval, KeyID: "5f0c2a9e11d3b7a4"}}}
 }
 
 func goldenCases() []goldenCase {
@@ -99,38 +117,53 @@ func goldenCases() []goldenCase {
 	rotatedEmpty.Admin.Rotated = audit.Rotated{File: gen1, Next: gen2, Rotation: 1,
 		SHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}
 
+	// A sealed store's rotated record carries the deleted file's last
+	// chain value.
+	rotatedChained := rotatedRec()
+	rotatedChained.Admin.Chain = "0123456789abcdef0123456789abcdef"
+	sealedGenesis := sealedRec()
+	sealedGenesis.Admin.Epoch, sealedGenesis.Admin.Reason = 0, audit.SealReasonStart
+
 	escaping := intent("AAAAAAAAAAAA.11")
 	escaping.CallerIdentity = "q\"b\\s/\n\r\t\x00\x1f\x7f\u2028\u2029\ufffd\xff<>&é"
 
 	return []goldenCase{
-		{"intent_with_instance", intent("AAAAAAAAAAAA.0")},
-		{"intent_without_instance", withoutInstance},
-		{"outcome_first_mint", outcome("AAAAAAAAAAAA.0", audit.Outcome{Class: vocab.ClassFirstMint})},
-		{"outcome_idempotent_remint", outcome("AAAAAAAAAAAA.1", audit.Outcome{Class: vocab.ClassIdempotentRemint})},
-		{"outcome_identity_removed", removed},
-		{"outcome_idempotent_already_absent", absent},
-		{"outcome_refused_without_detail", refusedNoDetail},
-		{"outcome_refused_with_detail", refusedDetail},
-		{"truncated_caller_identity", truncCaller},
-		{"truncated_requested_service_name", truncService},
-		{"truncated_requested_host", truncHost},
-		{"truncated_outcome_detail", truncDetail},
-		{"truncated_all_fields", truncAll},
-		{"limited_counted", limited(vocab.PredecisionRefusal, 42)},
-		{"limited_truncated_caller_identity", limitedTrunc},
-		{"limited_policy", limitedPolicy},
-		{"limited_shadow", limitedShadow},
+		{"intent_with_instance", intent("AAAAAAAAAAAA.0"), ""},
+		{"intent_without_instance", withoutInstance, ""},
+		{"outcome_first_mint", outcome("AAAAAAAAAAAA.0", audit.Outcome{Class: vocab.ClassFirstMint}), ""},
+		{"outcome_idempotent_remint", outcome("AAAAAAAAAAAA.1", audit.Outcome{Class: vocab.ClassIdempotentRemint}), ""},
+		{"outcome_identity_removed", removed, ""},
+		{"outcome_idempotent_already_absent", absent, ""},
+		{"outcome_refused_without_detail", refusedNoDetail, ""},
+		{"outcome_refused_with_detail", refusedDetail, ""},
+		{"truncated_caller_identity", truncCaller, ""},
+		{"truncated_requested_service_name", truncService, ""},
+		{"truncated_requested_host", truncHost, ""},
+		{"truncated_outcome_detail", truncDetail, ""},
+		{"truncated_all_fields", truncAll, ""},
+		{"limited_counted", limited(vocab.PredecisionRefusal, 42), ""},
+		{"limited_truncated_caller_identity", limitedTrunc, ""},
+		{"limited_policy", limitedPolicy, ""},
+		{"limited_shadow", limitedShadow, ""},
 		{"admin_limits_reset", adminReset("unix-peer:uid=0", "registrar-client:uri:spiffe://example.org/agent/h7",
-			[]vocab.Verb{vocab.Deregister, vocab.Mint}, []vocab.Bucket{vocab.Admission, vocab.PredecisionRefusal})},
-		{"admin_truncated_subject_identity", adminTrunc},
-		{"admin_rotated", rotatedRec()},
-		{"admin_rotated_empty_file", rotatedEmpty},
-		{"escaping", escaping},
-		{"outcome_caller_subuid", withSubuid},
-		{"intent_with_reload", withReload},
-		{"outcome_first_mint_with_reload", reloadFirstMint},
-		{"reload_escaped", reloadEscaped},
-		{"truncated_requested_reload", truncReload},
+			[]vocab.Verb{vocab.Deregister, vocab.Mint}, []vocab.Bucket{vocab.Admission, vocab.PredecisionRefusal}), ""},
+		{"admin_truncated_subject_identity", adminTrunc, ""},
+		{"admin_rotated", rotatedRec(), ""},
+		{"admin_rotated_empty_file", rotatedEmpty, ""},
+		{"escaping", escaping, ""},
+		{"outcome_caller_subuid", withSubuid, ""},
+		{"intent_with_reload", withReload, ""},
+		{"outcome_first_mint_with_reload", reloadFirstMint, ""},
+		{"reload_escaped", reloadEscaped, ""},
+		{"truncated_requested_reload", truncReload, ""},
+		// Lines of a sealed store: each ends with its chain value.
+		{"chained_intent", intent("AAAAAAAAAAAA.0"), "d9a1b1e6a4f04c2a8e1f3b7c5d2e9f10"},
+		{"chained_outcome_refused_with_detail", refusedDetail, "00112233445566778899aabbccddeeff"},
+		{"chained_limited_policy", limitedPolicy, "ffeeddccbbaa99887766554433221100"},
+		{"chained_truncated_all_fields", truncAll, "0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f"},
+		{"admin_sealed", sealedRec(), "5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a"},
+		{"admin_sealed_genesis", sealedGenesis, "a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5"},
+		{"admin_rotated_chained", rotatedChained, "0123456789abcdef0123456789abcdee"},
 	}
 }
 
@@ -139,7 +172,7 @@ func goldenCases() []goldenCase {
 func TestGoldenLines(t *testing.T) {
 	for _, tc := range goldenCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			got := mustMarshal(t, tc.rec)
+			got := goldenLine(t, tc)
 			path := filepath.Join("testdata", tc.name+".jsonl")
 			if *update {
 				if err := os.WriteFile(path, got, 0o644); err != nil {

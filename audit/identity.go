@@ -184,6 +184,7 @@ func (s *Store) reopen(cause ReopenCause) error {
 		s.dirDirty = false
 	}
 	s.install(f, id, size)
+	s.countLines()
 	s.broken = nil
 	s.reopens[cause].Add(1)
 	s.lastFailed.Store(false)
@@ -271,6 +272,8 @@ type StoreStats struct {
 	// generation it deleted), and RetentionFailures the retention rounds
 	// that failed and kept a generation past the budget, since Open.
 	RotatedRecords, RetentionFailures uint64
+	// Seal is the sealing state (zero when the store is not sealed).
+	Seal SealStats
 }
 
 // Stats returns the store's counters. It takes no lock and is safe for
@@ -282,6 +285,7 @@ func (s *Store) Stats() StoreStats {
 		HeldFiles:         s.held.Load(),
 		RotatedRecords:    s.rotated.Load(),
 		RetentionFailures: s.retainFailures.Load(),
+		Seal:              s.sealStats(),
 	}
 	for i := range st.Reopens {
 		st.Reopens[i] = s.reopens[i].Load()

@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -52,5 +53,35 @@ func TestScanByIdentityFoldsRotatedCountsAndOthers(t *testing.T) {
 	}
 	if o := rep.InvocationsOtherIdentities[vocab.Mint][audit.ResultLimited]; o.Invocations != 12 || o.Rotated != 12 {
 		t.Errorf("remainder %+v, want the rotated record's others", o)
+	}
+}
+
+// TestScanByIdentityInvocationsAreBounded: MaxScanIdentities keys are
+// kept, not one more; the invocations of a key met past them are summed in
+// the remainder, and a kept key's later invocations still go to its row.
+func TestScanByIdentityInvocationsAreBounded(t *testing.T) {
+	s, dir := openStore(t, audit.Options{MaxFileBytes: 64 << 20}, audit.TestHooks{})
+	recs := make([]*audit.Record, 0, audit.MaxScanIdentities+2)
+	for i := range audit.MaxScanIdentities + 1 {
+		recs = append(recs, mintOutcome(fmt.Sprintf("q%05d", i), fmt.Sprintf("unix-peer:uid=%d", i)))
+	}
+	recs = append(recs, mintOutcome("again", "unix-peer:uid=0")) // a kept key: counted in its row
+	for i, err := range s.AppendBatch(context.Background(), recs) {
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	rep, err := audit.Scan(context.Background(), audit.ScanOptions{Dir: dir, Now: t0.Add(time.Hour), ByIdentity: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rep.InvocationsByIdentity); n != audit.MaxScanIdentities {
+		t.Errorf("%d keys kept, want %d", n, audit.MaxScanIdentities)
+	}
+	if o := rep.InvocationsOtherIdentities[vocab.Mint][audit.ResultFirstMint]; o != (audit.InvocationTotals{Invocations: 1}) {
+		t.Errorf("remainder %+v, want the one invocation of the key past the bound", o)
+	}
+	if top := rep.InvocationsByIdentity[0]; top.CallerIdentity != "unix-peer:uid=0" || top.Invocations != 2 {
+		t.Errorf("first row %+v, want unix-peer:uid=0's 2 first mints", top)
 	}
 }

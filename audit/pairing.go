@@ -51,6 +51,10 @@ type scanner struct {
 	// records' counts included (ScanOptions.ByIdentity); nil otherwise.
 	invocations map[countKey]*IdentityInvocations
 
+	// onRecord, when set (ScanStores), is given every well-formed record
+	// in the window, in file order.
+	onRecord func(name string, lineNo uint64, r *Record)
+
 	// refLine and refFinish replace line and finish (the reference scan of
 	// the benchmarks and agreement tests); nil in production.
 	refLine   func(name string, lineNo uint64, chunk []byte)
@@ -66,6 +70,9 @@ func (sc *scanner) line(name string, lineNo uint64, chunk []byte) {
 	r := sc.counted(name, lineNo, chunk)
 	if r == nil {
 		return
+	}
+	if sc.onRecord != nil {
+		sc.onRecord(name, lineNo, r)
 	}
 	switch r.Phase {
 	case PhaseLimited:

@@ -228,6 +228,15 @@ type Record struct {
 	// field's dotted path (PathCallerIdentity, ...). Callers leave it nil;
 	// records returned by Unmarshal carry what the line carried.
 	Truncated map[string]Truncation
+	// Chain is, on a line of a sealed store, the line's chain value: 32
+	// lowercase hex digits, the first 16 bytes of the HMAC-SHA256, under
+	// the current epoch's sealing key, of the previous line's chain value
+	// and this line's bytes without it (seal.go). The store writes it
+	// last, on every line it writes while sealed; a store never sealed
+	// writes none, and its lines are byte for byte what they were before
+	// sealing existed. Callers leave it empty (Marshal refuses it); records
+	// returned by Unmarshal carry what the line carried.
+	Chain string
 }
 
 // PolicyName is r's caller policy as a name: DefaultPolicy for the

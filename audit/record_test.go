@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +119,26 @@ func TestValidateAcceptsWhatTheStoreCompletes(t *testing.T) {
 	}
 	if _, err := audit.Marshal(r); err == nil {
 		t.Error("Marshal accepted a zero ts; want an error (only the store stamps)")
+	}
+}
+
+// Each field's rule admits the ends of its range: a request_id of the
+// first and last printable ASCII bytes, a registration_id of each end of
+// [a-z0-9-], a timestamp in year 0001; each is written and read back.
+func TestValidateAdmitsTheEndsOfEachRange(t *testing.T) {
+	year1 := time.Date(1, 1, 1, 0, 0, 0, 1_000_000, time.UTC) // not the zero time: a stamped one
+	r := outcome("!q~", audit.Outcome{Class: vocab.ClassFirstMint})
+	r.RegistrationID = "a-z-0-9"
+	r.TS = year1
+	if err := r.Validate(); err != nil {
+		t.Fatalf("Validate = %v; want nil", err)
+	}
+	got, err := audit.Unmarshal(mustMarshal(t, r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.RequestID != "!q~" || got.RegistrationID != "a-z-0-9" || !got.TS.Equal(year1) {
+		t.Errorf("read back request_id %q, registration_id %q, ts %v", got.RequestID, got.RegistrationID, got.TS)
 	}
 }
 
@@ -295,21 +316,26 @@ func TestMaxRecordBytesIsHonest(t *testing.T) {
 	// full_bytes is at most 20 digits; a 600-byte original has 3.
 	const unusedDigits = 20 - 3
 	cases := []struct {
-		name  string
-		rec   *audit.Record
-		slack int // bytes the worst case cannot reach in a test
-		exact bool
+		name    string
+		rec     *audit.Record
+		slack   int // bytes the worst case cannot reach in a test
+		exact   bool
+		chained bool // as a sealed store writes it
 	}{
-		{"mint outcome (the largest phase)", out, 5 * unusedDigits, true},
-		{"intent", &in, 0, false},
-		{"deregister outcome (no reload)", &dereg, 0, false},
-		{"limited (counted)", lim, 0, false},
-		{"limited shadow, the longest policy", &shadow, 0, false},
-		{"admin (two bounded fields)", adm, 0, false},
+		{"mint outcome of a sealed store (the largest line)", out, 5 * unusedDigits, true, true},
+		{"mint outcome (the largest phase)", out, 5*unusedDigits + audit.ChainSuffixBytes, true, false},
+		{"intent", &in, 0, false, false},
+		{"deregister outcome (no reload)", &dereg, 0, false, false},
+		{"limited (counted)", lim, 0, false, false},
+		{"limited shadow, the longest policy", &shadow, 0, false, false},
+		{"admin (two bounded fields)", adm, 0, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			line := mustMarshal(t, tc.rec)
+			if tc.chained {
+				line = audit.WithChain(line, strings.Repeat("f", audit.ChainHexLen))
+			}
 			if len(line) > audit.MaxRecordBytes {
 				t.Fatalf("got a %d-byte line, want at most MaxRecordBytes = %d", len(line), audit.MaxRecordBytes)
 			}
@@ -324,6 +350,57 @@ func TestMaxRecordBytesIsHonest(t *testing.T) {
 	t.Logf("MaxRecordBytes = %d", audit.MaxRecordBytes)
 }
 
+// A line of exactly MaxRecordBytes is within the bound and written as it
+// is. Only a rotated record reaches it, its counts naming any identities
+// (the other phases' worst cases stop short by the digits of full_bytes
+// no original can have): its counts are filled to the byte here. Marshal
+// writes it unchained, MaxRecordBytes less ChainSuffixBytes, so that a
+// sealed store's chain value brings it to MaxRecordBytes exactly.
+func TestALineOfExactlyMaxRecordBytesIsWritten(t *testing.T) {
+	const unchained = audit.MaxRecordBytes - audit.ChainSuffixBytes
+	r := rotatedRec()
+	r.Admin.Counts = nil
+	length := func() int {
+		t.Helper()
+		line, err := audit.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(line)
+	}
+	for i := 0; unchained-length() > 400; i++ {
+		id := "unix-peer:uid=" + strconv.Itoa(2000+i) + ":" + strings.Repeat("a", 180)
+		r.Admin.Counts = append(r.Admin.Counts, audit.InvocationCount{Identity: id, Verb: vocab.Mint, Result: audit.ResultFirstMint, Invocations: 10})
+	}
+	r.Admin.Counts = append(r.Admin.Counts, audit.InvocationCount{Identity: "p", Verb: vocab.Deregister, Result: audit.ResultIdentityRemoved, Invocations: 1})
+	pad := &r.Admin.Counts[len(r.Admin.Counts)-1]
+	grow := unchained - length()
+	if grow < 0 || len(pad.Identity)+grow > audit.MaxFieldBytes {
+		t.Fatalf("the test's record leaves %d bytes to fill with one identity", grow)
+	}
+	pad.Identity += strings.Repeat("p", grow)
+	line, err := audit.Marshal(r)
+	if err != nil || len(line) != unchained {
+		t.Fatalf("a record of exactly MaxRecordBytes = %d less a chain value (%d): a %d-byte line, %v; want it written", audit.MaxRecordBytes, unchained, len(line), err)
+	}
+	sealed := audit.WithChain(line, strings.Repeat("0f", audit.ChainHexLen/2))
+	if len(sealed) != audit.MaxRecordBytes {
+		t.Fatalf("sealed, the line is %d bytes; want exactly MaxRecordBytes = %d", len(sealed), audit.MaxRecordBytes)
+	}
+	for _, l := range [][]byte{line, sealed} {
+		if _, err := audit.Unmarshal(l); err != nil {
+			t.Fatalf("Unmarshal(a %d-byte line): %v", len(l), err)
+		}
+	}
+	back, err := audit.Unmarshal(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Admin.Rotated; len(got.Counts) != len(r.Admin.Counts) || len(got.Others) != len(r.Admin.Others) {
+		t.Errorf("read back %d counts and %d others, want the %d and %d written, none moved into others", len(got.Counts), len(got.Others), len(r.Admin.Counts), len(r.Admin.Others))
+	}
+}
+
 // TestHostileStringsStayOneLine puts line breaks, quotes, control bytes,
 // invalid UTF-8 and a forged record into every free-text field: the line
 // stays one JSON object on one line and decodes to the same values.
@@ -335,6 +412,7 @@ func TestHostileStringsStayOneLine(t *testing.T) {
 		"\x00\x01\x08\x0b\x0c\x1b[31m\x1f\x7f",
 		"\\\"\\\\\"",
 		"\xff\xfe\xc3\x28\xe2\x82",
+		"\x80 the first byte past ASCII, alone",
 		"line\u2028separator\u2029paragraph\u0085nel",
 		"\ufffd real replacement char",
 		"</script><!--&amp;",

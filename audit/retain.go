@@ -41,10 +41,11 @@ import (
 // bounded, and written by writeSync, the one place every line of the
 // store is written (commit's lines and retention's alike), after the same
 // checks (ensureActive, broken). A store that chains its lines (a sealed
-// store: each line's MAC over the previous one) chains it where writeSync
-// writes, so the rotated record is in the chain, and a rotated record may
-// later carry, as an optional subject key, the deleted file's last chain
-// value, for a verifier to resume the chain from the first file kept.
+// store: each line's MAC over the previous one, seal.go) chains it where
+// writeSync writes, so the rotated record is in the chain, and in a sealed
+// store it carries, as the optional subject key chain, the deleted file's
+// last chain value, for a verifier to check the first line of the first
+// file kept against it.
 
 // RetentionHeldError is Store.Append's answer to a mint's intent while
 // retention holds generations younger than Options.MinRetention past the
@@ -122,7 +123,7 @@ func (s *Store) retain() {
 		}
 		excess := len(gens) - int(s.maxRetained)
 		if excess <= 0 {
-			s.setHeld(0, time.Time{})
+			s.setHeld(0, time.Unix(0, 0)) // the epoch: UnixNano of the zero Time is undefined
 			return
 		}
 		victim, next := gens[0], gens[1]
@@ -130,13 +131,11 @@ func (s *Store) retain() {
 			s.setHeld(uint64(excess), stamp.Add(s.minRetention))
 			return
 		}
-		done, err := s.retire(victim, next)
-		if err != nil {
+		// Deleted, or the active file was full and rotated instead (false):
+		// either way, look again.
+		if _, err := s.retire(victim, next); err != nil {
 			s.retainFailed(ctx, victim, err)
 			return
-		}
-		if !done {
-			continue // the active file was full and has rotated: look again
 		}
 	}
 	s.retainFailed(ctx, "", errors.New("retention did not settle; trying again at the next rotation"))
@@ -166,7 +165,7 @@ func (s *Store) retire(name, next string) (bool, error) {
 		if s.broken != nil {
 			return false, s.broken
 		}
-		if n := uint64(len(line)); s.size+n > s.maxFile {
+		if n := s.lineCost(line) + s.sealPending(); s.size+n > s.maxFile {
 			if s.size == 0 { // only a test's tiny cap: never rotate an empty file
 				return false, &TooLargeError{LineBytes: n, MaxFileBytes: s.maxFile}
 			}
@@ -187,16 +186,16 @@ func (s *Store) retire(name, next string) (bool, error) {
 }
 
 // setHeld publishes how many generations retention holds back and when the
-// oldest of them ages out.
+// oldest of them ages out (the Unix epoch when none is held: a reader that
+// loaded held > 0 just before a release then answers the shortest wait,
+// which is right, the hold being over).
 func (s *Store) setHeld(n uint64, until time.Time) {
 	if n > 0 && s.held.Load() == 0 {
 		s.log.LogAttrs(context.Background(), slog.LevelError,
 			"audit retention holds generations younger than audit_min_retention_seconds past the store's budget; mints are refused RegistrarBusy until the oldest ages out",
 			slog.Uint64("held_files", n), slog.Time("until", until.UTC()), slog.Duration("min_retention", s.minRetention))
 	}
-	if n > 0 {
-		s.heldUntil.Store(until.UnixNano())
-	}
+	s.heldUntil.Store(until.UnixNano())
 	s.held.Store(n)
 }
 
@@ -225,9 +224,9 @@ type tally struct {
 
 // tallyFile reads the generation at path (never following a symlink,
 // regular files only) and returns its rotated subject: size, lines,
-// digest, timestamps, counts and folded; the caller sets File, Next and
-// Rotation. A line that does not decode is counted in lines and nowhere
-// else.
+// digest, timestamps, counts, folded and, if the file is chained, its last
+// chain value; the caller sets File, Next and Rotation. A line that does
+// not decode is counted in lines and nowhere else.
 func tallyFile(path string) (Rotated, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow|oNonBlock, 0)
 	if err != nil {
@@ -258,6 +257,9 @@ func tallyFile(path string) (Rotated, error) {
 		} else if err == nil {
 			subj.Lines++
 			t.line(chunk)
+			if _, c, ok := splitChained(chunk); ok {
+				subj.Chain = c.hexString()
+			}
 			continue
 		} else if err == io.EOF && len(chunk) > 0 {
 			subj.Lines++ // a torn final line

@@ -508,3 +508,275 @@ func BenchmarkTallyAFullGeneration(b *testing.B) {
 		}
 	}
 }
+
+// gen3 sorts after gen1 and gen2 (rotated_test.go).
+const gen3 = "registrar-audit-20261201T100000Z-000003.jsonl"
+
+// afterGens is an instant after gen1, gen2 and gen3's stamps.
+var afterGens = time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
+
+// generationsIn are the generations in dir, oldest first.
+func generationsIn(t *testing.T, dir string) []string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "registrar-audit-*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range names {
+		names[i] = filepath.Base(n)
+	}
+	return names
+}
+
+// intentsOf are intent lines of exactly n bytes (n 0 or at least one
+// line's): the last line's caller identity takes what the others leave.
+func intentsOf(t *testing.T, n int) []byte {
+	t.Helper()
+	var b []byte
+	if n == 0 {
+		return b
+	}
+	for i := 0; ; i++ {
+		r := intent(fmt.Sprintf("f%05d", i))
+		l := mustMarshal(t, r)
+		if rest := n - len(b); rest < 2*len(l) {
+			r.CallerIdentity += strings.Repeat("x", rest-len(l))
+			b = append(b, mustMarshal(t, r)...)
+			break
+		}
+		b = append(b, l...)
+	}
+	if len(b) != n {
+		t.Fatalf("%d bytes of intents, want %d", len(b), n)
+	}
+	return b
+}
+
+// retentionDir writes, in a fresh directory (or dir, if given), the
+// generations gen1 and gen2 (an intent each) and an active file of
+// activeBytes bytes of intents. It returns the directory and the line of
+// the rotated record retention writes for gen1 at now, unchained.
+func retentionDir(t *testing.T, dir string, activeBytes int, now time.Time) (string, []byte) {
+	t.Helper()
+	if dir == "" {
+		dir = filepath.Join(t.TempDir(), "audit")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, gen1), mustMarshal(t, intent("g1")))
+	writeFile(t, filepath.Join(dir, gen2), mustMarshal(t, intent("g2")))
+	writeFile(t, filepath.Join(dir, audit.ActiveFileName), intentsOf(t, activeBytes))
+	subj, err := audit.TallyFile(filepath.Join(dir, gen1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj.File, subj.Next, subj.Rotation = gen1, gen2, 1
+	return dir, mustMarshal(t, &audit.Record{Phase: audit.PhaseAdmin, TS: now, CallerIdentity: audit.DaemonIdentity,
+		Admin: &audit.Admin{Action: audit.ActionRotated, Rotated: subj}})
+}
+
+// TestRetentionWritesItsRecordInTheActiveFileOnlyWhereItFits: a rotated
+// record that fills the active file to the byte is written there and its
+// generation deleted; one byte more and the active file is rotated first,
+// the records written in the fresh one, and both older generations
+// deleted, with no failure.
+func TestRetentionWritesItsRecordInTheActiveFileOnlyWhereItFits(t *testing.T) {
+	const activeBytes = 2048
+	for _, tc := range []struct {
+		name string
+		over int // bytes the record and the active file take past the cap
+	}{{"to the byte", 0}, {"one byte over", 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, rec := retentionDir(t, "", activeBytes, afterGens)
+			maxFile := uint64(activeBytes + len(rec) - tc.over)
+			s, _ := openStore(t, audit.Options{Dir: dir, MaxFileBytes: maxFile, MaxRetainedFiles: 1, Now: func() time.Time { return afterGens }},
+				audit.TestHooks{MinFileBytes: 256})
+			gens := generationsIn(t, dir)
+			active := readActive(t, dir)
+			st := s.Stats()
+			if st.RetentionFailures != 0 {
+				t.Errorf("%d retention failures, want none", st.RetentionFailures)
+			}
+			if tc.over == 0 {
+				if len(gens) != 1 || gens[0] != gen2 || st.RotatedRecords != 1 || uint64(len(active)) != maxFile || !strings.HasSuffix(string(active), string(rec)) {
+					t.Errorf("generations %v, %d rotated records, a %d-byte active file of cap %d ending %q; want gen2 alone, its record closing the full active file",
+						gens, st.RotatedRecords, len(active), maxFile, active[max(0, len(active)-len(rec)):])
+				}
+				return
+			}
+			if len(gens) != 1 || gens[0] <= gen2 || st.RotatedRecords != 2 || !strings.HasPrefix(string(active), string(rec)) {
+				t.Errorf("generations %v, %d rotated records, active file %q; want the rotated active file alone, after the two records written in the fresh one",
+					gens, st.RotatedRecords, active)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, gens[len(gens)-1])); len(b) != activeBytes {
+				t.Errorf("the newest generation holds %d bytes, want the %d of the active file rotated", len(b), activeBytes)
+			}
+		})
+	}
+}
+
+// TestSealedRetentionCountsTheDueSealBeforeItsRecord: in a sealed store
+// whose start seal is due when Open's retention writes its record, the
+// record fits the active file only with the seal's room, so the active
+// file is rotated first and no file grows past the cap.
+func TestSealedRetentionCountsTheDueSealBeforeItsRecord(t *testing.T) {
+	const activeBytes = 4096
+	f := newSealFixture(t)
+	_, rec := retentionDir(t, f.dir, activeBytes, afterGens)
+	f.clock.Set(afterGens)
+	f.retained = 1
+	f.maxFile = uint64(activeBytes + len(rec) + audit.ChainSuffixBytes + 1) // the record chained fits; a seal too does not
+	s := f.open()
+	defer s.Close()
+	for _, name := range append(generationsIn(t, f.dir), audit.ActiveFileName) {
+		st, err := os.Stat(filepath.Join(f.dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uint64(st.Size()) > f.maxFile {
+			t.Errorf("%s holds %d bytes, past the cap of %d", name, st.Size(), f.maxFile)
+		}
+	}
+	if st := s.Stats(); st.RetentionFailures != 0 || st.RotatedRecords != 2 {
+		t.Errorf("stats %+v, want both older generations deleted, each after its record, with no failure", st)
+	}
+}
+
+// TestRetentionThatDoesNotSettleStopsAtItsBound: a removal that reports
+// success and leaves the file (so each look finds the same excess) is
+// tried 4*MaxRetainedFiles+16 times in a round, not once more, after one
+// rotated record; the round then fails and is logged.
+func TestRetentionThatDoesNotSettleStopsAtItsBound(t *testing.T) {
+	dir, _ := retentionDir(t, "", 0, afterGens)
+	writeFile(t, filepath.Join(dir, gen3), mustMarshal(t, intent("g3")))
+	var removes int
+	var logs logBuffer
+	const retained = 2
+	s, _ := openStore(t, audit.Options{Dir: dir, MaxRetainedFiles: retained, Now: func() time.Time { return afterGens }, Logger: newLogger(&logs)},
+		audit.TestHooks{Remove: func(string) error { removes++; return nil }})
+	if want := 4*retained + 16; removes != want {
+		t.Errorf("%d removals tried, want %d", removes, want)
+	}
+	if st := s.Stats(); st.RetentionFailures != 1 || st.RotatedRecords != 1 || !strings.Contains(logs.String(), "retention did not settle") {
+		t.Errorf("stats %+v, log %s; want one rotated record and the round's failure logged", st, logs.String())
+	}
+}
+
+// TestMinRetentionIsReachedAtItsAge: a generation whose age (since the
+// stamp in its name) is exactly MinRetention is deleted; a nanosecond
+// younger it is held.
+func TestMinRetentionIsReachedAtItsAge(t *testing.T) {
+	stamp := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC) // gen1's
+	for _, tc := range []struct {
+		name string
+		now  time.Time
+		held uint64
+	}{
+		{"at its age", stamp.Add(time.Hour), 0},
+		{"a nanosecond younger", stamp.Add(time.Hour - time.Nanosecond), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, _ := retentionDir(t, "", 0, tc.now)
+			s, _ := openStore(t, audit.Options{Dir: dir, MaxRetainedFiles: 1, MinRetention: time.Hour, Now: func() time.Time { return tc.now }}, audit.TestHooks{})
+			st := s.Stats()
+			gens := generationsIn(t, dir)
+			if st.HeldFiles != tc.held || st.RotatedRecords != 1-tc.held || len(gens) != 1+int(tc.held) || gens[0] != []string{gen2, gen1}[tc.held] {
+				t.Errorf("stats %+v, generations %v; want %d held", st, gens, tc.held)
+			}
+		})
+	}
+}
+
+// TestRetentionWithNoMinimumDeletesAGenerationStampedAhead: with no
+// MinRetention, a generation is deleted past the budget even when the
+// clock reads before the stamp in its name (a clock stepped back).
+func TestRetentionWithNoMinimumDeletesAGenerationStampedAhead(t *testing.T) {
+	before := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC) // gen1's stamp less an hour
+	dir, _ := retentionDir(t, "", 0, before)
+	s, _ := openStore(t, audit.Options{Dir: dir, MaxRetainedFiles: 1, Now: func() time.Time { return before }}, audit.TestHooks{})
+	if st, gens := s.Stats(), generationsIn(t, dir); st.HeldFiles != 0 || st.RotatedRecords != 1 || len(gens) != 1 || gens[0] != gen2 {
+		t.Errorf("stats %+v, generations %v; want gen1 deleted, nothing held", st, gens)
+	}
+}
+
+// TestAProbeLeavesAFailedDeletionToTheNextRotation: with nothing held, a
+// probe does not run retention, so a generation whose removal failed stays
+// until the next rotation tries again.
+func TestAProbeLeavesAFailedDeletionToTheNextRotation(t *testing.T) {
+	dir, _ := retentionDir(t, "", 0, afterGens)
+	rm := newRemoved(dir)
+	rm.fail = 1
+	s, _ := openStore(t, audit.Options{Dir: dir, MaxRetainedFiles: 1, Now: func() time.Time { return afterGens }}, audit.TestHooks{Remove: rm.hook})
+	probe, err := audit.NewCapacityProbe(s, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit.SetStatfs(probe, func(string) (uint64, error) { return 1 << 40, nil })
+	if _, err := probe.Probe(); err != nil {
+		t.Fatal(err)
+	}
+	rm.mu.Lock()
+	done := rm.done
+	rm.mu.Unlock()
+	if st, gens := s.Stats(), generationsIn(t, dir); done != 0 || st.RetentionFailures != 1 || len(gens) != 2 {
+		t.Errorf("%d removals done, stats %+v, generations %v; want the failed one kept past the probes", done, st, gens)
+	}
+}
+
+// TestATallyKeepsMaxRotatedKeysAndSumsTheRestInOthers: a generation of
+// more keys than MaxRotatedKeys is tallied as MaxRotatedKeys counts, not
+// one more, and others, per verb and result, hold the keys met past them
+// and what a folded rotated record's others carried, of every result.
+func TestATallyKeepsMaxRotatedKeysAndSumsTheRestInOthers(t *testing.T) {
+	var content []byte
+	for i := range audit.MaxRotatedKeys + 1 {
+		content = append(content, mustMarshal(t, mintOutcome(fmt.Sprintf("q%05d", i), fmt.Sprintf("unix-peer:uid=%d", i)))...)
+	}
+	l := limited(vocab.Admission, 7)
+	l.CallerIdentity = "unix-peer:uid=limited"
+	folded := rotatedRec()
+	folded.Admin.Counts = nil
+	folded.Admin.Others = []audit.InvocationCount{{Verb: vocab.Deregister, Result: audit.ResultRefused, Invocations: 3}}
+	content = append(content, mustMarshal(t, l)...)
+	content = append(content, mustMarshal(t, folded)...)
+	path := filepath.Join(t.TempDir(), gen1)
+	writeFile(t, path, content)
+	subj, err := audit.TallyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(subj.Counts) != audit.MaxRotatedKeys {
+		t.Errorf("%d counts, want %d", len(subj.Counts), audit.MaxRotatedKeys)
+	}
+	got := map[audit.InvocationCount]bool{}
+	for _, o := range subj.Others {
+		got[o] = true
+	}
+	want := map[audit.InvocationCount]bool{
+		{Verb: vocab.Mint, Result: audit.ResultFirstMint, Invocations: 1}:     true, // the key past the bound
+		{Verb: vocab.Mint, Result: audit.ResultLimited, Invocations: 7}:       true,
+		{Verb: vocab.Deregister, Result: audit.ResultRefused, Invocations: 3}: true, // carried on
+	}
+	if len(subj.Others) != len(want) || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("others %+v, want %v", subj.Others, want)
+	}
+}
+
+// TestOfRotatedRecordsNumberedAlikeTheLaterIsRecovered: a reopened store
+// takes, of two rotated records of the same number, the later one written
+// as its newest: the generation it names with the digest it recorded is
+// only removed again, with no second record.
+func TestOfRotatedRecordsNumberedAlikeTheLaterIsRecovered(t *testing.T) {
+	dir, rec := retentionDir(t, "", 0, afterGens)
+	earlier, err := audit.Unmarshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier.Admin.SHA256 = strings.Repeat("ab", 32) // what gen1 held before, say
+	writeFile(t, filepath.Join(dir, audit.ActiveFileName), append(mustMarshal(t, earlier), rec...))
+	s, _ := openStore(t, audit.Options{Dir: dir, MaxRetainedFiles: 1, Now: func() time.Time { return afterGens }}, audit.TestHooks{})
+	if st, gens := s.Stats(), generationsIn(t, dir); st.RotatedRecords != 0 || len(gens) != 1 || gens[0] != gen2 {
+		t.Errorf("stats %+v, generations %v; want gen1 removed under the later record, no record written", st, gens)
+	}
+}

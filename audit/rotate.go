@@ -69,6 +69,11 @@ func (s *Store) rotateFile() error {
 		s.log.Warn("audit closing rotated generation failed", "file", name, "err", err)
 	}
 	s.install(nf, nid, 0)
+	if s.seal != nil {
+		// The new file opens with the seal of the epoch the old one
+		// ends in, written before its first line (writeSync).
+		s.seal.lines, s.seal.due = 0, SealReasonRotation
+	}
 	if err := s.dirf.Sync(); err != nil {
 		s.dirDirty = true
 		s.log.Warn("audit fsync of record directory after rotation failed; retried before the next write", "err", err)

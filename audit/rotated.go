@@ -154,6 +154,11 @@ type Rotated struct {
 	// Identity "" in each; nil when there are none. Written in verb, then
 	// result order.
 	Others []InvocationCount
+	// Chain is, when File's last line was chained (a sealed store), that
+	// line's chain value (32 lowercase hex digits): the value the first
+	// line of Next continues from, so that `audit verify` can check the
+	// first line of the oldest file kept. "" (the key omitted) otherwise.
+	Chain string
 }
 
 // compareCounts is counts' written order.
@@ -201,6 +206,9 @@ func (s *Rotated) validate(stored bool) error {
 	}
 	if err := checkCounts("subject.counts", s.Counts, true, stored); err != nil {
 		return err
+	}
+	if s.Chain != "" && !isLowerHex(s.Chain, ChainHexLen) {
+		return &FieldError{Field: "subject.chain", Problem: "is not 32 lowercase hex digits"}
 	}
 	return checkCounts("subject.others", s.Others, false, stored)
 }
@@ -262,14 +270,15 @@ func (s Rotated) bounded() Rotated {
 	return s
 }
 
-// fit keeps a rotated record's line within MaxRecordBytes: while line is
+// fit keeps a rotated record's line within MaxRecordBytes, a sealed
+// store's chain value included (maxUnchainedBytes): while line is
 // longer, the counts with the fewest invocations move into others (summed
 // per verb and result), and the line is written again. A line that fits
 // is returned as it is. c is bounded and valid; its Admin is its own copy.
 func fit(c *Record, line []byte) []byte {
-	for len(line) > MaxRecordBytes && len(c.Admin.Counts) > 0 {
+	for len(line) > maxUnchainedBytes && len(c.Admin.Counts) > 0 {
 		s := &c.Admin.Rotated
-		excess := len(line) - MaxRecordBytes
+		excess := len(line) - maxUnchainedBytes
 		n := len(s.Counts)
 		for n > 0 && excess > 0 {
 			n--
@@ -318,6 +327,8 @@ func (s *Rotated) appendKey(dst []byte, k int) []byte {
 		return appendTime(dst, s.FirstTS)
 	case subjLastTS:
 		return appendTime(dst, s.LastTS)
+	case subjChain:
+		return appendString(dst, s.Chain)
 	case subjCounts, subjOthers:
 		cs, named := s.Counts, true
 		if k == subjOthers {

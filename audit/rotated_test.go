@@ -1,6 +1,8 @@
 package audit_test
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -194,5 +196,74 @@ func TestARotatedRecordOfVeryManyIdentitiesStaysWithinMaxRecordBytes(t *testing.
 			}
 			t.Logf("%d of %d keys named in a %d-byte line", len(got.Counts), len(seen), len(line))
 		})
+	}
+}
+
+// TestMarshalWritesRotatedOthersInOrder: others by verb, then outcome,
+// whatever order they came in; the caller's slice untouched.
+func TestMarshalWritesRotatedOthersInOrder(t *testing.T) {
+	r := rotatedRec()
+	r.Admin.Others = []audit.InvocationCount{
+		{Verb: vocab.Deregister, Result: audit.ResultFirstMint, Invocations: 1},
+		{Verb: vocab.Mint, Result: audit.ResultLimited, Invocations: 12},
+		{Verb: vocab.Mint, Result: audit.ResultRefused, Invocations: 3},
+	}
+	given := slices.Clone(r.Admin.Others)
+	line := string(mustMarshal(t, r))
+	want := `"others":[{"verb":"mint","outcome":"refused","invocations":3},{"verb":"mint","outcome":"limited","invocations":12},` +
+		`{"verb":"deregister","outcome":"first_mint","invocations":1}]`
+	if !strings.Contains(line, want) {
+		t.Errorf("line %s\nwant others %s", line, want)
+	}
+	if !slices.Equal(r.Admin.Others, given) {
+		t.Errorf("Marshal reordered the caller's others: %+v", r.Admin.Others)
+	}
+}
+
+// TestARotatedRecordOverItsBoundByItsSmallestCountLosesThatCountAlone: a
+// rotated record whose line is longer than the bound by exactly its
+// smallest count (and that count's comma) moves that count alone into
+// others, and its line is then exactly at the bound.
+func TestARotatedRecordOverItsBoundByItsSmallestCountLosesThatCountAlone(t *testing.T) {
+	bound := audit.MaxRecordBytes - audit.ChainSuffixBytes // what Marshal fits a rotated record to
+	r := rotatedRec()
+	smallest := audit.InvocationCount{Identity: "unix-peer:uid=1", Verb: vocab.Mint, Result: audit.ResultFirstMint, Invocations: 1}
+	// others already hold the smallest count's key, with as many digits
+	// after it is added: moving it makes the line no longer.
+	r.Admin.Others = []audit.InvocationCount{{Verb: vocab.Mint, Result: audit.ResultFirstMint, Invocations: 5_000_000}}
+	r.Admin.Counts = []audit.InvocationCount{smallest}
+	base := len(mustMarshal(t, r))
+	count := func(id string) audit.InvocationCount {
+		return audit.InvocationCount{Identity: id, Verb: vocab.Mint, Result: audit.ResultFirstMint, Invocations: 2}
+	}
+	// cost is what count c adds to the line, its comma included.
+	cost := func(c audit.InvocationCount) int {
+		r.Admin.Counts = []audit.InvocationCount{c, smallest}
+		return len(mustMarshal(t, r)) - base
+	}
+	smallestCost := cost(audit.InvocationCount{Identity: "unix-peer:uid=2", Verb: vocab.Mint, Result: audit.ResultFirstMint, Invocations: 1})
+	want := bound + smallestCost // the line before fitting
+	var counts []audit.InvocationCount
+	for line := base; line < want; {
+		id := fmt.Sprintf("unix-peer:uid=%04d:", len(counts))
+		c := cost(count(id))
+		if rest := want - line; rest < 2*c {
+			id += strings.Repeat("x", rest-c) // the last identity takes what is left
+			c = cost(count(id))
+		}
+		counts = append(counts, count(id))
+		line += c
+	}
+	r.Admin.Counts = append(counts, smallest)
+	line := mustMarshal(t, r)
+	back, err := audit.Unmarshal(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := back.Admin.Rotated
+	if len(line) != bound || len(got.Counts) != len(counts) || got.Counts[len(got.Counts)-1].Invocations != 2 ||
+		len(got.Others) != 1 || got.Others[0].Invocations != 5_000_001 {
+		t.Errorf("a %d-byte line of %d counts, others %+v; want %d bytes, the %d counts of 2 invocations, the smallest in others",
+			len(line), len(got.Counts), got.Others, bound, len(counts))
 	}
 }

@@ -43,6 +43,10 @@ type ScanOptions struct {
 	// Report.InvocationsByIdentity, the rotated records' counts of
 	// deleted files included.
 	ByIdentity bool
+	// ClockSkew is, for ScanStores, how far apart the clocks of the
+	// stores' hosts may be: two answers closer than it may have taken
+	// effect in either order. 0 means DefaultClockSkew. Scan ignores it.
+	ClockSkew time.Duration
 }
 
 // MaxScanIdentities bounds the keys of each per-identity breakdown a scan

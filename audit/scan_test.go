@@ -444,14 +444,21 @@ func TestScanListsAnUnreadableFile(t *testing.T) {
 		checkUnreadable(t, rep)
 		return
 	}
-	// Root: copy this test binary where nobody can run it, and run this
-	// test there as nobody.
+	runAsNobody(t, base, "TestScanListsAnUnreadableFile", "AUDIT_SCAN_UNREADABLE_DIR="+dir)
+}
+
+// runAsNobody runs the test named test of this binary again, as the
+// unprivileged user nobody (uid 65534), from a copy in base (a directory
+// nobody may enter), with env added; it fails unless that run passes. Root
+// reads every file: an unreadable one is seen only as another user.
+func runAsNobody(t *testing.T, base, test string, env ...string) {
+	t.Helper()
 	self, err := os.Executable()
 	must(t, err)
 	bin := filepath.Join(base, "audit.test")
 	copyFile(t, self, bin)
-	cmd := exec.Command(bin, "-test.run=^TestScanListsAnUnreadableFile$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "AUDIT_SCAN_UNREADABLE_DIR="+dir)
+	cmd := exec.Command(bin, "-test.run=^"+test+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = base
 	cmd.SysProcAttr = nobody()
 	out, err := cmd.CombinedOutput()
@@ -459,8 +466,8 @@ func TestScanListsAnUnreadableFile(t *testing.T) {
 	if err != nil && !errors.As(err, &exit) {
 		t.Skipf("cannot run the check as user nobody here (%v): an unreadable file cannot be made for root", err)
 	}
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestScanListsAnUnreadableFile") {
-		t.Fatalf("the scan as nobody: %v\n%s", err, out)
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+test) {
+		t.Fatalf("%s as nobody: %v\n%s", test, err, out)
 	}
 }
 

@@ -5,11 +5,13 @@ package audit_test
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -53,6 +55,18 @@ func scanChild(dir, decoder string) int {
 		scan = audit.ScanReference
 	case "tokens":
 		scan = audit.ScanTokens
+	case "verify":
+		k := sealBenchKey()
+		rep, err := audit.Verify(context.Background(), audit.VerifyOptions{Dir: dir, Key: &k})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		// The parent checks the child read every line, as a scan's.
+		fmt.Printf("records=%d malformed=%d unpaired=0\n%s\n", rep.Seal.ChainedLines, rep.ProblemCount, hwm())
+		return 0
+	case "scan-hwm":
+		defer func() { fmt.Println(hwm()) }()
 	}
 	rep, err := scan(context.Background(), audit.ScanOptions{Dir: dir, Now: scanBenchNow, Window: 365 * 24 * time.Hour})
 	if err != nil {
@@ -227,4 +241,142 @@ func BenchmarkScanDecoder(b *testing.B) {
 			b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
 		})
 	}
+}
+
+// sealBenchKey is the sealed benchmark store's verification key: fixed, so
+// the store built once is reused.
+func sealBenchKey() [audit.SealKeyBytes]byte {
+	return sha256.Sum256([]byte("registrar-otel bench seal key"))
+}
+
+// sealedBenchStore is scanBenchStore's store as a sealed store writes it:
+// every line chained, the first file opening with the key's first seal and
+// each later file with a rotation seal, built once (then reused) from the
+// unsealed one. It returns the directory and its line count.
+func sealedBenchStore(tb testing.TB) (dir string, lines uint64) {
+	tb.Helper()
+	src, _, _ := scanBenchStore(tb)
+	_, name := scanBenchSize()
+	dir = filepath.Join(os.TempDir(), name+"-sealed")
+	done := filepath.Join(dir, ".complete")
+	if b, err := os.ReadFile(done); err == nil {
+		if _, err := fmt.Sscanf(string(b), "%d", &lines); err == nil {
+			return dir, lines
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	k0 := sealBenchKey()
+	id := audit.KeyID(&k0)
+	names, err := filepath.Glob(filepath.Join(src, "registrar-audit-*.jsonl"))
+	if err != nil || len(names) == 0 {
+		tb.Fatalf("the unsealed store: %v %v", names, err)
+	}
+	keys := audit.DeriveKeys(k0, len(names)+1)
+	prev := ""
+	for i, path := range names {
+		in, err := os.Open(path)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out, err := os.Create(filepath.Join(dir, filepath.Base(path)))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		w := bufio.NewWriterSize(out, 1<<20)
+		write := func(line []byte, epoch int) {
+			var chained []byte
+			chained, prev = audit.Rechain(keys[epoch], prev, line)
+			w.Write(chained)
+			lines++
+		}
+		reason := audit.SealReasonRotation
+		if i == 0 {
+			reason = audit.SealReasonStart
+		}
+		seal, err := audit.Marshal(&audit.Record{Phase: audit.PhaseAdmin, TS: scanBenchNow.Add(-24 * time.Hour), CallerIdentity: audit.DaemonIdentity,
+			Admin: &audit.Admin{Action: audit.ActionSealed, Sealed: audit.Sealed{Epoch: uint64(i), Reason: reason, KeyID: id}}})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		write(seal, i)
+		br := bufio.NewReaderSize(in, audit.MaxRecordBytes)
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(line) > 0 {
+				write(line, i+1)
+			}
+			if err != nil {
+				break
+			}
+		}
+		in.Close()
+		if err := w.Flush(); err != nil {
+			tb.Fatal(err)
+		}
+		if err := out.Close(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(done, fmt.Appendf(nil, "%d", lines), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return dir, lines
+}
+
+// BenchmarkVerifyMillionLines is issue 40's "audit verify of a 1M-line
+// store at most 1.3x audit scan's time, memory bounded as the scan's":
+// the sealed benchmark store (scanBenchStore's million lines, chained) is
+// scanned and verified with its key, each in a child process, per op;
+// lines/s and the child's peak RSS (VmHWM, hwm) are reported. Read them as ratios
+// within one pass, the passes interleaved (-count, or make bench).
+func BenchmarkVerifyMillionLines(b *testing.B) {
+	dir, lines := sealedBenchStore(b)
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []string{"scan-hwm", "verify"} {
+		b.Run("run="+map[string]string{"scan-hwm": "scan", "verify": "verify"}[mode], func(b *testing.B) {
+			var maxRSS int64
+			for b.Loop() {
+				cmd := exec.Command(exe, "-test.run=^$")
+				cmd.Env = append(os.Environ(), scanChildEnv+"="+dir, scanChildDecoderEnv+"="+mode)
+				out, err := cmd.Output()
+				if err != nil {
+					b.Fatalf("child: %v: %s", err, out)
+				}
+				var records, problems, unpaired uint64
+				if _, err := fmt.Sscanf(string(out), "records=%d malformed=%d unpaired=%d", &records, &problems, &unpaired); err != nil ||
+					records != lines || problems != 0 {
+					b.Fatalf("child read %q, want %d lines and nothing wrong", out, lines)
+				}
+				if _, hw, ok := strings.Cut(string(out), "hwm-kib="); ok {
+					var kib int64
+					fmt.Sscanf(hw, "%d", &kib)
+					maxRSS = max(maxRSS, kib*1024)
+				}
+			}
+			b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+			b.ReportMetric(float64(maxRSS)/(1<<20), "hwm-MiB")
+		})
+	}
+}
+
+// hwm is the child's own peak RSS, "hwm-kib=N" from /proc/self/status's
+// VmHWM: its rusage maxrss also counts the parent's, whose address space
+// the child shared until exec (os/exec's vfork), so a parent that built a
+// large store reports its own peak for every child.
+func hwm() string {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			return "hwm-kib=" + strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB"))
+		}
+	}
+	return "hwm-kib=0"
 }

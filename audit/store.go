@@ -2,6 +2,7 @@ package audit
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -58,6 +59,12 @@ type Options struct {
 	MinRetention time.Duration
 	// Observer, if non-nil, is told the outcome of every Append.
 	Observer Observer
+	// Seal, if non-nil, seals the store (seal.go): every line is chained
+	// under its key, which evolves one way. The store owns it from Open
+	// on (it writes the evolved keys to its file and overwrites them in
+	// memory at Close). nil: the store is not sealed, and writes lines
+	// exactly as a store that never was.
+	Seal *SealKey
 	// ErrorLogInterval bounds the store's ERROR lines: at most one per
 	// cause (failed append by phase and step, reopen) per interval, the
 	// next one carrying the count suppressed meanwhile; 0 means
@@ -128,10 +135,16 @@ type Store struct {
 	lastFailed     atomic.Bool             // the last append (or reopen) failed in the file system, or Refuse holds it
 	refused        atomic.Pointer[refusal] // Refuse's cause: every append fails closed while set
 	reopens        [numReopenCauses]atomic.Uint64
-	held           atomic.Uint64 // generations retention keeps past the budget for MinRetention
-	heldUntil      atomic.Int64  // when the oldest of them ages out (Unix nanoseconds)
-	rotated        atomic.Uint64 // rotated records written since Open
-	retainFailures atomic.Uint64 // retention rounds that failed since Open
+	held           atomic.Uint64             // generations retention keeps past the budget for MinRetention
+	heldUntil      atomic.Int64              // when the oldest of them ages out (Unix nanoseconds)
+	rotated        atomic.Uint64             // rotated records written since Open
+	retainFailures atomic.Uint64             // retention rounds that failed since Open
+	sealPub        atomic.Pointer[sealState] // the seal's published state; nil when not chained
+	keyFailures    atomic.Uint64             // key file writes that failed since Open
+	keyStale       atomic.Bool               // the key file lags the current epoch
+	// chainedWithoutKey: the store holds a chain but was opened without a
+	// key. Set at Open, read-only after.
+	chainedWithoutKey bool
 
 	// group is the commit queue: its leader (one appender at a time) runs
 	// commit and owns the fields below, as Close does once it is closed.
@@ -148,6 +161,7 @@ type Store struct {
 	lastSeq   int
 	buf       []byte
 	ret       retentionState
+	seal      *sealer // nil: not sealed
 }
 
 // entry is one appender's line in the commit queue, or (no line) a request
@@ -156,10 +170,11 @@ type entry struct {
 	line   []byte
 	reopen bool
 	retain bool
+	seal   SealReason // a request to end the sealing epoch now
 }
 
 // request reports whether e is a request rather than a line.
-func (e entry) request() bool { return e.reopen || e.retain }
+func (e entry) request() bool { return e.reopen || e.retain || e.seal != 0 }
 
 // pending is an entry queued for a commit, with its result.
 type pending = groupcommit.Op[entry]
@@ -235,17 +250,33 @@ func open(opts Options, h hooks) (*Store, error) {
 		return nil, err
 	}
 	s.install(raw, fileID, size)
+	if err := s.openSeal(opts.Seal, gens); err != nil {
+		raw.Close()
+		dirf.Close()
+		return nil, err
+	}
 	s.recoverRetention(gens)
 	s.retain()
+	s.sealAtOpen()
 	return s, nil
 }
 
 // Close waits for in-flight appends to finish and closes the store's files.
 // Later Appends return ErrClosed; a second Close returns nil.
+//
+// A sealed store ends its epoch first (a sealed record of reason stop), so
+// that the key left on disk while the daemon is stopped can rewrite
+// nothing written before; a failure to write it is logged.
 func (s *Store) Close() error {
+	if s.seal != nil {
+		if err := s.enqueue(entry{seal: SealReasonStop}); err != nil && !errors.Is(err, ErrClosed) {
+			s.log.LogAttrs(context.Background(), slog.LevelError, "audit sealing: writing the stop seal failed; the records of the last epoch are not sealed", slog.Any("error", err))
+		}
+	}
 	if s.group.Close() {
 		return nil
 	}
+	s.clearKeys()
 	s.dirMu.Lock()
 	defer s.dirMu.Unlock()
 	s.dirClosed = true

@@ -297,6 +297,8 @@ func (d *decoder) topValue(r *Record, k int) error {
 		err = d.subject(r.Admin)
 	case keyTruncated:
 		r.Truncated, err = d.truncated()
+	case keyChain:
+		r.Chain, err = d.nonEmpty(name)
 	}
 	return err
 }
@@ -395,6 +397,14 @@ func (d *decoder) subject(a *Admin) error {
 			a.Counts, err = d.counts("subject.counts", true)
 		case subjOthers:
 			a.Others, err = d.counts("subject.others", false)
+		case subjChain:
+			a.Chain, err = d.nonEmpty("subject.chain")
+		case subjEpoch:
+			a.Epoch, err = d.uint("subject.epoch")
+		case subjReason:
+			a.Reason, err = enum(d, "subject.reason", ParseSealReason, "")
+		case subjKeyID:
+			a.KeyID, err = d.nonEmpty("subject.key_id")
 		}
 		return err
 	})

@@ -67,6 +67,9 @@ func (r *Record) validate(stored bool) error {
 	if err != nil {
 		return err
 	}
+	if r.Chain != "" && !isLowerHex(r.Chain, ChainHexLen) {
+		return &FieldError{Field: "chain", Problem: "is not 32 lowercase hex digits"}
+	}
 	return r.validateTruncated()
 }
 

@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/registrar-otel/registrar-otel/internal/privdir"
 )
 
 // Verify checks the store's retention trail, offline and read-only: that
@@ -50,9 +52,9 @@ import (
 // It holds no shared state: a daemon appending meanwhile is safe, though
 // a deletion racing the read may be reported.
 //
-// A sealed store's verification (a key, the chain of every line) is meant
-// to extend this one: the same walk over every line in order, its
-// findings added to the same report.
+// With a key (VerifyOptions.Key) it also verifies a sealed store's chain
+// over every line, in the same walk, its findings added to the same report
+// (sealverify.go), and with the daemon's logged heads the store's tail.
 func Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
 	if errPlatform != nil {
 		return nil, errPlatform
@@ -84,7 +86,7 @@ func Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
 			if isGen || name == ActiveFileName {
 				// A store name on something else: what the store wrote
 				// there is not what is there, and it is not read.
-				v.problem(VerifyUnreadableFile, name, 0, "is "+fileType(e.Type())+", not a regular file: not read")
+				v.problem(VerifyUnreadableFile, name, 0, "is "+privdir.FileKind(e.Type())+", not a regular file: not read")
 			}
 			continue
 		}
@@ -100,6 +102,19 @@ func Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
 	if active {
 		files = append(files, ActiveFileName)
 	}
+	if opts.Key != nil {
+		v.cv = newChainVerifier(v, opts.Key, opts.Heads)
+		v.rep.Seal = v.cv.rep
+		if len(files) > 0 {
+			v.cv.firstFile = files[0]
+		}
+		v.cv.activeGen = 1
+		if n := len(gens); n > 0 {
+			_, seq, _ := parseGeneration(gens[n-1])
+			v.cv.activeGen = (seq + 1) % (maxSequence + 1)
+			_, v.cv.heads.oldest, _ = parseGeneration(gens[0])
+		}
+	}
 	for i, name := range files {
 		v.order[name] = i
 		if err := v.file(ctx, name); err != nil {
@@ -114,6 +129,13 @@ func Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
 type VerifyOptions struct {
 	// Dir is the record directory; required.
 	Dir string
+	// Key, if not nil, is the verification key (`audit seal init` printed
+	// it): Verify then also checks the chain over every line (sealverify.go)
+	// and fills VerifyReport.Seal.
+	Key *[SealKeyBytes]byte
+	// Heads, with Key, are the heads the daemon logged (ReadHeads): the
+	// line each names must be there, with its chain value.
+	Heads *Heads
 }
 
 // MaxVerifyRotated bounds the rotated records Verify keeps: a store holds
@@ -164,6 +186,9 @@ type VerifyReport struct {
 	// MaxReportedLines); ProblemCount counts them all.
 	Problems     []VerifyProblem
 	ProblemCount uint64
+	// Seal is the chain's verification, when a key was given (nil
+	// otherwise).
+	Seal *SealVerification
 }
 
 // DeletedFile is a file a rotated record names, and where that record is.
@@ -188,6 +213,7 @@ type verifier struct {
 	order    map[string]int  // a file's position in the read order
 	rotated  []rotatedAt
 	problems []VerifyProblem
+	cv       *chainVerifier // nil without a key
 }
 
 // rotatedAt is a rotated record and where it is.
@@ -214,8 +240,19 @@ func (v *verifier) file(ctx context.Context, name string) error {
 		return nil
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, MaxRecordBytes)
+	// Read a consistent snapshot, the size at open: the daemon may be
+	// appending meanwhile.
+	var r io.Reader = f
+	if st, err := f.Stat(); err == nil {
+		r = io.LimitReader(f, st.Size())
+	}
+	br := bufio.NewReaderSize(r, MaxRecordBytes)
 	var lineNo uint64
+	defer func() {
+		if v.cv != nil {
+			v.cv.heads.fileRead(v.cv.genOf(name), name, lineNo)
+		}
+	}()
 	for {
 		if lineNo%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -230,8 +267,18 @@ func (v *verifier) file(ctx context.Context, name string) error {
 			v.line(name, lineNo, chunk)
 			continue
 		}
+		long := false
 		for errors.Is(err, bufio.ErrBufferFull) {
+			long = true
 			_, err = br.ReadSlice('\n') // longer than any record: not one
+		}
+		if v.cv != nil {
+			switch {
+			case long && err == nil:
+				v.cv.unchained(name, lineNo, nil)
+			case len(chunk) > 0 || long:
+				v.cv.partial(name, lineNo)
+			}
 		}
 		if err == nil {
 			continue
@@ -244,15 +291,22 @@ func (v *verifier) file(ctx context.Context, name string) error {
 	}
 }
 
-// line keeps a rotated record. Other lines, and lines that do not decode,
-// are audit scan's to judge.
+// line keeps a rotated record, and with a key checks the line's place in
+// the chain. Other lines, and lines that do not decode, are audit scan's
+// to judge.
 func (v *verifier) line(name string, lineNo uint64, chunk []byte) {
+	if v.cv != nil {
+		v.cv.line(name, lineNo, chunk)
+	}
 	if !bytes.HasPrefix(chunk, adminPrefix) || !bytes.Contains(chunk, rotatedMarker) {
 		return
 	}
 	r, err := Unmarshal(chunk)
 	if err != nil || r.Admin.Action != ActionRotated {
 		return
+	}
+	if v.cv != nil {
+		v.cv.rotated(name, lineNo, &r.Admin.Rotated)
 	}
 	v.rep.RotatedRecords++
 	if len(v.rotated) >= MaxVerifyRotated {
@@ -309,8 +363,17 @@ func (v *verifier) check() {
 		}
 	}
 	v.oldest(byRotation, named)
+	if v.cv != nil {
+		v.cv.finish()
+	}
+	orderOf := func(name string) int {
+		if i, ok := v.order[name]; ok {
+			return i
+		}
+		return len(v.order) // a file not read (a generation gone): after the others
+	}
 	slices.SortStableFunc(v.problems, func(a, b VerifyProblem) int {
-		return cmp.Or(cmp.Compare(v.order[a.File], v.order[b.File]), cmp.Compare(a.Line, b.Line))
+		return cmp.Or(cmp.Compare(orderOf(a.File), orderOf(b.File)), cmp.Compare(a.Line, b.Line))
 	})
 	v.rep.ProblemCount = uint64(len(v.problems))
 	v.rep.Problems = v.problems[:min(len(v.problems), MaxReportedLines)]
@@ -405,22 +468,4 @@ func fileSHA256(path string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// fileType names a non-regular directory entry's type for a problem.
-func fileType(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	default:
-		return "an irregular file"
-	}
 }

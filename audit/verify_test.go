@@ -4,10 +4,11 @@ package audit_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -147,53 +148,71 @@ func TestVerifyNamesEachBreakOfTheTrail(t *testing.T) {
 	records := func(d string) []*audit.Record { return rotatedRecords(t, d) }
 	recs := records(dir)
 	newest, oldest := recs[len(recs)-1], recs[0]
+	// rotation is recs[i]'s number (0 past the records kept: the cases
+	// that need it are skipped); hole is how Verify names a first hole.
+	rotation := func(i int) uint64 {
+		if i < 0 || i >= len(recs) {
+			return 0
+		}
+		return recs[i].Admin.Rotation
+	}
+	hole := func(a, b uint64) string {
+		return fmt.Sprintf("hole among the numbers present is between %d and %d", a, b)
+	}
 	cases := []struct {
 		name   string
 		tamper func(t *testing.T, d string)
 		want   audit.VerifyProblemKind
+		detail string // what a problem of the kind wanted says, when set
 	}{
 		{"the rotated record carrying the mint removed", func(t *testing.T, d string) {
 			removeLine(t, d, func(r *audit.Record) bool { return carries(r, trailCaller) })
-		}, audit.VerifyRotatedRecordMissing},
+		}, audit.VerifyRotatedRecordMissing, ""},
 		{"the oldest rotated record kept removed", func(t *testing.T, d string) {
 			removeLine(t, d, func(r *audit.Record) bool { return r.Admin.Rotation == oldest.Admin.Rotation })
-		}, audit.VerifyRotatedRecordMissing},
+		}, audit.VerifyRotatedRecordMissing, ""},
 		{"the newest rotated record removed", func(t *testing.T, d string) {
 			removeLine(t, d, func(r *audit.Record) bool { return r.Admin.Rotation == newest.Admin.Rotation })
-		}, audit.VerifyUnrecordedDeletion},
+		}, audit.VerifyUnrecordedDeletion, ""},
 		{"a deleted file's bytes kept under its name", func(t *testing.T, d string) {
 			writeFile(t, filepath.Join(d, newest.Admin.File), deleted[newest.Admin.File])
-		}, audit.VerifyDeletedFilePresent},
+		}, audit.VerifyDeletedFilePresent, "present with the bytes the record describes"},
 		{"the first deleted file put back", func(t *testing.T, d string) {
 			for name, b := range deleted {
 				if strings.Contains(string(b), trailMintID) {
 					writeFile(t, filepath.Join(d, name), b)
 				}
 			}
-		}, audit.VerifyUnexpectedGeneration},
+		}, audit.VerifyUnexpectedGeneration, ""},
 		{"other bytes under a deleted file's name", func(t *testing.T, d string) {
 			writeFile(t, filepath.Join(d, newest.Admin.File), []byte("{}\n"))
-		}, audit.VerifyDeletedFilePresent},
+		}, audit.VerifyDeletedFilePresent, "present with other bytes than the record describes (sha256 " + sha256Hex([]byte("{}\n"))},
 		{"a rotated record replayed", func(t *testing.T, d string) {
 			appendTo(t, filepath.Join(d, audit.ActiveFileName), mustMarshalRecord(t, newest))
-		}, audit.VerifyRotationDuplicate},
+		}, audit.VerifyRotationDuplicate, ""},
 		{"a rotated record between two others removed", func(t *testing.T, d string) {
 			if len(recs) < 3 {
 				t.Skip("fewer than three rotated records kept")
 			}
 			removeLine(t, d, func(r *audit.Record) bool { return r.Admin.Rotation == recs[1].Admin.Rotation })
-		}, audit.VerifyRotatedRecordMissing},
+		}, audit.VerifyRotatedRecordMissing, hole(rotation(0), rotation(2))},
+		{"the newest rotated record renumbered past a hole", func(t *testing.T, d string) {
+			if len(recs) < 3 {
+				t.Skip("fewer than three rotated records kept")
+			}
+			rewriteRotated(t, d, newest.Admin.Rotation, func(r *audit.Record) { r.Admin.Rotation++ })
+		}, audit.VerifyRotatedRecordMissing, hole(rotation(len(recs)-2), newest.Admin.Rotation+1)},
 		{"a rotated record naming another next", func(t *testing.T, d string) {
 			// The oldest record kept says the next generation was one
 			// that is not the file its successor deleted.
 			rewriteRotated(t, d, oldest.Admin.Rotation, func(r *audit.Record) { r.Admin.Next = "registrar-audit-99991231T235959Z-999999.jsonl" })
-		}, audit.VerifyChainBroken},
+		}, audit.VerifyChainBroken, ""},
 		{"the oldest generation deleted without a record", func(t *testing.T, d string) {
 			names, _ := filepath.Glob(filepath.Join(d, "registrar-audit-*.jsonl"))
 			if err := os.Remove(names[0]); err != nil {
 				t.Fatal(err)
 			}
-		}, audit.VerifyUnrecordedDeletion},
+		}, audit.VerifyUnrecordedDeletion, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -204,16 +223,20 @@ func TestVerifyNamesEachBreakOfTheTrail(t *testing.T) {
 				t.Fatalf("Verify found nothing wrong; want %s", tc.want)
 			}
 			kinds := map[audit.VerifyProblemKind]bool{}
+			said := false
 			for _, p := range rep.Problems {
 				kinds[p.Kind] = true
 				if p.File == "" || p.Detail == "" {
 					t.Errorf("problem %+v names no file or says nothing", p)
 				}
+				said = said || (p.Kind == tc.want && strings.Contains(p.Detail, tc.detail))
 			}
 			if !kinds[tc.want] {
 				t.Errorf("problems %+v; want one %s", rep.Problems, tc.want)
+			} else if !said {
+				t.Errorf("problems %+v; want the %s one to say %q", rep.Problems, tc.want, tc.detail)
 			}
-			if strings.Contains(tc.name, "between") && !strings.Contains(rep.Problems[0].Detail, fmt.Sprintf("hole among the numbers present is between %d and %d", recs[0].Admin.Rotation, recs[2].Admin.Rotation)) {
+			if strings.Contains(tc.name, "between") && !strings.Contains(rep.Problems[0].Detail, tc.detail) {
 				t.Errorf("the first problem %+v does not name the hole", rep.Problems[0])
 			}
 		})
@@ -227,6 +250,11 @@ func TestVerifyNamesEachBreakOfTheTrail(t *testing.T) {
 // deleted from verifies; one whose oldest generations are gone with no
 // record does not.
 func TestVerifyOfAStoreWithoutRotatedRecords(t *testing.T) {
+	fresh := t.TempDir() // the active file alone, not a generation yet
+	writeFile(t, filepath.Join(fresh, audit.ActiveFileName), mustMarshal(t, intent("q1")))
+	if rep := verify(t, fresh); !rep.OK() || len(rep.Files) != 1 {
+		t.Fatalf("a store of its active file alone: %+v", rep)
+	}
 	clock := &fixedClock{t: t0}
 	s, dir := openStore(t, audit.Options{MaxFileBytes: retentionCap, MaxRetainedFiles: 50, Now: clock.Now}, audit.TestHooks{MinFileBytes: retentionCap})
 	for i := range 80 {
@@ -402,8 +430,19 @@ func TestVerifyNamesAStoreFileItCannotRead(t *testing.T) {
 		{"a directory", "is a directory, not a regular file", func(t *testing.T, path string) {
 			replace(t, path, func(p string) error { return os.Mkdir(p, 0o700) })
 		}},
-		{"a FIFO", "is a FIFO, not a regular file", func(t *testing.T, path string) {
+		{"a FIFO", "is a named pipe (FIFO), not a regular file", func(t *testing.T, path string) {
 			replace(t, path, func(p string) error { return syscall.Mkfifo(p, 0o600) })
+		}},
+		{"a socket", "is a socket, not a regular file", func(t *testing.T, path string) {
+			replace(t, path, func(p string) error { return syscall.Mknod(p, syscall.S_IFSOCK|0o600, 0) })
+		}},
+		{"a device", "is a character device, not a regular file", func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Mknod(path, syscall.S_IFCHR|0o600, 0x103); err != nil { // /dev/null's numbers
+				t.Skipf("cannot make a device node here: %v", err)
+			}
 		}},
 	}
 	for _, tc := range cases {
@@ -413,6 +452,19 @@ func TestVerifyNamesAStoreFileItCannotRead(t *testing.T) {
 			checkVerifyUnreadable(t, verify(t, d), victim, tc.detail)
 		})
 	}
+	// The active file is a store name too; a directory or a symbolic link
+	// under a name that is not the store's is none of Verify's business.
+	t.Run("the active file a FIFO, beside others' entries", func(t *testing.T) {
+		d := copyStore(t, dir)
+		replace(t, filepath.Join(d, audit.ActiveFileName), func(p string) error { return syscall.Mkfifo(p, 0o600) })
+		if err := os.Mkdir(filepath.Join(d, "lost+found"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(d, victim), filepath.Join(d, "notes")); err != nil {
+			t.Fatal(err)
+		}
+		checkVerifyUnreadable(t, verify(t, d), audit.ActiveFileName, "is a named pipe (FIFO), not a regular file")
+	})
 	t.Run("a file it may not open", func(t *testing.T) {
 		base, err := os.MkdirTemp("", "verify-unreadable-")
 		if err != nil {
@@ -445,30 +497,7 @@ func TestVerifyNamesAStoreFileItCannotRead(t *testing.T) {
 			checkVerifyUnreadable(t, verify(t, d), victim, "could not be opened (permission denied)")
 			return
 		}
-		self, err := os.Executable()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin := filepath.Join(base, "audit.test")
-		b, err := os.ReadFile(self)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(bin, b, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin, "-test.run=^TestVerifyNamesAStoreFileItCannotRead$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), "AUDIT_VERIFY_UNREADABLE_DIR="+d, "AUDIT_VERIFY_UNREADABLE_NAME="+victim)
-		cmd.Dir = base
-		cmd.SysProcAttr = nobody()
-		out, err := cmd.CombinedOutput()
-		var exit *exec.ExitError
-		if err != nil && !errors.As(err, &exit) {
-			t.Skipf("cannot run the check as user nobody here (%v): an unreadable file cannot be made for root", err)
-		}
-		if err != nil || !strings.Contains(string(out), "--- PASS: TestVerifyNamesAStoreFileItCannotRead") {
-			t.Fatalf("Verify as nobody: %v\n%s", err, out)
-		}
+		runAsNobody(t, base, "TestVerifyNamesAStoreFileItCannotRead", "AUDIT_VERIFY_UNREADABLE_DIR="+d, "AUDIT_VERIFY_UNREADABLE_NAME="+victim)
 	})
 }
 
@@ -490,6 +519,62 @@ func checkVerifyUnreadable(t *testing.T, rep *audit.VerifyReport, victim, detail
 	}
 	if rep.RotatedRecords == 0 {
 		t.Error("the readable files' rotated records were not read")
+	}
+}
+
+// sha256Hex is the lowercase hex SHA-256 of b.
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// A store file that cannot be read to its end (here a directory, as a
+// file replaced by one between the listing and the read would be) is
+// named unreadable_file, at line 0 when not a line of it was read.
+func TestVerifyNamesAFileItCannotReadToItsEnd(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, audit.ActiveFileName), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	probs, err := audit.VerifyFile(context.Background(), dir, audit.ActiveFileName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(probs) != 1 || probs[0].Kind != audit.VerifyUnreadableFile || probs[0].File != audit.ActiveFileName || probs[0].Line != 0 ||
+		!strings.Contains(probs[0].Detail, "could not be read to its end") {
+		t.Fatalf("problems %+v; want unreadable_file %s at line 0, not read to its end", probs, audit.ActiveFileName)
+	}
+}
+
+// doneAfter is a context whose Err is nil for its first n calls and
+// context.Canceled after: one done while Verify reads.
+type doneAfter struct {
+	context.Context
+	n int
+}
+
+func (c *doneAfter) Err() error {
+	if c.n > 0 {
+		c.n--
+		return nil
+	}
+	return context.Canceled
+}
+
+// Verify returns ctx's error once ctx is done: at a file's start, even an
+// empty file's, and within a long file every 4096 lines.
+func TestVerifyStopsWhenItsContextIsDone(t *testing.T) {
+	dir := t.TempDir()
+	active := filepath.Join(dir, audit.ActiveFileName)
+	writeFile(t, active, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := audit.Verify(ctx, audit.VerifyOptions{Dir: dir}); !errors.Is(err, context.Canceled) {
+		t.Errorf("a done context and an empty active file: %v, want context.Canceled", err)
+	}
+	writeFile(t, active, []byte(strings.Repeat("{}\n", 3*4096)))
+	if _, err := audit.Verify(&doneAfter{Context: context.Background(), n: 1}, audit.VerifyOptions{Dir: dir}); !errors.Is(err, context.Canceled) {
+		t.Errorf("a context done after the first line of a file of %d lines: %v, want context.Canceled", 3*4096, err)
 	}
 }
 

@@ -1,6 +1,7 @@
 #!/bin/sh
 # bench/interleaved.sh — run every benchmark of both modules in interleaved
-# passes and print benchstat's comparisons of the peers.
+# passes and print benchstat's comparisons of the peers (by /server,
+# /decoder, /peer, /span, /sealed and /run).
 #
 # Each package's benchmarks are compiled once into a test binary; then each
 # pass runs every binary once (A B C ... A B C ...), so a peer and the thing
@@ -64,6 +65,8 @@ compare server "floor OR daemon OR daemon-ratio0"
 compare decoder "reference OR single-pass"
 compare peer "ours OR xrate OR memstore"
 compare span "non-recording OR recording OR recording-sdk-AddEvent-only"
+compare sealed "false OR true"
+compare run "scan OR verify"
 if grep -q '^BenchmarkFlood/' "$out/passes.txt"; then
 	echo
 	echo "== the flood's headline figure: floor / server within each pass, median (min–max) over $passes passes"

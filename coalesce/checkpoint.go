@@ -312,6 +312,21 @@ func (d dirFS) WriteFile(name string, data []byte) error {
 	if err != nil {
 		return err
 	}
+	return replaceContent(f, data)
+}
+
+// checkpointFile is what replaceContent needs of an open checkpoint file:
+// an *os.File, or a test's file that fails where it is told to.
+type checkpointFile interface {
+	Truncate(size int64) error
+	Write(b []byte) (int, error)
+	Sync() error
+	Close() error
+}
+
+// replaceContent makes data f's whole content and syncs it (f.Sync), then
+// closes f; on any failure f is closed and the failure returned.
+func replaceContent(f checkpointFile, data []byte) error {
 	if err := f.Truncate(0); err != nil {
 		f.Close()
 		return err

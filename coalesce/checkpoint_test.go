@@ -198,8 +198,16 @@ func TestTheCheckpointBoundIsTheStatedBytes(t *testing.T) {
 		ws[i] = OpenWindow{Identity: strings.Repeat("x", MaxCheckpointIdentityBytes+100), Verb: vocab.Mint, Bucket: vocab.Admission, Start: ckptT0, Count: 1,
 			Policy: strings.Repeat("p", MaxCheckpointPolicyBytes+10), Shadow: i%2 == 0}
 	}
-	if n := len(AppendCheckpoint(nil, &Checkpoint{Windows: ws})); n != MaxCheckpointBytes {
+	full := AppendCheckpoint(nil, &Checkpoint{Windows: ws})
+	if n := len(full); n != MaxCheckpointBytes {
 		t.Fatalf("a full checkpoint is %d bytes, want %d", n, MaxCheckpointBytes)
+	}
+	// At the bound, in bytes and in windows, a checkpoint is read.
+	if c, err := DecodeCheckpoint(full); err != nil || len(c.Windows) != MaxCheckpointWindows {
+		t.Fatalf("a checkpoint of exactly %d bytes and %d windows: %v, want decoded", MaxCheckpointBytes, MaxCheckpointWindows, err)
+	}
+	if _, err := DecodeCheckpoint(append(bytes.Clone(full), 0)); !errors.Is(err, errTornCheckpoint) || !strings.Contains(err.Error(), "over the bound") {
+		t.Fatalf("one byte over the bound: %v, want a torn checkpoint over the bound", err)
 	}
 	fleet := make([]OpenWindow, MaxOpenWindows)
 	for i := range fleet {
@@ -304,6 +312,64 @@ func TestPolicyAndShadowWindowsRoundTripAsVersion2(t *testing.T) {
 	d = binary.LittleEndian.AppendUint32(d, crc32.Checksum(d, crc32c))
 	if _, err := DecodeCheckpoint(d); !errors.Is(err, errTornCheckpoint) || !strings.Contains(err.Error(), "flags") {
 		t.Fatalf("unknown flag: %v, want a torn checkpoint naming the flags", err)
+	}
+}
+
+// reseal appends to body the CRC-32C that makes it a file whose damage
+// the CRC does not show.
+func reseal(body []byte) []byte {
+	return binary.LittleEndian.AppendUint32(bytes.Clone(body), crc32.Checksum(body, crc32c))
+}
+
+// A file whose CRC matches but whose content does not add up (written by
+// something else, or damaged where the CRC cannot tell) is torn, never a
+// panic or a window read past the end: shorter than a header, or an
+// entry whose identity or policy runs past the end of the file.
+func TestACheckpointWhoseCRCMatchesButDoesNotAddUpIsTorn(t *testing.T) {
+	v1 := AppendCheckpoint(nil, &Checkpoint{Seq: 1, Windows: []OpenWindow{
+		{Identity: "ab", Verb: vocab.Mint, Bucket: vocab.Admission, Start: ckptT0, Count: 1},
+	}})
+	v2 := AppendCheckpoint(nil, &Checkpoint{Seq: 1, Windows: []OpenWindow{
+		{Identity: "ab", Verb: vocab.Mint, Bucket: vocab.Admission, Start: ckptT0, Count: 1, Policy: "pol"},
+	}})
+	if !bytes.HasPrefix(v2, []byte("RGOCKPT2")) {
+		t.Fatalf("magic %q, want RGOCKPT2", v2[:8])
+	}
+	body := func(b []byte) []byte { return bytes.Clone(b[:len(b)-checkpointCRCBytes]) }
+	e := checkpointHeaderBytes // the first entry
+	idTooLong := body(v1)
+	binary.LittleEndian.PutUint16(idTooLong[e+checkpointEntryFixed-2:], 10) // 2 bytes follow
+	policyTooLong := body(v2)
+	policyTooLong[e+19] = 10 // 3 bytes follow
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"the header without its window count", reseal(body(v1)[:checkpointHeaderBytes-4])},
+		{"an identity longer than the bytes left", reseal(idTooLong)},
+		{"a policy longer than the bytes left", reseal(policyTooLong)},
+	} {
+		if _, err := DecodeCheckpoint(tc.b); !errors.Is(err, errTornCheckpoint) {
+			t.Errorf("%s: %v, want a torn checkpoint", tc.name, err)
+		}
+	}
+}
+
+// A window whose identity (and policy) are empty round-trips last in the
+// file too, where its entry is exactly the fixed part, in both versions.
+func TestAWindowWithAnEmptyIdentityRoundTripsLast(t *testing.T) {
+	for _, w := range []OpenWindow{
+		{Verb: vocab.Mint, Bucket: vocab.Admission, Start: ckptT0, Count: 2},
+		{Verb: vocab.Mint, Bucket: vocab.Admission, Start: ckptT0, Count: 2, Shadow: true},
+	} {
+		c := Checkpoint{Seq: 3, Windows: []OpenWindow{{Identity: "uid:1", Verb: vocab.Deregister, Bucket: vocab.Admission, Start: ckptT0, Count: 1}, w}}
+		got, err := DecodeCheckpoint(AppendCheckpoint(nil, &c))
+		if err != nil || len(got.Windows) != 2 {
+			t.Fatalf("shadow %v: %v, want two windows", w.Shadow, err)
+		}
+		if g := got.Windows[1]; g.Identity != "" || g.Policy != "" || g.Shadow != w.Shadow || g.Count != 2 {
+			t.Errorf("shadow %v: the last window read as %+v", w.Shadow, g)
+		}
 	}
 }
 
@@ -417,6 +483,92 @@ func TestDirFSReplacesTheFileAndNeverFollowsASymlink(t *testing.T) {
 	}
 	if err := cfs.Remove("missing"); err != nil {
 		t.Fatalf("removing a missing file: %v", err)
+	}
+}
+
+// dirFS reads a checkpoint file of the bound whole, and one byte more
+// of a longer file, so that DecodeCheckpoint says it is over the bound;
+// and Remove reports a name it cannot remove (a directory put there),
+// where a missing file is no error.
+func TestDirFSReadsUpToTheBoundAndReportsWhatItCannotRemove(t *testing.T) {
+	dir := t.TempDir()
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cfs := dirFS{dir: d}
+	for _, n := range []int{MaxCheckpointBytes, MaxCheckpointBytes + 100} {
+		if err := cfs.WriteFile("big", bytes.Repeat([]byte{'x'}, n)); err != nil {
+			t.Fatal(err)
+		}
+		b, err := cfs.ReadFile("big")
+		if want := min(n, MaxCheckpointBytes+1); err != nil || len(b) != want {
+			t.Fatalf("a file of %d bytes read as %d (%v), want %d", n, len(b), err, want)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfs.Remove("sub"); err == nil {
+		t.Fatal("removing a directory at a checkpoint's name reported nothing")
+	}
+}
+
+// faultFile is a checkpointFile that records its calls and fails the
+// one named by fail.
+type faultFile struct {
+	calls []string
+	fail  string
+	data  []byte
+}
+
+var errFault = errors.New("injected fault")
+
+func (f *faultFile) call(name string) error {
+	f.calls = append(f.calls, name)
+	if name == f.fail {
+		return errFault
+	}
+	return nil
+}
+
+func (f *faultFile) Truncate(int64) error { return f.call("truncate") }
+func (f *faultFile) Sync() error          { return f.call("sync") }
+func (f *faultFile) Close() error         { return f.call("close") }
+func (f *faultFile) Write(b []byte) (int, error) {
+	if err := f.call("write"); err != nil {
+		return 0, err
+	}
+	f.data = append(f.data, b...)
+	return len(b), nil
+}
+
+// A checkpoint file's content is replaced in order (truncate, write,
+// sync, close), and a failure at any step is returned, stops the steps
+// after it but the close, and never passes for a write that is durable.
+func TestReplaceContentSyncsBeforeClosingAndReturnsEveryFailure(t *testing.T) {
+	for _, tc := range []struct {
+		fail  string
+		calls string
+	}{
+		{"", "truncate write sync close"},
+		{"truncate", "truncate close"},
+		{"write", "truncate write close"},
+		{"sync", "truncate write sync close"},
+		{"close", "truncate write sync close"},
+	} {
+		f := &faultFile{fail: tc.fail}
+		err := replaceContent(f, []byte("content"))
+		if got := strings.Join(f.calls, " "); got != tc.calls {
+			t.Errorf("failing %q: calls %q, want %q", tc.fail, got, tc.calls)
+		}
+		if (tc.fail == "") != (err == nil) || (tc.fail != "" && !errors.Is(err, errFault)) {
+			t.Errorf("failing %q: %v", tc.fail, err)
+		}
+		if tc.fail == "" && string(f.data) != "content" {
+			t.Errorf("wrote %q", f.data)
+		}
 	}
 }
 

@@ -70,6 +70,14 @@ type Registrar struct {
 	// RateLimitPredecisionRefusalRefillIntervalMS is the milliseconds per
 	// refusal token. Default 1000 (one token per second), greater than 0.
 	RateLimitPredecisionRefusalRefillIntervalMS uint32
+	// Instances is the number of registrars that share every caller
+	// policy's budget (registrar.instances): each daemon enforces
+	// 1/Instances of each burst (rounded down) and of each refill rate
+	// (its interval multiplied by Instances), so a caller spreading over
+	// all of them is admitted no more than the policy says (Share).
+	// Default 1 (one registrar), 1 to MaxInstances, and no burst it
+	// divides may round down to 0. Live on reload.
+	Instances uint32
 	// RateLimitCoalesceWindowSeconds is the length in seconds of a coalescing
 	// window of limited events. Default 60, greater than 0.
 	RateLimitCoalesceWindowSeconds uint32
@@ -169,6 +177,13 @@ type Telemetry struct {
 	OTLPEndpoint string
 	// ServiceName is the OpenTelemetry service.name. Default "registrar-otel".
 	ServiceName string
+	// ServiceInstanceID is the OpenTelemetry service.instance.id, which
+	// tells the series of several registrars of one service.name apart.
+	// Default "": the service.instance.id of OTEL_RESOURCE_ATTRIBUTES when
+	// it names one, else DefaultServiceInstanceID (the host name and the
+	// absolute registrar.state_dir), stable across restarts. Set, it wins
+	// over both. No control characters.
+	ServiceInstanceID string
 	// TraceSamplePerMillion is how many root traces in a million are
 	// sampled, 0 to MaxTraceSamplePerMillion inclusive: the OTel SDK's
 	// traceidratio sampler at TraceSamplePerMillion/1,000,000, parent-based.

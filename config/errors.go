@@ -294,11 +294,12 @@ func (e *UnsafeFileError) Is(target error) bool { return target == ErrUnsafeFile
 // ErrUnsafeFile matches every *UnsafeFileError.
 var ErrUnsafeFile = errors.New("config: unsafe configuration file")
 
-// readConfigFile reads the configuration file with openChecked, turning a
+// readConfigFile reads the configuration file with openChecked, its owner
+// rule judged for uid, turning a
 // refusal into the error Load returns: *UnsafeFileError for the rules that
 // keep others from changing the file, *FileError for the rest.
-func readConfigFile(path string) ([]byte, error) {
-	data, p := openChecked(path, MaxConfigFileBytes, false)
+func readConfigFile(path string, uid uint32) ([]byte, error) {
+	data, p := openChecked(path, MaxConfigFileBytes, false, uid)
 	if p == nil {
 		return data, nil
 	}

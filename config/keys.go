@@ -54,6 +54,10 @@ var registrarKeys = []key{
 		"pre-derivation refusal bucket capacity in tokens", nonZero(ruleZeroBurst)),
 	u32Key("registrar", "rate_limit_predecision_refusal_refill_interval_ms", "u32", func(c *Config) *uint32 { return &c.Registrar.RateLimitPredecisionRefusalRefillIntervalMS }, 1000, live,
 		"milliseconds per refusal token", nonZero(ruleZeroInterval)),
+	// Live: the daemon re-expresses every bucket in the new shares, as
+	// for a change of the sizes (instances.go holds the rule).
+	u32Key("registrar", "instances", "u32", func(c *Config) *uint32 { return &c.Registrar.Instances }, 1, live,
+		"the registrars sharing each caller policy's budget: each enforces 1/instances of every burst and rate", checkInstances),
 	u32Key("registrar", "rate_limit_coalesce_window_seconds", "u32", func(c *Config) *uint32 { return &c.Registrar.RateLimitCoalesceWindowSeconds }, 60, live,
 		"length of a coalescing window in seconds", nonZero(ruleZeroWindow)),
 	u32Key("registrar", "maintenance_interval_ms", "u32", func(c *Config) *uint32 { return &c.Registrar.MaintenanceIntervalMS }, 1000, restart,
@@ -106,6 +110,8 @@ var telemetryKeys = []key{
 		"the OTLP/HTTP base URL", optional(checkEndpoint)),
 	stringKey("telemetry", "service_name", "string", func(c *Config) *string { return &c.Telemetry.ServiceName }, "registrar-otel", restart,
 		"the OpenTelemetry service.name", checkServiceName),
+	stringKey("telemetry", "service_instance_id", "string", func(c *Config) *string { return &c.Telemetry.ServiceInstanceID }, "", restart,
+		"the OpenTelemetry service.instance.id; \"\" derives it from the host name and registrar.state_dir", checkServiceInstanceID),
 	// Restart-only: the sampler is built at start.
 	u32Key("telemetry", "trace_sample_per_million", "integer", func(c *Config) *uint32 { return &c.Telemetry.TraceSamplePerMillion }, DefaultTraceSamplePerMillion, restart,
 		"root traces sampled in a million", checkTraceSample),
@@ -117,8 +123,8 @@ var telemetryKeys = []key{
 
 // openbaoKeys are the [openbao] table's keys.
 var openbaoKeys = []key{
-	urlKey("openbao", "address", "URL", func(c *Config) *string { return &c.OpenBao.Address }, "", restart,
-		"the OpenBao server", checkOpenBaoAddressKey),
+	typedKey("openbao", "address", "URL or array of URLs", func(c *Config) *string { return &c.OpenBao.Address }, "", restart,
+		"the OpenBao server, or the nodes of its cluster", (*decoder).addresses, redactAddresses, checkOpenBaoAddressKey),
 	stringKey("openbao", "ca_file", "path", func(c *Config) *string { return &c.OpenBao.CAFile }, "", restart,
 		"the CA bundle the server's certificate must chain to", checkCAFile),
 	// The path is restart-only; the token it holds is re-read by every
@@ -133,6 +139,8 @@ var openbaoKeys = []key{
 		"the AppRole auth mount", checkAPIPath),
 	u32Key("openbao", "request_timeout_ms", "u32", func(c *Config) *uint32 { return &c.OpenBao.RequestTimeoutMS }, 5000, restart,
 		"the bound in milliseconds on each request", nonZero("must be greater than 0; a zero timeout fails every request")),
+	u32Key("openbao", "readiness_grace_ms", "u32", func(c *Config) *uint32 { return &c.OpenBao.ReadinessGraceMS }, 10000, restart,
+		"how long in milliseconds requests may fail to reach the cluster before /readyz answers 503", nonZero("must be greater than 0; a zero grace would take the daemon out of its balancer on every failed request")),
 	u32Key("openbao", "max_in_flight", "u32", func(c *Config) *uint32 { return &c.OpenBao.MaxInFlight }, 16, restart,
 		"the mints and deregistrations talking to the server at once", nonZero("must be greater than 0; zero slots would fail every request")),
 	u32Key("openbao", "secret_id_ttl_seconds", "u32", func(c *Config) *uint32 { return &c.OpenBao.SecretIDTTLSeconds }, 3600, restart,

@@ -40,10 +40,19 @@ const envDelim = "__"
 //
 // Load is safe for concurrent use; it keeps no state between calls.
 func Load(path string, environ []string, logger *slog.Logger) (Config, error) {
+	return LoadFor(path, environ, logger, euid())
+}
+
+// LoadFor is Load with the configuration file's owner rule judged for the
+// user uid instead of this process's effective uid: the file must be owned
+// by root or uid. It is for `registrar-otel config check` run as root on
+// behalf of the user serve runs as, for whom a file of its own is
+// acceptable.
+func LoadFor(path string, environ []string, logger *slog.Logger, uid uint32) (Config, error) {
 	if path == "" {
 		return load(SourceDefaults, nil, environ, logger)
 	}
-	data, err := readConfigFile(path)
+	data, err := readConfigFile(path, uid)
 	if err != nil {
 		return Config{}, err
 	}

@@ -50,9 +50,12 @@ const MaxTokenFileBytes = 4096
 // a configuration file, a Config value or a log line. Durations carry their
 // unit in the field name.
 type OpenBao struct {
-	// Address is the server's URL, e.g. "https://openbao.internal:8200".
-	// Required when registrar.backend = "openbao". http:// is accepted only
-	// for a loopback host (the token would otherwise travel in clear).
+	// Address is the server's URL, e.g. "https://openbao.internal:8200",
+	// or the URLs of a cluster's nodes separated by commas (the file may
+	// give them as a TOML array, which is stored so joined); Addresses
+	// splits it. Required when registrar.backend = "openbao". http:// is
+	// accepted only for a loopback host (the token would otherwise travel
+	// in clear).
 	Address string
 	// CAFile is a PEM bundle of the CA certificates that sign the server's
 	// certificate; "" means the system roots. Only with an https:// address.
@@ -73,6 +76,11 @@ type OpenBao struct {
 	// RequestTimeoutMS bounds each request to the server in milliseconds.
 	// Default 5000, greater than 0.
 	RequestTimeoutMS uint32
+	// ReadinessGraceMS is how long in milliseconds the backend's requests
+	// may fail to reach an active node of the cluster before the readiness
+	// probe (/readyz) answers 503. Default 10000 (longer than a raft
+	// election), greater than 0.
+	ReadinessGraceMS uint32
 	// MaxInFlight bounds the mints and deregistrations talking to the
 	// server at once (each makes its requests one after the other). A call
 	// that finds every slot taken waits at most 100 ms, then answers
@@ -115,25 +123,108 @@ func (d *decoder) openbao(v any, c *Config) {
 	}
 }
 
+// Addresses returns Address's URLs, in order: one for a single server,
+// several for a cluster's nodes (nil when Address is "").
+func (o *OpenBao) Addresses() []string { return splitAddresses(o.Address) }
+
+func splitAddresses(v string) []string {
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	parts := strings.Split(v, ",")
+	for i, p := range parts {
+		parts[i] = strings.TrimSpace(p)
+	}
+	return parts
+}
+
+// addresses decodes openbao.address: a string (one URL, or several
+// separated by commas, as the environment variable gives them) or a TOML
+// array of URL strings, stored joined by ", ". An array element that is
+// not a string, or holds a comma, is named by its position.
+func (d *decoder) addresses(key string, v any) (string, bool) {
+	list, ok := v.([]any)
+	if !ok {
+		return d.string(key, v)
+	}
+	if len(list) == 0 {
+		d.failHidden(key, v, "must name at least one URL; an empty array names none")
+		return "", false
+	}
+	parts := make([]string, len(list))
+	for i, e := range list {
+		s, ok := e.(string)
+		if !ok || strings.Contains(s, ",") || strings.TrimSpace(s) == "" {
+			what := "must be a non-empty string"
+			if ok && strings.Contains(s, ",") {
+				what = "must be one URL, without a comma"
+			}
+			d.fail(key, redactElement(e), fmt.Sprintf("element %d (of %d) %s", i+1, len(list), what))
+			return "", false
+		}
+		parts[i] = s
+	}
+	return strings.Join(parts, ", "), true
+}
+
+func redactElement(e any) any {
+	if s, ok := e.(string); ok {
+		return RedactURL(s)
+	}
+	return e
+}
+
+// redactAddresses shows openbao.address with each URL redacted.
+func redactAddresses(v string) string {
+	parts := splitAddresses(v)
+	for i, p := range parts {
+		parts[i] = RedactURL(p)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // checkOpenBaoAddressKey: the [openbao] values are checked whatever the
 // backend, so a typo is caught before the switch; what the openbao backend
 // needs (an address, a secret id TTL covering the wrap TTL) only when it is
-// selected.
+// selected. With several URLs each error names the URL's position, and a
+// URL given twice is refused.
 func checkOpenBaoAddressKey(c *Config, _, v string, add func(*KeyError)) {
+	parts := splitAddresses(v)
 	switch {
-	case v == "" && c.Registrar.Backend == BackendOpenBao:
+	case len(parts) == 0 && c.Registrar.Backend == BackendOpenBao:
 		add(&KeyError{Key: "openbao.address", Rule: `is required when registrar.backend is "openbao"`})
-	case v != "":
-		if e := checkOpenBaoAddress(v); e != nil {
+	case len(parts) == 1:
+		if e := checkOpenBaoAddress(parts[0]); e != nil {
 			add(e)
+		}
+	case len(parts) > 1:
+		seen := map[string]int{}
+		for i, p := range parts {
+			where := fmt.Sprintf("element %d (of %d) ", i+1, len(parts))
+			if e := checkOpenBaoAddress(p); e != nil {
+				e.Rule = where + e.Rule
+				add(e)
+				continue
+			}
+			norm := strings.ToLower(strings.TrimSuffix(p, "/"))
+			if j, dup := seen[norm]; dup {
+				add(&KeyError{Key: "openbao.address", Value: p, Rule: where + fmt.Sprintf("repeats element %d: each node once", j)})
+				continue
+			}
+			seen[norm] = i + 1
 		}
 	}
 }
 
-// checkCAFile: a CA bundle is for an https:// address only.
+// checkCAFile: a CA bundle is for https:// addresses only.
 func checkCAFile(c *Config, key, v string, add func(*KeyError)) {
-	if a := c.OpenBao.Address; a != "" && v != "" && checkOpenBaoAddress(a) == nil && !strings.HasPrefix(a, "https://") {
-		add(&KeyError{Key: key, Value: v, Rule: "is set but openbao.address is not an https:// URL"})
+	if v != "" {
+		for _, a := range c.OpenBao.Addresses() {
+			if checkOpenBaoAddress(a) == nil && !strings.HasPrefix(a, "https://") {
+				add(&KeyError{Key: key, Value: v, Rule: "is set but openbao.address is not an https:// URL"})
+				break
+			}
+		}
 	}
 	noNUL(c, key, v, add)
 }
@@ -236,10 +327,15 @@ func (s TokenSource) String() string {
 // by root or this user, readable by its owner only, holding one token. Errors are *KeyError naming openbao.token_file (or the
 // variable) and never contain the token. The caller must not log the token.
 func (o *OpenBao) ReadToken(environ []string) (string, TokenSource, error) {
+	return o.readToken(environ, euid())
+}
+
+// readToken is ReadToken with the file's owner rule judged for uid.
+func (o *OpenBao) readToken(environ []string, uid uint32) (string, TokenSource, error) {
 	if dir, ok := lookupEnv(environ, EnvCredentialsDirectory); ok && dir != "" {
 		path := filepath.Join(dir, CredentialName)
 		if _, err := os.Lstat(path); err == nil {
-			tok, err := readTokenFile(credentialKey, path)
+			tok, err := readTokenFile(credentialKey, path, uid)
 			if err != nil {
 				return "", TokenSource{}, err
 			}
@@ -247,7 +343,7 @@ func (o *OpenBao) ReadToken(environ []string) (string, TokenSource, error) {
 		}
 	}
 	if o.TokenFile != "" {
-		tok, err := readTokenFile("openbao.token_file", o.TokenFile)
+		tok, err := readTokenFile("openbao.token_file", o.TokenFile, uid)
 		if err != nil {
 			return "", TokenSource{}, err
 		}
@@ -279,8 +375,8 @@ func lookupEnv(environ []string, name string) (string, bool) {
 	return val, found
 }
 
-func readTokenFile(key, path string) (string, error) {
-	data, p := openChecked(path, MaxTokenFileBytes, true)
+func readTokenFile(key, path string, uid uint32) (string, error) {
+	data, p := openChecked(path, MaxTokenFileBytes, true, uid)
 	if p != nil {
 		switch p.kind {
 		case kindIO:
@@ -329,6 +425,12 @@ func pathErrText(err error) string {
 // PEM certificate. It returns every problem joined, each a *KeyError, and
 // the token's source (zero for the embedded backend).
 func (c *Config) CheckFiles(environ []string) (TokenSource, error) {
+	return c.CheckFilesFor(environ, euid())
+}
+
+// CheckFilesFor is CheckFiles with the token file's owner rule judged for
+// the user uid (see LoadFor).
+func (c *Config) CheckFilesFor(environ []string, uid uint32) (TokenSource, error) {
 	var errs []error
 	if _, err := c.LoadSubuids(); err != nil {
 		errs = append(errs, err)
@@ -336,7 +438,7 @@ func (c *Config) CheckFiles(environ []string) (TokenSource, error) {
 	if c.Registrar.Backend != BackendOpenBao {
 		return TokenSource{}, errors.Join(errs...)
 	}
-	_, src, err := c.OpenBao.ReadToken(environ)
+	_, src, err := c.OpenBao.readToken(environ, uid)
 	if err != nil {
 		errs = append(errs, err)
 	}

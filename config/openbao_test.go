@@ -32,7 +32,7 @@ func TestTheBackendDefaultsToEmbeddedWithTheDocumentedOpenBaoDefaults(t *testing
 	if cfg.Registrar.Backend != BackendEmbedded {
 		t.Errorf("registrar.backend = %q, want %q", cfg.Registrar.Backend, BackendEmbedded)
 	}
-	want := OpenBao{KVMount: "secret", KVPrefix: "registrar-otel", AppRoleMount: "approle", RequestTimeoutMS: 5000, MaxInFlight: 16, SecretIDTTLSeconds: 3600, SecretIDNumUses: 1}
+	want := OpenBao{KVMount: "secret", KVPrefix: "registrar-otel", AppRoleMount: "approle", RequestTimeoutMS: 5000, ReadinessGraceMS: 10000, MaxInFlight: 16, SecretIDTTLSeconds: 3600, SecretIDNumUses: 1}
 	if cfg.OpenBao != want {
 		t.Errorf("[openbao] defaults = %+v, want %+v", cfg.OpenBao, want)
 	}

@@ -44,11 +44,12 @@ const (
 // openChecked reads the file at path the one safe way: opened once without
 // following a symlink and without blocking (a FIFO planted at the path is
 // opened at once and refused, rather than hanging the reader), checked by
-// fstat on that descriptor — a regular file, owned by root or this user,
+// fstat on that descriptor — a regular file, owned by root or the user
+// uid (this process's effective uid, unless a check judges for another),
 // writable by its owner only and, when secret, readable by its owner only
 // — and read from the same descriptor, at most limit bytes. So the file
 // checked is the file read: there is no second open by path to race.
-func openChecked(path string, limit int64, secret bool) ([]byte, *fileProblem) {
+func openChecked(path string, limit int64, secret bool, uid uint32) ([]byte, *fileProblem) {
 	f, err := os.OpenFile(path, os.O_RDONLY|privdir.OpenFlags, 0)
 	if err != nil {
 		if isSymlinkErr(path, err) {
@@ -62,12 +63,12 @@ func openChecked(path string, limit int64, secret bool) ([]byte, *fileProblem) {
 		return nil, &fileProblem{kind: kindIO, text: pathErrText(err), err: err}
 	}
 	if !st.Mode().IsRegular() {
-		return nil, &fileProblem{kind: kindNotRegular, text: "is " + fileKind(st.Mode()) + ", not a regular file"}
+		return nil, &fileProblem{kind: kindNotRegular, text: "is " + privdir.FileKind(st.Mode()) + ", not a regular file"}
 	}
 	if owner, ok := privdir.FileOwner(st); ok {
-		if me := uint32(os.Geteuid()); owner != 0 && owner != me {
+		if owner != 0 && owner != uid {
 			return nil, &fileProblem{kind: kindForeign,
-				text: fmt.Sprintf("is owned by uid %d, neither root nor this user (uid %d): its owner could change it; chown it to root", owner, me)}
+				text: fmt.Sprintf("is owned by uid %d, neither root nor this user (uid %d): its owner could change it; chown it to root", owner, uid)}
 		}
 	}
 	perm := st.Mode().Perm()
@@ -88,6 +89,10 @@ func openChecked(path string, limit int64, secret bool) ([]byte, *fileProblem) {
 	return data, nil
 }
 
+// euid is this process's effective uid, the user the file rules protect
+// unless a check judges for another (LoadFor, CheckFilesFor).
+func euid() uint32 { return uint32(os.Geteuid()) }
+
 // isSymlinkErr tells an O_NOFOLLOW refusal (ELOOP) from the other errors of
 // open; the Lstat confirms it, since ELOOP also means a loop of links in a
 // parent directory.
@@ -97,21 +102,4 @@ func isSymlinkErr(path string, err error) bool {
 	}
 	li, lerr := os.Lstat(path)
 	return lerr == nil && li.Mode()&fs.ModeSymlink != 0
-}
-
-// fileKind names the type of a file that is not regular.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	}
-	return "of type " + m.Type().String()
 }

@@ -158,3 +158,39 @@ func TestTheSystemdCredentialComesFirst(t *testing.T) {
 		t.Errorf("got %v, want the credential refused by name", err)
 	}
 }
+
+// LoadFor and CheckFilesFor judge the owner rule for the uid given, the
+// user config check run as root answers for: a file of that user's
+// passes, one of anybody else but root does not, and Load and CheckFiles
+// stay this process's.
+func TestTheOwnerRuleIsJudgedForTheUserGiven(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown to another uid needs root")
+	}
+	path := writeAt(t, filepath.Join(t.TempDir(), "daemons.toml"), minimalDoc, 0o644)
+	token := writeFile(t, "token", testToken, 0o600)
+	for _, p := range []string{path, token} {
+		if err := os.Chown(p, 4242, 4242); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := LoadFor(path, nil, nil, 4242); err != nil {
+		t.Errorf("LoadFor uid 4242 of its own file: %v", err)
+	}
+	if _, err := LoadFor(path, nil, nil, 4243); err == nil || !strings.Contains(err.Error(), "owned by uid 4242, neither root nor this user (uid 4243)") {
+		t.Errorf("LoadFor uid 4243 of uid 4242's file: %v, want it refused naming both", err)
+	}
+	if _, err := Load(path, nil, nil); err == nil {
+		t.Error("Load, as root, of uid 4242's file: accepted")
+	}
+	cfg := Default()
+	cfg.Registrar.Backend = BackendOpenBao
+	cfg.Registrar.SubuidFile = ""
+	cfg.OpenBao.TokenFile = token
+	if _, err := cfg.CheckFilesFor(nil, 4242); err != nil {
+		t.Errorf("CheckFilesFor uid 4242 of its own token: %v", err)
+	}
+	if _, err := cfg.CheckFiles(nil); err == nil || !strings.Contains(err.Error(), "is owned by uid 4242") {
+		t.Errorf("CheckFiles, as root, of uid 4242's token: %v, want it refused", err)
+	}
+}

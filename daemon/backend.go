@@ -45,7 +45,8 @@ func openBackend(cfg config.Config, environ []string, logger *slog.Logger, tp tr
 				return nil, setup(fmt.Errorf("daemon: openbao backend: %w", err), true)
 			}
 		}
-		opts.Address, opts.Token = o.Address, token
+		opts.Addresses, opts.Token = o.Addresses(), token
+		opts.ReadinessGrace = time.Duration(o.ReadinessGraceMS) * time.Millisecond
 		opts.KVMount, opts.KVPrefix, opts.AppRoleMount = o.KVMount, o.KVPrefix, o.AppRoleMount
 		opts.RequestTimeout = time.Duration(o.RequestTimeoutMS) * time.Millisecond
 		opts.MaxInFlight = o.MaxInFlight

@@ -62,8 +62,11 @@ type Daemon struct {
 	counts    *counting.Sink
 	otelSink  *otelsink.Sink // the limited and shadow counters, per policy
 	coalescer *coalesce.Sink
-	stateDir  *os.File               // registrar.state_dir, held open for the checkpoint and the guard
-	ckpt      *coalesce.Checkpointer // the evidence checkpoint (evidence.go)
+	stateDir  *os.File // registrar.state_dir, held open for the checkpoint, the sealing key and the guard
+	// sealHead is the audit chain's head last logged (seal.go); the tick
+	// goroutine's, then shutdown's.
+	sealHead audit.SealHead
+	ckpt     *coalesce.Checkpointer // the evidence checkpoint (evidence.go)
 	// ckptFailing is the checkpoint's last failure, logged once ("" after
 	// a write that succeeded); the tick goroutine's alone.
 	ckptFailing string
@@ -85,6 +88,10 @@ type Daemon struct {
 	ticks      *tickClock    // the last completed maintenance pass, for /healthz
 	stopping   atomic.Bool   // shutdown has begun: /readyz answers 503
 	lastStatus string        // the last STATUS= sent while serving (set by Run, then the tick goroutine's)
+	// backendUnready is the backend's last readiness failure seen by the
+	// tick ("" while ready), so a change is logged once; the tick
+	// goroutine's alone.
+	backendUnready string
 
 	reload reloadState // SIGHUP and registrar-otel reload (reload.go)
 
@@ -134,6 +141,7 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 	d.tel, err = telemetry.New(context.Background(), cfg.Telemetry, telemetry.Options{
 		Logger:         logger.With("component", "telemetry"),
 		ServiceVersion: buildinfo.GetVersion(),
+		StateDir:       cfg.Registrar.StateDir,
 	})
 	if err != nil {
 		return nil, setup(fmt.Errorf("daemon: telemetry: %w", err), true)
@@ -149,6 +157,12 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 		return nil, fmt.Errorf("daemon: telemetry: %w", err)
 	}
 
+	// The state directory first: the audit store's sealing key lives in
+	// it (seal.go), and the store writes the evolved keys through it.
+	sealKey, err := d.openStateDir(r)
+	if err != nil {
+		return nil, err
+	}
 	d.store, err = audit.Open(audit.Options{
 		Dir:              r.AuditRecordDir,
 		MaxFileBytes:     r.AuditMaxFileBytes,
@@ -156,11 +170,17 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 		MinRetention:     time.Duration(r.AuditMinRetentionSeconds) * time.Second,
 		Logger:           logger.With("component", "audit"),
 		Observer:         auditObs,
+		Seal:             sealKey,
 	})
 	if err != nil {
 		return nil, setup(fmt.Errorf("daemon: audit store (registrar.audit_record_dir %s): %w", r.AuditRecordDir, err), false)
 	}
-	d.closers = append(d.closers, d.store.Close)
+	d.closers = append(d.closers, func() error {
+		// The stop seal changes the head after the last tick: log it too.
+		err := d.store.Close()
+		d.logSealHead(context.Background())
+		return err
+	})
 	d.capacity, err = audit.NewCapacityProbe(d.store, r.AuditStoreReserveBytes)
 	if d.capacity == nil {
 		return nil, fmt.Errorf("daemon: audit capacity probe: %w", err)
@@ -177,8 +197,8 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 	// listener exists: the previous run's checkpoint becomes counted
 	// records, then the files are rewritten empty as this run's marker.
 	if err := d.recoverEvidence(cfg, logger); err != nil {
-		// An unsafe state directory is refused here first, before the
-		// backend opens it: the same exit-2 class as the backend's refusal.
+		// The same exit-2 class as the backend's refusal (an unsafe state
+		// directory was refused before the store opened, openStateDir).
 		return nil, setup(err, false)
 	}
 

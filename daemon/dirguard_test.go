@@ -160,7 +160,7 @@ func TestAForeignOwnedStateDirectoryIsASetupError(t *testing.T) {
 	}
 	_, err := New(cfg, nil)
 	var se *SetupError
-	want := "daemon: evidence checkpoint (registrar.state_dir " + cfg.Registrar.StateDir + "): privdir: refusing " + cfg.Registrar.StateDir + ": is owned by uid 4242"
+	want := "daemon: state directory (registrar.state_dir " + cfg.Registrar.StateDir + "): privdir: refusing " + cfg.Registrar.StateDir + ": is owned by uid 4242"
 	if !errors.As(err, &se) || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("New: %v, want a *SetupError starting %q", err, want)
 	}

@@ -2,10 +2,12 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/coalesce"
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/health"
@@ -19,24 +21,41 @@ import (
 // it) with one of their own (issue 27).
 var stateDirRules = privdir.Options{Owner: true, Ancestors: true}
 
-// recoverEvidence opens registrar.state_dir (created 0700 if missing,
+// openStateDir opens registrar.state_dir (created 0700 if missing,
 // checked as private, for every backend kind, and held open for the
-// checkpoint and the tick's recheck, dirguard.go), recovers an unclean
-// stop's windows into counted records (coalesce.RecoverCheckpoint), logs
-// the stop, and starts this run's checkpoint (the files rewritten empty:
-// cleared, and the marker of a running daemon). A torn or unreadable
-// checkpoint never fails it; a store that cannot take the recovered
-// records does, leaving the files for the next start.
-func (d *Daemon) recoverEvidence(cfg config.Config, logger *slog.Logger) error {
-	r := cfg.Registrar
+// checkpoint, the audit store's sealing key and the tick's recheck,
+// dirguard.go), and reads the sealing key file in it: nil when there is
+// none (the store is not sealed). An unsafe directory, or a key file that
+// cannot be trusted (damaged, not a regular file, readable by others), is
+// a setup error: the daemon does not seal with a key it cannot trust, nor
+// silently stop sealing.
+func (d *Daemon) openStateDir(r config.Registrar) (*audit.SealKey, error) {
 	dir, _, err := privdir.Open(r.StateDir, stateDirRules)
 	if err != nil {
-		return fmt.Errorf("daemon: evidence checkpoint (registrar.state_dir %s): %w", r.StateDir, err)
+		return nil, setup(fmt.Errorf("daemon: state directory (registrar.state_dir %s): %w", r.StateDir, err), false)
 	}
 	d.stateDir = dir
 	d.closers = append(d.closers, dir.Close)
+	key, err := audit.OpenSealKey(dir)
+	if err != nil {
+		// A file that is not a key file stays so until someone acts.
+		return nil, setup(fmt.Errorf("daemon: audit sealing key (registrar.state_dir %s): %w", r.StateDir, err), errors.Is(err, audit.ErrSealKey))
+	}
+	return key, nil
+}
+
+// recoverEvidence recovers an unclean stop's windows into counted records
+// (coalesce.RecoverCheckpoint), logs the stop, and starts this run's
+// checkpoint in the state directory openStateDir opened (the files
+// rewritten empty: cleared, and the marker of a running daemon). A torn or
+// unreadable checkpoint never fails it; a store that cannot take the
+// recovered records does, leaving the files for the next start.
+func (d *Daemon) recoverEvidence(cfg config.Config, logger *slog.Logger) error {
+	r := cfg.Registrar
+	dir := d.stateDir
 	window := time.Duration(r.RateLimitCoalesceWindowSeconds) * time.Second
 	at := d.seams.now()
+	var err error
 	d.recovery, err = coalesce.RecoverCheckpoint(context.Background(), dir, d.store, r.AuditRecordDir, window, at)
 	coalesce.LogRecovery(context.Background(), logger, d.recovery, r.StateDir)
 	if err != nil {

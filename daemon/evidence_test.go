@@ -207,5 +207,23 @@ func TestAFIFOAtTheCheckpointNeverBlocksTheTickAndIsLoggedOnce(t *testing.T) {
 	if r.d.ckpt.Writes() != writes+1 {
 		t.Fatal("the tick after the FIFOs went did not write the checkpoint")
 	}
+	// A failure after a write is a new one: logged again.
+	for i := range 2 {
+		name := filepath.Join(cfg.Registrar.StateDir, coalesce.CheckpointFile(uint64(i)))
+		os.Remove(name)
+		if err := syscall.Mkfifo(name, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if resp, err := r.client.Mint(ctx, mint("BAD")); err != nil || resp.StatusCode == 0 {
+		t.Fatalf("a mint beside the FIFO again: %+v, %v", resp, err)
+	}
+	r.tick()
+	if n := len(logs.Lines("evidence-checkpoint", "not a regular file")); n != 2 {
+		t.Fatalf("the FIFO's failure after a written checkpoint: logged %d times in all, want twice:\n%s", n, logs.String())
+	}
+	for i := range 2 {
+		os.Remove(filepath.Join(cfg.Registrar.StateDir, coalesce.CheckpointFile(uint64(i))))
+	}
 	r.stop(t)
 }

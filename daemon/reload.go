@@ -256,7 +256,7 @@ func (d *Daemon) apply(next config.Config) error {
 			return err
 		}
 	}
-	if r.DefaultSizes() != old.DefaultSizes() || !reflect.DeepEqual(r.Callers, old.Callers) {
+	if r.DefaultSizes() != old.DefaultSizes() || !reflect.DeepEqual(r.Callers, old.Callers) || r.Instances != old.Instances {
 		lc, err := limiterConfig(r)
 		if err != nil {
 			return err
@@ -312,10 +312,12 @@ func declarePolicies(s *otelsink.Sink, r config.Registrar) error {
 
 // limiterConfig is the limiter's sizes from the [registrar] table: the
 // default sizes, and each [registrar.callers.<name>] policy with its
-// matcher. The error is the matcher's, which a validated configuration
-// never gets.
+// matcher, each this daemon's share of it when registrar.instances
+// registrars share the budget (config.CallerSizes.Share). The error is
+// the matcher's, which a validated configuration never gets.
 func limiterConfig(r config.Registrar) (limiter.Config, error) {
-	def := limiterSizes(r.DefaultSizes())
+	sizes := func(s config.CallerSizes) limiter.Sizes { return limiterSizes(s.Share(r.Instances)) }
+	def := sizes(r.DefaultSizes())
 	lc := limiter.Config{
 		PredecisionRefusal: def.PredecisionRefusal,
 		Admission:          def.Admission,
@@ -334,17 +336,19 @@ func limiterConfig(r config.Registrar) (limiter.Config, error) {
 	lc.Match = m.Match
 	lc.Policies = make([]limiter.Policy, len(r.Callers))
 	for i, p := range r.Callers {
-		lc.Policies[i] = limiter.Policy{Name: p.Name, Sizes: limiterSizes(p.Sizes)}
+		lc.Policies[i] = limiter.Policy{Name: p.Name, Sizes: sizes(p.Sizes)}
 		if p.Shadow != nil {
-			sh := limiterSizes(*p.Shadow)
+			sh := sizes(*p.Shadow)
 			lc.Policies[i].Shadow = &sh
 		}
 	}
 	return lc, nil
 }
 
-// limiterSizes is a policy's four sizes as the limiter takes them.
-func limiterSizes(s config.CallerSizes) limiter.Sizes {
+// limiterSizes is one daemon's share of a policy's four sizes as the
+// limiter takes them. A share's interval is at most MaxUint32 ms ×
+// config.MaxInstances, well inside a time.Duration.
+func limiterSizes(s config.Share) limiter.Sizes {
 	return limiter.Sizes{
 		PredecisionRefusal: limiter.BucketConfig{
 			Burst:          s.PredecisionRefusalBurst,

@@ -67,7 +67,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		slog.String("log_level", config.LogLevelName(d.logLevel.v.Level())),
 		slog.Int("components", len(r.Components)),
 		slog.Uint64("admission_burst", uint64(r.RateLimitAdmissionBurst)),
-		slog.Uint64("predecision_refusal_burst", uint64(r.RateLimitPredecisionRefusalBurst)))
+		slog.Uint64("predecision_refusal_burst", uint64(r.RateLimitPredecisionRefusalBurst)),
+		slog.Uint64("instances", uint64(max(r.Instances, 1))))
 
 	serveErr := make(chan error, len(d.listeners)+1)
 	for _, l := range d.listeners {
@@ -185,7 +186,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 }
 
 // tickTasks are the maintenance pass, in order: close due coalescing
-// windows, sweep limiter entries back at full burst, recheck the private
+// windows, sweep limiter entries back at full burst, end the audit store's
+// sealing epoch when due and log its chain's head, recheck the private
 // directories (before the capacity probe, so a refusal shows in the same
 // pass), probe the audit store's capacity (after the coalescer's writes),
 // then refresh the health snapshot (last, so it reflects the pass).
@@ -219,6 +221,8 @@ func (d *Daemon) tickTasks() []tickTask {
 			d.limiter.Sweep()
 			return nil
 		}},
+		// After the tick's counted records: the head logged covers them.
+		{"audit-seal", d.sealTick},
 		{"private-directories", d.guard.Tick},
 		{"audit-capacity", d.probeCapacity},
 		{"health", func(context.Context, time.Time) error { return d.health.Refresh() }},
@@ -229,6 +233,7 @@ func (d *Daemon) tickTasks() []tickTask {
 			}
 			return nil
 		}},
+		{"openbao-reachability", d.probeBackend},
 	}
 }
 

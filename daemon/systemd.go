@@ -163,19 +163,26 @@ func (d *Daemon) status() string {
 	if d.activated {
 		s += "; socket from systemd"
 	}
+	if d.backendUnready != "" {
+		s += "; not ready: openbao cluster unreachable"
+	}
 	return s
 }
 
 // live is the liveness probe (/healthz): the tick is not late.
 func (d *Daemon) live() error { return d.ticks.late() }
 
-// ready is the readiness probe (/readyz): serving, not stopping, and the
-// tick is not late.
+// ready is the readiness probe (/readyz): serving, not stopping, the
+// tick is not late, and the backend reaches its cluster (or has failed to
+// for less than openbao.readiness_grace_ms; see reachability.go).
 func (d *Daemon) ready() error {
 	if d.stopping.Load() {
 		return errors.New("stopping")
 	}
-	return d.ticks.late()
+	if err := d.ticks.late(); err != nil {
+		return err
+	}
+	return d.backendReady(d.seams.now())
 }
 
 // closeWaitingFor bounds how long closeWaiting takes the connections

@@ -2,15 +2,20 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -225,4 +230,100 @@ func index(list []string, s string) int {
 		}
 	}
 	return -1
+}
+
+// The tick is late past three intervals, and never before 5 s.
+func TestTickLateBoundIsThreeIntervalsAndAtLeastFiveSeconds(t *testing.T) {
+	for interval, want := range map[time.Duration]time.Duration{
+		time.Second:      5 * time.Second,
+		2 * time.Second:  6 * time.Second,
+		10 * time.Second: 30 * time.Second,
+	} {
+		if got := TickLateBound(interval); got != want {
+			t.Errorf("TickLateBound(%v) = %v, want %v", interval, got, want)
+		}
+	}
+}
+
+// A failed sd_notify is logged once, at WARN, with its state; one that
+// succeeds says nothing.
+func TestAFailedNotifyIsLoggedAndOnlyThat(t *testing.T) {
+	var logs strings.Builder
+	fail := errors.New("connection refused")
+	var err error
+	d := &Daemon{
+		logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		seams:  seams{notify: func(string) error { return err }},
+	}
+	d.notify("READY=1")
+	if logs.Len() != 0 {
+		t.Errorf("a notify that succeeded logged %q", logs.String())
+	}
+	err = fail
+	d.notify("STOPPING=1")
+	if got := logs.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "level=WARN") ||
+		!strings.Contains(got, `msg="sd_notify failed" state="STOPPING=1" error="connection refused"`) {
+		t.Errorf("a failed notify logged %q, want one WARN line with its state and error", got)
+	}
+}
+
+// The tick is late only past its bound, not at it.
+func TestTheTickIsLateOnlyPastItsBound(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	c := newTickClock(time.Second, func() time.Time { return now })
+	c.passed(now)
+	now = now.Add(TickLateBound(time.Second))
+	if err := c.late(); err != nil {
+		t.Errorf("at the bound: %v, want not late", err)
+	}
+	now = now.Add(time.Nanosecond)
+	if err := c.late(); err == nil || !strings.Contains(err.Error(), "the maintenance tick is late") {
+		t.Errorf("a nanosecond past the bound: %v, want late", err)
+	}
+}
+
+// After each pass the watchdog is fed only when it is on, and STATUS= is
+// sent only when it changed.
+func TestAfterAPassTheWatchdogIsFedOnlyWhenOn(t *testing.T) {
+	for _, watchdog := range []time.Duration{0, 10 * time.Second} {
+		n := newNotes()
+		now := time.Unix(1_800_000_000, 0)
+		d := &Daemon{
+			logger:   slog.New(slog.DiscardHandler),
+			capacity: &audit.CapacityProbe{},
+			watchdog: watchdog,
+			ticks:    newTickClock(time.Second, func() time.Time { return now }),
+			seams:    seams{now: func() time.Time { return now }, notify: func(s string) error { n.add(s); return nil }},
+		}
+		d.afterPass(now)
+		d.afterPass(now)
+		want := 0
+		if watchdog > 0 {
+			want = 2
+		}
+		if got := n.count("WATCHDOG=1"); got != want {
+			t.Errorf("watchdog %v: WATCHDOG=1 sent %d times in two passes, want %d", watchdog, got, want)
+		}
+		if got := n.count("STATUS=" + d.status()); got != 1 {
+			t.Errorf("watchdog %v: STATUS= sent %d times in two passes, want once (states %v)", watchdog, got, n.states)
+		}
+	}
+}
+
+// Without LISTEN_FDS the daemon was not socket activated, whatever
+// LISTEN_PID says; with LISTEN_FDS for another process, neither.
+func TestActivationNeedsListenFDsForThisProcess(t *testing.T) {
+	for _, env := range [][2]string{
+		{"", strconv.Itoa(os.Getpid())},
+		{"1", strconv.Itoa(os.Getpid() + 1)},
+	} {
+		t.Setenv("LISTEN_FDS", env[0])
+		t.Setenv("LISTEN_PID", env[1])
+		if l, err := activatedUnix("/run/registrar-otel/registrar.sock"); l != nil || err != nil {
+			t.Errorf("LISTEN_FDS=%q LISTEN_PID=%s: activatedUnix = %v, %v, want not activated", env[0], env[1], l, err)
+		}
+		if n := CloseActivated(); n != 0 {
+			t.Errorf("LISTEN_FDS=%q LISTEN_PID=%s: CloseActivated = %d, want 0", env[0], env[1], n)
+		}
+	}
 }

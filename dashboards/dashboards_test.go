@@ -55,6 +55,7 @@ var wantAlerts = map[string]string{
 	"RegistrarAuditStoreCritical":        "critical",
 	"RegistrarAuditRetentionHeld":        "critical",
 	"RegistrarAuditFileReopened":         "warning",
+	"RegistrarAuditSealStalled":          "warning",
 	"RegistrarWireRejectionsHigh":        "warning",
 	"RegistrarRequestWaitHigh":           "warning",
 	"RegistrarBackendErrors":             "critical",

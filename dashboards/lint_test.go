@@ -63,9 +63,10 @@ type dashPanel struct {
 	Description string `json:"description"`
 	Repeat      string `json:"repeat"`
 	Targets     []struct {
-		Expr     string `json:"expr"`
-		Exemplar *bool  `json:"exemplar"`
-		RefID    string `json:"refId"`
+		Expr         string `json:"expr"`
+		Exemplar     *bool  `json:"exemplar"`
+		RefID        string `json:"refId"`
+		LegendFormat string `json:"legendFormat"`
 	} `json:"targets"`
 	FieldConfig struct {
 		Defaults struct {
@@ -170,8 +171,10 @@ func linterProblems(t *testing.T, raw []byte) []string {
 			if rateCall.MatchString(expr) && !strings.Contains(expr, "histogram_quantile") && !strings.Contains(expr, "$__range") && !slices.Contains(rateUnits, def.Unit) {
 				add("%s: a rate with unit %q, want a rate unit %v", where, def.Unit, rateUnits)
 			}
-			// One value per instance on the stat panels.
-			if p.Type == "stat" {
+			// One value per instance on the stat panels; beside them, a
+			// target whose legend is allSelected may sum them (the
+			// deployment's figure, when registrars share a budget).
+			if p.Type == "stat" && t.LegendFormat != allSelected {
 				ms := aggregationCall.FindAllStringSubmatch(expr, -1)
 				for _, m := range ms {
 					if !slices.Contains(strings.Fields(strings.ReplaceAll(m[3], ",", " ")), "instance") {
@@ -179,6 +182,16 @@ func linterProblems(t *testing.T, raw []byte) []string {
 					}
 				}
 			}
+		}
+		if p.Type == "stat" && len(p.Targets) > 0 && !slices.ContainsFunc(p.Targets, func(t struct {
+			Expr         string `json:"expr"`
+			Exemplar     *bool  `json:"exemplar"`
+			RefID        string `json:"refId"`
+			LegendFormat string `json:"legendFormat"`
+		}) bool {
+			return t.LegendFormat != allSelected
+		}) {
+			add("panel %q: only %q targets: a stat panel shows one value per instance beside their sum", p.Title, allSelected)
 		}
 		// A red threshold where normal is zero.
 		if normalIsZero.MatchString(p.Description) {
@@ -201,6 +214,10 @@ func linterProblems(t *testing.T, raw []byte) []string {
 	}
 	return probs
 }
+
+// allSelected is the legend of a stat panel's target that sums the
+// selected instances, beside the per-instance one.
+const allSelected = "all selected"
 
 func TestDashboardPassesTheLinterAndOnCallRules(t *testing.T) {
 	raw := readDashboard(t)
@@ -264,6 +281,10 @@ func TestLinterProblemsCatchesEachBreak(t *testing.T) {
 			p := panelWhere(d, func(p map[string]any) bool { return p["type"] == "stat" })
 			firstTarget(p)["expr"] = `sum(increase(registrar_limited_admission_total{job=~"$job",instance=~"$instance"}[$__range]))`
 		}, "drops the instance label"},
+		{"stat with only the sum of the instances", func(d map[string]any) {
+			p := panelWhere(d, func(p map[string]any) bool { return p["title"] == "Admission throttles (range)" })
+			p["targets"] = p["targets"].([]any)[1:]
+		}, "a stat panel shows one value per instance beside their sum"},
 		{"audit store row not repeated", func(d map[string]any) {
 			delete(panelWhere(d, func(p map[string]any) bool {
 				return p["type"] == "row" && strings.HasPrefix(p["title"].(string), "Audit store")

@@ -75,6 +75,45 @@ func TestAFullyReadBodyIsClosedAndOnlyThen(t *testing.T) {
 	}
 }
 
+// The body buffers' pool keeps a buffer of up to twice MaxBodyBytes and
+// never one larger: an outsized buffer put back is never handed out again,
+// while one of exactly the bound comes back (a pool may drop what it
+// holds, so it is put back until it does, or a hundred times).
+func TestThePoolKeepsBodyBuffersUpToTwiceTheBoundOnly(t *testing.T) {
+	outsized := bytes.NewBuffer(make([]byte, 0, 2*wire.MaxBodyBytes+1))
+	bound := bytes.NewBuffer(make([]byte, 0, 2*wire.MaxBodyBytes))
+	back := false
+	for range 100 {
+		outsized.WriteString("x")
+		putBuf(outsized)
+		bound.WriteString("x")
+		putBuf(bound)
+		var got []*bytes.Buffer
+		for range 2 {
+			b := getBuf()
+			if b == outsized {
+				t.Fatal("the pool handed out a buffer larger than twice MaxBodyBytes")
+			}
+			if b == bound {
+				if b.Len() != 0 {
+					t.Fatalf("a pooled buffer came back holding %q", b.Bytes())
+				}
+				back = true
+			}
+			got = append(got, b)
+		}
+		for _, b := range got {
+			if b != bound {
+				putBuf(b)
+			}
+		}
+		if back {
+			return
+		}
+	}
+	t.Error("a buffer of exactly twice MaxBodyBytes never came back from the pool in 100 puts")
+}
+
 // TestABodyOfExactlyMaxBodyBytesIsAccepted holds mutant W8 (issue 28): a
 // body of exactly MaxBodyBytes is accepted, one byte more is RequestMalformed.
 func TestABodyOfExactlyMaxBodyBytesIsAccepted(t *testing.T) {

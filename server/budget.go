@@ -394,10 +394,18 @@ func (cs *connSet) whole(c *trackedConn) bool {
 }
 
 // bodyTimedOut counts c's body timeout, unless the budget closed c first
-// (an eviction is counted as such).
+// (an eviction is counted as such). A connection it counts gives its slot
+// back at once and is marked as closed by the budget: it is about to be
+// closed without an answer, so no newcomer may pick it as its victim in
+// the meantime (which would count the one connection twice, as
+// body_timeout and partial_evicted), nor may closed() count it again.
 func (cs *connSet) bodyTimedOut(c *trackedConn) {
 	cs.mu.Lock()
 	evicted := c.evicted
+	if !evicted {
+		c.evicted = true
+		cs.releaseLocked(c)
+	}
 	cs.mu.Unlock()
 	if !evicted {
 		cs.events.reject(cs.kind, ReasonBodyTimeout, c.attrs()...)

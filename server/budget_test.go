@@ -11,8 +11,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -501,6 +503,72 @@ func TestEvictionWhileTheBodyArrivesStopsTheRequest(t *testing.T) {
 	}
 }
 
+// Within the identity holding the most, the victim is the oldest of the
+// best rank: an older connection of a worse rank (one that has served
+// nothing) gives way only after every better one. victimLocked walks a map,
+// whose order changes from walk to walk: it is asked many times.
+func TestTheVictimIsTheOldestOfTheBestRank(t *testing.T) {
+	cs := &connSet{conns: map[*trackedConn]struct{}{}, byIdentity: map[string]int{"x": 4}}
+	x := connIdentity{id: "x"}
+	newest := &trackedConn{set: cs, ident: x, served: true, since: 5}
+	oldest := &trackedConn{set: cs, ident: x, served: true, since: 3}
+	fresh := &trackedConn{set: cs, ident: x, since: 1}      // has served nothing: rank 2
+	inFlight := &trackedConn{set: cs, ident: x, busy: true} // never a victim
+	for _, c := range []*trackedConn{newest, oldest, fresh, inFlight} {
+		cs.conns[c] = struct{}{}
+	}
+	for range 64 {
+		if v := cs.victimLocked(nil); v != oldest {
+			t.Fatalf("victim since %d served %v, want the oldest served one (since %d)", v.since, v.served, oldest.since)
+		}
+	}
+}
+
+// An identity whose last connection is gone leaves no entry behind: the
+// count of every identity that ever connected would otherwise grow without
+// bound.
+func TestAnIdentityWithoutConnectionsHoldsNoEntry(t *testing.T) {
+	cs := &connSet{conns: map[*trackedConn]struct{}{}, byIdentity: map[string]int{}}
+	a := &trackedConn{set: cs, ident: connIdentity{id: "x"}, admitted: true}
+	b := &trackedConn{set: cs, ident: connIdentity{id: "x"}, admitted: true}
+	cs.conns[a], cs.conns[b] = struct{}{}, struct{}{}
+	cs.byIdentity["x"] = 2
+	cs.events = nopBudgetEvents{}
+	cs.releaseLocked(a)
+	if n, ok := cs.byIdentity["x"]; n != 1 || !ok {
+		t.Fatalf("after one of two released: x holds %d (entry %v), want 1", n, ok)
+	}
+	cs.releaseLocked(b)
+	cs.releaseLocked(b) // idempotent
+	if len(cs.byIdentity) != 0 || len(cs.conns) != 0 {
+		t.Errorf("after both released: identities %v, %d connections, want none", cs.byIdentity, len(cs.conns))
+	}
+}
+
+// A connection turned away is logged with its remote address and its
+// identity, each only when it has one.
+func TestARejectedConnectionIsLoggedWithWhatItHas(t *testing.T) {
+	for _, c := range []struct {
+		conn *trackedConn
+		want string
+	}{
+		{&trackedConn{remote: "192.0.2.1:4433", ident: connIdentity{id: "unix-peer:uid=1000"}}, "[remote=192.0.2.1:4433 identity=unix-peer:uid=1000]"},
+		{&trackedConn{remote: "192.0.2.1:4433"}, "[remote=192.0.2.1:4433]"},
+		{&trackedConn{ident: connIdentity{id: "unix-peer:uid=1000"}}, "[identity=unix-peer:uid=1000]"},
+		{&trackedConn{}, "[]"},
+	} {
+		if got := fmt.Sprint(c.conn.attrs()); got != c.want {
+			t.Errorf("attrs() = %s, want %s", got, c.want)
+		}
+	}
+}
+
+type nopBudgetEvents struct{}
+
+func (nopBudgetEvents) countConns(ListenerKind, int64)            {}
+func (nopBudgetEvents) countHandshaking(ListenerKind, int64)      {}
+func (nopBudgetEvents) reject(ListenerKind, Reason, ...slog.Attr) {}
+
 // ---------------------------------------------------------------------------
 // TLS, over pipes: the server's own handshakes.
 
@@ -816,4 +884,61 @@ func TestEvictedConnectionsThatNeverReadHoldNoDescriptorsPastTheCap(t *testing.T
 		}
 		shutdown(t, s, served)
 	})
+}
+
+// countingEvents counts a budget's rejections by reason and its
+// connections.
+type countingEvents struct {
+	mu       sync.Mutex
+	rejected map[Reason]int
+	conns    int64
+}
+
+func (e *countingEvents) countConns(_ ListenerKind, d int64) {
+	e.mu.Lock()
+	e.conns += d
+	e.mu.Unlock()
+}
+func (e *countingEvents) countHandshaking(_ ListenerKind, _ int64) {}
+func (e *countingEvents) reject(_ ListenerKind, r Reason, _ ...slog.Attr) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.rejected == nil {
+		e.rejected = map[Reason]int{}
+	}
+	e.rejected[r]++
+}
+
+// A connection whose body timed out is counted once, body_timeout: its
+// slot is given back as it is counted, so a newcomer arriving before the
+// connection is closed takes a free slot instead of evicting it (which
+// counted it a second time, partial_evicted: 640 rejections for 639 slow
+// connections in the slow-body run), and its close counts nothing more.
+func TestABodyTimeoutFreesItsSlotAndIsCountedOnce(t *testing.T) {
+	ev := &countingEvents{}
+	cs := newConnSet(ev, ListenerUnix, budgetLimits{maxConns: 1, perIdentity: 1}, nil)
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	slow := &trackedConn{Conn: a, set: cs, ident: connIdentity{id: "unix-peer:uid=61000"}}
+	if ok, _ := cs.admit(slow); !ok || !cs.begin(slow, true) {
+		t.Fatal("the slow connection was not admitted")
+	}
+	slow.read.Store(100) // part of its body arrived
+	slow.timeout.Store(true)
+	cs.bodyTimedOut(slow)
+	if ev.conns != 0 {
+		t.Errorf("after the body timeout the listener holds %d connections, want 0", ev.conns)
+	}
+	newcomer := &trackedConn{Conn: b, set: cs, ident: connIdentity{id: "unix-peer:uid=61000"}}
+	if ok, why := cs.admit(newcomer); !ok {
+		t.Fatalf("a newcomer was refused (%v) while the timed-out connection is closing", why)
+	}
+	cs.closed(slow)
+	if cs.whole(slow) {
+		t.Error("whole let the timed-out connection's request run")
+	}
+	want := map[Reason]int{ReasonBodyTimeout: 1}
+	if !maps.Equal(ev.rejected, want) || ev.conns != 1 {
+		t.Errorf("rejections %v and %d connections held, want %v and the newcomer's 1", ev.rejected, ev.conns, want)
+	}
 }

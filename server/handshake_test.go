@@ -160,4 +160,10 @@ func TestHandshakeDetailNamesAVerificationFailureByFingerprint(t *testing.T) {
 	if got := handshakeDetail(errors.New("tls: client didn't provide a certificate")); got != "tls: client didn't provide a certificate" {
 		t.Errorf("an error quoting no certificate is kept as it is; got %q", got)
 	}
+	// x509's text withheld wherever it starts, the very start included.
+	for _, msg := range []string{"tls: failed to parse client certificate: x509: " + sanMarker, "x509: " + sanMarker} {
+		if got := handshakeDetail(errors.New(msg)); strings.Contains(got, sanMarker) || !strings.Contains(got, "withheld") {
+			t.Errorf("handshakeDetail(%q) = %q, want x509's text withheld", msg, got)
+		}
+	}
 }

@@ -132,6 +132,16 @@ func groupDir(dir string, g SocketGroup, created bool) error {
 	if err != nil {
 		return fmt.Errorf("wire: socket directory %s: %w", dir, err)
 	}
+	return CheckGroupDir(dir, fi, g)
+}
+
+// CheckGroupDir applies ListenUnixGroup's rule to an existing socket
+// directory dir, whose os.Lstat is fi, without changing anything: group g
+// must be able to traverse it (it is group-owned by g with the group's x
+// bit, or has the world's x bit), else the error matches ErrSocketGroup.
+// `registrar-otel config check` applies it; ListenUnixGroup does through
+// it.
+func CheckGroupDir(dir string, fi fs.FileInfo, g SocketGroup) error {
 	perm := fi.Mode().Perm()
 	if perm&0o001 != 0 || (perm&0o010 != 0 && fileGID(fi) == g.GID) {
 		return nil

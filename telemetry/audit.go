@@ -27,6 +27,12 @@ const (
 	AuditRetentionDeleted = "registrar.audit.retention.deleted"
 	// registrar_audit_retention_failures_total
 	AuditRetentionFailures = "registrar.audit.retention.failures"
+	// registrar_audit_seal_epoch
+	AuditSealEpoch = "registrar.audit.seal.epoch"
+	// registrar_audit_seal_last_seal_timestamp_seconds
+	AuditSealLastSeal = "registrar.audit.seal.last_seal_timestamp_seconds"
+	// registrar_audit_seal_key_file_failures_total
+	AuditSealKeyFileFailures = "registrar.audit.seal.key_file_failures"
 )
 
 const (
@@ -54,7 +60,14 @@ const (
 //     retention deleted, each after its rotated record, and
 //     registrar.audit.retention.failures (counter, {round}): retention
 //     rounds that failed and kept a generation past the budget, since
-//     start.
+//     start;
+//   - registrar.audit.seal.epoch (gauge, {epoch}), the sealing epoch the
+//     store is in, registrar.audit.seal.last_seal_timestamp_seconds
+//     (gauge, s), the Unix time of its last sealed record, and
+//     registrar.audit.seal.key_file_failures (counter, {write}), evolved
+//     keys that could not be written to the key file: observed only while
+//     the store is chained (sealed, or sealed once and opened without its
+//     key, whose last seal then stays where it was).
 //
 // capacity returns the last probe result (audit.CapacityProbe.Last: the
 // callback never probes) and stats the store's counters
@@ -86,6 +99,15 @@ func RegisterAuditStore(mp metric.MeterProvider, capacity func() audit.Capacity,
 		"Generations audit retention deleted, each after the rotated record of what it held was written and synced.")
 	retainFailed := r.counter(AuditRetentionFailures, "{round}",
 		"Audit retention rounds that failed (the rotated record or the deletion): the generation is kept past the budget and retried at the next rotation.")
+	sealEpoch := r.gauge(AuditSealEpoch, "{epoch}",
+		"The sealing epoch of a sealed audit store: each epoch ends with a sealed record, at start, rotation and stop and at least every 15 minutes, and its key is then erased. "+
+			"Absent when the store is not sealed.")
+	lastSeal := r.floatGauge(AuditSealLastSeal, "s",
+		"Unix time of the sealed audit store's last sealed record (written since start, or found in the store at start). "+
+			"More than two epochs (30 minutes) ago: the store is no longer sealing (its key file is gone, or writes fail). Absent when the store is not sealed.")
+	keyFailed := r.counter(AuditSealKeyFileFailures, "{write}",
+		"Evolved sealing keys the audit store could not write to its key file (registrar.state_dir/audit-seal.key): while they fail the file holds an earlier epoch's key. "+
+			"Absent when the store is not sealed.")
 	var byState [audit.NumCapacityStates][]metric.ObserveOption
 	for i := range audit.NumCapacityStates {
 		byState[i] = attrs(attribute.String(attrState, audit.CapacityState(i).String()))
@@ -109,6 +131,13 @@ func RegisterAuditStore(mp metric.MeterProvider, capacity func() audit.Capacity,
 		}
 		o.ObserveInt64(deleted, toInt64(st.RotatedRecords))
 		o.ObserveInt64(retainFailed, toInt64(st.RetentionFailures))
+		if sl := st.Seal; sl.Chained {
+			o.ObserveInt64(sealEpoch, toInt64(sl.Epoch))
+			if !sl.LastSeal.IsZero() {
+				o.ObserveFloat64(lastSeal, float64(sl.LastSeal.UnixNano())/1e9)
+			}
+			o.ObserveInt64(keyFailed, toInt64(sl.KeyFileFailures))
+		}
 		return nil
 	})
 }

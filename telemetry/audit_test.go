@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/registrar-otel/registrar-otel/audit"
 	"github.com/registrar-otel/registrar-otel/telemetry"
@@ -17,6 +18,7 @@ func fakeStoreStats() audit.StoreStats {
 	s.Reopens[audit.ReopenFileRenamed] = 2
 	s.Reopens[audit.ReopenSIGHUP] = 5
 	s.RotatedRecords, s.RetentionFailures = 7, 1
+	s.Seal = audit.SealStats{Sealed: true, Chained: true, Epoch: 42, LastSeal: time.Unix(1_800_000_000, 500e6), KeyFileFailures: 2}
 	return s
 }
 
@@ -81,6 +83,47 @@ func TestAuditStoreInstrumentsReportTheLastProbeAndEveryStateAndCause(t *testing
 		want := map[string]int64{"renamed": 2, "sighup": 5}[c.AsString()]
 		if dp.Value != want {
 			t.Errorf("reopened{cause=%q} = %d, want %d", c.AsString(), dp.Value, want)
+		}
+	}
+}
+
+// TestSealInstrumentsAreObservedOnlyForAChainedStore: a sealed store's
+// epoch, last seal and key file failures; none for a store never sealed.
+func TestSealInstrumentsAreObservedOnlyForAChainedStore(t *testing.T) {
+	reader, mp := newReader(t)
+	if err := telemetry.RegisterAuditStore(mp, fakeAuditCapacity, fakeStoreStats); err != nil {
+		t.Fatal(err)
+	}
+	got := collectAll(t, reader)
+	if g, ok := got[telemetry.AuditSealEpoch].Data.(metricdata.Gauge[int64]); !ok || len(g.DataPoints) != 1 || g.DataPoints[0].Value != 42 || got[telemetry.AuditSealEpoch].Description == "" {
+		t.Errorf("epoch: %+v, want one point of 42", got[telemetry.AuditSealEpoch].Data)
+	}
+	if g, ok := got[telemetry.AuditSealLastSeal].Data.(metricdata.Gauge[float64]); !ok || len(g.DataPoints) != 1 || g.DataPoints[0].Value != 1_800_000_000.5 || got[telemetry.AuditSealLastSeal].Unit != "s" {
+		t.Errorf("last seal: %+v, want one point of 1800000000.5 s", got[telemetry.AuditSealLastSeal].Data)
+	}
+	if s, ok := got[telemetry.AuditSealKeyFileFailures].Data.(metricdata.Sum[int64]); !ok || !s.IsMonotonic || len(s.DataPoints) != 1 || s.DataPoints[0].Value != 2 {
+		t.Errorf("key file failures: %+v, want a counter at 2", got[telemetry.AuditSealKeyFileFailures].Data)
+	}
+
+	reader, mp = newReader(t)
+	unsealed := func() audit.StoreStats { s := fakeStoreStats(); s.Seal = audit.SealStats{}; return s }
+	if err := telemetry.RegisterAuditStore(mp, fakeAuditCapacity, unsealed); err != nil {
+		t.Fatal(err)
+	}
+	got = collectAll(t, reader)
+	for _, name := range []string{telemetry.AuditSealEpoch, telemetry.AuditSealLastSeal, telemetry.AuditSealKeyFileFailures} {
+		if m, ok := got[name]; ok && m.Data != nil {
+			switch d := m.Data.(type) {
+			case metricdata.Gauge[int64]:
+				ok = len(d.DataPoints) > 0
+			case metricdata.Gauge[float64]:
+				ok = len(d.DataPoints) > 0
+			case metricdata.Sum[int64]:
+				ok = len(d.DataPoints) > 0
+			}
+			if ok {
+				t.Errorf("%s observed for a store never sealed: %+v", name, m.Data)
+			}
 		}
 	}
 }

@@ -65,6 +65,11 @@
 //     variables the exporters read, and are never logged. A signal with no
 //     endpoint has no exporter: nothing is sent, nothing is logged about a
 //     missing collector.
+//   - New refuses a configuration (a *config.KeyError naming the key or
+//     variable; an http:// endpoint to another host while a headers
+//     variable is set is a *HeadersInClearError) by the same code as
+//     Check, which `registrar-otel config check` calls: the check and a
+//     start judge the table alike.
 //   - The SDK's own errors and log lines go through the injected
 //     *slog.Logger (InstallDiagnostics, Diagnostics), rate-limited per kind
 //     of message to one per DiagnosticsInterval: a JSON log stays JSON.
@@ -253,6 +258,19 @@
 //	    Failed appends. A failed intent refuses the mint.
 //	registrar_audit_append_duration_seconds
 //	    Histogram of every append's duration (write + fsync).
+//
+// Audit sealing (RegisterAuditStore; only while the store is sealed, or
+// holds a chain and was opened without its key):
+//
+//	registrar_audit_seal_epoch
+//	    Gauge: the sealing epoch. It rises at every start, rotation and
+//	    stop and at least every 15 minutes; flat for longer, no seal.
+//	registrar_audit_seal_last_seal_timestamp_seconds
+//	    Gauge: Unix time of the last sealed record. More than 30 minutes
+//	    (two epochs) ago fires RegistrarAuditSealStalled.
+//	registrar_audit_seal_key_file_failures_total
+//	    Evolved keys not written to the key file; while it rises the file
+//	    holds an earlier epoch's key (forward security is weakened).
 //
 // # Reading the histogram buckets
 //

@@ -133,8 +133,7 @@ func planExport(cfg config.Telemetry, getenv func(string) string) (exportPlan, [
 		}
 		if u, err := url.Parse(sg.s.url); err == nil && u.Scheme == "http" && !loopbackHost(u.Hostname()) && !insecure[sg.s.from] {
 			insecure[sg.s.from] = true
-			errs = append(errs, config.SecretKeyError(sg.s.from, sg.s.url,
-				"must be an https:// URL unless its host is a loopback address while "+hv+" is set: over http:// the headers would travel in clear"))
+			errs = append(errs, &HeadersInClearError{Key: sg.s.from, URL: config.RedactURL(sg.s.url), Headers: hv})
 		}
 	}
 	if p.traces.url != "" || p.metrics.url != "" {
@@ -147,6 +146,35 @@ func planExport(cfg config.Telemetry, getenv func(string) string) (exportPlan, [
 	}
 	// Deduplicate: a broken otlp_endpoint is reported once, not per signal.
 	return p, dedupErrors(errs)
+}
+
+// HeadersInClearError is an OTLP endpoint New and Check refuse: an
+// http:// URL whose host is not a loopback address while a headers
+// variable (OTEL_EXPORTER_OTLP_HEADERS, or the signal's own) is set. The
+// headers usually carry the collector's credentials (an API key, a bearer
+// token), which would travel in clear; the OpenBao backend's address
+// follows the same rule. It unwraps to the *config.KeyError naming Key, so
+// a caller keying errors by configuration key finds it there.
+type HeadersInClearError struct {
+	// Key is where the URL came from: a configuration key
+	// (telemetry.otlp_endpoint, telemetry.otlp_traces_endpoint,
+	// telemetry.otlp_metrics_endpoint) or an OTEL_EXPORTER_OTLP_*ENDPOINT
+	// variable.
+	Key string
+	// URL is the signal's URL, credentials redacted.
+	URL string
+	// Headers is the variable holding the headers.
+	Headers string
+}
+
+func (e *HeadersInClearError) Error() string { return e.keyError().Error() }
+
+// Unwrap returns the *config.KeyError naming Key.
+func (e *HeadersInClearError) Unwrap() error { return e.keyError() }
+
+func (e *HeadersInClearError) keyError() *config.KeyError {
+	return config.SecretKeyError(e.Key, e.URL,
+		"must be an https:// URL unless its host is a loopback address while "+e.Headers+" is set: over http:// the headers would travel in clear")
 }
 
 // checkURL applies the endpoint rules to value, from key or (when env is

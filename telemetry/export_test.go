@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -97,7 +99,13 @@ func TestPerSignalEndpoints(t *testing.T) {
 			if tt.env != nil {
 				e = tt.env(rcv.URL)
 			}
-			tel := newTelemetry(t, tt.cfg(rcv.URL), telemetry.Options{Getenv: env(e)})
+			logs := newSyncWriter()
+			tel := newTelemetry(t, tt.cfg(rcv.URL), telemetry.Options{Getenv: env(e), Logger: slog.New(slog.NewTextHandler(logs, nil))})
+			// New says where it exports when either signal goes over OTLP,
+			// and says nothing of OTLP when neither does.
+			if got, want := strings.Contains(logs.String(), "OTLP/HTTP export enabled"), tt.wantTraces || tt.wantMetrics; got != want {
+				t.Errorf("New logged that OTLP export is enabled: %v, want %v; log:\n%s", got, want, logs.String())
+			}
 			if err := emit(t, tel); err != nil {
 				t.Fatalf("ForceFlush: %v", err)
 			}
@@ -156,6 +164,12 @@ func TestEndpointErrorsNameTheKeyOrVariableAndHideCredentials(t *testing.T) {
 			[]string{"OTEL_EXPORTER_OTLP_ENDPOINT must not carry credentials", "OTEL_EXPORTER_OTLP_HEADERS"}},
 		{"grpc protocol", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000},
 			map[string]string{telemetry.EnvOTLPEndpoint: "http://collector:4317", telemetry.EnvOTLPProtocol: "grpc"},
+			[]string{`OTEL_EXPORTER_OTLP_PROTOCOL must be "http/protobuf"`}},
+		{"grpc protocol with traces alone", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000, OTLPTracesEndpoint: "http://127.0.0.1:4318"},
+			map[string]string{telemetry.EnvOTLPProtocol: "grpc"},
+			[]string{`OTEL_EXPORTER_OTLP_PROTOCOL must be "http/protobuf"`}},
+		{"grpc protocol with metrics alone", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000, OTLPMetricsEndpoint: "http://127.0.0.1:4318"},
+			map[string]string{telemetry.EnvOTLPProtocol: "grpc"},
 			[]string{`OTEL_EXPORTER_OTLP_PROTOCOL must be "http/protobuf"`}},
 		{"bad base reported once", config.Telemetry{ServiceName: "s", TraceSamplePerMillion: 1_000_000, OTLPEndpoint: "ftp://x"},
 			nil, []string{"telemetry.otlp_endpoint must be an http:// or https:// URL"}},
@@ -491,5 +505,74 @@ func TestNoOTLPEndpointAttemptsNothing(t *testing.T) {
 	}
 	if n, paths := rcv.Requests(); n != 0 {
 		t.Errorf("collector received %d requests %v with telemetry.otlp_endpoint unset, want 0", n, paths)
+	}
+}
+
+// Without OTEL_METRIC_EXPORT_INTERVAL New pushes metrics every
+// MetricExportInterval; with it, at the interval the variable says, which
+// MetricExportInterval must not override. Set to 1 ms, the first periodic
+// export (no ForceFlush) must arrive long before MetricExportInterval.
+func TestOTELMetricExportIntervalSetsThePushInterval(t *testing.T) {
+	exported := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/metrics" {
+			select {
+			case exported <- struct{}{}:
+			default:
+			}
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("OTEL_METRIC_EXPORT_INTERVAL", "1")
+	cfg := testConfig()
+	cfg.OTLPMetricsEndpoint = srv.URL + "/v1/metrics"
+	newTelemetry(t, cfg, telemetry.Options{})
+	select {
+	case <-exported:
+	case <-time.After(telemetry.MetricExportInterval / 2):
+		t.Fatalf("no periodic metric export within %v with OTEL_METRIC_EXPORT_INTERVAL=1 (ms)", telemetry.MetricExportInterval/2)
+	}
+}
+
+// Both signals are sent gzipped unless a compression variable says
+// otherwise: the shared one for both, a signal's own for that signal only.
+func TestOTLPExportIsGzippedUnlessACompressionVariableSaysOtherwise(t *testing.T) {
+	for _, tt := range []struct {
+		name                          string
+		env                           map[string]string
+		wantTraceGzip, wantMetricGzip bool
+	}{
+		{"no variable", nil, true, true},
+		{"OTEL_EXPORTER_OTLP_COMPRESSION=none", map[string]string{"OTEL_EXPORTER_OTLP_COMPRESSION": "none"}, false, false},
+		{"OTEL_EXPORTER_OTLP_TRACES_COMPRESSION=none", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "none"}, false, true},
+		{"OTEL_EXPORTER_OTLP_METRICS_COMPRESSION=none", map[string]string{"OTEL_EXPORTER_OTLP_METRICS_COMPRESSION": "none"}, true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v) // the exporters read the process's
+			}
+			rcv := newReceiver(t)
+			cfg := testConfig()
+			cfg.OTLPEndpoint = rcv.URL
+			tel := newTelemetry(t, cfg, telemetry.Options{Getenv: env(tt.env)})
+			if err := emit(t, tel); err != nil {
+				t.Fatalf("ForceFlush: %v", err)
+			}
+			_, paths := rcv.Requests()
+			headers := rcv.Headers()
+			seen := map[string]bool{}
+			for i, p := range paths {
+				gz := headers[i].Get("Content-Encoding") == "gzip"
+				want := map[string]bool{"/v1/traces": tt.wantTraceGzip, "/v1/metrics": tt.wantMetricGzip}[p]
+				if gz != want {
+					t.Errorf("request to %s gzipped: %v, want %v", p, gz, want)
+				}
+				seen[p] = true
+			}
+			if !seen["/v1/traces"] || !seen["/v1/metrics"] {
+				t.Errorf("requests to %v, want both signals", paths)
+			}
+		})
 	}
 }

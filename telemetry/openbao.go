@@ -53,7 +53,7 @@ func NewOpenBaoObserver(mp metric.MeterProvider) (openbao.Observer, error) {
 	r := newRegistration(scopedMeter(mp, openbao.ScopeName), "NewOpenBaoObserver")
 	o := &openBaoObserver{
 		duration: r.histogram(BackendRequestDuration, "s",
-			"Time of each request the openbao backend makes to its server, by operation (binding_read, binding_claim, role_write, role_id_read, secret_id_wrap, binding_activate, secret_id_destroy, role_delete, binding_delete, binding_list, token_lookup, token_renew), failed or not.",
+			"Time of each request the openbao backend makes to its server, by operation (binding_read, binding_claim, role_write, role_id_read, secret_id_wrap, secret_id_list, secret_id_list_unwrap, secret_id_destroy, binding_activate, role_delete, binding_delete, binding_list, token_lookup, token_renew), failed or not.",
 			backendRequestBuckets),
 		errors: r.syncCounter(BackendRequestErrors, "{request}",
 			"Failed requests of the openbao backend, by operation and kind (timeout, server_error, client_error, transport, bad_response, saturated); each fails its invocation with BackendUnavailable."),

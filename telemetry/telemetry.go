@@ -95,6 +95,11 @@ type Options struct {
 	// OTEL_TRACES_SAMPLER variables say: the load driver's traces are the
 	// point of its run.
 	SampleAll bool
+	// StateDir is the daemon's registrar.state_dir, from which the default
+	// service.instance.id is derived (InstanceID); "" leaves the
+	// attribute out unless telemetry.service_instance_id or
+	// OTEL_RESOURCE_ATTRIBUTES sets it (a client-side tool).
+	StateDir string
 	// Getenv reads the standard OTEL_* variables; nil means os.Getenv.
 	Getenv func(string) string
 	// TracesOnly builds no OTLP metric exporter whatever the configuration
@@ -165,13 +170,9 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	plan, err := checkConfig(cfg, getenv)
-	if err != nil {
-		return nil, err
-	}
-	sampler, err := rootSampler(cfg, getenv)
-	if err != nil {
-		return nil, fmt.Errorf("telemetry: %w", err)
+	plan, sampler, errs := checkConfig(cfg, getenv)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("telemetry: %w", errors.Join(errs...))
 	}
 	if o.SampleAll {
 		sampler = sdktrace.AlwaysSample()
@@ -182,7 +183,8 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 	if !o.KeepGlobalDiagnostics {
 		InstallDiagnostics(logger)
 	}
-	res, err := newResource(ctx, cfg.ServiceName, o.ServiceVersion, logger)
+	instanceID, _ := InstanceID(cfg.ServiceInstanceID, o.StateDir, getenv)
+	res, err := newResource(ctx, cfg.ServiceName, o.ServiceVersion, instanceID, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -219,39 +221,20 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 	if sampler != nil {
 		topts = append(topts, sdktrace.WithSampler(sampler))
 	}
-	// Headers, timeout, TLS and compression come from the standard
-	// OTEL_EXPORTER_OTLP_* variables, which the exporters read themselves;
-	// gzip is the default when no compression variable is set.
-	var mexp sdkmetric.Exporter
-	if u := plan.metrics.url; u != "" {
-		mo := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(u)}
-		if getenv("OTEL_EXPORTER_OTLP_COMPRESSION") == "" && getenv("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION") == "" {
-			mo = append(mo, otlpmetrichttp.WithCompression(otlpmetrichttp.GzipCompression))
-		}
-		mexp, err = otlpmetrichttp.New(ctx, mo...)
-		if err != nil {
-			return nil, fmt.Errorf("telemetry: %s: building the OTLP/HTTP metric exporter for %s: %s", plan.metrics.from, config.RedactURL(u), config.RedactText(err.Error()))
-		}
+	mexp, texp, err := newExporters(ctx, plan, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	if mexp != nil {
 		var ro []sdkmetric.PeriodicReaderOption
 		if getenv("OTEL_METRIC_EXPORT_INTERVAL") == "" {
 			ro = append(ro, sdkmetric.WithInterval(MetricExportInterval))
 		}
 		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp, ro...)))
 	}
-	if u := plan.traces.url; u != "" {
-		to := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(u)}
-		if getenv("OTEL_EXPORTER_OTLP_COMPRESSION") == "" && getenv("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION") == "" {
-			to = append(to, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
-		}
-		texp, err := otlptracehttp.New(ctx, to...)
-		if err != nil {
-			if mexp != nil {
-				_ = mexp.Shutdown(ctx)
-			}
-			return nil, fmt.Errorf("telemetry: %s: building the OTLP/HTTP span exporter for %s: %s", plan.traces.from, config.RedactURL(u), config.RedactText(err.Error()))
-		}
+	if texp != nil {
 		topts = append(topts, sdktrace.WithBatcher(texp))
-		t.tracesURL = config.RedactURL(u)
+		t.tracesURL = config.RedactURL(plan.traces.url)
 	}
 	for _, r := range o.ExtraReaders {
 		mopts = append(mopts, sdkmetric.WithReader(r))
@@ -270,9 +253,44 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 	return t, nil
 }
 
+// Check applies to cfg, and to the standard OTEL_* variables getenv reads
+// (nil means os.Getenv), every rule New refuses a configuration by: the
+// keys, where each signal goes (planExport, with its rule on headers over
+// http://), the trace sampler variables, and the OTLP exporters' own, by
+// building each exporter New would build and shutting it down unused
+// (nothing is sent: an exporter connects only to export). It returns nil,
+// or every error at once (errors.Join), each naming the key or the
+// variable at fault (a *config.KeyError, or an error wrapping one such as
+// *HeadersInClearError); credentials are never echoed.
+//
+// `registrar-otel config check` calls it, so that the check and a start
+// judge the [telemetry] table by the same code.
+func Check(ctx context.Context, cfg config.Telemetry, getenv func(string) string) error {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	plan, _, errs := checkConfig(cfg, getenv)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	mexp, texp, err := newExporters(ctx, plan, getenv)
+	if err != nil {
+		return err
+	}
+	if mexp != nil {
+		_ = mexp.Shutdown(ctx)
+	}
+	if texp != nil {
+		_ = texp.Shutdown(ctx)
+	}
+	return nil
+}
+
 // checkConfig validates cfg, naming every broken key (or OTEL_*
-// environment variable) at once, and returns where each signal goes.
-func checkConfig(cfg config.Telemetry, getenv func(string) string) (exportPlan, error) {
+// environment variable) at once, and returns where each signal goes and
+// the root sampler (nil: the SDK's, from OTEL_TRACES_SAMPLER). New and
+// Check share it.
+func checkConfig(cfg config.Telemetry, getenv func(string) string) (exportPlan, sdktrace.Sampler, []error) {
 	var errs []error
 	if strings.TrimSpace(cfg.ServiceName) == "" {
 		errs = append(errs, &config.KeyError{Key: keyServiceName, Value: cfg.ServiceName, Rule: "must be a non-empty string"})
@@ -282,10 +300,58 @@ func checkConfig(cfg config.Telemetry, getenv func(string) string) (exportPlan, 
 	}
 	plan, perrs := planExport(cfg, getenv)
 	errs = append(errs, perrs...)
-	if len(errs) > 0 {
-		return exportPlan{}, fmt.Errorf("telemetry: %w", errors.Join(errs...))
+	sampler, err := rootSampler(cfg, getenv)
+	if err != nil {
+		errs = append(errs, err)
 	}
-	return plan, nil
+	if len(errs) > 0 {
+		return exportPlan{}, nil, errs
+	}
+	return plan, sampler, nil
+}
+
+// newExporters builds the OTLP/HTTP exporter of each signal plan exports,
+// nil for a signal it does not. Headers, timeout, TLS and compression come
+// from the standard OTEL_EXPORTER_OTLP_* variables, which the exporters
+// read themselves; gzip is the default when no compression variable is
+// set. An exporter that refuses what the variables say (an http:// URL
+// with OTEL_EXPORTER_OTLP_CERTIFICATE set) is a *config.KeyError naming
+// where the URL came from.
+func newExporters(ctx context.Context, plan exportPlan, getenv func(string) string) (sdkmetric.Exporter, sdktrace.SpanExporter, error) {
+	var mexp sdkmetric.Exporter
+	if u := plan.metrics.url; u != "" {
+		mo := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(u)}
+		if getenv("OTEL_EXPORTER_OTLP_COMPRESSION") == "" && getenv("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION") == "" {
+			mo = append(mo, otlpmetrichttp.WithCompression(otlpmetrichttp.GzipCompression))
+		}
+		var err error
+		if mexp, err = otlpmetrichttp.New(ctx, mo...); err != nil {
+			return nil, nil, exporterError(plan.metrics, "metric", err)
+		}
+	}
+	var texp sdktrace.SpanExporter
+	if u := plan.traces.url; u != "" {
+		to := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(u)}
+		if getenv("OTEL_EXPORTER_OTLP_COMPRESSION") == "" && getenv("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION") == "" {
+			to = append(to, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
+		}
+		var err error
+		if texp, err = otlptracehttp.New(ctx, to...); err != nil {
+			if mexp != nil {
+				_ = mexp.Shutdown(ctx)
+			}
+			return nil, nil, exporterError(plan.traces, "span", err)
+		}
+	}
+	return mexp, texp, nil
+}
+
+// exporterError is an OTLP exporter's refusal of s's URL, keyed by where
+// the URL came from; neither the URL's credentials nor the SDK's words
+// about them are echoed.
+func exporterError(s signal, what string, err error) error {
+	return config.SecretKeyError(s.from, s.url,
+		"cannot be exported to: the OTLP/HTTP "+what+" exporter refuses it ("+config.RedactText(err.Error())+")")
 }
 
 // signalURL appends the signal's path to the endpoint's own path:
@@ -298,9 +364,11 @@ func signalURL(base *url.URL, signal string) string {
 }
 
 // newResource describes the daemon: OTEL_RESOURCE_ATTRIBUTES first, then
-// the SDK's own attributes, then service.name (and service.version), which
-// therefore always come from the configuration.
-func newResource(ctx context.Context, serviceName, serviceVersion string, logger *slog.Logger) (*resource.Resource, error) {
+// the SDK's own attributes, then service.name (and service.version, and
+// service.instance.id when instanceID is not ""), which therefore always
+// come from the configuration (instanceID is InstanceID's, which has
+// already given OTEL_RESOURCE_ATTRIBUTES its place).
+func newResource(ctx context.Context, serviceName, serviceVersion, instanceID string, logger *slog.Logger) (*resource.Resource, error) {
 	attrs := []resource.Option{
 		resource.WithFromEnv(),
 		resource.WithTelemetrySDK(),
@@ -309,6 +377,9 @@ func newResource(ctx context.Context, serviceName, serviceVersion string, logger
 	service := []attribute.KeyValue{semconv.ServiceName(serviceName)}
 	if serviceVersion != "" {
 		service = append(service, semconv.ServiceVersion(serviceVersion))
+	}
+	if instanceID != "" {
+		service = append(service, semconv.ServiceInstanceID(instanceID))
 	}
 	res, err := resource.New(ctx, append(attrs, resource.WithAttributes(service...))...)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -672,12 +673,24 @@ func TestEveryPolicySeriesIsExposedWithoutOverflow(t *testing.T) {
 			t.Fatalf("DeclarePolicy: %v", err)
 		}
 	}
+	// The last two, shadowed too, so the shadow counter has every series
+	// it can have, exactly otelsink.MaxSeriesPerCounter: a limit one short
+	// of that folds a series into the overflow. The name past the bound
+	// goes to (other).
+	for _, name := range []string{otelsink.DefaultPolicy, "past-the-bound"} {
+		if err := sink.DeclarePolicy(name, true); err != nil {
+			t.Fatalf("DeclarePolicy(%s): %v", name, err)
+		}
+	}
 	body, _ := scrape(t, tel.Handler(), "/metrics", "")
 	if strings.Contains(body, "overflow") {
 		t.Fatalf("the exposition folds series into the SDK's overflow series:\n%s", firstLinesWith(body, "overflow", 3))
 	}
-	if n := strings.Count(body, "\nregistrar_shadow_limited_total{"); n != (otelsink.MaxPolicies-2)*4 {
-		t.Errorf("%d shadow series, want %d", n, (otelsink.MaxPolicies-2)*4)
+	if n := strings.Count(body, "\nregistrar_shadow_limited_total{"); n != otelsink.MaxSeriesPerCounter {
+		t.Errorf("%d shadow series, want otelsink.MaxSeriesPerCounter, %d", n, otelsink.MaxSeriesPerCounter)
+	}
+	if !strings.Contains(body, `policy="(other)"`) {
+		t.Errorf("no shadow series of %s:\n%s", otelsink.OtherPolicy, firstLinesWith(body, "registrar_shadow_limited_total{", 3))
 	}
 }
 
@@ -689,4 +702,54 @@ func firstLinesWith(body, sub string, n int) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// get answers GET path on h: the status and the body.
+func get(h http.Handler, path string) (int, string) {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	return rec.Code, rec.Body.String()
+}
+
+// /readyz is 503 "starting" until SetProbes; then each probe answers 200
+// while its func (none counting as nil) answers nil, else 503 with the
+// error's text.
+func TestProbesAnswerWhatSetProbesSays(t *testing.T) {
+	tel := newTelemetry(t, testConfig(), telemetry.Options{})
+	h := tel.Handler()
+	if code, body := get(h, "/readyz"); code != http.StatusServiceUnavailable || body != "starting\n" {
+		t.Errorf("GET /readyz before SetProbes: %d %q, want 503 %q", code, body, "starting\n")
+	}
+	if code, body := get(h, "/healthz"); code != http.StatusOK || body != "ok" {
+		t.Errorf("GET /healthz before SetProbes: %d %q, want 200 %q", code, body, "ok")
+	}
+	tel.SetProbes(telemetry.Probes{Ready: func() error { return errors.New("stalled") }})
+	if code, body := get(h, "/readyz"); code != http.StatusServiceUnavailable || body != "stalled\n" {
+		t.Errorf("GET /readyz with Ready failing: %d %q, want 503 %q", code, body, "stalled\n")
+	}
+	if code, body := get(h, "/healthz"); code != http.StatusOK || body != "ok" {
+		t.Errorf("GET /healthz with no Live: %d %q, want 200 %q", code, body, "ok")
+	}
+	tel.SetProbes(telemetry.Probes{Live: func() error { return errors.New("wedged") }, Ready: func() error { return nil }})
+	if code, body := get(h, "/healthz"); code != http.StatusServiceUnavailable || body != "wedged\n" {
+		t.Errorf("GET /healthz with Live failing: %d %q, want 503 %q", code, body, "wedged\n")
+	}
+	if code, body := get(h, "/readyz"); code != http.StatusOK || body != "ready" {
+		t.Errorf("GET /readyz with Ready nil: %d %q, want 200 %q", code, body, "ready")
+	}
+}
+
+// A malformed OTEL_RESOURCE_ATTRIBUTES costs its bad entries only: New
+// warns and goes on, the good entries on target_info.
+func TestAMalformedResourceAttributeIsDroppedWithAWarning(t *testing.T) {
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod,broken")
+	var logs bytes.Buffer
+	tel := newTelemetry(t, testConfig(), telemetry.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if !strings.Contains(logs.String(), "resource partly built") {
+		t.Errorf("no warning of the partly built resource; log:\n%s", logs.String())
+	}
+	body, _ := scrape(t, tel.Handler(), "/metrics", "")
+	if !strings.Contains(body, `deployment_environment="prod"`) {
+		t.Errorf("target_info lacks the good entry deployment_environment=\"prod\":\n%s", firstLinesWith(body, "target_info", 2))
+	}
 }

@@ -94,14 +94,15 @@ type ServerNotTrustedError struct {
 	// Trusted are the uids trusted besides root.
 	Trusted []uint32
 	// Unmapped: UID is the kernel's overflow uid, standing for a uid not
-	// mapped into the client's user namespace, so who the server is
-	// cannot be told from there (the daemon and a stranger read alike).
+	// mapped into the client's user namespace, and the socket's directory
+	// may be written by others than its owner: who the server is cannot be
+	// told from there (the daemon and a stranger read alike).
 	Unmapped bool
 }
 
 func (e *ServerNotTrustedError) Error() string {
 	if e.Unmapped {
-		return fmt.Sprintf("wire: the server on unix socket %s runs as a uid this client's user namespace does not map (the kernel reports it as %d): "+
+		return fmt.Sprintf("wire: the server on unix socket %s runs as a uid this client's user namespace does not map (the kernel reports it as %d), in a directory others may write: "+
 			"it cannot be told from another user's process answering in the registrar's place, so the client refuses it; run the command outside the user namespace",
 			e.Socket, e.UID)
 	}
@@ -128,15 +129,22 @@ func checkServer(c net.Conn, socketPath string, trusted []uint32) error {
 	if uid == 0 {
 		return nil
 	}
-	if unmappedUID(uid) {
+	dir := filepath.Dir(socketPath)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("wire: unix socket %s: checking who the server is: %w", socketPath, err)
+	}
+	// Inside a user namespace every unmapped uid reads as the overflow
+	// uid: the daemon, the directories' owners (root among them) and a
+	// stranger alike. The owner rule below then holds for anyone who could
+	// put a socket there, so a directory others may write (a shared one,
+	// such as /tmp) leaves nothing to tell them apart by: refused. A
+	// directory only its owner writes (the daemon's /run/registrar-otel)
+	// is judged as outside the namespace.
+	if unmappedUID(uid) && fi.Mode().Perm()&0o022 != 0 {
 		return &ServerNotTrustedError{Socket: socketPath, UID: uid, Trusted: trusted, Unmapped: true}
 	}
 	if trusted == nil {
-		dir := filepath.Dir(socketPath)
-		fi, err := os.Stat(dir)
-		if err != nil {
-			return fmt.Errorf("wire: unix socket %s: checking who the server is: %w", socketPath, err)
-		}
 		if owner, ok := FileOwner(fi); ok {
 			trusted = []uint32{owner}
 		}

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -16,7 +17,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 )
@@ -466,5 +469,124 @@ func TestClientIgnoresAMalformedRateLimitFieldAndSaysWhy(t *testing.T) {
 				t.Errorf("RateLimit %+v with the field malformed: %v", r.RateLimit, bad)
 			}
 		})
+	}
+}
+
+// A refused server's error says why in both of its forms: the uid and the
+// uids trusted besides root, or, for the overflow uid of an unmapped
+// server, that the client's user namespace cannot tell who it is and
+// where to run the command instead (the real refusal needs root and a
+// user namespace, and its message is checked there in a child process).
+func TestServerNotTrustedErrorSaysWhy(t *testing.T) {
+	foreign := (&ServerNotTrustedError{Socket: "/run/r.sock", UID: 1001, Trusted: []uint32{998, 999}}).Error()
+	for _, want := range []string{"unix socket /run/r.sock", "runs as uid 1001", "not as root or uid 998 or uid 999"} {
+		if !strings.Contains(foreign, want) {
+			t.Errorf("%q does not say %q", foreign, want)
+		}
+	}
+	unmapped := (&ServerNotTrustedError{Socket: "/run/r.sock", UID: 65534, Trusted: []uint32{998}, Unmapped: true}).Error()
+	for _, want := range []string{"unix socket /run/r.sock", "does not map", "reports it as 65534", "outside the user namespace"} {
+		if !strings.Contains(unmapped, want) {
+			t.Errorf("%q does not say %q", unmapped, want)
+		}
+	}
+	if strings.Contains(unmapped, "uid 998") {
+		t.Errorf("%q names the trusted uids, which an unmapped server is not compared with", unmapped)
+	}
+}
+
+// dropListener closes the first drop connections it accepts once their
+// request is read whole, before a byte of an answer, as a server does to
+// a connection it evicts; the later ones are served. requests counts the
+// requests read, dropped or served.
+type dropListener struct {
+	net.Listener
+	drop     int
+	requests *atomic.Int32
+}
+
+// Accept is called by the one goroutine of http.Server.Serve.
+func (l *dropListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil || l.drop == 0 {
+			return c, err
+		}
+		l.drop--
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second)) // a bound, not a wait
+		if req, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+			io.Copy(io.Discard, req.Body)
+			l.requests.Add(1)
+		}
+		c.Close()
+	}
+}
+
+// droppingRegistrar is fakeRegistrar behind a dropListener.
+func droppingRegistrar(t *testing.T, drop int, a *answer) (*Client, *atomic.Int32) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "r.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests := new(atomic.Int32)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		a.serve(w, r)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(&dropListener{Listener: l, drop: drop, requests: requests})
+	t.Cleanup(func() { srv.Close() })
+	c := NewUnixClient(sock)
+	t.Cleanup(c.CloseIdleConnections)
+	return c, requests
+}
+
+// A verb whose fresh connection the server closes before answering (an
+// eviction at a connection cap) is sent once more on a new one, and only
+// once: the verbs are idempotent, but a server that keeps dropping the
+// call gets two requests, not a loop. A health call is not resent.
+func TestAVerbOnALostFreshConnectionIsSentOnceMore(t *testing.T) {
+	ctx := context.Background()
+	a := &answer{status: 200, body: golden(t, "response_mint_first_mint.json")}
+	c, requests := droppingRegistrar(t, 1, a)
+	r, err := c.Mint(ctx, MintRequest{ServiceName: "review", Host: "h1", Component: "review"})
+	if err != nil || !r.OK() || r.Outcome != "first_mint" {
+		t.Fatalf("a mint whose first connection was dropped: %v, want answered on the second", err)
+	}
+	if got := requests.Load(); got != 2 {
+		t.Errorf("the server read %d requests, want 2 (the dropped one, sent once more)", got)
+	}
+
+	a.body = golden(t, "response_deregister_removed.json")
+	c, requests = droppingRegistrar(t, 3, a)
+	if _, err := c.Deregister(ctx, DeregisterRequest{ServiceName: "review", Host: "h1", Component: "review"}); err == nil {
+		t.Error("a deregister whose every connection is dropped succeeded")
+	}
+	if got := requests.Load(); got != 2 {
+		t.Errorf("a server dropping every connection read %d requests, want 2: resent once, never more", got)
+	}
+
+	a.body = golden(t, "response_health.json")
+	c, requests = droppingRegistrar(t, 1, a)
+	if _, err := c.Health(ctx); err == nil {
+		t.Error("a health call whose connection was dropped succeeded")
+	}
+	if got := requests.Load(); got != 1 {
+		t.Errorf("a dropped health call reached the server %d times, want once", got)
+	}
+}
+
+// Each client gives up an idle kept-alive connection before the server
+// would close it (wire.DefaultIdleTimeout), so it never sends a request
+// on a connection the server is closing as idle.
+func TestClientsCloseIdleConnectionsBeforeTheServerDoes(t *testing.T) {
+	for name, c := range map[string]*Client{
+		"unix": NewUnixClient(filepath.Join(t.TempDir(), "r.sock")),
+		"TLS":  NewTLSClient("127.0.0.1:1", nil),
+	} {
+		if d := c.hc.Transport.(*http.Transport).IdleConnTimeout; d <= 0 || d >= DefaultIdleTimeout {
+			t.Errorf("%s client: IdleConnTimeout %v, want above 0 and below the server's %v", name, d, DefaultIdleTimeout)
+		}
 	}
 }

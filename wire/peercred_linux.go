@@ -76,18 +76,23 @@ type userNS struct {
 // userNamespace reads the overflow uid and this process's uid map once:
 // a process's user namespace changes only by unshare or setns, which
 // this client never calls.
-var userNamespace = sync.OnceValue(func() userNS {
+var userNamespace = sync.OnceValue(func() userNS { return readUserNS(os.ReadFile) })
+
+// readUserNS reads the kernel's overflow uid and this process's uid map
+// with readFile (os.ReadFile; a test's files): 65534 when the overflow uid
+// cannot be read or parsed, a nil map when the map cannot be read.
+func readUserNS(readFile func(name string) ([]byte, error)) userNS {
 	ns := userNS{overflow: 65534}
-	if b, err := os.ReadFile("/proc/sys/kernel/overflowuid"); err == nil {
+	if b, err := readFile("/proc/sys/kernel/overflowuid"); err == nil {
 		if v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32); err == nil {
 			ns.overflow = uint32(v)
 		}
 	}
-	if b, err := os.ReadFile("/proc/self/uid_map"); err == nil {
+	if b, err := readFile("/proc/self/uid_map"); err == nil {
 		ns.uidMap = b
 	}
 	return ns
-})
+}
 
 // maps reports whether uid is inside one of the uid map's ranges (each
 // line "inside outside count"). An unreadable or malformed map maps

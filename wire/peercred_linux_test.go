@@ -5,6 +5,7 @@ package wire
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -130,22 +131,64 @@ func TestUserNamespaceMaps(t *testing.T) {
 	}
 }
 
+// The overflow uid and the uid map are the kernel's files: an overflow
+// uid that cannot be read or parsed is 65534, a uid map that cannot be
+// read maps nothing; in the process's own namespace, its own map is read.
+func TestUserNamespaceIsReadFromTheKernelsFiles(t *testing.T) {
+	const overflowFile, mapFile = "/proc/sys/kernel/overflowuid", "/proc/self/uid_map"
+	files := func(m map[string]string) func(string) ([]byte, error) {
+		return func(name string) ([]byte, error) {
+			if b, ok := m[name]; ok {
+				return []byte(b), nil
+			}
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		files    map[string]string
+		overflow uint32
+		uidMap   string
+	}{
+		{"both read", map[string]string{overflowFile: "4000\n", mapFile: "0 100000 65536\n"}, 4000, "0 100000 65536\n"},
+		{"an overflow uid that is not a number", map[string]string{overflowFile: "x\n", mapFile: "0 0 1\n"}, 65534, "0 0 1\n"},
+		{"an overflow uid past 32 bits", map[string]string{overflowFile: "4294967296\n"}, 65534, ""},
+		{"neither readable", nil, 65534, ""},
+	} {
+		ns := readUserNS(files(tc.files))
+		if ns.overflow != tc.overflow || string(ns.uidMap) != tc.uidMap || (tc.uidMap == "") != (ns.uidMap == nil) {
+			t.Errorf("%s: overflow %d, uid map %q; want %d, %q", tc.name, ns.overflow, ns.uidMap, tc.overflow, tc.uidMap)
+		}
+	}
+	if b, err := os.ReadFile(mapFile); err == nil {
+		if got := userNamespace().uidMap; string(got) != string(b) {
+			t.Errorf("this process's uid map read as %q, want %q", got, b)
+		}
+	}
+}
+
 // Inside a user namespace that does not map the daemon's uid, the kernel
-// reports the server (and the socket directory's owner) as the overflow
-// uid, as it would any other unmapped user's process: the client cannot
-// tell the real daemon from a stranger, and refuses it with the reason.
-// The server here runs as root outside; the client is this test binary in
-// a new user namespace mapping one unused uid as its root.
+// reports the server and the directories' owners as the overflow uid, as
+// it would any other unmapped user's process: in a directory others may
+// write (a shared one, as /tmp) the client cannot tell the real daemon
+// from a stranger, and refuses it with the reason; in a directory only
+// its owner writes, it judges as outside the namespace and talks. The
+// servers run as root outside; the client is this test binary in a new
+// user namespace mapping one unused uid as its root.
 func TestTheClientRefusesAServerItsUserNamespaceDoesNotMap(t *testing.T) {
-	if socket := os.Getenv("WIRE_TEST_UNMAPPED_SOCKET"); socket != "" {
+	if shared := os.Getenv("WIRE_TEST_UNMAPPED_SHARED"); shared != "" {
 		ns := userNamespace()
-		_, err := NewUnixClient(socket, WithTimeout(10*time.Second)).Health(context.Background())
+		_, err := NewUnixClient(shared, WithTimeout(10*time.Second)).Health(context.Background())
 		var nt *ServerNotTrustedError
 		if !errors.As(err, &nt) || !nt.Unmapped || nt.UID != ns.overflow {
-			t.Fatalf("from inside the namespace: %v; want a *ServerNotTrustedError, unmapped, uid %d", err, ns.overflow)
+			t.Fatalf("from inside the namespace, a shared directory: %v; want a *ServerNotTrustedError, unmapped, uid %d", err, ns.overflow)
 		}
 		if !strings.Contains(err.Error(), "does not map") || !strings.Contains(err.Error(), "outside the user namespace") {
 			t.Errorf("the error %q does not say why", err)
+		}
+		_, err = NewUnixClient(os.Getenv("WIRE_TEST_UNMAPPED_OWN"), WithTimeout(10*time.Second)).Health(context.Background())
+		if errors.As(err, &nt) {
+			t.Fatalf("from inside the namespace, a directory only its owner writes: %v; want it spoken to", err)
 		}
 		return
 	}
@@ -167,35 +210,44 @@ func TestTheClientRefusesAServerItsUserNamespaceDoesNotMap(t *testing.T) {
 	if err := os.WriteFile(bin, self, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(base, "run")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	socket := filepath.Join(dir, "registrar.sock")
-	ln, err := net.Listen("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	if err := os.Chmod(socket, 0o777); err != nil {
-		t.Fatal(err)
-	}
 	var reached atomic.Int32
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reached.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	}), ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
-	// From outside, the same server is root's, and trusted.
-	if _, err := NewUnixClient(socket, WithTimeout(10*time.Second)).Health(context.Background()); errors.As(err, new(*ServerNotTrustedError)) {
-		t.Fatalf("outside any user namespace: %v", err)
+	serve := func(dir string, mode os.FileMode) string {
+		if err := os.Mkdir(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+		socket := filepath.Join(dir, "registrar.sock")
+		ln, err := net.Listen("unix", socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		if err := os.Chmod(socket, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			reached.Add(1)
+			w.WriteHeader(http.StatusNoContent)
+		}), ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+		return socket
+	}
+	shared := serve(filepath.Join(base, "shared"), 0o1777)
+	own := serve(filepath.Join(base, "run"), 0o755)
+	// From outside, both servers are root's, and trusted.
+	for _, socket := range []string{shared, own} {
+		if _, err := NewUnixClient(socket, WithTimeout(10*time.Second)).Health(context.Background()); errors.As(err, new(*ServerNotTrustedError)) {
+			t.Fatalf("outside any user namespace, %s: %v", socket, err)
+		}
 	}
 	before := reached.Load()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-test.run=^TestTheClientRefusesAServerItsUserNamespaceDoesNotMap$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "WIRE_TEST_UNMAPPED_SOCKET="+socket)
+	cmd.Env = append(os.Environ(), "WIRE_TEST_UNMAPPED_SHARED="+shared, "WIRE_TEST_UNMAPPED_OWN="+own)
 	cmd.Dir = base
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER,
@@ -211,7 +263,7 @@ func TestTheClientRefusesAServerItsUserNamespaceDoesNotMap(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestTheClientRefusesAServerItsUserNamespaceDoesNotMap") {
 		t.Fatalf("the client in the user namespace: %v\n%s", err, out)
 	}
-	if got := reached.Load() - before; got != 0 {
-		t.Errorf("the server got %d requests from inside the namespace, want none", got)
+	if got := reached.Load() - before; got != 1 {
+		t.Errorf("the servers got %d requests from inside the namespace, want 1: the one in the directory only its owner writes", got)
 	}
 }

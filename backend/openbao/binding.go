@@ -23,14 +23,22 @@ type binding struct {
 	// owner is the caller identity of the mint that claimed the binding
 	// ("" for a binding written before owners were recorded, or claimed
 	// by a mint that named none); every later write keeps it.
-	owner   string
-	version int // the KV version read
+	owner string
+	// claimOwner and claimExpires are the claim of the call working on
+	// the binding (claim.go): the instance nonce of its registrar and the
+	// expiry, RFC 3339 UTC by the holder's clock; "" when none holds it.
+	claimOwner, claimExpires string
+	version                  int // the KV version read
 }
 
 const (
 	bindingFormat = "1"
 	stateClaimed  = "claimed"
 	stateActive   = "active"
+	// stateRemoving: a deregister claimed the binding to remove it; it
+	// deletes the role, then the binding. A call that finds it with the
+	// claim expired finishes the removal.
+	stateRemoving = "removing"
 )
 
 func (bd *binding) data() map[string]any {
@@ -48,6 +56,10 @@ func (bd *binding) data() map[string]any {
 	}
 	if bd.owner != "" {
 		m["owner"] = bd.owner
+	}
+	if bd.claimOwner != "" {
+		m["claim_owner"] = bd.claimOwner
+		m["claim_expires"] = bd.claimExpires
 	}
 	return m
 }
@@ -85,10 +97,17 @@ func decodeBinding(p string, version int, data map[string]any) (*binding, error)
 			return nil, fmt.Errorf("%w at %s (version %d): \"owner\" is not a string", ErrCorrupt, p, version)
 		}
 	}
+	for k, dst := range map[string]*string{"claim_owner": &bd.claimOwner, "claim_expires": &bd.claimExpires} {
+		if c, ok := data[k]; ok {
+			if *dst, ok = c.(string); !ok {
+				return nil, fmt.Errorf("%w at %s (version %d): %q is not a string", ErrCorrupt, p, version, k)
+			}
+		}
+	}
 	if v != bindingFormat {
 		return nil, fmt.Errorf("%w at %s (version %d): format %q, want %q", ErrCorrupt, p, version, v, bindingFormat)
 	}
-	if bd.state != stateClaimed && bd.state != stateActive {
+	if bd.state != stateClaimed && bd.state != stateActive && bd.state != stateRemoving {
 		return nil, fmt.Errorf("%w at %s (version %d): state %q", ErrCorrupt, p, version, bd.state)
 	}
 	if bd.host == "" {

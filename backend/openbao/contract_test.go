@@ -28,7 +28,7 @@ func faultsOf(seq []string) []fault {
 		fs = append(fs, fault{i, fail503})
 	}
 	for i, name := range seq {
-		if name != "binding_read" && name != "role_id_read" {
+		if name != "binding_read" && name != "role_id_read" && name != "secret_id_list" {
 			fs = append(fs, fault{i, forwardDrop})
 		}
 	}

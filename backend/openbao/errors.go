@@ -135,14 +135,18 @@ func oneLine(s string) string {
 }
 
 // isUnknownAccessor reports whether err is AppRole's answer to destroying a
-// secret id accessor it does not know (already destroyed, or expired).
+// secret id accessor it does not know (already destroyed, or expired): "failed
+// to find accessor entry" (500) when the accessor is gone, and "invalid
+// secret id accessor" (403) when the accessor was found and its secret id
+// was destroyed meanwhile (a concurrent destroy: Vault's
+// pathRoleSecretIDAccessorDestroyUpdateDelete).
 func isUnknownAccessor(err error) bool {
 	re, ok := errors.AsType[*api.ResponseError](err)
 	if !ok {
 		return false
 	}
 	for _, m := range re.Errors {
-		if strings.Contains(m, "failed to find accessor entry") || strings.Contains(m, "no secret ID found") {
+		if strings.Contains(m, "failed to find accessor entry") || strings.Contains(m, "no secret ID found") || strings.Contains(m, "invalid secret id accessor") {
 			return true
 		}
 	}

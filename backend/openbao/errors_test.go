@@ -101,3 +101,54 @@ func TestARequestErrorNeverCarriesTheToken(t *testing.T) {
 		t.Errorf("error %v, want a transport *RequestError of binding_read", err)
 	}
 }
+
+// AppRole's answers to destroying a secret id accessor that is already
+// gone (Vault v1.21.4 builtin/credential/approle/path_role.go,
+// pathRoleSecretIDAccessorDestroyUpdateDelete): the accessor entry is gone
+// (expired, used up, destroyed earlier), or it was found and its secret id
+// was destroyed meanwhile by a concurrent destroy (403). Both count as
+// destroyed; anything else is an error.
+func TestTheServersAlreadyDestroyedAnswersCountAsDestroyed(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no accessor entry", &api.ResponseError{StatusCode: 500, Errors: []string{`failed to find accessor entry for secret_id_accessor: "a"`}}, true},
+		{"destroyed concurrently", &api.ResponseError{StatusCode: 403, Errors: []string{"invalid secret id accessor"}}, true},
+		{"no secret id", &api.ResponseError{StatusCode: 400, Errors: []string{"no secret ID found"}}, true},
+		{"wrapped", fmt.Errorf("destroy: %w", &api.ResponseError{StatusCode: 403, Errors: []string{"invalid secret id accessor"}}), true},
+		{"permission denied", &api.ResponseError{StatusCode: 403, Errors: []string{"permission denied"}}, false},
+		{"role gone", &api.ResponseError{StatusCode: 500, Errors: []string{`role "x" does not exist`}}, false},
+		{"not a response", errors.New("invalid secret id accessor"), false},
+		{"nil", nil, false},
+	} {
+		if got := isUnknownAccessor(c.err); got != c.want {
+			t.Errorf("%s: isUnknownAccessor(%v) = %t, want %t", c.name, c.err, got, c.want)
+		}
+	}
+}
+
+// A request error says its operation, kind and status (when the server
+// answered) and the server's own words on one line: its error list when it
+// sent one, else the client's error.
+func TestARequestErrorSaysItsStatusAndTheServersOwnWords(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  *RequestError
+		want string
+	}{
+		{"the server's list", &RequestError{Op: OpSecretIDDestroy, Kind: KindClient, Status: 403,
+			Err: &api.ResponseError{StatusCode: 403, Errors: []string{"invalid secret id accessor", "1 error occurred:\n\t* permission denied\n\n"}}},
+			"openbao: secret_id_destroy: client_error (HTTP 403): invalid secret id accessor; 1 error occurred: * permission denied"},
+		{"an answer without a list", &RequestError{Op: OpRoleWrite, Kind: KindServer, Status: 502,
+			Err: &api.ResponseError{HTTPMethod: "PUT", URL: "http://x/v1/r", StatusCode: 502}},
+			"openbao: role_write: server_error (HTTP 502): " + oneLine((&api.ResponseError{HTTPMethod: "PUT", URL: "http://x/v1/r", StatusCode: 502}).Error())},
+		{"no answer", &RequestError{Op: OpSecretIDList, Kind: KindTransport, Err: errors.New("dial tcp:\n connection refused")},
+			"openbao: secret_id_list: transport: dial tcp: connection refused"},
+	} {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}

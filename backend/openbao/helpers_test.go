@@ -177,10 +177,16 @@ type env struct {
 	logs    *logBuffer
 	token   string
 	timeout time.Duration
+	// restarts counts the backends restarted made (the same goroutine
+	// only).
+	restarts int
 }
 
 // restarted returns a new backend on the same server, as a restarted
-// daemon would open: it shares nothing in memory with e.b.
+// daemon would open: it shares nothing in memory with e.b. Its clock runs
+// one claim lifetime ahead of the previous restart's, as if the restart
+// took that long: a claim the failed call left (another registrar's, to
+// the new backend) has expired.
 func (e *env) restarted(t *testing.T) *openbao.Backend {
 	t.Helper()
 	b, err := openbao.New(openbao.Options{Address: e.px.URL, Token: e.token, KVPrefix: testPrefix, RequestTimeout: e.timeout,
@@ -188,6 +194,9 @@ func (e *env) restarted(t *testing.T) *openbao.Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.restarts++
+	ahead := time.Duration(e.restarts) * openbao.ClaimTTL(b)
+	openbao.SetClaimHooks(b, func() time.Time { return time.Now().Add(ahead) }, nil, nil)
 	t.Cleanup(func() { b.Close() })
 	return b
 }

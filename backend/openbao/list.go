@@ -23,7 +23,9 @@ const listReaders = 8
 // one of the MaxInFlight slots (waiting for one as long as ctx allows,
 // not SlotWait: a listing is not a caller to answer fast). A binding is
 // listed whatever its state: "claimed" too (a mint that failed after
-// claiming it; its retry completes it). One deleted between the LIST and
+// claiming it; its retry completes it), and "removing" (a deregister that
+// failed after claiming it: its retry answers DeregisterRemoved, which
+// releases the slot counted from this listing). One deleted between the LIST and
 // its read is not listed; one that cannot be read (a request error, a
 // corrupt binding, a deleted current version) stops the listing with its
 // error: a registry that cannot be read is not counted by guess. fn is

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
 	"time"
 
@@ -68,59 +69,98 @@ func (b *Backend) Mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 }
 
 func (b *Backend) mint(ctx context.Context, op registrar.MintOp) (registrar.MintStatus, registrar.Material, error) {
+	b.claims.init()
 	var (
 		prog progress
+		w    waiter
+		lost int
 		bd   *binding
-		err  error
-		// claimed: this mint claimed the binding, so it is its owner's.
-		claimed bool
+		h    held
 	)
 	id := op.RegistrationID
-	for attempt := 0; bd == nil; attempt++ {
-		if attempt == maxClaimAttempts {
-			return 0, registrar.Material{}, prog.fail("", fmt.Errorf("openbao: mint %q: the binding at %s kept changing while being claimed", id, b.BindingPath(id)))
+	for bd == nil {
+		if lost == maxLostRaces {
+			return 0, registrar.Material{}, prog.fail("", b.tel.saturated(ctx, OpBindingClaim,
+				fmt.Errorf("%w: the binding at %s kept changing (%d compare-and-set writes lost)", ErrClaimHeld, b.BindingPath(id), lost)))
 		}
-		if bd, err = b.readBinding(ctx, id); err != nil {
+		cur, err := b.readBinding(ctx, id)
+		if err != nil {
 			return 0, registrar.Material{}, prog.fail("", err)
 		}
-		if bd != nil {
+		if cur == nil {
+			// About to create: the reservation comes before the claim, the
+			// first write, under the id's lock. A refusal writes nothing. A
+			// claim lost to another registrar reads the winner's binding
+			// and creates nothing (the verbs release the slot on its
+			// status).
+			if !op.Reserves() {
+				return registrar.MintCeilingReached, registrar.Material{}, nil
+			}
+			nb := &binding{host: op.Host, spec: op.Spec, state: stateClaimed, createdAt: op.Now.UTC().Format(time.RFC3339Nano), owner: op.Owner}
+			hh, l, err := b.claim(ctx, id, nb, 0)
+			if err != nil {
+				return 0, registrar.Material{}, prog.fail("binding claimed", err)
+			}
+			if l {
+				lost++
+				continue
+			}
+			prog.done("binding claimed")
+			bd, h = nb, hh
 			break
 		}
-		// About to create: the reservation comes before the claim, the
-		// first write, under the id's lock. A refusal writes nothing. A
-		// claim lost to another daemon reads the winner's binding and
-		// creates nothing (the verbs release the slot on its status).
-		if !op.Reserves() {
-			return registrar.MintCeilingReached, registrar.Material{}, nil
+		if st, exp := b.claimOf(cur); st == claimByOther {
+			if err := b.wait(ctx, &w, id, exp); err != nil {
+				return 0, registrar.Material{}, prog.fail("", err)
+			}
+			continue
 		}
-		claim := &binding{host: op.Host, spec: op.Spec, state: stateClaimed, createdAt: op.Now.UTC().Format(time.RFC3339Nano), owner: op.Owner}
-		version, lost, err := b.writeBinding(ctx, OpBindingClaim, id, claim, 0)
+		if cur.state == stateRemoving {
+			// A deregister that stopped half-way (its registrar died, or
+			// it outlived its claim) decided the removal: finish it, then
+			// mint the id afresh.
+			l, err := b.removeClaimed(ctx, &prog, id, cur, cur.version)
+			if err != nil {
+				return 0, registrar.Material{}, err
+			}
+			if l {
+				lost++
+			}
+			continue
+		}
+		// Ownership first, on the binding just read: a caller that may
+		// not act learns nothing else, and nothing is written.
+		if !op.Permits(cur.owner) {
+			return registrar.MintNotOwner, registrar.Material{}, nil
+		}
+		switch {
+		case cur.host != op.Host:
+			return registrar.MintCollision, registrar.Material{}, nil
+		case cur.spec != op.Spec:
+			return registrar.MintSpecConflict, registrar.Material{}, nil
+		}
+		hh, l, err := b.claim(ctx, id, cur, cur.version)
 		if err != nil {
 			return 0, registrar.Material{}, prog.fail("binding claimed", err)
 		}
-		if !lost {
-			claim.version = version
-			bd, claimed = claim, true
-			prog.done("binding claimed")
+		if l {
+			lost++
+			continue
 		}
-		// A lost claim: another mint claimed it first; read it.
+		prog.done("binding claimed")
+		bd, h = cur, hh
 	}
-	// Ownership first, under the id's lock and on the binding just read
-	// (one this mint claimed is its own): a caller that may not act
-	// learns nothing else, and nothing is written.
-	if !claimed && !op.Permits(bd.owner) {
-		return registrar.MintNotOwner, registrar.Material{}, nil
-	}
-	switch {
-	case bd.host != op.Host:
-		return registrar.MintCollision, registrar.Material{}, nil
-	case bd.spec != op.Spec:
-		return registrar.MintSpecConflict, registrar.Material{}, nil
-	}
+	// From here on this mint holds the claim: no other registrar writes
+	// the role, issues or destroys a secret id of it, or writes the
+	// binding until the claim is released or has expired.
+	first := bd.state == stateClaimed
 
 	name := RoleName(id)
 	rolePath := path.Join("auth", b.approle, "role", name)
-	err = b.tel.request(ctx, OpRoleWrite, b.timeout, func(ctx context.Context) error {
+	if err := b.before(h, id, "role_write"); err != nil {
+		return 0, registrar.Material{}, prog.fail("", err)
+	}
+	err := b.tel.request(ctx, OpRoleWrite, b.timeout, func(ctx context.Context) error {
 		_, err := b.client.Logical().WriteWithContext(ctx, rolePath, map[string]any{
 			// Exactly what TokenPolicy's allowed_parameters admit: one
 			// operator-written policy as a string, the numbers as strings.
@@ -154,6 +194,9 @@ func (b *Backend) mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 		return 0, registrar.Material{}, prog.fail("", err)
 	}
 
+	if err := b.before(h, id, "secret_id_wrap"); err != nil {
+		return 0, registrar.Material{}, prog.fail("", err)
+	}
 	var wrapped, accessor string
 	err = b.tel.request(ctx, OpSecretIDWrap, b.timeout, func(ctx context.Context) error {
 		req := b.client.NewRequest(http.MethodPut, "/v1/"+rolePath+"/secret-id")
@@ -175,10 +218,12 @@ func (b *Backend) mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 		if s == nil || s.WrapInfo == nil || s.WrapInfo.Token == "" {
 			return b.tel.badResponse(ctx, OpSecretIDWrap, errors.New("the answer carries no wrapping token (is response wrapping disabled?)"))
 		}
-		wrapped = s.WrapInfo.Token
 		// For a secret id the server names the wrapped secret id's
-		// accessor: kept in the binding, it lets the next mint destroy it.
-		accessor = s.WrapInfo.WrappedAccessor
+		// accessor: it tells this mint's secret id from every other.
+		if s.WrapInfo.WrappedAccessor == "" {
+			return b.tel.badResponse(ctx, OpSecretIDWrap, errors.New("the answer names no wrapped accessor"))
+		}
+		wrapped, accessor = s.WrapInfo.Token, s.WrapInfo.WrappedAccessor
 		return nil
 	})
 	if err != nil {
@@ -186,66 +231,145 @@ func (b *Backend) mint(ctx context.Context, op registrar.MintOp) (registrar.Mint
 	}
 	prog.done("secret id issued")
 
-	mat := registrar.Material{RoleID: roleID, WrappedSecretID: wrapped, ExpiresAt: op.Now.Add(op.WrapTTL)}
-	if bd.state == stateActive {
-		return b.remint(ctx, &prog, id, rolePath, bd, accessor, mat)
+	// Every other secret id of the role goes before the new one is
+	// recorded: the previous delivered one, and any a failed or dead
+	// mint issued and never delivered.
+	if err := b.destroyOthers(ctx, &prog, h, id, rolePath, accessor); err != nil {
+		return 0, registrar.Material{}, err
+	}
+
+	if err := b.before(h, id, "binding_activate"); err != nil {
+		return 0, registrar.Material{}, prog.fail("", err)
 	}
 	active := *bd
 	active.state = stateActive
-	if accessor != "" {
-		active.secretIDAccessor = accessor
-	}
-	_, lost, err := b.writeBinding(ctx, OpBindingActivate, id, &active, bd.version)
+	active.secretIDAccessor = accessor
+	active.claimOwner, active.claimExpires = "", ""
+	_, l, err := b.writeBinding(ctx, OpBindingActivate, id, &active, h.version)
 	if err != nil {
 		return 0, registrar.Material{}, prog.fail("binding activated", err)
 	}
-	if !lost {
+	if l {
+		// The claim was taken over: this mint outlived it, and another
+		// registrar works on the binding now. The new secret id is not
+		// delivered (the other one destroys it, and so does this).
+		b.destroyOne(ctx, rolePath, accessor)
+		return 0, registrar.Material{}, prog.fail("", b.tel.badResponse(ctx, OpBindingActivate,
+			fmt.Errorf("%w: %q: another registrar took the binding over", errClaimLapsed, id)))
+	}
+	mat := registrar.Material{RoleID: roleID, WrappedSecretID: wrapped, ExpiresAt: op.Now.Add(op.WrapTTL)}
+	if first {
 		return registrar.MintCreated, mat, nil
-	}
-	// Another mint activated it first (or changed it): whoever won is the
-	// first mint. This one is a remint if the binding still says the same.
-	now, err := b.readBinding(ctx, id)
-	if err != nil {
-		return 0, registrar.Material{}, prog.fail("", err)
-	}
-	if now == nil || now.state != stateActive || now.host != op.Host || now.spec != op.Spec || now.owner != bd.owner {
-		return 0, registrar.Material{}, prog.fail("", fmt.Errorf("openbao: mint %q: the binding at %s changed while this mint completed it", id, b.BindingPath(id)))
 	}
 	return registrar.MintReissued, mat, nil
 }
 
-// remint finishes a mint of an active binding: the previous secret id (its
-// accessor in the binding) is destroyed, then the binding records the new
-// one's accessor. A destroy that fails fails the mint (partial: the new
-// secret id exists), and the binding still names the previous accessor, so
-// the retry destroys it; an accessor the server no longer knows (expired,
-// or destroyed by an attempt whose answer was lost) counts as destroyed.
-func (b *Backend) remint(ctx context.Context, prog *progress, id, rolePath string, bd *binding, accessor string, mat registrar.Material) (registrar.MintStatus, registrar.Material, error) {
-	if accessor == "" || accessor == bd.secretIDAccessor {
-		return registrar.MintReissued, mat, nil
+// destroyOthers lists the role's secret ids (their accessors) and destroys
+// every one but keep's. An accessor the server no longer knows counts as
+// destroyed. A failure fails the mint (partial: the new secret id exists
+// and is not recorded); the retry lists again.
+func (b *Backend) destroyOthers(ctx context.Context, prog *progress, h held, id, rolePath, keep string) error {
+	var (
+		accessors []string
+		wrapToken string
+	)
+	err := b.tel.request(ctx, OpSecretIDList, b.timeout, func(ctx context.Context) error {
+		// The token policy's min_wrapping_ttl on the path covers LIST too:
+		// the list comes wrapped, and the wrapping token itself unwraps it
+		// (no capability of the registrar's token is needed for that).
+		req := b.client.NewRequest("LIST", "/v1/"+rolePath+"/secret-id")
+		req.WrapTTL = "60s"
+		s, err := b.rawSecret(ctx, req)
+		if err != nil || s == nil {
+			return err
+		}
+		if s.WrapInfo == nil || s.WrapInfo.Token == "" {
+			return b.tel.badResponse(ctx, OpSecretIDList, fmt.Errorf("listing %s/secret-id: the answer is not wrapped", rolePath))
+		}
+		wrapToken = s.WrapInfo.Token
+		return nil
+	})
+	if err == nil && wrapToken != "" {
+		err = b.tel.request(ctx, OpSecretIDListUnwrap, b.timeout, func(ctx context.Context) error {
+			req := b.client.NewRequest(http.MethodPut, "/v1/sys/wrapping/unwrap")
+			req.ClientToken = wrapToken
+			s, err := b.rawSecret(ctx, req)
+			if err != nil || s == nil || s.Data == nil {
+				return err
+			}
+			keys, ok := s.Data["keys"].([]any)
+			if !ok {
+				return b.tel.badResponse(ctx, OpSecretIDListUnwrap, fmt.Errorf("listing %s/secret-id: no keys in the answer", rolePath))
+			}
+			for _, k := range keys {
+				a, ok := k.(string)
+				if !ok {
+					return b.tel.badResponse(ctx, OpSecretIDListUnwrap, fmt.Errorf("listing %s/secret-id: a key that is not a string", rolePath))
+				}
+				accessors = append(accessors, a)
+			}
+			return nil
+		})
 	}
-	if prev := bd.secretIDAccessor; prev != "" {
+	if err != nil {
+		return prog.fail("", err)
+	}
+	if !slices.Contains(accessors, keep) {
+		return prog.fail("", b.tel.badResponse(ctx, OpSecretIDList, fmt.Errorf("listing %s/secret-id: the secret id just issued is not listed (was the role written again meanwhile?)", rolePath)))
+	}
+	for _, a := range accessors {
+		if a == keep {
+			continue
+		}
+		if err := b.before(h, id, "secret_id_destroy"); err != nil {
+			return prog.fail("", err)
+		}
 		err := b.tel.request(ctx, OpSecretIDDestroy, b.timeout, func(ctx context.Context) error {
-			_, err := b.client.Logical().WriteWithContext(ctx, rolePath+"/secret-id-accessor/destroy", map[string]any{"secret_id_accessor": prev})
+			_, err := b.client.Logical().WriteWithContext(ctx, rolePath+"/secret-id-accessor/destroy", map[string]any{"secret_id_accessor": a})
 			if isUnknownAccessor(err) {
 				return nil
 			}
 			return err
 		})
 		if err != nil {
-			return 0, registrar.Material{}, prog.fail("previous secret id destroyed", err)
+			return prog.fail("other secret ids destroyed", err)
 		}
-		prog.done("previous secret id destroyed")
 	}
-	next := *bd
-	next.secretIDAccessor = accessor
-	_, _, err := b.writeBinding(ctx, OpBindingActivate, id, &next, bd.version)
+	if len(accessors) > 1 {
+		prog.done("other secret ids destroyed")
+	}
+	return nil
+}
+
+// rawSecret sends req and decodes the answer; a 404 is no secret.
+func (b *Backend) rawSecret(ctx context.Context, req *api.Request) (*api.Secret, error) {
+	resp, err := b.client.RawRequestWithContext(ctx, req)
+	if resp != nil {
+		defer resp.Body.Close()
+	}
+	if resp != nil && resp.StatusCode == http.StatusNotFound {
+		return nil, nil
+	}
 	if err != nil {
-		return 0, registrar.Material{}, prog.fail("binding updated", err)
+		return nil, err
 	}
-	// A lost compare-and-set: another daemon reminted meanwhile and its
-	// accessor is the one recorded; this secret id lives until its TTL.
-	return registrar.MintReissued, mat, nil
+	s, err := api.ParseSecret(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("decoding the answer: %w", err)
+	}
+	return s, nil
+}
+
+// destroyOne destroys one secret id by its accessor, best effort: for a
+// mint that will not deliver it.
+func (b *Backend) destroyOne(ctx context.Context, rolePath, accessor string) {
+	_ = b.tel.request(ctx, OpSecretIDDestroy, b.timeout, func(ctx context.Context) error {
+		_, err := b.client.Logical().WriteWithContext(ctx, rolePath+"/secret-id-accessor/destroy", map[string]any{"secret_id_accessor": accessor})
+		if isUnknownAccessor(err) {
+			return nil
+		}
+		return err
+	})
 }
 
 func checkMint(op registrar.MintOp) error {

@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
-	"net/url"
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/openbao/openbao/api/v2"
@@ -41,19 +42,22 @@ const DefaultMaxInFlight = 16
 // BackendUnavailable now than after openbao.request_timeout_ms.
 const DefaultSlotWait = 100 * time.Millisecond
 
-// maxClaimAttempts bounds the read → claim loop of one mint: a claim that
-// loses a race reads the winner, which exists unless it was deregistered
-// in between, which in turn needs another daemon deregistering and
-// re-minting the same id at once.
-const maxClaimAttempts = 3
-
 var _ registrar.Backend = (*Backend)(nil)
 
 // Options configures New. Address and Token are required; the rest have
 // the [openbao] table's defaults.
 type Options struct {
-	// Address is the server's URL (openbao.address).
+	// Address is the server's URL (openbao.address with one URL). Used
+	// when Addresses is empty.
 	Address string
+	// Addresses are the cluster's nodes (openbao.address with several
+	// URLs): each request goes to the last node that answered, and fails
+	// over to the next (see the package doc's "Several nodes").
+	Addresses []string
+	// ReadinessGrace is how long the requests may fail to reach an active
+	// node before Ready reports the backend not ready
+	// (openbao.readiness_grace_ms); zero means DefaultReadinessGrace.
+	ReadinessGrace time.Duration
 	// RootCAs verifies the server's certificate; nil means the system
 	// roots.
 	RootCAs *x509.CertPool
@@ -101,6 +105,9 @@ type Options struct {
 // Backend is the openbao registrar.Backend. It is safe for concurrent use.
 type Backend struct {
 	client    *api.Client
+	nodes     *nodeSet
+	grace     time.Duration
+	probing   atomic.Bool     // a readiness probe is in flight
 	transport *http.Transport // nil if the client's is not an *http.Transport
 	kv        *api.KVv2
 	kvMount   string
@@ -114,6 +121,7 @@ type Backend struct {
 	slots     chan struct{} // a token per call in flight; cap MaxInFlight
 	slotWait  time.Duration
 	ids       idLocks // one mint or deregister of an id at a time
+	claims    claims  // the same across registrars (claim.go)
 
 	readToken func() (string, error)
 	tokenFile string
@@ -125,21 +133,27 @@ type Backend struct {
 	closed bool
 }
 
-// New returns a backend for the server at opts.Address. It makes no
-// request: a server that is down fails the first mint, not the daemon's
-// start.
+// New returns a backend for the server at opts.Address, or the cluster of
+// opts.Addresses. It makes no request: a server that is down fails the
+// first mint, not the daemon's start.
 func New(opts Options) (*Backend, error) {
-	if opts.Address == "" {
+	addrs := opts.Addresses
+	if len(addrs) == 0 && opts.Address != "" {
+		addrs = []string{opts.Address}
+	}
+	if len(addrs) == 0 {
 		return nil, errors.New("openbao: New: empty address (openbao.address)")
 	}
 	if opts.Token == "" {
 		return nil, errors.New("openbao: New: empty token")
 	}
-	u, err := url.Parse(opts.Address)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openbao: New: address %q is not an http:// or https:// URL", opts.Address)
+	nodes, err := ParseAddresses(addrs)
+	if err != nil {
+		return nil, fmt.Errorf("openbao: New: %w", err)
 	}
+	u := nodes[0]
 	b := &Backend{
+		grace:   opts.ReadinessGrace,
 		kvMount: orDefault(opts.KVMount, "secret"),
 		prefix:  orDefault(opts.KVPrefix, "registrar-otel"),
 		approle: orDefault(opts.AppRoleMount, "approle"),
@@ -169,7 +183,14 @@ func New(opts Options) (*Backend, error) {
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
-	b.log = b.log.With("openbao", u.Redacted())
+	if b.grace <= 0 {
+		b.grace = DefaultReadinessGrace
+	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Redacted()
+	}
+	b.log = b.log.With("openbao", strings.Join(names, ","))
 
 	// NewConfig, not DefaultConfig: nothing is read from BAO_* / VAULT_*
 	// variables (an inherited BAO_SKIP_VERIFY must not turn verification
@@ -179,16 +200,26 @@ func New(opts Options) (*Backend, error) {
 	if cfg.Error != nil {
 		return nil, fmt.Errorf("openbao: New: %w", cfg.Error)
 	}
-	cfg.Address = opts.Address
+	cfg.Address = u.String()
 	cfg.MaxRetries = 0
 	cfg.Timeout = b.timeout
-	if t, ok := cfg.HttpClient.Transport.(*http.Transport); ok {
-		if t.TLSClientConfig == nil {
-			t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-		}
-		t.TLSClientConfig.RootCAs = opts.RootCAs
-		b.transport = t
+	// No redirect is followed: Vault redirects only when a standby could
+	// not forward a request to the active node, and the failover transport
+	// decides what to send again (the client would take a second redirect
+	// for a success).
+	cfg.DisableRedirects = true
+	t, ok := cfg.HttpClient.Transport.(*http.Transport)
+	if !ok {
+		return nil, errors.New("openbao: New: the client's transport is not an *http.Transport")
 	}
+	if t.TLSClientConfig == nil {
+		t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	t.TLSClientConfig.RootCAs = opts.RootCAs
+	t.DialContext = (&net.Dialer{Timeout: DefaultDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	b.transport = t
+	b.nodes = newNodeSet(nodes, t, idempotentRequest(b.approle), b.log)
+	cfg.HttpClient.Transport = b.nodes
 	client, err := api.NewClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("openbao: New: %w", err)

@@ -42,38 +42,47 @@ const (
 	// OpBindingList lists the bindings' ids (a LIST of their metadata),
 	// for registrar.Lister; each is then read (OpBindingRead).
 	OpBindingList
+	// OpSecretIDList lists a role's secret ids (their accessors), the
+	// answer response-wrapped; OpSecretIDListUnwrap unwraps it with its
+	// wrapping token. A mint destroys every secret id but its own.
+	OpSecretIDList
+	OpSecretIDListUnwrap
 
-	numOps = 12
+	numOps = 14
 )
 
 var opNames = [numOps]string{
-	OpBindingRead:     "binding_read",
-	OpBindingClaim:    "binding_claim",
-	OpRoleWrite:       "role_write",
-	OpRoleIDRead:      "role_id_read",
-	OpSecretIDWrap:    "secret_id_wrap",
-	OpBindingActivate: "binding_activate",
-	OpRoleDelete:      "role_delete",
-	OpBindingDelete:   "binding_delete",
-	OpSecretIDDestroy: "secret_id_destroy",
-	OpTokenLookup:     "token_lookup",
-	OpTokenRenew:      "token_renew",
-	OpBindingList:     "binding_list",
+	OpBindingRead:        "binding_read",
+	OpBindingClaim:       "binding_claim",
+	OpRoleWrite:          "role_write",
+	OpRoleIDRead:         "role_id_read",
+	OpSecretIDWrap:       "secret_id_wrap",
+	OpBindingActivate:    "binding_activate",
+	OpRoleDelete:         "role_delete",
+	OpBindingDelete:      "binding_delete",
+	OpSecretIDDestroy:    "secret_id_destroy",
+	OpTokenLookup:        "token_lookup",
+	OpTokenRenew:         "token_renew",
+	OpBindingList:        "binding_list",
+	OpSecretIDList:       "secret_id_list",
+	OpSecretIDListUnwrap: "secret_id_list_unwrap",
 }
 
 var opMethods = [numOps]string{
-	OpBindingRead:     "GET",
-	OpBindingClaim:    "PUT",
-	OpRoleWrite:       "PUT",
-	OpRoleIDRead:      "GET",
-	OpSecretIDWrap:    "PUT",
-	OpBindingActivate: "PUT",
-	OpRoleDelete:      "DELETE",
-	OpBindingDelete:   "DELETE",
-	OpSecretIDDestroy: "PUT",
-	OpTokenLookup:     "GET",
-	OpTokenRenew:      "PUT",
-	OpBindingList:     "LIST",
+	OpBindingRead:        "GET",
+	OpBindingClaim:       "PUT",
+	OpRoleWrite:          "PUT",
+	OpRoleIDRead:         "GET",
+	OpSecretIDWrap:       "PUT",
+	OpBindingActivate:    "PUT",
+	OpRoleDelete:         "DELETE",
+	OpBindingDelete:      "DELETE",
+	OpSecretIDDestroy:    "PUT",
+	OpTokenLookup:        "GET",
+	OpTokenRenew:         "PUT",
+	OpBindingList:        "LIST",
+	OpSecretIDList:       "LIST",
+	OpSecretIDListUnwrap: "PUT",
 }
 
 // String returns the label value, e.g. "binding_claim".

@@ -51,7 +51,7 @@ func TestEveryRequestIsAClientSpanUnderTheInvocationSpan(t *testing.T) {
 		}
 	}
 	want := []string{"openbao.binding_read", "openbao.binding_claim", "openbao.role_write",
-		"openbao.role_id_read", "openbao.secret_id_wrap", "openbao.binding_activate"}
+		"openbao.role_id_read", "openbao.secret_id_wrap", "openbao.secret_id_list", "openbao.secret_id_list_unwrap", "openbao.binding_activate"}
 	if !slices.Equal(names, want) {
 		t.Errorf("client spans under the invocation = %v, want %v", names, want)
 	}

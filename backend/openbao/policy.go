@@ -46,7 +46,10 @@ path %q {
 //     secret id TTL and uses (allowed_parameters: any other parameter is
 //     refused), and delete them; read a role id (never write one); issue a
 //     secret id only response-wrapped (min_wrapping_ttl) and with no
-//     parameter but an empty metadata; destroy a secret id by its accessor;
+//     parameter but an empty metadata; list a role's secret id accessors
+//     (response-wrapped too: min_wrapping_ttl covers the path's every
+//     operation) and destroy a secret id by its accessor (a mint destroys every one
+//     but its own);
 //   - its own token: lookup-self, renew-self, and capabilities-self (for
 //     `registrar-otel openbao check`).
 //
@@ -96,7 +99,7 @@ path "%[3]s/+/role-id" {
   capabilities = ["read"]
 }
 path "%[3]s/+/secret-id" {
-  capabilities     = ["update"]
+  capabilities     = ["list", "update"]
   min_wrapping_ttl = "1s"
   allowed_parameters = {
     "metadata" = [""]

@@ -32,7 +32,7 @@ const defaultScanTop = 10
 
 var auditScanUsage = usageSpec{
 	name:     "audit scan",
-	synopsis: "[--dir DIR | --config FILE] [--window 720h] [--by identity [--top N]] [--fail-on-limited N] [--json]",
+	synopsis: "[--dir DIR [--dir DIR2 ... [--clock-skew 2s]] | --config FILE] [--window 720h] [--by identity [--top N]] [--fail-on-limited N] [--json]",
 	what: `Scans the audit record store (read-only; safe while the daemon runs) for
 intents without an outcome (older than a 60 s settle grace), malformed lines
 and directory anomalies (records that stop without an active file, a gap in
@@ -57,6 +57,17 @@ records carry for the files it deleted, so what a caller did shows
 whether or not its records' files still exist. The store's owner is the
 uid running the scan, or, run as root, the directory's owner.
 
+Given --dir more than once (the stores of registrars sharing one OpenBao
+cluster), it scans each store as above and then compares them: every
+success outcome says what state its registration was in and left it in,
+and the stores together must admit one history (answers closer than
+--clock-skew may have taken effect in either order). It reports
+duplicate_first_mint, remint_while_absent, absent_while_present,
+duplicate_removal, and unsettled_intent (an intent without an outcome
+after which no store holds an answer for its registration); each is an
+anomaly. --fail-on-limited then counts the limited invocations of all
+the stores.
+
 Exit status: 0 when the store is clean, 1 when anomalies are found, 2 on a
 usage error or an unreadable store, 4 when --fail-on-limited N is given and
 more than N invocations were limited in the window (anomalies, 1, take
@@ -66,6 +77,7 @@ not anomalies, so a cron job learns of a flood only this way.`,
 		"registrar-otel audit scan",
 		"registrar-otel audit scan --config /etc/registrar-otel/registrar.toml --window 24h --json",
 		"registrar-otel audit scan --by identity --top 5 --fail-on-limited 1000",
+		"registrar-otel audit scan --dir /srv/registrar-a/audit --dir /srv/registrar-b/audit",
 	},
 }
 
@@ -76,9 +88,11 @@ not anomalies, so a cron job learns of a flood only this way.`,
 // anomalies, and 2 on a usage error or an unreadable store.
 func runAuditScan(args []string, stdout, stderr io.Writer) int {
 	flags := newFlagSet("audit scan")
-	dir := flags.String("dir", "", "audit record `directory` (default: registrar.audit_record_dir of --config, or of the embedded defaults: var/audit)")
+	var dirs dirList
+	flags.Var(&dirs, "dir", "audit record `directory` (default: registrar.audit_record_dir of --config, or of the embedded defaults: var/audit); repeat it for the stores of several registrars sharing one registry, to compare them")
 	cfgPath := flags.String("config", "", "the daemon's configuration `file`, to find registrar.audit_record_dir (default: the embedded defaults, as make run)")
 	window := flags.Duration("window", audit.DefaultScanWindow, "lookback `duration`: older records are ignored")
+	skew := flags.Duration("clock-skew", audit.DefaultClockSkew, "with several --dir, how far apart the registrars' clocks may be: answers closer than this `duration` may have taken effect in either order")
 	asJSON := flags.Bool("json", false, "print one JSON object instead of text (schema: docs, operations, --json schemas)")
 	by := flags.String("by", "bucket", "`breakdown` of the limited records and refusals: bucket (the totals) or identity (also per caller identity)")
 	top := flags.Uint("top", defaultScanTop, "with --by identity, the `number` of rows shown of each per-identity list, most first; 0 shows all")
@@ -98,8 +112,21 @@ func runAuditScan(args []string, stdout, stderr io.Writer) int {
 	if flagSet(flags, "top") && *by != "identity" {
 		return usageError(stderr, "audit scan", "--top applies to --by identity only (for example: --by identity --top 5)")
 	}
+	if *skew <= 0 {
+		return flagValueError(stderr, auditScanUsage, "clock-skew", skew.String(), "a positive duration", "--clock-skew 5s")
+	}
+	if flagSet(flags, "clock-skew") && len(dirs) < 2 {
+		return usageError(stderr, "audit scan", "--clock-skew applies to several stores only (for example: --dir A --dir B --clock-skew 5s)")
+	}
+	if len(dirs) > 1 {
+		return runAuditScanStores(dirs, *window, *skew, *asJSON, *by == "identity", *top, *failOn, flagSet(flags, "fail-on-limited"), stdout, stderr)
+	}
 	failOnSet := flagSet(flags, "fail-on-limited")
 	dirFromDefault := false
+	dir := new(string)
+	if len(dirs) == 1 {
+		*dir = dirs[0]
+	}
 	if *dir == "" {
 		logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 		cfg, err := loadConfig(*cfgPath, os.Environ(), logger)

@@ -102,8 +102,9 @@ type scanAdminRecordJSON struct {
 }
 
 // scanSubjectJSON is an admin record's subject: the keys its action uses
-// (limits_reset: identity, verbs, buckets; rotated: the rest, with the
-// record's own spelling).
+// (limits_reset: identity, verbs, buckets; rotated: file to others and,
+// sealed, chain; sealed: epoch, reason, key_id), with the record's own
+// spelling.
 type scanSubjectJSON struct {
 	Identity string   `json:"identity,omitempty"`
 	Verbs    []string `json:"verbs,omitempty"`
@@ -120,6 +121,12 @@ type scanSubjectJSON struct {
 	LastTS  string          `json:"last_ts,omitempty"`
 	Counts  []scanCountJSON `json:"counts,omitempty"`
 	Others  []scanCountJSON `json:"others,omitempty"`
+	// Chain is a sealed store's rotated subject's chain value.
+	Chain string `json:"chain,omitempty"`
+	// Epoch is on every sealed subject, 0 included; Reason and KeyID too.
+	Epoch  *uint64 `json:"epoch,omitempty"`
+	Reason string  `json:"reason,omitempty"`
+	KeyID  string  `json:"key_id,omitempty"`
 }
 
 // scanCountJSON is one entry of a rotated record's counts (with its
@@ -189,6 +196,13 @@ type scanSkippedJSON struct {
 }
 
 func writeScanJSON(w io.Writer, v scanView) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(scanJSONOf(v))
+}
+
+// scanJSONOf is v's --json shape.
+func scanJSONOf(v scanView) scanJSON {
 	rep := v.rep
 	out := scanJSON{
 		Dir:                  rep.Dir,
@@ -296,9 +310,7 @@ func writeScanJSON(w io.Writer, v scanView) error {
 		})
 	}
 	out.FailOnLimited = v.failOn
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return out
 }
 
 // subjectJSON is a's subject as --json shows it.
@@ -310,11 +322,15 @@ func subjectJSON(a audit.Admin) scanSubjectJSON {
 	for _, b := range a.Buckets {
 		s.Buckets = append(s.Buckets, b.String())
 	}
+	if a.Action == audit.ActionSealed {
+		s.Epoch, s.Reason, s.KeyID = &a.Epoch, a.Reason.String(), a.KeyID
+		return s
+	}
 	if a.Action != audit.ActionRotated {
 		return s
 	}
 	r := a.Rotated
-	s.File, s.Next, s.Rotation, s.SHA256 = r.File, r.Next, r.Rotation, r.SHA256
+	s.File, s.Next, s.Rotation, s.SHA256, s.Chain = r.File, r.Next, r.Rotation, r.SHA256, r.Chain
 	s.Folded, s.Bytes, s.Lines = &r.Folded, &r.Bytes, &r.Lines
 	if !r.FirstTS.IsZero() {
 		s.FirstTS, s.LastTS = r.FirstTS.UTC().Format(audit.TimeLayout), r.LastTS.UTC().Format(audit.TimeLayout)

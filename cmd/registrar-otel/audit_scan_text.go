@@ -266,6 +266,9 @@ func subjectText(a audit.Admin) string {
 		return fmt.Sprintf("file %s deleted (%d lines, %d bytes, sha256 %s), next %s, rotation %d folding %d, %d invocations counted (%d identity keys named)",
 			r.File, r.Lines, r.Bytes, r.SHA256, r.Next, r.Rotation, r.Folded, invocations, len(r.Counts))
 	}
+	if a.Action == audit.ActionSealed {
+		return fmt.Sprintf("epoch %d closed (%s), key id %s", a.Epoch, a.Reason, a.KeyID)
+	}
 	var parts []string
 	if a.Identity != "" {
 		parts = append(parts, "identity "+printable(a.Identity))

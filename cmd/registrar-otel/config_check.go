@@ -26,20 +26,33 @@ const (
 
 var configCheckUsage = usageSpec{
 	name:     "config check",
-	synopsis: "[--config FILE] [--strict] [--json]",
+	synopsis: "[--config FILE] [--user NAME] [--strict] [--json]",
 	what: `Loads the configuration (FILE, or the embedded defaults) with the
 REGISTRAR_OTEL_* environment overrides and checks what it refers to the way
 serve would: the TLS certificate, key and client CA (they exist, are readable,
-parse, and the key matches the certificate), and the socket, state and audit
+parse, and the key matches the certificate), the socket, state and audit
 paths (serve creates a missing directory 0700 and refuses a symlink, a
-non-directory or a group- or world-writable one), and that
-registrar.socket_group names a group this host has. It warns about a TLS
-private key its group or others may read, about a listen address
-(registrar.tls_listen, telemetry.metrics_listen) serve could not bind,
-saying when a running daemon holds it, and about a listener that admits
-callers (registrar.socket_group's members, registrar.tls_listen's
-certificate holders) no caller policy can match: they would all be refused
-no_policy.
+non-directory or a group- or world-writable one), that
+registrar.socket_group names a group this host has, and the [telemetry]
+table with the OTEL_* variables, by the rules serve's start applies (an
+http:// OTLP endpoint to another host while OTEL_EXPORTER_OTLP_HEADERS is
+set is refused). It warns about a TLS private key its group or others may
+read, about a listen address (registrar.tls_listen,
+telemetry.metrics_listen) serve could not bind, saying when a running
+daemon holds it, and about a listener that admits callers
+(registrar.socket_group's members, registrar.tls_listen's certificate
+holders) no caller policy can match: they would all be refused no_policy.
+
+It judges the paths and files for the user serve will run as: their owner
+(root or that user), the access serve needs, and the directories above
+them. Run as root, that is the User= of the installed
+registrar-otel.service (in /etc/systemd/system, /lib/systemd/system or
+/usr/lib/systemd/system, the first found, with its drop-ins), whose
+StateDirectory= and RuntimeDirectory= systemd gives to that user at each
+start, or the user --user names; root when no unit is installed. Run as
+another user, that user: it cannot see into another user's private
+directories, so --user may name only itself. The report says whom it
+judged for ("judged for: ...").
 
 Unknown keys are warnings (they are kept, for keys a later version knows);
 --strict makes them, and the three warnings above, errors. An unknown key one edit away from a known key is
@@ -50,6 +63,7 @@ Prints the effective settings and exits 0, or prints every error and exits 2.`,
 	examples: []string{
 		"registrar-otel config check",
 		"registrar-otel config check --config /etc/registrar-otel/registrar.toml --strict",
+		"registrar-otel config check --config /etc/registrar-otel/registrar.toml --user registrar-otel",
 		"registrar-otel config check --config registrar.toml --json | jq .errors",
 	},
 }
@@ -77,19 +91,30 @@ type unknownFinding struct {
 // checkResult is everything config check found. Its JSON form is the
 // config check --json schema.
 type checkResult struct {
-	Source   string           `json:"source"`
-	OK       bool             `json:"ok"`
-	Strict   bool             `json:"strict"`
-	Errors   []finding        `json:"errors"`
-	Warnings []finding        `json:"warnings"`
-	Unknown  []unknownFinding `json:"unknown_keys"`
-	Paths    []pathFinding    `json:"paths"`
-	TLS      []tlsFinding     `json:"tls"`
-	Config   *effectiveJSON   `json:"config"` // null when the configuration does not load
+	Source string `json:"source"`
+	OK     bool   `json:"ok"`
+	Strict bool   `json:"strict"`
+	// JudgedFor is the user the paths and files are judged for: the user
+	// serve will run as (the installed unit's User=, --user, or the user
+	// running the check).
+	JudgedFor *judgedFor       `json:"judged_for"`
+	Errors    []finding        `json:"errors"`
+	Warnings  []finding        `json:"warnings"`
+	Unknown   []unknownFinding `json:"unknown_keys"`
+	Paths     []pathFinding    `json:"paths"`
+	TLS       []tlsFinding     `json:"tls"`
+	Config    *effectiveJSON   `json:"config"` // null when the configuration does not load
 	// OpenBaoToken says where the openbao backend's token comes from
 	// (never the token); absent for the embedded backend.
 	OpenBaoToken string `json:"openbao_token_source,omitempty"`
-	cfg          *config.Config
+	// ServiceInstance is the service.instance.id serve would export and
+	// where it comes from; absent when the configuration does not load.
+	ServiceInstance *serviceInstanceJSON `json:"service_instance,omitempty"`
+	// Shares is each registrar's part of every policy's budget under
+	// registrar.instances; absent when the configuration does not load.
+	Shares  *sharesJSON `json:"instance_shares,omitempty"`
+	cfg     *config.Config
+	environ []string
 }
 
 func (r *checkResult) errorf(key, format string, args ...any) {
@@ -118,6 +143,7 @@ func configCheck(args, environ []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("config check")
 	path := fs.String("config", "", "TOML configuration `file` to check (default: the embedded defaults, as make run)")
 	strict := fs.Bool("strict", false, "treat unknown keys, a private key others may read, a listen address serve cannot bind and a listener no caller policy covers as errors")
+	as := fs.String("user", "", "judge the paths and files for the user `name` (or a uid); only root may name another user\n(default: as root, the User= of the installed registrar-otel.service, root without one; else the user running it)")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout (schema: docs, operations, --json schemas) instead of text")
 	if code, ok := parseFlags(fs, configCheckUsage, args, stdout, stderr); !ok {
 		return code
@@ -125,8 +151,16 @@ func configCheck(args, environ []string, stdout, stderr io.Writer) int {
 	if flagSet(fs, "config") && *path == "" {
 		return usageError(stderr, "config check", "--config needs a file name; omit it to check the embedded defaults")
 	}
+	if flagSet(fs, "user") && *as == "" {
+		return usageError(stderr, "config check", "--user needs a user name or uid; omit it to judge for the user serve runs as")
+	}
 
-	res := runCheck(*path, environ, *strict)
+	res := newCheckResult(*path, *strict)
+	j, err := resolveJudge(*as, res)
+	if err != nil {
+		return usageError(stderr, "config check", "%v", err)
+	}
+	runCheck(res, environ, j)
 	if *asJSON {
 		if err := writeJSON(stdout, res); err != nil {
 			fmt.Fprintf(stderr, "registrar-otel config check: writing the report: %v\n", err)
@@ -146,6 +180,7 @@ func configCheck(args, environ []string, stdout, stderr io.Writer) int {
 			if len(res.Errors) == 1 {
 				noun = "error"
 			}
+			fmt.Fprintln(stderr, res.JudgedFor.line())
 			fmt.Fprintf(stderr, "config check: %d %s in %s\n", len(res.Errors), noun, res.Source)
 		}
 	}
@@ -155,8 +190,9 @@ func configCheck(args, environ []string, stdout, stderr io.Writer) int {
 	return configCheckOK
 }
 
-// runCheck loads the configuration and checks what it refers to.
-func runCheck(path string, environ []string, strict bool) *checkResult {
+// newCheckResult is the empty report of a check of the file path ("" for
+// the embedded defaults).
+func newCheckResult(path string, strict bool) *checkResult {
 	res := &checkResult{
 		Source: path, Strict: strict,
 		Errors: []finding{}, Warnings: []finding{}, Unknown: []unknownFinding{}, Paths: []pathFinding{}, TLS: []tlsFinding{},
@@ -164,8 +200,19 @@ func runCheck(path string, environ []string, strict bool) *checkResult {
 	if path == "" {
 		res.Source = config.SourceDefaults
 	}
+	return res
+}
+
+// runCheck loads the configuration of res.Source and checks what it
+// refers to, judged for j's user, filling res.
+func runCheck(res *checkResult, environ []string, j *judgedFor) {
+	res.JudgedFor = j
+	path, strict := res.Source, res.Strict
+	if path == config.SourceDefaults {
+		path = ""
+	}
 	logs := &collectHandler{}
-	cfg, err := loadConfig(path, environ, slog.New(logs))
+	cfg, err := loadConfigFor(path, environ, slog.New(logs), j.UID)
 	for _, rec := range logs.records() {
 		key := rec.attrs["key"]
 		if strings.HasPrefix(rec.msg, "unknown configuration key") {
@@ -206,18 +253,20 @@ func runCheck(path string, environ []string, strict bool) *checkResult {
 			return boolRank(isUnknownErr(res, a)) - boolRank(isUnknownErr(res, b))
 		})
 		res.OK = false
-		return res
+		return
 	}
 	for _, w := range cfg.AuthorizationWarnings() {
 		res.note(w.Key, "%s", w.Message)
 	}
 	checkTLS(res, &cfg)
 	checkKeyMode(res, &cfg)
-	checkListen(res, &cfg)
-	checkPaths(res, &cfg)
+	checkListen(res, &cfg, j)
+	checkTelemetry(res, &cfg, environ)
+	checkPaths(res, &cfg, j)
+	checkReadable(res, &cfg, environ, j)
 	// The files the openbao backend will read: the token's mode and
 	// content, and the CA bundle. Nothing to do for the embedded backend.
-	src, ferr := cfg.CheckFiles(environ)
+	src, ferr := cfg.CheckFilesFor(environ, j.UID)
 	if ferr != nil {
 		res.addErrors(ferr)
 	} else if cfg.Registrar.Backend == config.BackendOpenBao {
@@ -226,8 +275,10 @@ func runCheck(path string, environ []string, strict bool) *checkResult {
 	eff := effective(&cfg)
 	res.Config = &eff
 	res.cfg = &cfg
+	res.environ = environ
+	res.ServiceInstance = serviceInstanceOf(&cfg, environ)
+	res.Shares = sharesOf(cfg.Registrar)
 	res.OK = len(res.Errors) == 0
-	return res
 }
 
 func boolRank(b bool) int {
@@ -302,6 +353,7 @@ type effectiveJSON struct {
 		RateLimitAdmissionRefillIntervalMS          uint32            `json:"rate_limit_admission_refill_interval_ms"`
 		RateLimitPredecisionRefusalBurst            uint32            `json:"rate_limit_predecision_refusal_burst"`
 		RateLimitPredecisionRefusalRefillIntervalMS uint32            `json:"rate_limit_predecision_refusal_refill_interval_ms"`
+		Instances                                   uint32            `json:"instances"`
 		RateLimitCoalesceWindowSeconds              uint32            `json:"rate_limit_coalesce_window_seconds"`
 		MaintenanceIntervalMS                       uint32            `json:"maintenance_interval_ms"`
 		MaxWrapTTLSeconds                           uint32            `json:"max_wrap_ttl_seconds"`
@@ -328,6 +380,7 @@ type effectiveJSON struct {
 		MetricsListen         string `json:"metrics_listen"`
 		OTLPEndpoint          string `json:"otlp_endpoint"`
 		ServiceName           string `json:"service_name"`
+		ServiceInstanceID     string `json:"service_instance_id"`
 		TraceSamplePerMillion uint32 `json:"trace_sample_per_million"`
 		OTLPTracesEndpoint    string `json:"otlp_traces_endpoint"`
 		OTLPMetricsEndpoint   string `json:"otlp_metrics_endpoint"`
@@ -381,6 +434,7 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	e := res.Config
 	r, t := &e.Registrar, &e.Telemetry
 	fmt.Fprintf(w, "configuration OK: %s\n", res.Source)
+	fmt.Fprintln(w, res.JudgedFor.line())
 
 	tw, row := summaryRows(w)
 
@@ -397,6 +451,9 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	row("audit_record_dir", fmt.Sprintf("%s (rotate at %d bytes, keep %d files)", r.AuditRecordDir, r.AuditMaxFileBytes, r.AuditMaxRetainedFiles))
 	row("admission bucket", fmt.Sprintf("burst %d, one token every %d ms", r.RateLimitAdmissionBurst, r.RateLimitAdmissionRefillIntervalMS))
 	row("predecision_refusal bucket", fmt.Sprintf("burst %d, one token every %d ms", r.RateLimitPredecisionRefusalBurst, r.RateLimitPredecisionRefusalRefillIntervalMS))
+	if res.Shares != nil {
+		instancesRows(row, res.Shares)
+	}
 	row("coalesce window", fmt.Sprintf("%d s", r.RateLimitCoalesceWindowSeconds))
 	row("maintenance interval", fmt.Sprintf("%d ms", r.MaintenanceIntervalMS))
 	row("max wrap_ttl", fmt.Sprintf("%d s", r.MaxWrapTTLSeconds))
@@ -442,6 +499,9 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	rowOr(row, "metrics_listen", t.MetricsListen, "", "(disabled)")
 	rowOr(row, "otlp_endpoint", config.RedactURL(t.OTLPEndpoint), "", "(none)")
 	row("service_name", t.ServiceName)
+	if res.ServiceInstance != nil {
+		row("service_instance_id", res.ServiceInstance.ID+" ("+res.ServiceInstance.From+")")
+	}
 	row("trace_sample_per_million", strconv.FormatUint(uint64(t.TraceSamplePerMillion), 10))
 	tw.Flush() // the per-signal rows align among themselves
 	row("otlp_traces_endpoint", signalEndpoint(t.OTLPTracesEndpoint, t.OTLPEndpoint, "/v1/traces", "spans"))
@@ -508,6 +568,7 @@ func printOpenBaoSummary(w io.Writer, cfg *config.Config, src string) {
 	row("roles", fmt.Sprintf("auth/%s/role/bootroot-service-<registration_id>", o.AppRoleMount))
 	row("policies", "registrar-otel-service-<service_name>, written by the operator (registrar-otel openbao check verifies the token)")
 	row("request timeout", fmt.Sprintf("%d ms", o.RequestTimeoutMS))
+	row("readiness grace", fmt.Sprintf("%d ms (/readyz answers 503 once the cluster was unreachable this long)", o.ReadinessGraceMS))
 	row("max in flight", fmt.Sprintf("%d (slot wait 100 ms)", o.MaxInFlight))
 	row("secret ids", fmt.Sprintf("ttl %d s, %d use(s)", o.SecretIDTTLSeconds, o.SecretIDNumUses))
 	tw.Flush()

@@ -113,6 +113,7 @@ registrar.callers.local.max_registrations must be greater than 0; leave it out f
 registrar.callers.local.scope_components[0] names no configured component: the components are edge-proxy, review, got "reveiw"
 registrar.callers.local.scope_hosts[0] must not be {identity} in a policy none of whose identities and prefixes can name a host: only a registrar-client:dns: or registrar-client:uri: identity names one (a unix-peer:uid= identity names none), so every call of the policy would be out of scope on host
 registrar.callers.local.scope_owner must be "self" (the registrations the caller itself first minted), "policy" (those of any identity of the policy) or "any", got "mine"
+` + selfJudged(t) + `
 config check: 5 errors in ` + path + "\n"
 	if code != configCheckInvalid || stdout != "" || stderr != want {
 		t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant 2 and:\n%s", code, stdout, stderr, want)

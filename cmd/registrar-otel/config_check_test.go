@@ -26,6 +26,17 @@ func writeConfigForCheck(t *testing.T, doc string) string {
 	return path
 }
 
+// selfJudged is the "judged for:" line of a check judged for the user
+// running the tests, with no unit installed (TestMain empties unitDirs).
+func selfJudged(t *testing.T) string {
+	t.Helper()
+	j, err := resolveJudge("", newCheckResult("", false))
+	if err != nil || j.Source != judgeSelf {
+		t.Fatalf("resolveJudge: %+v, %v; want the test's own user", j, err)
+	}
+	return j.line()
+}
+
 func configCheckOutput(args, environ []string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
 	code = configCheck(args, environ, &out, &errb)
@@ -38,6 +49,7 @@ func TestConfigCheckSummarisesTheEmbeddedDefaults(t *testing.T) {
 		t.Fatalf("exit status = %d, want 0; stderr:\n%s", code, stderr)
 	}
 	want := `configuration OK: embedded defaults
+` + selfJudged(t) + `
 registrar:
   socket_path                 var/run/registrar.sock
   socket_group                (none: socket 0600, the daemon's user only)
@@ -47,6 +59,7 @@ registrar:
   audit_record_dir            var/audit (rotate at 8388608 bytes, keep 16 files)
   admission bucket            burst 512, one token every 500 ms
   predecision_refusal bucket  burst 32, one token every 1000 ms
+  instances                   1 (a single registrar: it enforces every policy's whole budget)
   coalesce window             60 s
   maintenance interval        1000 ms
   max wrap_ttl                1800 s
@@ -65,6 +78,7 @@ telemetry:
   metrics_listen            127.0.0.1:9464
   otlp_endpoint             (none)
   service_name              registrar-otel
+  service_instance_id       HOST:WD/var/lib (derived from the host name and registrar.state_dir)
   trace_sample_per_million  10000
   otlp_traces_endpoint   (none: OTEL_EXPORTER_OTLP_* variables, if set)
   otlp_metrics_endpoint  (none: OTEL_EXPORTER_OTLP_* variables, if set)
@@ -78,7 +92,8 @@ paths (what serve does):
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = strings.ReplaceAll(want, "WD", wd)
+	host, _ := os.Hostname()
+	want = strings.ReplaceAll(strings.ReplaceAll(want, "WD", wd), "HOST:", host+":")
 	if stdout != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", stdout, want)
 	}
@@ -132,6 +147,7 @@ rate_limit_coalesce_window_seconds = "60"
 	want := `registrar.rate_limit_admission_burst must be greater than 0; a zero burst throttles the first legitimate mint
 registrar.rate_limit_predecision_refusal_burst must be an unsigned integer, got -3
 registrar.rate_limit_coalesce_window_seconds must be an unsigned integer, got "60"
+` + selfJudged(t) + `
 config check: 3 errors in ` + path + "\n"
 	if stderr != want {
 		t.Errorf("stderr:\n%s\nwant:\n%s", stderr, want)
@@ -146,6 +162,7 @@ func TestConfigCheckAppliesTheEnvironment(t *testing.T) {
 
 	code, _, stderr = configCheckOutput(nil, []string{"REGISTRAR_OTEL_REGISTRAR__RATE_LIMIT_ADMISSION_BURST=-1"})
 	want := `registrar.rate_limit_admission_burst must be an unsigned integer, got "-1" (from environment variable REGISTRAR_OTEL_REGISTRAR__RATE_LIMIT_ADMISSION_BURST)
+` + selfJudged(t) + `
 config check: 1 error in embedded defaults
 `
 	if code != 2 || stderr != want {
@@ -167,13 +184,13 @@ func TestRunConfigCheckReadsTheProcessEnvironment(t *testing.T) {
 func TestConfigCheckFileProblems(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "absent.toml")
 	code, _, stderr := configCheckOutput([]string{"--config", missing}, nil)
-	if want := missing + ": cannot read configuration file: no such file or directory\nconfig check: 1 error in " + missing + "\n"; code != 2 || stderr != want {
+	if want := missing + ": cannot read configuration file: no such file or directory\n" + selfJudged(t) + "\nconfig check: 1 error in " + missing + "\n"; code != 2 || stderr != want {
 		t.Errorf("missing file: exit status %d, stderr %q; want 2, %q", code, stderr, want)
 	}
 
 	bad := writeConfigForCheck(t, "[registrar]\nrate_limit_admission_burst 512\n")
 	code, _, stderr = configCheckOutput([]string{"--config", bad}, nil)
-	if want := bad + ":2:28: invalid TOML: expected character =\nconfig check: 1 error in " + bad + "\n"; code != 2 || stderr != want {
+	if want := bad + ":2:28: invalid TOML: expected character =\n" + selfJudged(t) + "\nconfig check: 1 error in " + bad + "\n"; code != 2 || stderr != want {
 		t.Errorf("syntax error: exit status %d, stderr %q; want 2, %q", code, stderr, want)
 	}
 }
@@ -310,6 +327,7 @@ identities = ["unix-peer:uid=0"]
 	want := `registrar.callers.control-plane.rate_limit_admission_burst must be an unsigned integer, got 1600.0
 registrar.callers.deployer.identities[0] must not name an identity registrar.callers.control-plane.identities names too: an identity takes one policy, got "unix-peer:uid=0"
 registrar.callers.deployer.shadow.identities is not a key of a shadow table: it takes only the four rate_limit_* keys (the identities and prefixes are the policy's)
+` + selfJudged(t) + `
 config check: 3 errors in ` + path + "\n"
 	if code != configCheckInvalid || stdout != "" || stderr != want {
 		t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant 2 and:\n%s", code, stdout, stderr, want)
@@ -341,6 +359,7 @@ func TestConfigCheckStrictRejectsUnknownKeys(t *testing.T) {
 	code, stdout, stderr := configCheckOutput([]string{"--config", path, "--strict"}, nil)
 	want := `registrar.audit_store_backend is not a known key (--strict); remove it, or run without --strict to keep it for a later version
 telemetry.log_format is not a known key (--strict); remove it, or run without --strict to keep it for a later version
+` + selfJudged(t) + `
 config check: 2 errors in ` + path + "\n"
 	if code != configCheckInvalid || stdout != "" || stderr != want {
 		t.Fatalf("--strict: exit %d, stdout %q, stderr:\n%s\nwant 2 and:\n%s", code, stdout, stderr, want)
@@ -736,8 +755,8 @@ func TestOTLPCredentialsAreNeverPrintedByServeOrConfigCheck(t *testing.T) {
 		doc     string
 		environ []string
 	}{
-		{"from the file", checkDoc + "[telemetry]\notlp_endpoint = \"https://user:pw@host\"\n", nil},
-		{"from the environment", checkDoc, []string{"REGISTRAR_OTEL_TELEMETRY__OTLP_ENDPOINT=https://user:pw@host"}},
+		{"from the file", checkDoc + "[telemetry]\notlp_endpoint = \"https://otlpuser:otlppw@host\"\n", nil},
+		{"from the environment", checkDoc, []string{"REGISTRAR_OTEL_TELEMETRY__OTLP_ENDPOINT=https://otlpuser:otlppw@host"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeMode(t, tc.doc, 0o600)
@@ -746,7 +765,7 @@ func TestOTLPCredentialsAreNeverPrintedByServeOrConfigCheck(t *testing.T) {
 				t.Fatalf("config check: exit %d, want 2", code)
 			}
 			for _, out := range []string{stdout, stderr} {
-				if strings.Contains(out, "user") || strings.Contains(out, "pw") {
+				if strings.Contains(out, "otlpuser") || strings.Contains(out, "otlppw") {
 					t.Errorf("config check printed the credentials:\n%s", out)
 				}
 			}
@@ -761,7 +780,7 @@ func TestOTLPCredentialsAreNeverPrintedByServeOrConfigCheck(t *testing.T) {
 			if code := runServe([]string{"--config", path}, &out, &errb); code == 0 {
 				t.Fatal("serve exited 0 with credentials in the endpoint")
 			}
-			if s := out.String() + errb.String(); strings.Contains(s, "user") || strings.Contains(s, "pw") || !strings.Contains(s, "telemetry.otlp_endpoint") {
+			if s := out.String() + errb.String(); strings.Contains(s, "otlpuser") || strings.Contains(s, "otlppw") || !strings.Contains(s, "telemetry.otlp_endpoint") {
 				t.Errorf("serve's output:\n%s\nwant the key named and neither the user nor the password", s)
 			}
 		})
@@ -778,4 +797,60 @@ func goldenJSON(t *testing.T, name string, raw json.RawMessage) {
 	}
 	indented.WriteByte('\n')
 	golden(t, name, indented.Bytes())
+}
+
+// A subordinate uid file serve would refuse to read is one of config
+// check's errors, under registrar.subuid_file, in serve's words.
+func TestConfigCheckReportsASubuidFileServeWouldRefuse(t *testing.T) {
+	dir := shortTempDir(t)
+	subuid := filepath.Join(dir, "subuid")
+	writeFile(t, subuid, []byte("alice:100000:65536\nbob:100000:65536\n"), 0o644)
+	path := writeConfig(t, dir, serveDoc(dir, `subuid_file = "`+subuid+`"`, ""), 0o600)
+	code, res := checkJSON(t, "--config", path)
+	if code != configCheckInvalid || len(res.Errors) != 1 || res.Errors[0].Key != "registrar.subuid_file" {
+		t.Fatalf("config check: exit %d, errors %+v; want 2 and one registrar.subuid_file error", code, res.Errors)
+	}
+	var out, errb bytes.Buffer
+	quoted := strconv.Quote(res.Errors[0].Message)
+	if code := runServe([]string{"--config", path}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), quoted[1:len(quoted)-1]) {
+		t.Errorf("serve: exit %d, stderr:\n%s\nwant %d and config check's words: %s", code, errb.String(), exitUsage, res.Errors[0].Message)
+	}
+}
+
+// What opening a path fails on at start, config check reports under the
+// path's key: a symlink loop above it (ELOOP), a name too long for the
+// file system (ENAMETOOLONG), a directory where the registry file goes
+// (EISDIR). serve refuses each with exit 2.
+func TestConfigCheckRefusesWhatOpeningAPathWouldFailOn(t *testing.T) {
+	dir := shortTempDir(t)
+	socket, _, audit := daemonPaths(dir)
+	loop := filepath.Join(dir, "loop")
+	if err := os.Symlink(filepath.Join(dir, "loop2"), loop); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(loop, filepath.Join(dir, "loop2")); err != nil {
+		t.Fatal(err)
+	}
+	registryDir := filepath.Join(dir, "lib2")
+	mkdir(t, registryDir, 0o700)
+	mkdir(t, filepath.Join(registryDir, "registrar.db"), 0o700)
+	for _, c := range []struct {
+		name, state, want string
+	}{
+		{"symlink loop", filepath.Join(loop, "state"), "too many levels of symbolic links"},
+		{"name too long", filepath.Join(dir, strings.Repeat("n", 300)), "file name too long"},
+		{"registry is a directory", registryDir, "is not a regular file"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := writeConfig(t, dir, serveDocAt(socket, c.state, audit, "", ""), 0o600)
+			code, res := checkJSON(t, "--config", path)
+			if code != configCheckInvalid || errorsWith(res, "registrar.state_dir", c.want) != 1 {
+				t.Errorf("config check: exit %d, errors:\n%s\nwant 2 and a registrar.state_dir error saying %q", code, findingsText(res.Errors), c.want)
+			}
+			var out, errb bytes.Buffer
+			if code := runServe([]string{"--config", path}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "registrar.state_dir") {
+				t.Errorf("serve: exit %d, stderr:\n%s\nwant %d naming registrar.state_dir", code, errb.String(), exitUsage)
+			}
+		})
+	}
 }

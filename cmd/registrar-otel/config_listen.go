@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -67,12 +68,20 @@ func checkKeyMode(res *checkResult, cfg *config.Config) {
 // checkListen tries to bind each TCP address serve would listen on, so a
 // taken port is found before serve fails on it, and says when the holder
 // is a running registrar-otel (its /metrics answers, or its socket does).
-func checkListen(res *checkResult, cfg *config.Config) {
+// Judged for another user than the one running the check, a privileged
+// port is an error: that user cannot bind it (the shipped unit grants no
+// capability), whatever the probe, run as root, could.
+func checkListen(res *checkResult, cfg *config.Config, j *judgedFor) {
 	for _, l := range []struct{ key, addr string }{
 		{"registrar.tls_listen", cfg.Registrar.TLSListen},
 		{"telemetry.metrics_listen", cfg.Telemetry.MetricsListen},
 	} {
 		if l.addr == "" {
+			continue
+		}
+		if port, start, ok := privilegedPort(l.addr); ok && !j.self && !j.root() && !j.ambientCap("CAP_NET_BIND_SERVICE") {
+			res.errorf(l.key, "%s %s: serve, running as %s, could not listen there: port %d is privileged (below net.ipv4.ip_unprivileged_port_start, %d) and the user has no CAP_NET_BIND_SERVICE; choose a port from %d up",
+				l.key, l.addr, j.who(), port, start, start)
 			continue
 		}
 		err := bindProbe(l.addr)
@@ -106,4 +115,25 @@ func holder(cfg *config.Config, key, addr string) string {
 		return fmt.Sprintf("a registrar-otel daemon is running on registrar.socket_path %s and likely holds it: stop it first, or give this configuration another address", describePath(cfg.Registrar.SocketPath, false))
 	}
 	return "another process holds it (see 'ss -ltnp'); choose a free address"
+}
+
+// privilegedPort reports whether addr's port is one only a process with
+// CAP_NET_BIND_SERVICE may bind: below net.ipv4.ip_unprivileged_port_start
+// (1024 unless the host lowered it), port 0 (any free port) aside.
+func privilegedPort(addr string) (port, start int, ok bool) {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, 0, false
+	}
+	port, err = strconv.Atoi(p)
+	if err != nil || port == 0 {
+		return 0, 0, false
+	}
+	start = 1024
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_unprivileged_port_start"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			start = n
+		}
+	}
+	return port, start, port < start
 }

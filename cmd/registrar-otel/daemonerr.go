@@ -63,7 +63,7 @@ func explainTransport(addr daemonAddr, err error) string {
 	var nt *wire.ServerNotTrustedError
 	switch {
 	case errors.As(err, &nt) && nt.Unmapped:
-		return fmt.Sprintf("refused to talk to the server on %s: its uid is not mapped into this user namespace (the kernel reports it as %d, as it would any unmapped user's process); nothing was sent\n  who the server is cannot be told from inside the namespace: run the command outside it", where, nt.UID)
+		return fmt.Sprintf("refused to talk to the server on %s: its uid is not mapped into this user namespace (the kernel reports it as %d, as it would any unmapped user's process), and others may write the socket's directory; nothing was sent\n  who the server is cannot be told from inside the namespace: run the command outside it, or use the daemon's own socket", where, nt.UID)
 	case errors.As(err, &nt):
 		return fmt.Sprintf("refused to talk to the server on %s: it runs as uid %d, neither root nor the daemon's user; nothing was sent\n  another user's process may be answering in the registrar's place: name the daemon's configuration with --config FILE (its registrar.state_dir's owner is the daemon's user), or its real socket with --socket PATH", where, nt.UID)
 	case dial && errors.Is(err, fs.ErrNotExist):

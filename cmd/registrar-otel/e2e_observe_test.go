@@ -472,8 +472,14 @@ func (p *promServer) waitFiring(alert string) []map[string]string {
 // every dashboard panel's query returns data without NaN; stopping the
 // daemon fires RegistrarDown.
 func TestLiveRulesFloodsFireTheirAlertsAndStoppingFiresRegistrarDown(t *testing.T) {
-	d := startDaemon(t, `rate_limit_admission_burst = 5
-rate_limit_admission_refill_interval_ms = 3600000`, "")
+	d := prepareDaemon(t, `rate_limit_admission_burst = 5
+rate_limit_admission_refill_interval_ms = 3600000`, "", "")
+	// A sealed store, so the seal panels' queries have series to answer
+	// (and RegistrarAuditSealStalled is evaluated on a store that seals).
+	if code, out, errOut := d.run("audit", "seal", "init", "--config", d.config); code != exitOK {
+		t.Fatalf("audit seal init: exit %d\n%s%s", code, out, errOut)
+	}
+	d.serve()
 	target := strings.TrimSuffix(strings.TrimPrefix(d.metricsURL, "http://"), "/metrics")
 	p := startPrometheus(t, target)
 	p.scraped(`up{job="registrar-otel"}`, 1)

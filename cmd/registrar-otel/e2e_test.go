@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 	// In-process config checks must not depend on who holds the default
 	// metrics port on this machine; the binary probes for real.
 	bindProbe = func(string) error { return nil }
+	// Nor on whether this machine has the package's units installed: the
+	// tests that read a unit give their own directories.
+	unitDirs = nil
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
@@ -196,6 +199,15 @@ func startDaemonWithState(t *testing.T, registrarExtra, telemetryExtra, stateDB 
 // "serve --config F".
 func startDaemonWithFlags(t *testing.T, registrarExtra, telemetryExtra, stateDB string, serveFlags ...string) *daemonProc {
 	t.Helper()
+	d := prepareDaemon(t, registrarExtra, telemetryExtra, stateDB)
+	d.serve(serveFlags...)
+	return d
+}
+
+// prepareDaemon writes startDaemonWithState's configuration and state
+// directory and does not start the daemon: serve starts it.
+func prepareDaemon(t *testing.T, registrarExtra, telemetryExtra, stateDB string) *daemonProc {
+	t.Helper()
 	bin := buildBinary(t)
 	dir := shortTempDir(t)
 	d := &daemonProc{t: t, bin: bin, dir: dir}
@@ -214,13 +226,19 @@ multiplicity = "one-per-host"
 		mkdir(t, filepath.Join(dir, "lib"), 0o700)
 		writeFile(t, filepath.Join(dir, "lib", "registrar.db"), raw, 0o600)
 	}
+	return d
+}
+
+// serve starts the daemon prepareDaemon prepared, with serveFlags after
+// "serve --config F", and waits until it serves.
+func (d *daemonProc) serve(serveFlags ...string) {
+	d.t.Helper()
 	var line string
-	d.loggedProc, line = startLogged(t, "daemon", exec.Command(bin, append([]string{"serve", "--config", d.config}, serveFlags...)...), "registrar-otel serving")
+	d.loggedProc, line = startLogged(d.t, "daemon", exec.Command(d.bin, append([]string{"serve", "--config", d.config}, serveFlags...)...), "registrar-otel serving")
 	d.ready = line
 	if m := metricsRE.FindStringSubmatch(line); m != nil {
 		d.metricsURL = m[1]
 	}
-	return d
 }
 
 // shortTempDir is a temporary directory with a short path (unix socket

@@ -66,7 +66,7 @@ func runOpenBaoCheck(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	opts := openbao.Options{
-		Address: o.Address, Token: token,
+		Addresses: o.Addresses(), Token: token,
 		KVMount: o.KVMount, KVPrefix: o.KVPrefix, AppRoleMount: o.AppRoleMount,
 		RequestTimeout:  time.Duration(o.RequestTimeoutMS) * time.Millisecond,
 		SecretIDTTL:     time.Duration(o.SecretIDTTLSeconds) * time.Second,

@@ -65,7 +65,7 @@ func TestOpenBaoCheckPassesOnlyTheDocumentedToken(t *testing.T) {
 		t.Errorf("openbao check printed the token")
 	}
 	wantContains(t, "stdout", out,
-		"ok      auth/approle/role/registrar-otel-check/secret-id [update]",
+		"ok      auth/approle/role/registrar-otel-check/secret-id [list, update]",
 		"ok      sys/policies/acl/registrar-otel-check [deny]",
 		"ok      auth/approle/role/registrar-otel-check-/secret-id [refused]: must refuse a secret id that is not response-wrapped")
 
@@ -140,5 +140,20 @@ func TestOpenBaoCheckRefusesAConfigurationWithoutOpenBao(t *testing.T) {
 	code, _, errOut := runOpenBaoCheckCmd(t, p)
 	if code != exitUsage || !strings.Contains(errOut, `registrar.backend is "embedded", not "openbao"`) {
 		t.Errorf("exit %d, want 2\nstderr:\n%s", code, errOut)
+	}
+}
+
+// With several nodes in openbao.address (the first one down), openbao
+// check asks through the list and passes the documented token.
+func TestOpenBaoCheckAsksThroughTheListOfNodes(t *testing.T) {
+	srv := vaulttest.StartDev(t)
+	tok := tokenWith(t, srv.Client(), "registrar-otel", openbao.TokenPolicy("secret", "registrar-otel", "approle", time.Hour, 1))
+	down := "http://127.0.0.1:1" // nothing listens on port 1: refused at once
+	code, out, errOut := runOpenBaoCheckCmd(t, openbaoCheckConfig(t, down+", "+srv.Addr, tok))
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 through the second node\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, down+", "+srv.Addr) {
+		t.Errorf("stdout does not name both nodes:\n%s", out)
 	}
 }

@@ -40,11 +40,17 @@ func describePath(p string, fromDefault bool) string {
 // for the file (a world-writable /tmp would otherwise be refused as
 // group- or world-writable).
 func loadConfig(path string, environ []string, logger *slog.Logger) (config.Config, error) {
+	return loadConfigFor(path, environ, logger, uint32(os.Geteuid()))
+}
+
+// loadConfigFor is loadConfig with the file's owner rule judged for the
+// user uid (config.LoadFor): config check's, for the user serve runs as.
+func loadConfigFor(path string, environ []string, logger *slog.Logger, uid uint32) (config.Config, error) {
 	if path != "" {
 		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 			return config.Config{}, fmt.Errorf("--config %s is a directory: give the configuration file itself (for example %s)",
 				describePath(path, false), filepath.Join(path, "registrar.toml"))
 		}
 	}
-	return config.Load(path, environ, logger)
+	return config.LoadFor(path, environ, logger, uid)
 }

@@ -26,6 +26,13 @@ The bucket is the [registrar] table's (the caller policy "default"), or with
 sizes, a key it does not set being the [registrar] table's. Size the wave of
 the caller that brings it up.
 
+With registrar.instances = N (several registrars sharing each policy's
+budget), each registrar holds burst / N tokens and one per interval × N,
+and a balancer that spreads the wave evenly gives the busiest ⌈mints / N⌉
+of it: the wave is covered when that part fits the share, the burst
+needed is the part × N, and the extra time is (part − share) × interval ×
+N / 1000 seconds.
+
 Exit status: 0 (whatever the verdict), 2 for a usage or configuration error
 (an unknown policy among them).`,
 	examples: []string{
@@ -50,6 +57,13 @@ type sizingJSON struct {
 	BurstNeeded      uint64      `json:"burst_needed"`
 	ExtraSeconds     json.Number `json:"extra_seconds"` // exact decimal: 544, 0.5, 12.25
 	ExtraMillis      uint64      `json:"extra_millis"`
+	// Instances is registrar.instances; the per_instance members are one
+	// registrar's share of the bucket and the busiest one's part of an
+	// evenly spread wave (equal to the whole for one registrar).
+	Instances             uint32 `json:"instances"`
+	PerInstanceBurst      uint32 `json:"per_instance_burst"`
+	PerInstanceIntervalMS uint64 `json:"per_instance_refill_interval_ms"`
+	PerInstanceMints      uint64 `json:"per_instance_mints"`
 }
 
 // writeJSON writes v as indented JSON with a final newline.
@@ -94,7 +108,7 @@ func runSizing(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "sizing", "%v", err)
 	}
-	s, err := limiter.Size(*hosts, *modules, b.sizes.AdmissionBurst, b.sizes.AdmissionRefillIntervalMS)
+	s, err := limiter.SizeShared(*hosts, *modules, b.sizes.AdmissionBurst, b.sizes.AdmissionRefillIntervalMS, cfg.Registrar.Instances)
 	if err != nil {
 		fmt.Fprintf(stderr, "registrar-otel sizing: %v\n", err)
 		return exitUsage
@@ -104,22 +118,41 @@ func runSizing(args []string, stdout, stderr io.Writer) int {
 			Source: cfg.Source, Policy: b.name, WaveHosts: s.WaveHosts, ModulesPerHost: s.ModulesPerHost, Mints: s.Mints,
 			Burst: s.Burst, RefillIntervalMS: s.RefillIntervalMS, Covered: s.Covered, BurstNeeded: s.BurstNeeded,
 			ExtraSeconds: json.Number(millisAsSeconds(s.ExtraMillis)), ExtraMillis: s.ExtraMillis,
+			Instances: s.Instances, PerInstanceBurst: s.PerInstanceBurst, PerInstanceIntervalMS: s.PerInstanceIntervalMS, PerInstanceMints: s.PerInstanceMints,
 		})
 		return exitOK
 	}
 	fmt.Fprintf(stdout, "wave:             %d hosts × %d modules per host = %d mints\n", s.WaveHosts, s.ModulesPerHost, s.Mints)
 	fmt.Fprintf(stdout, "admission bucket: burst %d, one token per %d ms (%s)\n", s.Burst, s.RefillIntervalMS, b.from(cfg.Source))
-	if s.Covered {
+	shared := s.Instances > 1
+	if shared {
+		fmt.Fprintf(stdout, "registrars:       %d share it (registrar.instances): each burst %d = %d / %d, one token per %d ms, and up to %d mints of the wave spread evenly\n",
+			s.Instances, s.PerInstanceBurst, s.Burst, s.Instances, s.PerInstanceIntervalMS, s.PerInstanceMints)
+	}
+	switch {
+	case s.Covered:
 		fmt.Fprintf(stdout, "covered:          yes, the whole wave is admitted at once\n")
-	} else {
+	case shared:
+		fmt.Fprintf(stdout, "covered:          no, %d mints wait for tokens on the busiest registrar\n", s.PerInstanceMints-uint64(s.PerInstanceBurst))
+	default:
 		fmt.Fprintf(stdout, "covered:          no, %d mints wait for tokens\n", s.Mints-uint64(s.Burst))
 	}
-	fmt.Fprintf(stdout, "burst needed:     %d (%s)\n", s.BurstNeeded, b.key)
-	if s.Covered {
-		fmt.Fprintln(stdout, "extra time:       0 s")
+	if shared {
+		fmt.Fprintf(stdout, "burst needed:     %d = %d per registrar × %d (%s)\n", s.BurstNeeded, s.PerInstanceMints, s.Instances, b.key)
 	} else {
+		fmt.Fprintf(stdout, "burst needed:     %d (%s)\n", s.BurstNeeded, b.key)
+	}
+	switch {
+	case s.Covered:
+		fmt.Fprintln(stdout, "extra time:       0 s")
+	case shared:
+		fmt.Fprintf(stdout, "extra time:       %s s = (%d − %d) × %d ms / 1000 on the busiest registrar\n",
+			millisAsSeconds(s.ExtraMillis), s.PerInstanceMints, s.PerInstanceBurst, s.PerInstanceIntervalMS)
+	default:
 		fmt.Fprintf(stdout, "extra time:       %s s = (%d − %d) × %d ms / 1000\n",
 			millisAsSeconds(s.ExtraMillis), s.Mints, s.Burst, s.RefillIntervalMS)
+	}
+	if !s.Covered {
 		if s.BurstNeeded > uint64(^uint32(0)) {
 			fmt.Fprintln(stdout, "advice:           the wave exceeds the largest configurable burst; split it into smaller waves")
 		} else {

@@ -168,3 +168,36 @@ func TestGoldenSizingJSON(t *testing.T) {
 		golden(t, tc.file, []byte(out))
 	}
 }
+
+// TestSizingDividesTheBucketAmongTheRegistrars: with registrar.instances
+// the wave is sized against each registrar's share, the busiest taking
+// ⌈mints / N⌉; the operator's numbers, 200 hosts × 8 over two registrars.
+func TestSizingDividesTheBucketAmongTheRegistrars(t *testing.T) {
+	cfg := writeConfigForCheck(t, "[registrar]\ninstances = 2\nrate_limit_admission_burst = 1025\n[registrar.components.review]\nmultiplicity = \"many-per-host\"\n")
+	var out, errOut bytes.Buffer
+	if code := runSizing([]string{"--wave-hosts", "200", "--modules-per-host", "8", "--config", cfg}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, w := range []string{
+		"registrars:       2 share it (registrar.instances): each burst 512 = 1025 / 2, one token per 1000 ms, and up to 800 mints",
+		"covered:          no, 288 mints wait for tokens on the busiest registrar",
+		"burst needed:     1600 = 800 per registrar × 2 (registrar.rate_limit_admission_burst)",
+		"extra time:       288 s = (800 − 512) × 1000 ms / 1000 on the busiest registrar",
+		"set rate_limit_admission_burst = 1600",
+	} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("sizing with two registrars lacks %q:\n%s", w, out.String())
+		}
+	}
+	out.Reset()
+	if code := runSizing([]string{"--wave-hosts", "200", "--modules-per-host", "8", "--config", cfg, "--json"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var got sizingJSON
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Instances != 2 || got.PerInstanceBurst != 512 || got.PerInstanceIntervalMS != 1000 || got.PerInstanceMints != 800 || got.ExtraMillis != 288_000 || got.BurstNeeded != 1600 {
+		t.Errorf("sizing --json with two registrars: %+v", got)
+	}
+}

@@ -1,6 +1,7 @@
 package journalprio
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestPriorityOfEachLevel(t *testing.T) {
@@ -104,5 +106,27 @@ func TestPrefixedStartsEveryLine(t *testing.T) {
 	io.WriteString(Prefixed(&hi, 99), "x\n")
 	if hi.String() != "<7>x\n" {
 		t.Errorf("priority 99: %q, want it clamped to <7>", hi.String())
+	}
+}
+
+// The handler's writer reports a line written whole as all of it, and a
+// failed write as the error, which reaches Handle's caller.
+func TestTheWritersResultReachesTheInnerHandler(t *testing.T) {
+	var pw io.Writer
+	h := Handler(io.Discard, func(w io.Writer) slog.Handler { pw = w; return slog.NewTextHandler(w, nil) })
+	if n, err := pw.Write([]byte("line\n")); n != 5 || err != nil {
+		t.Errorf("Write of a 5-byte line = %d, %v, want 5, nil", n, err)
+	}
+	if err := h.Handle(t.Context(), slog.NewRecord(time.Time{}, slog.LevelInfo, "m", 0)); err != nil {
+		t.Errorf("Handle to io.Discard: %v", err)
+	}
+
+	failed := errors.New("disk full")
+	h = Handler(writerFunc(func([]byte) (int, error) { return 0, failed }), func(w io.Writer) slog.Handler { pw = w; return slog.NewTextHandler(w, nil) })
+	if n, err := pw.Write([]byte("line\n")); n != 0 || !errors.Is(err, failed) {
+		t.Errorf("Write to a failing writer = %d, %v, want 0, %v", n, err, failed)
+	}
+	if err := h.Handle(t.Context(), slog.NewRecord(time.Time{}, slog.LevelInfo, "m", 0)); !errors.Is(err, failed) {
+		t.Errorf("Handle to a failing writer = %v, want %v", err, failed)
 	}
 }

@@ -13,6 +13,8 @@
 //     the one checked (Changed);
 //   - it must be neither group- nor world-writable (Writable);
 //   - with Options.Owner, it must be owned by this user or root (Foreign);
+//     CheckFor and CheckAncestorsFor judge for another user instead, the
+//     one a configuration check run as root answers for;
 //   - with Options.Ancestors, every directory above it, both along the path
 //     as given and along the path its symlinks resolve to, must be owned
 //     by this user or root and be neither group- nor world-writable unless
@@ -156,10 +158,19 @@ type Options struct {
 // anything: the read-only form for a configuration check. It returns nil
 // when fi passes.
 func Check(path string, fi fs.FileInfo, o Options) *UnsafeError {
+	return CheckFor(path, fi, o, euid())
+}
+
+// CheckFor is Check judged for the user uid instead of this process's
+// effective uid: the owner rule accepts a directory of uid or root. It is
+// for a configuration check run by one user (root) on behalf of the user
+// the daemon will run as, who is the one the rules protect. The returned
+// error's User is uid.
+func CheckFor(path string, fi fs.FileInfo, o Options, uid uint32) *UnsafeError {
 	if e := checkType(path, fi); e != nil {
 		return e
 	}
-	return checkPerm(path, fi, o)
+	return checkPerm(path, fi, o, uid)
 }
 
 func checkType(path string, fi fs.FileInfo) *UnsafeError {
@@ -177,7 +188,15 @@ func checkType(path string, fi fs.FileInfo) *UnsafeError {
 // rest). It returns nil when every ancestor passes, an *UnsafeError
 // (Ancestor) naming the first that does not, or a *StepError when one
 // cannot be stat'ed. Off unix it checks nothing.
-func CheckAncestors(path string) error { return checkAncestors(path) }
+func CheckAncestors(path string) error { return checkAncestors(path, euid()) }
+
+// CheckAncestorsFor is CheckAncestors judged for the user uid (see
+// CheckFor): an ancestor must be owned by uid or root.
+func CheckAncestorsFor(path string, uid uint32) error { return checkAncestors(path, uid) }
+
+// euid is this process's effective uid, the user the rules protect unless
+// a check names another.
+func euid() uint32 { return uint32(os.Geteuid()) }
 
 // OpenFlags are the flags every safe open of a configuration, token or
 // private directory adds to its access mode: O_NOFOLLOW, so a symlink
@@ -190,10 +209,11 @@ const OpenFlags = oNoFollow | oNonBlock
 // false off unix, where the owner is unknown.
 func FileOwner(fi fs.FileInfo) (uint32, bool) { return fileOwner(fi) }
 
-// checkAncestors applies the ancestor rule to every directory above path:
-// along the path as given (each stat'ed through its symlinks, so /var/run
-// is judged by /run) and along the path the parent resolves to.
-func checkAncestors(path string) error {
+// checkAncestors applies the ancestor rule for uid to every directory
+// above path: along the path as given (each stat'ed through its symlinks,
+// so /var/run is judged by /run) and along the path the parent resolves
+// to.
+func checkAncestors(path string, uid uint32) error {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return &StepError{StepStat, path, err}
@@ -205,7 +225,6 @@ func checkAncestors(path string) error {
 	} else if resolved != parent {
 		chains = append(chains, resolved)
 	}
-	uid := uint32(os.Geteuid())
 	for _, dir := range chains {
 		for {
 			fi, err := os.Stat(dir)
@@ -231,7 +250,8 @@ func checkAncestors(path string) error {
 	return nil
 }
 
-func checkPerm(path string, fi fs.FileInfo, o Options) *UnsafeError {
+// checkPerm applies the mode rule, and the owner rule for uid.
+func checkPerm(path string, fi fs.FileInfo, o Options, uid uint32) *UnsafeError {
 	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
 		return &UnsafeError{Path: path, Problem: Writable, Mode: perm}
 	}
@@ -239,7 +259,7 @@ func checkPerm(path string, fi fs.FileInfo, o Options) *UnsafeError {
 		return nil
 	}
 	if owner, ok := fileOwner(fi); ok {
-		if uid := uint32(os.Geteuid()); owner != uid && owner != 0 {
+		if owner != uid && owner != 0 {
 			return &UnsafeError{Path: path, Problem: Foreign, Owner: owner, User: uid}
 		}
 	}
@@ -267,7 +287,7 @@ func Ensure(path string, o Options) (fs.FileInfo, error) {
 		return nil, e
 	}
 	if o.Ancestors {
-		if err := checkAncestors(path); err != nil {
+		if err := checkAncestors(path, euid()); err != nil {
 			return nil, err
 		}
 	}
@@ -318,7 +338,7 @@ func Recheck(d *os.File, path string, o Options) error {
 	if err != nil {
 		return &StepError{StepFstat, path, err}
 	}
-	if e := checkPerm(path, st, o); e != nil {
+	if e := checkPerm(path, st, o, euid()); e != nil {
 		return e
 	}
 	return nil
@@ -342,13 +362,33 @@ func opened(d *os.File, path string, fi fs.FileInfo, created bool, o Options) (f
 			return nil, &StepError{StepFstat, path, err}
 		}
 	}
-	if e := checkPerm(path, st, o); e != nil {
+	if e := checkPerm(path, st, o, euid()); e != nil {
 		return nil, e
 	}
 	if o.Ancestors {
-		if err := checkAncestors(path); err != nil {
+		if err := checkAncestors(path, euid()); err != nil {
 			return nil, err
 		}
 	}
 	return st, nil
+}
+
+// FileKind names the type of a file that is not regular, for a message:
+// "a directory", "a named pipe (FIFO)", "a symbolic link" and so on.
+func FileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "of type " + m.Type().String()
 }

@@ -4,6 +4,7 @@ package privdir
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -256,6 +257,9 @@ func TestDetailWordsEachProblemAsTheCallersShowIt(t *testing.T) {
 		{UnsafeError{Problem: Changed}, "changed while being opened"},
 		{UnsafeError{Problem: Writable, Mode: 0o775}, "has mode 0775 (group- or world-writable; want 0700)"},
 		{UnsafeError{Problem: Foreign, Owner: 1001, User: 1000}, "is owned by uid 1001, not by this user (1000) or root"},
+		{UnsafeError{Problem: Ancestor, Above: "/srv", Owner: 1001, User: 1000, Mode: 0o755}, "lies under /srv, which is owned by uid 1001, not by this user (1000) or root"},
+		{UnsafeError{Problem: Ancestor, Above: "/srv", Owner: 1000, User: 1000, Mode: 0o777}, "lies under /srv, which has mode 0777 (group- or world-writable and not sticky)"},
+		{UnsafeError{Problem: Ancestor, Above: "/srv", Owner: 0, User: 1000, Mode: 0o777}, "lies under /srv, which has mode 0777 (group- or world-writable and not sticky)"},
 		{UnsafeError{Problem: 99}, "breaks rule 99"},
 	} {
 		if got := c.e.Detail(); got != c.want {
@@ -411,6 +415,36 @@ func TestAnUnsafeAncestorIsRefusedUnderTheAncestorRule(t *testing.T) {
 	}
 }
 
+// Every directory up to the root is judged, not the parent alone, and so is
+// every directory of the path the parent resolves to, even when the path as
+// given passes.
+func TestAnUnsafeAncestorIsFoundAboveTheParentAndWhereTheParentResolves(t *testing.T) {
+	for _, op := range openers {
+		t.Run(op.name, func(t *testing.T) {
+			base := t.TempDir()
+			open := filepath.Join(base, "open")
+			mkdir(t, open, 0o777)
+			mid := filepath.Join(open, "mid")
+			must(t, os.Mkdir(mid, 0o700))
+			dir := filepath.Join(mid, "d")
+			must(t, os.Mkdir(dir, 0o700))
+			_, err := op.open(dir, Options{Ancestors: true})
+			if ue := wantUnsafe(t, err, dir, Ancestor); ue.Above != open || ue.Mode != 0o777 {
+				t.Errorf("two levels up: Above %s mode %#o, want %s 0777", ue.Above, ue.Mode, open)
+			}
+
+			// base/link names mid: stat'ed through it, base/link and base
+			// are safe, but mid lies under the 0777 open.
+			link := filepath.Join(base, "link")
+			must(t, os.Symlink(mid, link))
+			_, err = op.open(filepath.Join(link, "d"), Options{Ancestors: true})
+			if ue := wantUnsafe(t, err, filepath.Join(link, "d"), Ancestor); ue.Above != open || ue.Mode != 0o777 {
+				t.Errorf("through a symlink to a safe parent: Above %s mode %#o, want %s 0777", ue.Above, ue.Mode, open)
+			}
+		})
+	}
+}
+
 func TestAnAncestorOfAnotherUserIsRefused(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("chown to another uid needs root")
@@ -498,5 +532,75 @@ func TestFileOwnerIsTheStatsUID(t *testing.T) {
 	must(t, err)
 	if uid, ok := FileOwner(fi); !ok || uid != uint32(os.Geteuid()) {
 		t.Errorf("FileOwner %d, %v; want this process's uid %d", uid, ok, os.Geteuid())
+	}
+}
+
+// CheckFor judges for the uid it is given, not this process's: the owner
+// rule accepts that uid or root, and names that uid as the user.
+func TestCheckForJudgesTheUserItIsGiven(t *testing.T) {
+	me := uint32(os.Geteuid())
+	daemon := me + 103
+	theirs := statInfo{fs.ModeDir | 0o700, daemon}
+	if ue := CheckFor("/x", theirs, Options{Owner: true}, daemon); ue != nil {
+		t.Errorf("a directory of uid %d judged for uid %d: %v", daemon, daemon, ue)
+	}
+	if ue := CheckFor("/x", statInfo{fs.ModeDir | 0o755, 0}, Options{Owner: true}, daemon); ue != nil {
+		t.Errorf("root's directory judged for uid %d: %v", daemon, ue)
+	}
+	mine := statInfo{fs.ModeDir | 0o700, me}
+	ue := CheckFor("/x", mine, Options{Owner: true}, daemon)
+	if me == 0 {
+		if ue != nil {
+			t.Errorf("root's directory judged for uid %d: %v", daemon, ue)
+		}
+		mine.uid = daemon + 1
+		ue = CheckFor("/x", mine, Options{Owner: true}, daemon)
+	}
+	if ue == nil || ue.Problem != Foreign || ue.User != daemon || ue.Owner != mine.uid {
+		t.Fatalf("a directory of uid %d judged for uid %d: %v, want Foreign naming uid %d as the user", mine.uid, daemon, ue, daemon)
+	}
+	if want := fmt.Sprintf("is owned by uid %d, not by this user (%d) or root", mine.uid, daemon); ue.Detail() != want {
+		t.Errorf("Detail %q, want %q", ue.Detail(), want)
+	}
+	// Check is CheckFor of this process's uid.
+	if (Check("/x", theirs, Options{Owner: true}) == nil) != (daemon == me) {
+		t.Errorf("Check accepted uid %d's directory for uid %d", daemon, me)
+	}
+}
+
+// CheckAncestorsFor applies the ancestor rule for the uid given: an
+// ancestor of that user passes, one of anybody else but root does not.
+func TestCheckAncestorsForJudgesTheUserItIsGiven(t *testing.T) {
+	me := uint32(os.Geteuid())
+	parent := filepath.Join(t.TempDir(), "p")
+	mkdir(t, parent, 0o755)
+	owner := me
+	if me == 0 {
+		owner = 4242
+		must(t, os.Chown(parent, int(owner), -1))
+	}
+	dir := filepath.Join(parent, "state")
+	if err := CheckAncestorsFor(dir, owner); err != nil {
+		t.Errorf("under a parent of uid %d, judged for uid %d: %v", owner, owner, err)
+	}
+	ue := wantUnsafe(t, CheckAncestorsFor(dir, owner+1), dir, Ancestor)
+	if ue.Above != parent || ue.Owner != owner || ue.User != owner+1 {
+		t.Errorf("Above %s Owner %d User %d, want %s, %d and %d", ue.Above, ue.Owner, ue.User, parent, owner, owner+1)
+	}
+}
+
+func TestFileKindNamesEachType(t *testing.T) {
+	for m, want := range map[fs.FileMode]string{
+		fs.ModeSymlink:                    "a symbolic link",
+		fs.ModeDir:                        "a directory",
+		fs.ModeNamedPipe:                  "a named pipe (FIFO)",
+		fs.ModeSocket:                     "a socket",
+		fs.ModeDevice | fs.ModeCharDevice: "a character device",
+		fs.ModeDevice:                     "a block device",
+		fs.ModeIrregular:                  "of type ?---------",
+	} {
+		if got := FileKind(m); got != want {
+			t.Errorf("FileKind(%v) = %q, want %q", m, got, want)
+		}
 	}
 }

@@ -107,6 +107,7 @@ func TestMalformedLinesAreNamedWithTheirNumber(t *testing.T) {
 		{"leading space in name", " alice:100000:10\n", "line 1: has a space or control character"},
 		{"numeric name with a leading zero", "01000:100000:10\n", `line 1: has the name "01000", want an account name or a decimal uid`},
 		{"signed name", "+1000:100000:10\n", `line 1: has the name "+1000"`},
+		{"name of a leading 9 not a number", "9lives:100000:10\n", `line 1: has the name "9lives", want an account name or a decimal uid`},
 		{"hex start", "alice:0x186a0:10\n", `line 1: has the start "0x186a0", want a decimal uid`},
 		{"octal start", "alice:0100000:10\n", `line 1: has the start "0100000"`},
 		{"signed start", "alice:+100000:10\n", `line 1: has the start "+100000"`},
@@ -203,6 +204,21 @@ func TestTheSecondOfThreeOverlapsIsFound(t *testing.T) {
 	_, err := subid.Parse(strings.NewReader("alice:100:1000\nbob:200:1\nbob:500:1\n"), resolve)
 	msg := fmt.Sprint(err)
 	for _, want := range []string{"line 2: the range 200-200 of bob", "line 3: the range 500-500 of bob"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+}
+
+func TestOfTwoRangesEndingTogetherTheNearerIsNamed(t *testing.T) {
+	// alice's and bob's ranges end at the same uid, 109; carol's is inside
+	// both and is named against bob's, the one starting nearer to it.
+	_, err := subid.Parse(strings.NewReader("alice:100:10\nbob:105:5\ncarol:107:1\n"), resolve)
+	msg := fmt.Sprint(err)
+	for _, want := range []string{
+		"line 2: the range 105-109 of bob overlaps the range 100-109 of alice on line 1",
+		"line 3: the range 107-107 of carol overlaps the range 105-109 of bob on line 2",
+	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q lacks %q", msg, want)
 		}

@@ -101,6 +101,15 @@ done
 dpkg-query -W -f='${Conffiles}\n' registrar-otel | grep -q '/etc/registrar-otel/registrar.toml' || fail "registrar.toml is not a conffile"
 runuser -u registrar-otel -- /usr/bin/registrar-otel config check --config /etc/registrar-otel/registrar.toml >/dev/null \
     || fail "config check of the installed configuration, as the service user"
+# The install page's command as written, as root: it judges for the unit's
+# User= (issue 37, finding 6: it judged for root and refused the package's
+# own directories).
+if [ -f /lib/systemd/system/registrar-otel.service ]; then
+    /usr/bin/registrar-otel config check --config /etc/registrar-otel/registrar.toml >"$work/check.out" 2>&1 \
+        || { cat "$work/check.out" >&2; fail "config check of the installed configuration, as root (docs/en/install.md)"; }
+    grep -q "^judged for: registrar-otel (uid [0-9]*), the User= of /lib/systemd/system/registrar-otel.service$" "$work/check.out" \
+        || { cat "$work/check.out" >&2; fail "config check as root did not judge for the unit's user"; }
+fi
 
 step "the daemon as the service user answers a mint"
 start_daemon
@@ -141,7 +150,7 @@ if [ -z "$prev" ]; then
     fi
 fi
 step "upgrade: $(basename "$prev") then $(basename "$deb")"
-dpkg -i "$prev" >/dev/null 2>&1 || fail "dpkg -i $prev"
+dpkg -i "$prev" >"$work/prev-install.log" 2>&1 || { cat "$work/prev-install.log" >&2; fail "dpkg -i $prev"; }
 echo "# edited by the operator (acceptance test)" >>/etc/registrar-otel/registrar.toml
 start_daemon
 mint h2 first_mint

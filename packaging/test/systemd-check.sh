@@ -143,6 +143,7 @@ restore() {
     rm -rf "$machine/etc/systemd/system/registrar-otel.service.d"
     ctr systemctl daemon-reload
     ctr systemctl reset-failed registrar-otel.service registrar-otel.socket
+    ctr systemctl unmask registrar-otel.socket
     ctr systemctl enable --now registrar-otel.socket
     ctr systemctl restart registrar-otel.service
 }
@@ -172,6 +173,15 @@ verify_units() {
     [ -n "$exposure" ] && awk -v e="$exposure" 'BEGIN { exit !(e <= 2.0) }' || { echo "exposure ${exposure:-unreadable}, want at most 2.0"; return 1; }
 }
 step verify-and-security verify_units
+
+# The install page's check, as root, judges for the unit's user.
+config_check_as_root() {
+    local out
+    out=$(ctr registrar-otel config check --config "$conf") || { echo "$out"; return 1; }
+    grep -q 'judged for: registrar-otel' <<<"$out" || { echo "$out"; return 1; }
+    grep 'judged for' <<<"$out"
+}
+step config-check-as-root config_check_as_root
 
 # active only once the socket answers and /readyz is 200: checked the
 # instant systemctl returns from a restart.
@@ -343,16 +353,20 @@ step journal-priorities journal_priorities
 # registrar.socket_group, the daemon binding the socket itself (no socket
 # unit), under the shipped unit.
 socket_group() {
-    ctr systemctl disable --now registrar-otel.socket >/dev/null 2>&1
-    ctr systemctl stop registrar-otel.service
+    # Masked, not only disabled: the service's Wants= would start it again.
+    ctr systemctl stop registrar-otel.service registrar-otel.socket
+    ctr systemctl mask registrar-otel.socket >/dev/null 2>&1
+    ctr rm -f "$sock"
     sed -i 's/^\[registrar\]$/[registrar]\nsocket_group = "registrar-callers"/' "$machine$conf"
-    ctr systemctl start registrar-otel.service || { ctr systemctl status --no-pager registrar-otel.service; return 1; }
+    ctr systemctl start registrar-otel.service || { ctr journalctl -u registrar-otel.service -n 5 -o cat --no-pager; return 1; }
+    case $(unit StatusText) in *"socket from systemd"*) echo "the socket came from systemd: $(unit StatusText)"; return 1 ;; esac
     ctr stat -c '%U:%G %a %n' "$sock"
     [ "$(ctr stat -c '%G' "$sock")" = registrar-callers ] || return 1
     mint alice g1 >/dev/null || { mint alice g1; return 1; }
     if mint bob g2 >/dev/null 2>&1; then echo "bob minted"; return 1; fi
     cp "$work/registrar.toml.good" "$machine$conf"
     ctr systemctl stop registrar-otel.service
+    ctr systemctl unmask registrar-otel.socket >/dev/null 2>&1
     ctr systemctl enable --now registrar-otel.socket >/dev/null 2>&1
     echo "the daemon's own socket in group registrar-callers: alice minted, bob was refused"
 }

@@ -62,6 +62,41 @@ PKGS=$(echo "$PKGS" | tr ',' ' ')
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT INT TERM
 
+# Gremlins runs each mutant's tests with GOTMPDIR set to its work
+# directory (/tmp/gremlins-NNNNNNNNNN), and t.TempDir makes its
+# directories beneath GOTMPDIR when it is set (the testing package of the
+# Go 1.26 we build with): 20 bytes longer than under /tmp, which puts the
+# unix sockets the wire and server tests make in t.TempDir past the
+# 107-byte limit of a socket path (bind: invalid argument). The tests then
+# fail without any mutant, and every mutant would be reported KILLED.
+# Gremlins also takes go test's exit status 1 as KILLED, and go test exits
+# 1 on a mutant that does not compile (a string's + made -) as on a
+# failing test: gremlins keeps NOT VIABLE for status 2, which go test
+# never gives. Gremlins finds go on its PATH: a go of our own first on it
+# runs the real one without GOTMPDIR, and turns a test run whose package
+# did not build into status 2. Gremlins itself is built once into $out,
+# since go run would put the real go's directory first on the PATH it
+# gives it.
+realgo=$(command -v "$GO") || { echo "mutate: $GO not found" >&2; exit 2; }
+mkdir -p "$out/bin" "$out/gopath" || exit 2
+{
+	echo '#!/bin/sh'
+	echo "# make mutate's go for gremlins (tools/mutate/mutate.sh): the real one,"
+	echo '# without GOTMPDIR; a test run whose package did not build exits 2.'
+	echo 'unset GOTMPDIR'
+	echo "[ \"\$1\" = test ] || exec '$realgo' \"\$@\""
+	echo "out=\$('$realgo' \"\$@\" 2>&1)"
+	echo 'rc=$?'
+	echo 'printf "%s\n" "$out"'
+	echo 'if [ "$rc" = 1 ] && printf "%s\n" "$out" | grep -q "^FAIL.*\[\(build\|setup\) failed\]$"; then exit 2; fi'
+	echo 'exit "$rc"'
+} >"$out/gopath/go" && chmod +x "$out/gopath/go" || exit 2
+if ! GOBIN="$out/bin" "$realgo" install "$GREMLINS" >"$out/install.txt" 2>&1; then
+	cat "$out/install.txt"
+	echo "mutate: could not build $GREMLINS" >&2
+	exit 2
+fi
+
 # gated PKG: 0 when the threshold applies to PKG (a path under the module).
 gated() {
 	for g in $GATED; do
@@ -84,8 +119,14 @@ for p in $PKGS; do
 	fi
 	echo "== $rel (gremlins, 1 worker, timeout coefficient $COEFFICIENT)"
 	start=$(date +%s)
+	# One CPU per test run through GOFLAGS, not gremlins' --test-cpu: v0.6.0
+	# passes that as the single argument "-cpu 1", which the test binary
+	# refuses ("flag provided but not defined"), so go test exits 1 and
+	# every mutant was reported KILLED without a test having run. -count=1
+	# keeps gremlins' coverage run, whose time the timeouts are multiples
+	# of, from being answered by the test cache.
 	# shellcheck disable=SC2086 # EXCLUDE_ARGS is a list of flags
-	$GO run "$GREMLINS" unleash --workers 1 --test-cpu 1 --timeout-coefficient "$COEFFICIENT" $EXCLUDE_ARGS \
+	PATH="$out/gopath:$PATH" GOFLAGS="$($GO env GOFLAGS) -cpu=1 -count=1" "$out/bin/gremlins" unleash --workers 1 --timeout-coefficient "$COEFFICIENT" $EXCLUDE_ARGS \
 		"./$rel" >"$out/run.txt" 2>&1
 	rc=$?
 	if ! grep -q 'Mutator coverage\|Test efficacy\|No results to report' "$out/run.txt"; then

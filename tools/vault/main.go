@@ -22,7 +22,9 @@
 // -config: a Vault HCL configuration with "raft" or "inmem" storage and one
 // tcp listener with tls_disable; the server starts sealed and uninitialised
 // (sys/init, sys/unseal over the API), and a raft store survives a SIGKILL
-// and a restart. Readiness is the line "Vault server started!", as with the
+// and a restart. A raft node whose storage stanza has retry_join blocks
+// joins the cluster they name, as with the full binary: it is then
+// unsealed with the cluster's key. Readiness is the line "Vault server started!", as with the
 // full binary.
 package main
 
@@ -240,6 +242,18 @@ func serve(ctx context.Context, cfg *server.Config, dev bool, devToken string, l
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+
+	// retry_join, as the full binary acts on it: a raft node that is not
+	// yet part of a cluster asks the listed leaders for a challenge every
+	// 2 s, in the background, until one answers; with the shamir seal it
+	// then waits for the leader's unseal key (sys/unseal) to answer it.
+	// It must start after the listener serves (the leader's answer comes
+	// back over it) and before the node is unsealed.
+	if cfg.Storage.Type == "raft" {
+		if err := core.InitiateRetryJoin(ctx); err != nil {
+			return fmt.Errorf("raft retry_join: %w", err)
+		}
+	}
 
 	fmt.Fprintf(stdout, "==> %s: %s\n", serverName, version.GetVersion().FullVersionNumber(false))
 	fmt.Fprintf(stdout, "%24s: %s\n", "Storage", cfg.Storage.Type)

@@ -1,6 +1,8 @@
 // Package vaulttest starts and stops a real Vault server on loopback for the
-// openbao backend's integration tests: `vault server -dev` (in memory), or
-// a server with integrated storage that survives a kill and a restart. The binary
+// openbao backend's integration tests: `vault server -dev` (in memory), a
+// server with integrated storage that survives a kill and a restart, or a
+// raft cluster of several such servers formed through retry_join
+// (StartCluster), whose leader a test kills. The binary
 // is the one `make vault` builds (var/tools/vault/bin/vault) or
 // $REGISTRAR_TEST_VAULT_BIN; where it is absent the tests skip with a
 // message saying how to build it, unless $REGISTRAR_TEST_REQUIRE_VAULT is
@@ -130,26 +132,7 @@ func StartPersistent(t testing.TB) *Server {
 	// OpenBao is. (The "file" backend writes through temporary files that a
 	// kill can leave behind, and then lists them as keys.)
 	cluster := freeLoopbackAddr(t)
-	if err := os.MkdirAll(filepath.Join(s.dir, "raft"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cfg := fmt.Sprintf(`storage "raft" {
-  path    = %q
-  node_id = "vaultdev"
-}
-listener "tcp" {
-  address         = %q
-  cluster_address = %q
-  tls_disable     = true
-}
-api_addr      = %q
-cluster_addr  = %q
-disable_mlock = true
-ui            = false
-`, filepath.Join(s.dir, "raft"), s.listen, cluster, s.Addr, "http://"+cluster)
-	if err := os.WriteFile(filepath.Join(s.dir, "server.hcl"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	s.writeRaftConfig("vaultdev", "", cluster)
 	s.start()
 	c := s.client("")
 	init, err := c.Sys().Init(&api.InitRequest{SecretShares: 1, SecretThreshold: 1})
@@ -165,6 +148,34 @@ ui            = false
 	s.enableAppRole()
 	s.waitForKV()
 	return s
+}
+
+// writeRaftConfig writes the server's configuration file: raft storage in
+// its directory as node nodeID (storageExtra: more lines of the storage
+// stanza, such as retry_join), one plain-HTTP listener, and cluster as its
+// cluster address.
+func (s *Server) writeRaftConfig(nodeID, storageExtra, cluster string) {
+	s.t.Helper()
+	if err := os.MkdirAll(filepath.Join(s.dir, "raft"), 0o700); err != nil {
+		s.t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`storage "raft" {
+  path    = %q
+  node_id = %q
+%s}
+listener "tcp" {
+  address         = %q
+  cluster_address = %q
+  tls_disable     = true
+}
+api_addr      = %q
+cluster_addr  = %q
+disable_mlock = true
+ui            = false
+`, filepath.Join(s.dir, "raft"), nodeID, storageExtra, s.listen, cluster, s.Addr, "http://"+cluster)
+	if err := os.WriteFile(filepath.Join(s.dir, "server.hcl"), []byte(cfg), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
 }
 
 func newServer(t testing.TB, dev bool) *Server {
@@ -254,6 +265,29 @@ func (s *Server) unseal() {
 	if err := s.out.waitAfter(mark, "post-unseal setup complete", s.done, startTimeout); err != nil {
 		s.fatalf("waiting for the unseal to complete: %v", err)
 	}
+	s.waitActive()
+}
+
+// waitActive waits until the server answers as the active node: a raft
+// server's log says "post-unseal setup complete" at sys/init too, and a
+// log read behind under load can show that line after the unseal's mark,
+// while the unsealed node is still electing itself (every write then
+// answers 500 "local node not active"). Each retry waits for the server's
+// next log line, not for a fixed time.
+func (s *Server) waitActive() {
+	s.t.Helper()
+	c := s.client("")
+	var last string
+	for range 50 {
+		mark := s.out.count()
+		lr, err := c.Sys().Leader()
+		if err == nil && (!lr.HAEnabled || lr.IsSelf) {
+			return
+		}
+		last = fmt.Sprintf("%+v, %v", lr, err)
+		_ = s.out.waitAfter(mark, "", s.done, 5*time.Second)
+	}
+	s.fatalf("the unsealed server never became the active node: sys/leader %s", last)
 }
 
 // Seal seals the server (sys/seal with the root token): every request then
@@ -390,12 +424,34 @@ func (l *lineLog) wait(substr string, exited <-chan struct{}, timeout time.Durat
 // waitAfter waits for a line after the first `from` lines that contains
 // substr ("" matches any line).
 func (l *lineLog) waitAfter(from int, substr string, exited <-chan struct{}, timeout time.Duration) error {
+	return l.waitAfterStop(from, substr, exited, timeout, nil)
+}
+
+// waitAfterAny waits for a line after the first `from` lines that contains
+// one of substrs.
+func (l *lineLog) waitAfterAny(from int, substrs []string, exited <-chan struct{}, timeout time.Duration) error {
+	return l.waitMatch(from, func(line string) bool {
+		for _, s := range substrs {
+			if strings.Contains(line, s) {
+				return true
+			}
+		}
+		return false
+	}, exited, timeout, nil)
+}
+
+// waitAfterStop is waitAfter that also gives up when stop is closed.
+func (l *lineLog) waitAfterStop(from int, substr string, exited <-chan struct{}, timeout time.Duration, stop <-chan struct{}) error {
+	return l.waitMatch(from, func(line string) bool { return strings.Contains(line, substr) }, exited, timeout, stop)
+}
+
+func (l *lineLog) waitMatch(from int, match func(string) bool, exited <-chan struct{}, timeout time.Duration, stop <-chan struct{}) error {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
 		l.mu.Lock()
 		for i := from; i < len(l.lines); i++ {
-			if strings.Contains(l.lines[i], substr) {
+			if match(l.lines[i]) {
 				l.mu.Unlock()
 				return nil
 			}
@@ -409,6 +465,8 @@ func (l *lineLog) waitAfter(from int, substr string, exited <-chan struct{}, tim
 			return errors.New("the server exited")
 		case <-timer.C:
 			return fmt.Errorf("not logged within %s", timeout)
+		case <-stop:
+			return errors.New("stopped")
 		}
 	}
 }

@@ -123,3 +123,41 @@ func TestAPersistentServerSealsUnsealsAndKeepsItsDataAcrossAKill(t *testing.T) {
 		t.Fatalf("after a kill and a restart: %+v, %v", got, err)
 	}
 }
+
+// TestAClusterFormsFromRetryJoinAndElectsAnotherLeaderWhenItsLeaderIsKilled
+// starts three nodes that find each other through retry_join alone (the
+// small server acts on it, as the full binary does), checks that raft
+// counts three voters, kills the active node and waits for another, and
+// restarts the killed node, which rejoins.
+func TestAClusterFormsFromRetryJoinAndElectsAnotherLeaderWhenItsLeaderIsKilled(t *testing.T) {
+	c := StartCluster(t, 3)
+	voters := func() int {
+		n, err := c.Voters()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := voters(); n != 3 {
+		t.Fatalf("raft voters %d, want 3", n)
+	}
+	old := c.WaitLeader(nil)
+	c.Kill(old)
+	start := time.Now()
+	l := c.WaitLeader(old)
+	t.Logf("a new leader answered %s after the kill", time.Since(start).Round(10*time.Millisecond))
+	if l == old || !l.Running() {
+		t.Fatalf("leader %s after killing %s", l.Addr, old.Addr)
+	}
+	if _, err := l.Client().KVv2("secret").Put(context.Background(), "after-kill", map[string]any{"k": "v"}); err != nil {
+		t.Fatalf("a write through the new leader: %v", err)
+	}
+	c.Restart(old)
+	if n := voters(); n != 3 {
+		t.Fatalf("raft voters after the restart %d, want 3", n)
+	}
+	got, err := old.Client().KVv2("secret").Get(context.Background(), "after-kill")
+	if err != nil || got.Data["k"] != "v" {
+		t.Fatalf("the rejoined node reads %v, %v; want the write made while it was down", got, err)
+	}
+}
