@@ -403,7 +403,7 @@ func (cs *connSet) bodyTimedOut(c *trackedConn) {
 	cs.mu.Lock()
 	evicted := c.evicted
 	if !evicted {
-		c.evicted = true
+		c.evictLocked()
 		cs.releaseLocked(c)
 	}
 	cs.mu.Unlock()
