@@ -78,9 +78,19 @@ func (c *trackedConn) readFirst(p []byte) (int, error) {
 		return n, err
 	}
 	if !c.srv.takeTurn(c) {
-		return 0, net.ErrClosed
+		return 0, c.closedReadError()
 	}
 	return n, err
+}
+
+// closedReadError is the error of a read whose connection was closed
+// while its request waited: the one a read of the closed connection
+// returns, a *net.OpError of op "read" (errors.Is net.ErrClosed), which
+// net/http ends the connection on without a word. The wait is woken before the connection is closed
+// (evictLocked, Close), so the connection may still be open: a bare
+// net.ErrClosed would have net/http write its own 400 Bad Request on it.
+func (c *trackedConn) closedReadError() error {
+	return &net.OpError{Op: "read", Addr: c.RemoteAddr(), Err: net.ErrClosed}
 }
 
 // takeTurn seats c's new request, at once or after a wait, or marks it

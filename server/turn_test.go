@@ -193,6 +193,9 @@ func TestAWaitingConnectionEvictedForANewcomerLeavesTheQueueUnanswered(t *testin
 		if got := <-closed; got.received != 0 {
 			t.Errorf("the evicted waiting connection received %d bytes, want none", got.received)
 		}
+		// The eviction is counted after the close the caller saw (admit,
+		// and net/http closes on the woken read at once): let it finish.
+		synctest.Wait()
 		mustReject(t, s, ListenerUnix, ReasonPartialEvicted, 1, " (the waiting request had sent its first byte)")
 		if got := s.Stats().InFlight[ListenerUnix]; got != 1 {
 			t.Errorf("in flight after the waiting request left got %d, want 1 (the first mint's seat only)", got)
@@ -220,6 +223,57 @@ func TestAWaitingConnectionEvictedForANewcomerLeavesTheQueueUnanswered(t *testin
 		newcomer.Close()
 		shutdown(t, s, served)
 	})
+}
+
+// A waiting request is told its connection is closed before the
+// connection is (evictLocked wakes it under the budget's lock, the close
+// comes after; Close wakes it first too). What it returns must end the
+// connection silently: net/http answers a read error it does not take for
+// a network one with a 400 of its own, which the evicted caller would get
+// if the wake won the race with the close.
+func TestAWaitingRequestWokenByItsConnectionsCloseIsNotAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered, release := make(chan struct{}, 1), make(chan struct{})
+		s, l, ids, served := budgetServer(t, Options{Verbs: blockingMint(entered, release), MaxInFlightPerIdentity: 1})
+		first := startMint(t, dialAs(l, ids, "a"))
+		<-entered
+		waiting := dialAs(l, ids, "a")
+		go io.WriteString(waiting, mintRequest)
+		synctest.Wait()
+		tc := waitingConnOf(t, s)
+		closed := closeOf(waiting)
+		tc.closeGone() // the wake alone: the connection is still open
+		if got := <-closed; got.received != 0 {
+			t.Errorf("the woken waiting connection received %d bytes, want none", got.received)
+		}
+		release <- struct{}{}
+		if got := <-first; got != http.StatusOK {
+			t.Fatalf("first mint got %d, want 200", got)
+		}
+		shutdown(t, s, served)
+	})
+}
+
+// waitingConnOf returns s's one connection whose request has been read
+// from and waits for its turn.
+func waitingConnOf(t *testing.T, s *Server) *trackedConn {
+	t.Helper()
+	var found []*trackedConn
+	s.setsMu.Lock()
+	for _, cs := range s.sets {
+		cs.mu.Lock()
+		for c := range cs.conns {
+			if c.turn.Load() == turnNone && c.read.Load() > 0 {
+				found = append(found, c)
+			}
+		}
+		cs.mu.Unlock()
+	}
+	s.setsMu.Unlock()
+	if len(found) != 1 {
+		t.Fatalf("%d connections waiting for their turn, want 1", len(found))
+	}
+	return found[0]
 }
 
 // TestTheWaitCountIsTheRequestsServed: with two identities contending for
