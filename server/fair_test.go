@@ -217,15 +217,6 @@ func TestAWaitingRequestWaitsBehindAtMostOneRequestOfEachOtherIdentity(t *testin
 	}
 }
 
-func containsReq(rs []*req, r *req) bool {
-	for _, x := range rs {
-		if x == r {
-			return true
-		}
-	}
-	return false
-}
-
 func TestAnIdentityCountsAsCallingUntilItsLingerEnds(t *testing.T) {
 	c := newTestGate(64, 8)
 	flood := c.arriveN(t, "flood", 8)
