@@ -116,30 +116,37 @@ func New(o Options) (*Server, error) {
 	s.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tc, tracked := r.Context().Value(connKey{}).(*trackedConn)
+			late := false
 			if tracked {
 				defer tc.release()
 				if s.fair {
-					ok, abandoned := s.awaitTurn(w, r, tc)
+					var abandoned bool
+					late, abandoned = s.awaitTurn(tc)
 					if abandoned {
 						panic(http.ErrAbortHandler)
 					}
-					if !ok {
-						return
+					if !late {
+						// Deferred: the seat is given back after the answer
+						// is flushed, or as the request is abandoned.
+						defer s.leaveTurn(tc)
 					}
-					// Deferred: the seat is given back after the answer is
-					// flushed, or as the request is abandoned.
-					defer s.leaveTurn(tc)
 				}
 				if !s.receive(tc, r) {
 					// Evicted before its request was whole, or its body
 					// late: the request must not run, and the connection
-					// is closed without an answer.
+					// is closed without an answer. A request that waited
+					// past its turn's deadline too: it is answered only
+					// once it is whole, as every request is.
 					panic(http.ErrAbortHandler)
 				}
 			}
 			s.inflight.Add(1)
 			defer s.inflight.Done()
-			s.inner.ServeHTTP(w, r)
+			if late {
+				s.busyLate(w, r, tc)
+			} else {
+				s.inner.ServeHTTP(w, r)
+			}
 			if tracked {
 				tc.set.answered(tc)
 				// The answer is on the wire once flushed: from then on the

@@ -24,8 +24,10 @@ import (
 // few per cent of a throttled answer's cost; the connection's buffer is
 // allocated whatever the request, so waiting with it full costs nothing
 // more. A request waits at most the wait timeout; past it the request is
-// parsed and answered RegistrarBusy (retry_after 1) without a seat, its
-// body not read by the handler, and counted (Stats.WaitTimeouts). A
+// parsed, its body read whole within the body deadline as every request's
+// is (whole.go: one that is not whole in time is closed without an answer,
+// a body timeout), and answered RegistrarBusy (retry_after 1) without a
+// seat, its body not read by any handler, and counted (Stats.WaitTimeouts). A
 // connection closed while its request waits (evicted for a newcomer,
 // drained or closed at shutdown: it held no request in flight) leaves the
 // queue at once, without an answer. Every seated request is reported to
@@ -117,7 +119,6 @@ func (s *Server) takeTurn(c *trackedConn) bool {
 		return false
 	case <-timer.C:
 		if g.cancel(wt) {
-			s.stats.waitTimeouts[kind].Add(1)
 			c.turn.Store(turnLate)
 			c.rearmHeaderDeadline(s.opts.ReadHeaderTimeout)
 			return true
@@ -138,22 +139,29 @@ func (c *trackedConn) rearmHeaderDeadline(d time.Duration) {
 }
 
 // awaitTurn is the handler's side of a request's turn, before its body is
-// read. A request seated at its first bytes goes on; one that waited past
-// its deadline is answered RegistrarBusy. A request whose bytes came
-// without a turn (read by net/http's background read while the previous
-// request ran) takes its turn here: its headers are parsed, its body is
-// not read yet. It returns false when the handler must not go on: the
-// request was answered, or its connection was closed while it waited
-// (abandoned reports which).
-func (s *Server) awaitTurn(w http.ResponseWriter, r *http.Request, tc *trackedConn) (ok, abandoned bool) {
+// read. A request seated at its first bytes goes on. A request whose bytes
+// came without a turn (read by net/http's background read while the
+// previous request ran) takes its turn here: its headers are parsed, its
+// body is not read yet. It reports late for a request that waited past
+// its deadline, which holds no seat and is to be answered RegistrarBusy
+// once its body is whole (busyLate), and abandoned when the request's
+// connection was closed while it waited: the handler must not go on.
+func (s *Server) awaitTurn(tc *trackedConn) (late, abandoned bool) {
 	if tc.turn.Load() == turnNone && !s.takeTurn(tc) {
 		return false, true
 	}
-	if tc.turn.CompareAndSwap(turnLate, turnDone) {
-		s.busy(w, r)
-		return false, false
-	}
-	return true, false
+	return tc.turn.CompareAndSwap(turnLate, turnDone), false
+}
+
+// busyLate answers RegistrarBusy to a request that waited past its turn's
+// deadline, and counts it (Stats.WaitTimeouts). Its body has been read
+// whole first (receive), within the body deadline, as every request's is:
+// a request that is not whole in time is closed without an answer and
+// counted as a body timeout, not here, so a connection that sends its body
+// a byte at a time gets no answer whether or not it had to wait (issue 41).
+func (s *Server) busyLate(w http.ResponseWriter, r *http.Request, tc *trackedConn) {
+	s.stats.waitTimeouts[tc.set.kind].Add(1)
+	s.busy(w, r)
 }
 
 // yieldAfterHandoff is a seated waiter's first act. Closing its ready

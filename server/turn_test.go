@@ -153,7 +153,8 @@ func TestARequestWaitingPastItsTimeoutIsAnsweredBusyAndCounted(t *testing.T) {
 		if got := len(obs.seen()); got != 1 {
 			t.Errorf("waits seen got %d, want 1: a request that timed out waiting was not served", got)
 		}
-		// net/http discards the unread body; the connection serves on.
+		// Its body was read whole before the answer (no handler read it);
+		// the connection serves on.
 		if err := <-body; err != nil {
 			t.Fatalf("body write: %v", err)
 		}
@@ -170,6 +171,46 @@ func TestARequestWaitingPastItsTimeoutIsAnsweredBusyAndCounted(t *testing.T) {
 		default:
 		}
 		c.Close()
+		shutdown(t, s, served)
+	})
+}
+
+// A request that waited past its timeout is answered RegistrarBusy only
+// once its body is whole, within the body deadline, as any request is: one
+// whose body trickles in (issue 41's slow bodies) is closed without an
+// answer at the body deadline and counted body_timeout, not as a wait
+// timeout; the wait histogram does not see it.
+func TestARequestWaitingPastItsTimeoutWithABodyNeverWholeIsClosedUnanswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered, release := make(chan struct{}, 2), make(chan struct{})
+		obs := &waits{}
+		s, l, served := pipeServer(t, Options{Verbs: blockingMint(entered, release), MaxInFlightPerIdentity: 1,
+			WaitTimeout: 500 * time.Millisecond, ReadBodyTimeout: 2 * time.Second, Observer: obs})
+		first := startMint(t, l.dial())
+		<-entered
+		c := l.dial()
+		closed := closeOf(c)
+		// The headers and the first byte of a body that declares more.
+		go io.WriteString(c, "POST /v1/mint HTTP/1.1\r\nHost: registrar\r\nContent-Type: application/json\r\nContent-Length: 256\r\n\r\n{")
+		got := <-closed
+		if got.received != 0 {
+			t.Errorf("the slow body's connection received %d bytes, want none (its request never whole)", got.received)
+		}
+		if want := 500*time.Millisecond + 2*time.Second; got.took != want {
+			t.Errorf("closed after %v, want the wait timeout and then the body deadline, %v", got.took, want)
+		}
+		synctest.Wait()
+		mustReject(t, s, ListenerUnix, ReasonBodyTimeout, 1, " (its body never came whole)")
+		if got := s.Stats().WaitTimeouts; got != [NumListenerKinds]uint64{} {
+			t.Errorf("wait timeouts got %v, want none: no request was answered busy", got)
+		}
+		release <- struct{}{}
+		if got := <-first; got != http.StatusOK {
+			t.Fatalf("first mint got %d, want 200", got)
+		}
+		if got := len(obs.seen()); got != 1 {
+			t.Errorf("waits seen got %d, want 1 (the first mint only)", got)
+		}
 		shutdown(t, s, served)
 	})
 }
