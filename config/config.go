@@ -150,6 +150,13 @@ type Registrar struct {
 	// RegistrarBusy with retry_after 1. Default 2000, 1 to MaxTimeoutMS;
 	// live on reload.
 	WaitTimeoutMS uint32
+	// RefusalPaceMS holds, in milliseconds, each answer the limiter
+	// decided (throttled, or refused past the refusal bucket) before it is
+	// written, while another identity is calling, so a flood's cheap
+	// refusals leave the cores to the identities it shares the daemon
+	// with. Default 25, 0 (answered at once) to 1000 (the least
+	// retry_after); live on reload.
+	RefusalPaceMS uint32
 	// Backend selects where bindings and identities live: "embedded" (the
 	// default; a bbolt file in StateDir) or "openbao" (the [openbao] table's
 	// server).

@@ -96,6 +96,8 @@ var registrarKeys = []key{
 		"requests in handlers at once, all identities together, once more than one identity is calling; each identity is guaranteed its share", between(MaxConnsLimit, ruleZeroInFlight)),
 	u32Key("registrar", "wait_timeout_ms", "u32", func(c *Config) *uint32 { return &c.Registrar.WaitTimeoutMS }, 2000, live,
 		"milliseconds a request may wait for its turn before it is answered RegistrarBusy", between(MaxTimeoutMS, ruleZeroWait)),
+	u32Key("registrar", "refusal_pace_ms", "u32", func(c *Config) *uint32 { return &c.Registrar.RefusalPaceMS }, 25, live,
+		"milliseconds a refusal the limiter decided is held before its answer while another identity is calling; 0 answers at once", atMost32(MaxRefusalPaceMS)),
 	stringKey("registrar", "backend", "string", func(c *Config) *string { return &c.Registrar.Backend }, BackendEmbedded, restart,
 		"where bindings and identities live: embedded or openbao", checkBackend),
 	// Live: the daemon's handler level is a slog.LevelVar, set in place.

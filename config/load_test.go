@@ -151,6 +151,7 @@ func TestFullFixtureSetsEveryKey(t *testing.T) {
 			MaxInFlightPerIdentity: 32,
 			SharedInFlight:         4,
 			WaitTimeoutMS:          1000,
+			RefusalPaceMS:          40,
 			Backend:                BackendOpenBao,
 			LogLevel:               slog.LevelDebug,
 		},

@@ -34,6 +34,10 @@ const (
 	MaxConnsLimit = 65536
 	// MaxTimeoutMS is the largest accepted transport timeout (10 minutes).
 	MaxTimeoutMS = 600000
+	// MaxRefusalPaceMS is the longest accepted registrar.refusal_pace_ms:
+	// the least retry_after (1 s), so a paced refusal is never answered
+	// after the time it tells its caller to wait (server.MaxRefusalPace).
+	MaxRefusalPaceMS = 1000
 )
 
 // maxU64 is the bound of a u64 key without a range of its own.

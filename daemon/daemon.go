@@ -308,6 +308,7 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 		MaxInFlightPerIdentity: int(r.MaxInFlightPerIdentity),
 		SharedInFlight:         int(r.SharedInFlight),
 		WaitTimeout:            ms(r.WaitTimeoutMS),
+		RefusalPace:            ms(r.RefusalPaceMS),
 		Backup:                 backupOf(d.backend),
 		Limits:                 d.limitsShow,
 		LimitsReset:            d.limitsReset,

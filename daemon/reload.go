@@ -282,6 +282,7 @@ func (d *Daemon) apply(next config.Config) error {
 		MaxInFlightPerIdentity: int(r.MaxInFlightPerIdentity),
 		SharedInFlight:         int(r.SharedInFlight),
 		WaitTimeout:            time.Duration(r.WaitTimeoutMS) * time.Millisecond,
+		RefusalPace:            time.Duration(r.RefusalPaceMS) * time.Millisecond,
 	}); err != nil {
 		return err
 	}

@@ -66,6 +66,9 @@ type fairGate struct {
 	serial uint64
 	// calling is len(flows): identities seated, waiting or lingering.
 	calling int
+	// callingNow mirrors calling for readers outside the mutex (a
+	// refusal's pace, turn.go): written under g.mu, read without it.
+	callingNow atomic.Int32
 	// ring is the flows with a request waiting, least recently served
 	// first.
 	ring flowList
@@ -181,6 +184,7 @@ func (g *fairGate) arrive(f *flow, id string, kind ListenerKind) (*flow, *waiter
 			f = &flow{id: id}
 			g.flows[id] = f
 			g.calling++
+			g.callingNow.Store(int32(g.calling))
 		}
 	}
 	if f.lingers {
@@ -274,6 +278,7 @@ func (g *fairGate) expireLocked(now time.Time) bool {
 		f.gone = true
 		delete(g.flows, f.id)
 		g.calling--
+		g.callingNow.Store(int32(g.calling))
 		ended = true
 	}
 	return ended
@@ -309,6 +314,11 @@ func (g *fairGate) dispatchLocked() {
 		}
 	}
 }
+
+// contended reports whether more than one identity is calling (seated,
+// waiting or lingering), as of the gate's last arrival. Safe for
+// concurrent use without g.mu.
+func (g *fairGate) contended() bool { return g.callingNow.Load() > 1 }
 
 // seatedBy returns the requests seated on listeners of kind.
 func (g *fairGate) seatedBy(kind ListenerKind) int64 { return g.byKind[kind].Load() }

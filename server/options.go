@@ -42,6 +42,10 @@ const (
 	DefaultSharedInFlight = 8
 	// DefaultWaitTimeout bounds a request's wait for its turn.
 	DefaultWaitTimeout = 2 * time.Second
+	// MaxRefusalPace is the longest a limiter's refusal may be held: the
+	// least retry_after the protocol gives (1 s), so a paced answer never
+	// arrives after the time it tells its caller to wait.
+	MaxRefusalPace = time.Second
 )
 
 // Options configure a Server. Verbs and Health are required; a zero limit
@@ -136,6 +140,16 @@ type Options struct {
 	// (Stats.WaitTimeouts). SetFairness changes the three while serving.
 	MaxInFlightPerIdentity, SharedInFlight int
 	WaitTimeout                            time.Duration
+	// RefusalPace holds each answer the limiter decided (RegistrarBusy
+	// from the admission throttle, a refusal past its bucket: the answers
+	// a flood gets) for this long before it is written, keeping its seat,
+	// while another identity is calling (refusal.go). A flood then takes
+	// at most SharedInFlight seats for RefusalPace per answer, and the
+	// cores its answers would have taken, from the identities it shares
+	// the daemon with. Zero (the default here; the daemon's key is 25 ms)
+	// answers at once; at most MaxRefusalPace. SetFairness changes it
+	// while serving.
+	RefusalPace time.Duration
 	// Observer is told how long each seated request waited for its turn
 	// (the registrar_request_wait_seconds histogram); nil tells nobody.
 	Observer Observer
@@ -174,10 +188,13 @@ func (o Options) check() error {
 		name string
 		d    time.Duration
 	}{{"ReadHeaderTimeout", o.ReadHeaderTimeout}, {"ReadBodyTimeout", o.ReadBodyTimeout}, {"ReadTimeout", o.ReadTimeout}, {"WriteTimeout", o.WriteTimeout}, {"IdleTimeout", o.IdleTimeout},
-		{"TLSHandshakeTimeout", o.TLSHandshakeTimeout}, {"RejectionLogInterval", o.RejectionLogInterval}, {"WaitTimeout", o.WaitTimeout}} {
+		{"TLSHandshakeTimeout", o.TLSHandshakeTimeout}, {"RejectionLogInterval", o.RejectionLogInterval}, {"WaitTimeout", o.WaitTimeout}, {"RefusalPace", o.RefusalPace}} {
 		if t.d < 0 {
 			errs = append(errs, fmt.Errorf("wire: NewServer: %s %v is negative", t.name, t.d))
 		}
+	}
+	if o.RefusalPace > MaxRefusalPace {
+		errs = append(errs, fmt.Errorf("wire: NewServer: RefusalPace %v is above %v, the least retry_after", o.RefusalPace, MaxRefusalPace))
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

@@ -119,6 +119,9 @@ type Stats struct {
 	// WaitTimeouts counts the requests that waited for their turn past
 	// the wait timeout and were answered RegistrarBusy, since start.
 	WaitTimeouts [NumListenerKinds]uint64
+	// RefusalsPaced counts the limiter's refusals held for the refusal
+	// pace before they were answered (Options.RefusalPace), since start.
+	RefusalsPaced [NumListenerKinds]uint64
 }
 
 // wireStats is the Server's live accounting.
@@ -128,6 +131,8 @@ type wireStats struct {
 	rejected    [NumListenerKinds][NumReasons]atomic.Uint64
 	// waitTimeouts: Stats.WaitTimeouts (turn.go).
 	waitTimeouts [NumListenerKinds]atomic.Uint64
+	// refusalsPaced: Stats.RefusalsPaced (refusal.go).
+	refusalsPaced [NumListenerKinds]atomic.Uint64
 }
 
 // Stats returns the current connection accounting. Safe for concurrent
@@ -139,6 +144,7 @@ func (s *Server) Stats() Stats {
 		st.Handshaking[k] = s.stats.handshaking[k].Load()
 		st.InFlight[k] = s.gate.seatedBy(k)
 		st.WaitTimeouts[k] = s.stats.waitTimeouts[k].Load()
+		st.RefusalsPaced[k] = s.stats.refusalsPaced[k].Load()
 		for r := range NumReasons {
 			st.Rejected[k][r] = s.stats.rejected[k][r].Load()
 		}

@@ -85,6 +85,9 @@ type Server struct {
 	// waitTimeout is the wait timeout in force, in nanoseconds
 	// (Options.WaitTimeout, then SetFairness).
 	waitTimeout atomic.Int64
+	// refusalPace is the refusal pace in force, in nanoseconds
+	// (Options.RefusalPace, then SetFairness).
+	refusalPace atomic.Int64
 }
 
 // New returns a server; call Serve for each listener.
@@ -108,6 +111,7 @@ func New(o Options) (*Server, error) {
 	}
 	s.bodyTimeout.Store(int64(o.ReadBodyTimeout))
 	s.waitTimeout.Store(int64(o.WaitTimeout))
+	s.refusalPace.Store(int64(o.RefusalPace))
 	s.gate = newFairGate(fairLimits{perIdentity: o.MaxInFlightPerIdentity, shared: o.SharedInFlight}, nil)
 	s.fair = !o.DisableFairDispatch
 	s.observer = o.Observer

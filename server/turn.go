@@ -196,18 +196,22 @@ func (s *Server) busy(w http.ResponseWriter, _ *http.Request) {
 }
 
 // Fairness is the fair dispatch's settings: Options'
-// MaxInFlightPerIdentity, SharedInFlight and WaitTimeout. A plain value.
+// MaxInFlightPerIdentity, SharedInFlight, WaitTimeout and RefusalPace. A
+// plain value.
 type Fairness struct {
 	MaxInFlightPerIdentity int
 	SharedInFlight         int
 	WaitTimeout            time.Duration
+	RefusalPace            time.Duration
 }
 
 // SetFairness puts new fair-dispatch settings in force (a live reload):
 // the caps apply from the next seat handed out (raised caps seat the
 // requests waiting at once), the wait timeout to the requests that start
-// waiting from now on. A zero value means its default; a negative one is
-// refused, and nothing changes. Safe for concurrent use.
+// waiting from now on, the refusal pace to the refusals answered from now
+// on. A zero cap or wait timeout means its default, a zero pace none; a
+// negative value, or a pace above MaxRefusalPace, is refused, and nothing
+// changes. Safe for concurrent use.
 func (s *Server) SetFairness(f Fairness) error {
 	switch {
 	case f.MaxInFlightPerIdentity < 0:
@@ -216,8 +220,13 @@ func (s *Server) SetFairness(f Fairness) error {
 		return fmt.Errorf("wire: SetFairness: SharedInFlight %d is negative", f.SharedInFlight)
 	case f.WaitTimeout < 0:
 		return fmt.Errorf("wire: SetFairness: WaitTimeout %v is negative", f.WaitTimeout)
+	case f.RefusalPace < 0:
+		return fmt.Errorf("wire: SetFairness: RefusalPace %v is negative", f.RefusalPace)
+	case f.RefusalPace > MaxRefusalPace:
+		return fmt.Errorf("wire: SetFairness: RefusalPace %v is above %v, the least retry_after", f.RefusalPace, MaxRefusalPace)
 	}
 	s.waitTimeout.Store(int64(orDefault(f.WaitTimeout, DefaultWaitTimeout)))
+	s.refusalPace.Store(int64(f.RefusalPace))
 	s.gate.setLimits(fairLimits{
 		perIdentity: orDefault(f.MaxInFlightPerIdentity, DefaultMaxInFlightPerIdentity),
 		shared:      orDefault(f.SharedInFlight, DefaultSharedInFlight),
@@ -229,7 +238,8 @@ func (s *Server) SetFairness(f Fairness) error {
 // concurrent use.
 func (s *Server) Fairness() Fairness {
 	l := s.gate.currentLimits()
-	return Fairness{MaxInFlightPerIdentity: l.perIdentity, SharedInFlight: l.shared, WaitTimeout: s.WaitTimeout()}
+	return Fairness{MaxInFlightPerIdentity: l.perIdentity, SharedInFlight: l.shared, WaitTimeout: s.WaitTimeout(),
+		RefusalPace: time.Duration(s.refusalPace.Load())}
 }
 
 // WaitTimeout returns the wait timeout in force. Safe for concurrent use.

@@ -422,7 +422,7 @@ func TestRaisingTheCapWhileServingSeatsTheWaitingRequest(t *testing.T) {
 				t.Errorf("status %d, want 200", got)
 			}
 		}
-		if got, want := s.Fairness(), (Fairness{2, DefaultSharedInFlight, DefaultWaitTimeout}); got != want {
+		if got, want := s.Fairness(), (Fairness{2, DefaultSharedInFlight, DefaultWaitTimeout, 0}); got != want {
 			t.Errorf("settings after SetFairness got %+v, want %+v (a zero value is its default)", got, want)
 		}
 		shutdown(t, s, served)
@@ -430,31 +430,31 @@ func TestRaisingTheCapWhileServingSeatsTheWaitingRequest(t *testing.T) {
 }
 
 func TestNegativeFairnessSettingsAreRefused(t *testing.T) {
-	for _, o := range []Options{{MaxInFlightPerIdentity: -1}, {SharedInFlight: -1}, {WaitTimeout: -1}} {
+	for _, o := range []Options{{MaxInFlightPerIdentity: -1}, {SharedInFlight: -1}, {WaitTimeout: -1}, {RefusalPace: -1}, {RefusalPace: MaxRefusalPace + 1}} {
 		o.Verbs, o.Health = stubVerbs{}, newTestHolder(t)
 		if _, err := New(o); err == nil {
-			t.Errorf("New(%+v) accepted a negative setting", o)
+			t.Errorf("New(%+v) accepted a negative setting or a pace above the least retry_after", o)
 		}
 	}
-	s, err := New(Options{Verbs: stubVerbs{}, Health: newTestHolder(t), WaitTimeout: time.Second})
+	s, err := New(Options{Verbs: stubVerbs{}, Health: newTestHolder(t), WaitTimeout: time.Second, RefusalPace: MaxRefusalPace})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []Fairness{{MaxInFlightPerIdentity: -1}, {SharedInFlight: -1}, {WaitTimeout: -1}} {
+	for _, f := range []Fairness{{MaxInFlightPerIdentity: -1}, {SharedInFlight: -1}, {WaitTimeout: -1}, {RefusalPace: -1}, {RefusalPace: MaxRefusalPace + 1}} {
 		if err := s.SetFairness(f); err == nil {
-			t.Errorf("SetFairness(%+v) accepted a negative setting", f)
+			t.Errorf("SetFairness(%+v) accepted a negative setting or a pace above the least retry_after", f)
 		}
 	}
-	if got, want := s.Fairness(), (Fairness{DefaultMaxInFlightPerIdentity, DefaultSharedInFlight, time.Second}); got != want {
+	if got, want := s.Fairness(), (Fairness{DefaultMaxInFlightPerIdentity, DefaultSharedInFlight, time.Second, MaxRefusalPace}); got != want {
 		t.Errorf("settings after refused changes got %+v, want %+v unchanged", got, want)
 	}
 	// A zero is the default, never a refusal: a reload that drops a key
-	// puts its default back.
-	for _, f := range []Fairness{{SharedInFlight: 3, WaitTimeout: time.Second}, {MaxInFlightPerIdentity: 5, WaitTimeout: time.Second}, {MaxInFlightPerIdentity: 5, SharedInFlight: 3}} {
+	// puts its default back. A zero pace is none, and is kept.
+	for _, f := range []Fairness{{SharedInFlight: 3, WaitTimeout: time.Second, RefusalPace: time.Millisecond}, {MaxInFlightPerIdentity: 5, WaitTimeout: time.Second}, {MaxInFlightPerIdentity: 5, SharedInFlight: 3, RefusalPace: MaxRefusalPace}} {
 		if err := s.SetFairness(f); err != nil {
 			t.Fatalf("SetFairness(%+v): %v, want a zero taken as its default", f, err)
 		}
-		want := Fairness{orDefault(f.MaxInFlightPerIdentity, DefaultMaxInFlightPerIdentity), orDefault(f.SharedInFlight, DefaultSharedInFlight), orDefault(f.WaitTimeout, DefaultWaitTimeout)}
+		want := Fairness{orDefault(f.MaxInFlightPerIdentity, DefaultMaxInFlightPerIdentity), orDefault(f.SharedInFlight, DefaultSharedInFlight), orDefault(f.WaitTimeout, DefaultWaitTimeout), f.RefusalPace}
 		if got := s.Fairness(); got != want {
 			t.Errorf("after SetFairness(%+v) got %+v, want %+v", f, got, want)
 		}

@@ -22,6 +22,8 @@ const (
 	WireRequestWaitTimeouts = "registrar.request.wait_timeouts"
 	// registrar_request_wait_seconds{listener} (histogram)
 	WireRequestWait = "registrar.request.wait"
+	// registrar_refusals_paced_total{listener}
+	WireRefusalsPaced = "registrar.refusals.paced"
 )
 
 // requestWaitBuckets are in seconds: most requests are seated at once (a
@@ -51,7 +53,10 @@ const (
 //     requests holding a seat of the fair gate now (server.Stats.InFlight);
 //   - registrar.request.wait_timeouts{listener} (counter, {request}): the
 //     requests that waited for their turn past the wait timeout and were
-//     answered RegistrarBusy (server.Stats.WaitTimeouts).
+//     answered RegistrarBusy (server.Stats.WaitTimeouts);
+//   - registrar.refusals.paced{listener} (counter, {refusal}): the
+//     limiter's refusals held for registrar.refusal_pace_ms while another
+//     identity was calling (server.Stats.RefusalsPaced).
 //
 // Every (listener, reason) series exists from the start at zero, so an
 // alert on the first increase fires. stats must be safe to call from the
@@ -72,6 +77,9 @@ func RegisterWire(mp metric.MeterProvider, stats func() server.Stats) error {
 		"Requests holding a seat of the fair dispatch now, by listener: from their first bytes to their answer flushed.")
 	waitTimeouts := r.counter(WireRequestWaitTimeouts, "{request}",
 		"Requests that waited for their turn past registrar.wait_timeout_ms and were answered RegistrarBusy without reaching a verb, by listener.")
+	paced := r.counter(WireRefusalsPaced, "{refusal}",
+		"Refusals the limiter decided (throttled, or refused past the refusal bucket) held for registrar.refusal_pace_ms before their answer, "+
+			"because another identity was calling, by listener.")
 	var byListener [server.NumListenerKinds][]metric.ObserveOption
 	var byReason [server.NumListenerKinds][server.NumReasons][]metric.ObserveOption
 	for k := range server.NumListenerKinds {
@@ -87,6 +95,7 @@ func RegisterWire(mp metric.MeterProvider, stats func() server.Stats) error {
 			o.ObserveInt64(conns, s.Connections[k], byListener[k]...)
 			o.ObserveInt64(inFlight, s.InFlight[k], byListener[k]...)
 			o.ObserveInt64(waitTimeouts, toInt64(s.WaitTimeouts[k]), byListener[k]...)
+			o.ObserveInt64(paced, toInt64(s.RefusalsPaced[k]), byListener[k]...)
 			for r := range server.NumReasons {
 				o.ObserveInt64(rejected, toInt64(s.Rejected[k][r]), byReason[k][r]...)
 			}

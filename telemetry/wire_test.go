@@ -74,13 +74,14 @@ func TestWireRejectionsNameTheBodyTimeoutAndPartialEvictions(t *testing.T) {
 	}
 }
 
-// The fair dispatch's gauge and counter have a series per listener from
+// The fair dispatch's gauge and counters have a series per listener from
 // the start, at the server's figures.
 func TestWireReportsTheRequestsInFlightAndTheWaitTimeouts(t *testing.T) {
 	reader, mp := newReader(t)
 	var st server.Stats
 	st.InFlight[server.ListenerTLS] = 5
 	st.WaitTimeouts[server.ListenerUnix] = 2
+	st.RefusalsPaced[server.ListenerTLS] = 7
 	if err := telemetry.RegisterWire(mp, func() server.Stats { return st }); err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +98,12 @@ func TestWireReportsTheRequestsInFlightAndTheWaitTimeouts(t *testing.T) {
 	}
 	if want := map[string]int64{"listener=unix": 2, "listener=tls": 0}; !maps.Equal(timeouts, want) {
 		t.Errorf("wait timeouts got %v, want %v", timeouts, want)
+	}
+	if sum, ok := got[telemetry.WireRefusalsPaced].Data.(metricdata.Sum[int64]); !ok || !sum.IsMonotonic {
+		t.Errorf("%s is not monotonic", telemetry.WireRefusalsPaced)
+	}
+	if paced, want := points(t, got[telemetry.WireRefusalsPaced]), map[string]int64{"listener=unix": 0, "listener=tls": 7}; !maps.Equal(paced, want) {
+		t.Errorf("refusals paced got %v, want %v", paced, want)
 	}
 }
 
