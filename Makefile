@@ -102,6 +102,31 @@ bench-smoke: ## run every benchmark once so none rots
 bench: ## every benchmark of both modules in interleaved passes, with benchstat's peer comparisons (BENCH_PASSES, BENCH, BENCHTIME)
 	GO=$(GO) bench/interleaved.sh
 
+# make fairness: issue 39's acceptance run. BenchmarkFairness runs the
+# daemon and each flooder as processes of their own (the test binary re-run)
+# and reports medians over FAIRNESS_ROUNDS interleaved rounds of
+# FAIRNESS_MINTS serial mints per pass; the flood against the no-op floor
+# (BenchmarkFlood's paired sub-benchmarks at c=16 and c=64) follows, its
+# ratios summed up by bench/floor_ratios.awk. FAIRNESS_DIR puts the daemons'
+# state elsewhere (/dev/shm: no fsync in the figures); FAIRNESS_NICE runs the
+# flooders at that nice level; FAIRNESS_CONFIG_EXTRA adds [registrar] keys.
+FAIRNESS_ROUNDS ?= 5
+FAIRNESS_MINTS  ?= 300
+FAIRNESS_FLOOD_PASSES ?= 5
+FAIRNESS_OUT    ?= var/fairness
+
+.PHONY: fairness
+fairness: ## the fair-dispatch acceptance run: an innocent's mints alone and during floods, with and without fair dispatch; a wave with and without it; the flood against the floor (FAIRNESS_ROUNDS, FAIRNESS_MINTS, FAIRNESS_FLOOD_PASSES)
+	@mkdir -p $(FAIRNESS_OUT)
+	$(GO) test -c -o $(FAIRNESS_OUT)/daemon.test ./daemon
+	cd daemon && FAIRNESS_ROUNDS=$(FAIRNESS_ROUNDS) FAIRNESS_MINTS=$(FAIRNESS_MINTS) \
+	  ../$(FAIRNESS_OUT)/daemon.test -test.run='^$$' -test.bench='^BenchmarkFairness$$' -test.benchtime=1x -test.timeout=2h \
+	  2>&1 | tee ../$(FAIRNESS_OUT)/fairness.txt
+	cd daemon && for i in $$(seq $(FAIRNESS_FLOOD_PASSES)); do \
+	  ../$(FAIRNESS_OUT)/daemon.test -test.run='^$$' -test.bench='^BenchmarkFlood$$/./c=(16|64)/server=paired' -test.benchtime=40000x -test.benchmem; \
+	done 2>&1 | tee ../$(FAIRNESS_OUT)/flood.txt
+	awk -f bench/floor_ratios.awk $(FAIRNESS_OUT)/flood.txt
+
 .PHONY: fuzz-smoke
 fuzz-smoke: ## run each fuzz target for FUZZTIME (default 10s)
 	@set -e; for pkg in $$($(GO) list ./...); do \

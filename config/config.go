@@ -131,6 +131,32 @@ type Registrar struct {
 	// connection may wait for its next request. Default 15000, 1 to
 	// MaxTimeoutMS.
 	IdleTimeoutMS uint32
+	// MaxInFlightPerIdentity caps one caller identity's requests in
+	// handlers at once, over every listener: all it may have when it is
+	// the only identity calling. Default 64 (a control plane's wave at
+	// concurrency 64 runs as without the cap), 1 to MaxConnsLimit; live on
+	// reload.
+	MaxInFlightPerIdentity uint32
+	// SharedInFlight is the requests in handlers at once, all identities
+	// together, once more than one identity is calling: each identity is
+	// guaranteed SharedInFlight divided by the number calling (at least
+	// one), and a request beyond that starts only while fewer than
+	// SharedInFlight are in handlers. Default 8, 1 to MaxConnsLimit; live
+	// on reload.
+	SharedInFlight uint32
+	// WaitTimeoutMS bounds, in milliseconds, how long a request may wait
+	// for its turn (read no further than its first read, unparsed); past it the
+	// request is answered
+	// RegistrarBusy with retry_after 1. Default 2000, 1 to MaxTimeoutMS;
+	// live on reload.
+	WaitTimeoutMS uint32
+	// RefusalPaceMS holds, in milliseconds, each answer the limiter
+	// decided (throttled, or refused past the refusal bucket) before it is
+	// written, while another identity is calling, so a flood's cheap
+	// refusals leave the cores to the identities it shares the daemon
+	// with. Default 25, 0 (answered at once) to 1000 (the least
+	// retry_after); live on reload.
+	RefusalPaceMS uint32
 	// Backend selects where bindings and identities live: "embedded" (the
 	// default; a bbolt file in StateDir) or "openbao" (the [openbao] table's
 	// server).

@@ -87,6 +87,17 @@ var registrarKeys = []key{
 		"milliseconds a connection may take to send a request's body, from the end of its headers", between(MaxTimeoutMS, ruleZeroBodyTimeout)),
 	u32Key("registrar", "idle_timeout_ms", "u32", func(c *Config) *uint32 { return &c.Registrar.IdleTimeoutMS }, 15000, restart,
 		"milliseconds a keep-alive connection may wait for its next request", between(MaxTimeoutMS, ruleZeroTimeout)),
+	// Live, the three of fair dispatch: the server's gate reads them as it
+	// hands out each seat (server.Server.SetFairness), so an operator can
+	// retune them during the flood that shows they need it.
+	u32Key("registrar", "max_in_flight_per_identity", "u32", func(c *Config) *uint32 { return &c.Registrar.MaxInFlightPerIdentity }, 64, live,
+		"requests of one caller identity in handlers at once, over every listener, when it is the only identity calling", between(MaxConnsLimit, ruleZeroInFlight)),
+	u32Key("registrar", "shared_in_flight", "u32", func(c *Config) *uint32 { return &c.Registrar.SharedInFlight }, 8, live,
+		"requests in handlers at once, all identities together, once more than one identity is calling; each identity is guaranteed its share", between(MaxConnsLimit, ruleZeroInFlight)),
+	u32Key("registrar", "wait_timeout_ms", "u32", func(c *Config) *uint32 { return &c.Registrar.WaitTimeoutMS }, 2000, live,
+		"milliseconds a request may wait for its turn before it is answered RegistrarBusy", between(MaxTimeoutMS, ruleZeroWait)),
+	u32Key("registrar", "refusal_pace_ms", "u32", func(c *Config) *uint32 { return &c.Registrar.RefusalPaceMS }, 25, live,
+		"milliseconds a refusal the limiter decided is held before its answer while another identity is calling; 0 answers at once", atMost32(MaxRefusalPaceMS)),
 	stringKey("registrar", "backend", "string", func(c *Config) *string { return &c.Registrar.Backend }, BackendEmbedded, restart,
 		"where bindings and identities live: embedded or openbao", checkBackend),
 	// Live: the daemon's handler level is a slog.LevelVar, set in place.

@@ -177,10 +177,10 @@ func docType(lang, typ string) string {
 
 func TestKeysListsEveryKnownKey(t *testing.T) {
 	keys := Keys()
-	if len(keys) != 67 {
-		t.Fatalf("Keys() has %d keys, want the 33 [registrar] keys, the 12 of a caller policy and the 4 of its shadow, and the 7 [telemetry] and 11 [openbao] keys: %v", len(keys), keys)
+	if len(keys) != 71 {
+		t.Fatalf("Keys() has %d keys, want the 37 [registrar] keys, the 12 of a caller policy and the 4 of its shadow, and the 7 [telemetry] and 11 [openbao] keys: %v", len(keys), keys)
 	}
-	for _, want := range []string{"registrar.rate_limit_admission_burst", "registrar.callers.<name>.identities", "registrar.callers.<name>.scope_hosts", "registrar.callers.<name>.max_registrations", "registrar.components.<name>.max_instances_per_host", "registrar.callers.<name>.shadow.rate_limit_predecision_refusal_refill_interval_ms", "registrar.idle_timeout_ms", "registrar.max_conns_per_identity", "registrar.components.<name>.multiplicity", "telemetry.trace_sample_per_million", "registrar.backend", "registrar.log_level", "registrar.subuid_file", "registrar.read_body_timeout_ms", "openbao.secret_id_num_uses"} {
+	for _, want := range []string{"registrar.rate_limit_admission_burst", "registrar.callers.<name>.identities", "registrar.callers.<name>.scope_hosts", "registrar.callers.<name>.max_registrations", "registrar.components.<name>.max_instances_per_host", "registrar.callers.<name>.shadow.rate_limit_predecision_refusal_refill_interval_ms", "registrar.idle_timeout_ms", "registrar.max_conns_per_identity", "registrar.components.<name>.multiplicity", "telemetry.trace_sample_per_million", "registrar.backend", "registrar.log_level", "registrar.subuid_file", "registrar.read_body_timeout_ms", "registrar.max_in_flight_per_identity", "registrar.shared_in_flight", "registrar.wait_timeout_ms", "registrar.refusal_pace_ms", "openbao.secret_id_num_uses"} {
 		if !slices.Contains(keys, want) {
 			t.Errorf("Keys() lacks %s", want)
 		}

@@ -66,3 +66,27 @@ func TestTheBodyTimeoutReloadsLive(t *testing.T) {
 		t.Fatalf("registrar.read_header_timeout_ms is %q, want restart", ReloadClass("registrar.read_header_timeout_ms"))
 	}
 }
+
+// The four keys of fair dispatch change live (the server's gate reads them
+// as it hands out each seat): a reload that changes them restarts nothing.
+func TestTheFairDispatchKeysReloadLive(t *testing.T) {
+	old := Default()
+	new := old.Clone()
+	new.Registrar.MaxInFlightPerIdentity = 32
+	new.Registrar.SharedInFlight = 4
+	new.Registrar.WaitTimeoutMS = 500
+	new.Registrar.RefusalPaceMS = 0
+	got := Diff(old, new)
+	want := []Change{
+		{Key: "registrar.max_in_flight_per_identity", Old: "64", New: "32", Live: true},
+		{Key: "registrar.shared_in_flight", Old: "8", New: "4", Live: true},
+		{Key: "registrar.wait_timeout_ms", Old: "2000", New: "500", Live: true},
+		{Key: "registrar.refusal_pace_ms", Old: "25", New: "0", Live: true},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Diff = %+v, want %+v", got, want)
+	}
+	if r := RestartOnlyChanges(got); len(r) != 0 {
+		t.Fatalf("RestartOnlyChanges = %v, want none", r)
+	}
+}

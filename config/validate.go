@@ -34,6 +34,10 @@ const (
 	MaxConnsLimit = 65536
 	// MaxTimeoutMS is the largest accepted transport timeout (10 minutes).
 	MaxTimeoutMS = 600000
+	// MaxRefusalPaceMS is the longest accepted registrar.refusal_pace_ms:
+	// the least retry_after (1 s), so a paced refusal is never answered
+	// after the time it tells its caller to wait (server.MaxRefusalPace).
+	MaxRefusalPaceMS = 1000
 )
 
 // maxU64 is the bound of a u64 key without a range of its own.
@@ -53,6 +57,8 @@ const (
 	ruleZeroTimeout = "must be greater than 0; a zero timeout closes every connection at once"
 	// ruleZeroBodyTimeout: a request with a body is every verb call.
 	ruleZeroBodyTimeout = "must be greater than 0; a zero timeout closes every connection that sends a request body, so no mint or deregister is ever answered"
+	ruleZeroInFlight    = "must be greater than 0; a zero cap lets no request run"
+	ruleZeroWait        = "must be greater than 0; a zero wait answers RegistrarBusy to every request that cannot start at once"
 
 	ruleMultiplicity = `must be one of "one-per-deployment", "one-per-host", "many-per-host"`
 )

@@ -288,22 +288,32 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 		return nil, fmt.Errorf("daemon: telemetry: %w", err)
 	}
 	ms := func(v uint32) time.Duration { return time.Duration(v) * time.Millisecond }
+	wireObs, err := telemetry.NewWireObserver(mp)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: telemetry: %w", err)
+	}
 	d.server, err = server.New(server.Options{
-		Verbs:                d.verbs,
-		Health:               d.health,
-		Reload:               d.reloadForWire,
-		Logger:               logger.With("component", "wire"),
-		UnixMaxConns:         int(r.UnixMaxConns),
-		TLSMaxConns:          int(r.TLSMaxConns),
-		TLSHandshakeMaxConns: int(r.TLSHandshakeMaxConns),
-		TLSHandshakeTimeout:  ms(r.TLSHandshakeTimeoutMS),
-		MaxConnsPerIdentity:  int(r.MaxConnsPerIdentity),
-		ReadHeaderTimeout:    ms(r.ReadHeaderTimeoutMS),
-		ReadBodyTimeout:      ms(r.ReadBodyTimeoutMS),
-		IdleTimeout:          ms(r.IdleTimeoutMS),
-		Backup:               backupOf(d.backend),
-		Limits:               d.limitsShow,
-		LimitsReset:          d.limitsReset,
+		Verbs:                  d.verbs,
+		Health:                 d.health,
+		Reload:                 d.reloadForWire,
+		Logger:                 logger.With("component", "wire"),
+		UnixMaxConns:           int(r.UnixMaxConns),
+		TLSMaxConns:            int(r.TLSMaxConns),
+		TLSHandshakeMaxConns:   int(r.TLSHandshakeMaxConns),
+		TLSHandshakeTimeout:    ms(r.TLSHandshakeTimeoutMS),
+		MaxConnsPerIdentity:    int(r.MaxConnsPerIdentity),
+		ReadHeaderTimeout:      ms(r.ReadHeaderTimeoutMS),
+		ReadBodyTimeout:        ms(r.ReadBodyTimeoutMS),
+		IdleTimeout:            ms(r.IdleTimeoutMS),
+		MaxInFlightPerIdentity: int(r.MaxInFlightPerIdentity),
+		SharedInFlight:         int(r.SharedInFlight),
+		WaitTimeout:            ms(r.WaitTimeoutMS),
+		RefusalPace:            ms(r.RefusalPaceMS),
+		Backup:                 backupOf(d.backend),
+		Limits:                 d.limitsShow,
+		LimitsReset:            d.limitsReset,
+		Observer:               wireObs,
+		DisableFairDispatch:    d.seams.unfair,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("daemon: wire server: %w", err)

@@ -278,6 +278,14 @@ func (d *Daemon) apply(next config.Config) error {
 	if err := d.server.SetReadBodyTimeout(time.Duration(r.ReadBodyTimeoutMS) * time.Millisecond); err != nil {
 		return err
 	}
+	if err := d.server.SetFairness(server.Fairness{
+		MaxInFlightPerIdentity: int(r.MaxInFlightPerIdentity),
+		SharedInFlight:         int(r.SharedInFlight),
+		WaitTimeout:            time.Duration(r.WaitTimeoutMS) * time.Millisecond,
+		RefusalPace:            time.Duration(r.RefusalPaceMS) * time.Millisecond,
+	}); err != nil {
+		return err
+	}
 	if err := d.verbs.SetComponents(r.Components); err != nil {
 		return err
 	}

@@ -41,6 +41,10 @@ type seams struct {
 	exit func(code int)
 	// stacks is where SIGABRT's goroutine dump goes; nil means os.Stderr.
 	stacks io.Writer
+	// unfair serves every request at once, without the wire server's fair
+	// dispatch (server.Options.DisableFairDispatch): the peer the fairness
+	// benchmark measures the daemon against.
+	unfair bool
 }
 
 // withDefaults returns s with the process's own for every seam left nil.

@@ -57,6 +57,7 @@ var wantAlerts = map[string]string{
 	"RegistrarAuditFileReopened":         "warning",
 	"RegistrarAuditSealStalled":          "warning",
 	"RegistrarWireRejectionsHigh":        "warning",
+	"RegistrarRequestWaitHigh":           "warning",
 	"RegistrarBackendErrors":             "critical",
 	"RegistrarBackendSlow":               "warning",
 	"RegistrarOpenBaoTokenExpiring":      "critical",

@@ -18,6 +18,9 @@ type frontListener struct {
 	identify func(net.Conn) connIdentity
 	// prepare adds the limiter's Caller to an identity.
 	prepare func(connIdentity) connIdentity
+	// turns takes the turns of the connections' requests (turn.go); nil
+	// without fair dispatch.
+	turns *Server
 	// handshakeTimeout bounds a TLS handshake.
 	handshakeTimeout time.Duration
 	ready            chan net.Conn
@@ -92,7 +95,7 @@ func (f *frontListener) acceptLoop() {
 			return
 		}
 		delay = 0
-		c := &trackedConn{Conn: raw, set: f.set}
+		c := &trackedConn{Conn: raw, set: f.set, srv: f.turns, gone: make(chan struct{})}
 		if f.set.kind == ListenerTLS {
 			c.remote = raw.RemoteAddr().String()
 			f.set.startHandshake(c)

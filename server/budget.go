@@ -90,13 +90,35 @@ type trackedConn struct {
 	// connSet.clock), not a time. Only the order matters (the oldest idle
 	// connection gives way first), and reading the clock on every request
 	// cost two clock reads, a tenth of a microsecond on a virtual machine.
-	since    uint64
-	evicted  bool // closed by the budget, or by drain at the shutdown's grace end
+	since   uint64
+	evicted bool // closed by the budget, or by drain at the shutdown's grace end
+	// srv takes the turns of the connection's requests (turn.go); nil
+	// without fair dispatch.
+	srv *Server
+	// turn is the current request's turn state (turnNone … turnDone).
+	turn atomic.Uint32
+	// gone is closed when the connection is closed (by its budget, or by
+	// anyone through Close), so that a request waiting for its turn leaves
+	// the queue; nil for a connection that never serves (tests).
+	gone     chan struct{}
+	goneOnce sync.Once
+	// flow is the connection's identity in the fair gate, cached; written
+	// by the connection's serving goroutine before turn is set seated.
+	flow     *flow
 	admitted bool // counted in set.conns
 	inHS     bool // counted in set.handshaking
 }
 
+// Read reads from the connection. The first read of a new request takes
+// its turn (turn.go) before it returns.
 func (c *trackedConn) Read(p []byte) (int, error) {
+	if c.srv != nil && len(p) > 0 && c.awaiting.Load() && c.turn.Load() == turnNone {
+		return c.readFirst(p)
+	}
+	return c.readConn(p)
+}
+
+func (c *trackedConn) readConn(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	c.read.Add(int64(n))
 	if err != nil && c.awaiting.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
@@ -247,7 +269,7 @@ func (cs *connSet) admit(c *trackedConn) (bool, Reason) {
 			evicted = ReasonPartialEvicted
 		}
 		cs.releaseLocked(victim)
-		victim.evicted = true
+		victim.evictLocked()
 		// A connection still flushing its answer is closed once it is idle
 		// (idle), never in the middle of the answer, and given
 		// evictedFlushGrace to get there (the deadline below).
@@ -280,6 +302,27 @@ func (cs *connSet) admit(c *trackedConn) (bool, Reason) {
 	return true, 0
 }
 
+// evictLocked marks c closed by its budget and tells a request of it
+// waiting for its turn. c.set.mu is held.
+func (c *trackedConn) evictLocked() {
+	c.evicted = true
+	c.closeGone()
+}
+
+// closeGone tells a request of c waiting for its turn that c is closed.
+func (c *trackedConn) closeGone() {
+	if c.gone != nil {
+		c.goneOnce.Do(func() { close(c.gone) })
+	}
+}
+
+// Close closes the connection, and tells a request of it waiting for its
+// turn (net/http closes an idle connection at shutdown through it).
+func (c *trackedConn) Close() error {
+	c.closeGone()
+	return c.Conn.Close()
+}
+
 // releaseLocked gives c's slot back; it is idempotent.
 func (cs *connSet) releaseLocked(c *trackedConn) {
 	if !c.admitted {
@@ -295,8 +338,14 @@ func (cs *connSet) releaseLocked(c *trackedConn) {
 	cs.events.countConns(cs.kind, -1)
 }
 
-// closed is called once the HTTP server is done with c.
+// closed is called once the HTTP server is done with c. A seat its
+// request still holds (net/http answered it without the handler, or the
+// connection broke first) is given back.
 func (cs *connSet) closed(c *trackedConn) {
+	c.closeGone()
+	if c.srv != nil {
+		c.srv.leaveTurn(c)
+	}
 	cs.mu.Lock()
 	evicted, busy, served := c.evicted, c.busy, c.served
 	cs.releaseLocked(c)
@@ -354,7 +403,7 @@ func (cs *connSet) bodyTimedOut(c *trackedConn) {
 	cs.mu.Lock()
 	evicted := c.evicted
 	if !evicted {
-		c.evicted = true
+		c.evictLocked()
 		cs.releaseLocked(c)
 	}
 	cs.mu.Unlock()
@@ -395,7 +444,7 @@ func (cs *connSet) drain() {
 	for c := range cs.conns {
 		switch {
 		case !c.busy:
-			c.evicted = true
+			c.evictLocked()
 			idle = append(idle, c)
 		case c.answered:
 			flushing = append(flushing, c)
@@ -434,6 +483,7 @@ func (cs *connSet) idle(c *trackedConn) {
 	}
 	c.read.Store(0)
 	c.timeout.Store(false)
+	c.turn.Store(turnNone)
 	c.awaiting.Store(true)
 }
 
@@ -449,7 +499,7 @@ func (cs *connSet) startHandshake(c *trackedConn) {
 			}
 		}
 		cs.endHandshakeLocked(victim)
-		victim.evicted = true
+		victim.evictLocked()
 	}
 	c.since = cs.tick()
 	c.inHS = true

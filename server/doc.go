@@ -55,5 +55,19 @@
 // it cannot parse, headers over the bound) are plain HTTP errors without a
 // protocol body; a stalled connection is closed without an answer.
 //
+// # Fair dispatch
+//
+// Every request on the server's own connections takes a seat of a gate
+// shared by all listeners as its first bytes arrive, before it is parsed,
+// and gives it back once its answer is flushed (fair.go, turn.go).
+// An identity calling alone may hold MaxInFlightPerIdentity seats; once
+// two or more identities call, they share SharedInFlight, each guaranteed
+// its share (at least one), and the identities waiting for more are
+// seated round-robin, least recently served first. A waiting request is
+// read no further than that first read; past WaitTimeout it is answered
+// RegistrarBusy (retry_after 1) and counted (Stats.WaitTimeouts). The
+// Observer is told each seated request's wait, so the wait histogram
+// counts the requests served. SetFairness changes the three while serving.
+//
 // Server is safe for concurrent use.
 package server

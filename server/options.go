@@ -32,6 +32,20 @@ const (
 	// DefaultReadBodyTimeout bounds a request's body, from the end of its
 	// headers to the end of the body.
 	DefaultReadBodyTimeout = 3 * time.Second
+	// DefaultMaxInFlightPerIdentity caps one identity's requests in
+	// handlers at once: a control plane's wave at concurrency 64 alone is
+	// not held back.
+	DefaultMaxInFlightPerIdentity = 64
+	// DefaultSharedInFlight is the requests in handlers at once, all
+	// identities, beyond each identity's guaranteed share, while more
+	// than one identity is calling.
+	DefaultSharedInFlight = 8
+	// DefaultWaitTimeout bounds a request's wait for its turn.
+	DefaultWaitTimeout = 2 * time.Second
+	// MaxRefusalPace is the longest a limiter's refusal may be held: the
+	// least retry_after the protocol gives (1 s), so a paced answer never
+	// arrives after the time it tells its caller to wait.
+	MaxRefusalPace = time.Second
 )
 
 // Options configure a Server. Verbs and Health are required; a zero limit
@@ -111,6 +125,38 @@ type Options struct {
 	// one (listener, reason), default 10 s; each line says how many
 	// rejections were not logged since the previous one.
 	RejectionLogInterval time.Duration
+	// MaxInFlightPerIdentity caps one caller identity's requests in
+	// handlers at once, over every listener (default 64): all an identity
+	// may have when it is the only one calling. SharedInFlight (default 8)
+	// is what the identities share once more than one is calling: each is
+	// guaranteed SharedInFlight divided by the number calling (at least
+	// one), and a request beyond its identity's share starts only while
+	// fewer than SharedInFlight are in handlers in all. A request that
+	// cannot start waits, read no further than its first read (turn.go),
+	// and the identities waiting are
+	// seated round-robin, least recently served first (fair.go).
+	// WaitTimeout bounds the wait (default 2 s): past it the request is
+	// answered RegistrarBusy with retry_after 1 and counted
+	// (Stats.WaitTimeouts). SetFairness changes the three while serving.
+	MaxInFlightPerIdentity, SharedInFlight int
+	WaitTimeout                            time.Duration
+	// RefusalPace holds each answer the limiter decided (RegistrarBusy
+	// from the admission throttle, a refusal past its bucket: the answers
+	// a flood gets) for this long before it is written, keeping its seat,
+	// while another identity is calling (refusal.go). A flood then takes
+	// at most SharedInFlight seats for RefusalPace per answer, and the
+	// cores its answers would have taken, from the identities it shares
+	// the daemon with. Zero (the default here; the daemon's key is 25 ms)
+	// answers at once; at most MaxRefusalPace. SetFairness changes it
+	// while serving.
+	RefusalPace time.Duration
+	// Observer is told how long each seated request waited for its turn
+	// (the registrar_request_wait_seconds histogram); nil tells nobody.
+	Observer Observer
+	// DisableFairDispatch serves every request at once, without a turn:
+	// the peer the fairness benchmark compares the fair server with. The
+	// daemon never sets it.
+	DisableFairDispatch bool
 }
 
 func orDefault[T int | time.Duration](v, def T) T {
@@ -132,7 +178,8 @@ func (o Options) check() error {
 	for _, n := range []struct {
 		name string
 		n    int
-	}{{"UnixMaxConns", o.UnixMaxConns}, {"TLSMaxConns", o.TLSMaxConns}, {"TLSHandshakeMaxConns", o.TLSHandshakeMaxConns}, {"MaxConnsPerIdentity", o.MaxConnsPerIdentity}} {
+	}{{"UnixMaxConns", o.UnixMaxConns}, {"TLSMaxConns", o.TLSMaxConns}, {"TLSHandshakeMaxConns", o.TLSHandshakeMaxConns}, {"MaxConnsPerIdentity", o.MaxConnsPerIdentity},
+		{"MaxInFlightPerIdentity", o.MaxInFlightPerIdentity}, {"SharedInFlight", o.SharedInFlight}} {
 		if n.n < 0 {
 			errs = append(errs, fmt.Errorf("wire: NewServer: %s %d is negative", n.name, n.n))
 		}
@@ -141,10 +188,13 @@ func (o Options) check() error {
 		name string
 		d    time.Duration
 	}{{"ReadHeaderTimeout", o.ReadHeaderTimeout}, {"ReadBodyTimeout", o.ReadBodyTimeout}, {"ReadTimeout", o.ReadTimeout}, {"WriteTimeout", o.WriteTimeout}, {"IdleTimeout", o.IdleTimeout},
-		{"TLSHandshakeTimeout", o.TLSHandshakeTimeout}, {"RejectionLogInterval", o.RejectionLogInterval}} {
+		{"TLSHandshakeTimeout", o.TLSHandshakeTimeout}, {"RejectionLogInterval", o.RejectionLogInterval}, {"WaitTimeout", o.WaitTimeout}, {"RefusalPace", o.RefusalPace}} {
 		if t.d < 0 {
 			errs = append(errs, fmt.Errorf("wire: NewServer: %s %v is negative", t.name, t.d))
 		}
+	}
+	if o.RefusalPace > MaxRefusalPace {
+		errs = append(errs, fmt.Errorf("wire: NewServer: RefusalPace %v is above %v, the least retry_after", o.RefusalPace, MaxRefusalPace))
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
@@ -166,6 +216,12 @@ func (o Options) withDefaults() Options {
 	o.WriteTimeout = orDefault(o.WriteTimeout, wire.DefaultWriteTimeout)
 	o.IdleTimeout = orDefault(o.IdleTimeout, wire.DefaultIdleTimeout)
 	o.RejectionLogInterval = orDefault(o.RejectionLogInterval, DefaultRejectionLogInterval)
+	o.MaxInFlightPerIdentity = orDefault(o.MaxInFlightPerIdentity, DefaultMaxInFlightPerIdentity)
+	o.SharedInFlight = orDefault(o.SharedInFlight, DefaultSharedInFlight)
+	o.WaitTimeout = orDefault(o.WaitTimeout, DefaultWaitTimeout)
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
 	if o.AdminAllowed == nil {
 		o.AdminAllowed = DefaultAdminAllowed
 	}

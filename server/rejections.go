@@ -113,6 +113,15 @@ type Stats struct {
 	Handshaking [NumListenerKinds]int64
 	// Rejected counts rejections by listener and reason since start.
 	Rejected [NumListenerKinds][NumReasons]uint64
+	// InFlight is the requests holding a seat of the fair gate now: in
+	// their handler, their body being read or their answer flushed.
+	InFlight [NumListenerKinds]int64
+	// WaitTimeouts counts the requests that waited for their turn past
+	// the wait timeout and were answered RegistrarBusy, since start.
+	WaitTimeouts [NumListenerKinds]uint64
+	// RefusalsPaced counts the limiter's refusals held for the refusal
+	// pace before they were answered (Options.RefusalPace), since start.
+	RefusalsPaced [NumListenerKinds]uint64
 }
 
 // wireStats is the Server's live accounting.
@@ -120,6 +129,10 @@ type wireStats struct {
 	conns       [NumListenerKinds]atomic.Int64
 	handshaking [NumListenerKinds]atomic.Int64
 	rejected    [NumListenerKinds][NumReasons]atomic.Uint64
+	// waitTimeouts: Stats.WaitTimeouts (turn.go).
+	waitTimeouts [NumListenerKinds]atomic.Uint64
+	// refusalsPaced: Stats.RefusalsPaced (refusal.go).
+	refusalsPaced [NumListenerKinds]atomic.Uint64
 }
 
 // Stats returns the current connection accounting. Safe for concurrent
@@ -129,6 +142,9 @@ func (s *Server) Stats() Stats {
 	for k := range NumListenerKinds {
 		st.Connections[k] = s.stats.conns[k].Load()
 		st.Handshaking[k] = s.stats.handshaking[k].Load()
+		st.InFlight[k] = s.gate.seatedBy(k)
+		st.WaitTimeouts[k] = s.stats.waitTimeouts[k].Load()
+		st.RefusalsPaced[k] = s.stats.refusalsPaced[k].Load()
 		for r := range NumReasons {
 			st.Rejected[k][r] = s.stats.rejected[k][r].Load()
 		}

@@ -77,6 +77,17 @@ type Server struct {
 	// afterDrain, if set (tests), runs once the grace period's end has
 	// closed the connections without a request in flight.
 	afterDrain func()
+	// gate seats the requests of the server's own connections (fair.go,
+	// turn.go), unless fair is false (Options.DisableFairDispatch).
+	gate     *fairGate
+	fair     bool
+	observer Observer
+	// waitTimeout is the wait timeout in force, in nanoseconds
+	// (Options.WaitTimeout, then SetFairness).
+	waitTimeout atomic.Int64
+	// refusalPace is the refusal pace in force, in nanoseconds
+	// (Options.RefusalPace, then SetFairness).
+	refusalPace atomic.Int64
 }
 
 // New returns a server; call Serve for each listener.
@@ -99,23 +110,47 @@ func New(o Options) (*Server, error) {
 		nextID:     ids.Next,
 	}
 	s.bodyTimeout.Store(int64(o.ReadBodyTimeout))
+	s.waitTimeout.Store(int64(o.WaitTimeout))
+	s.refusalPace.Store(int64(o.RefusalPace))
+	s.gate = newFairGate(fairLimits{perIdentity: o.MaxInFlightPerIdentity, shared: o.SharedInFlight}, nil)
+	s.fair = !o.DisableFairDispatch
+	s.observer = o.Observer
 	s.handler = http.HandlerFunc(s.serveHTTP)
 	s.inner = s.handler
 	s.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tc, tracked := r.Context().Value(connKey{}).(*trackedConn)
+			late := false
 			if tracked {
 				defer tc.release()
+				if s.fair {
+					var abandoned bool
+					late, abandoned = s.awaitTurn(tc)
+					if abandoned {
+						panic(http.ErrAbortHandler)
+					}
+					if !late {
+						// Deferred: the seat is given back after the answer
+						// is flushed, or as the request is abandoned.
+						defer s.leaveTurn(tc)
+					}
+				}
 				if !s.receive(tc, r) {
 					// Evicted before its request was whole, or its body
 					// late: the request must not run, and the connection
-					// is closed without an answer.
+					// is closed without an answer. A request that waited
+					// past its turn's deadline too: it is answered only
+					// once it is whole, as every request is.
 					panic(http.ErrAbortHandler)
 				}
 			}
 			s.inflight.Add(1)
 			defer s.inflight.Done()
-			s.inner.ServeHTTP(w, r)
+			if late {
+				s.busyLate(w, r, tc)
+			} else {
+				s.inner.ServeHTTP(w, r)
+			}
 			if tracked {
 				tc.set.answered(tc)
 				// The answer is on the wire once flushed: from then on the
@@ -165,6 +200,7 @@ func (s *Server) Serve(l net.Listener) error {
 		set:              newConnSet(s, kind, s.opts.budget(kind), tlsConfig),
 		identify:         s.identify,
 		prepare:          s.prepare,
+		turns:            s.turnsIfFair(),
 		handshakeTimeout: s.opts.TLSHandshakeTimeout,
 		ready:            make(chan net.Conn),
 		done:             make(chan struct{}),
@@ -220,6 +256,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.inflight.Wait()
 	return err
+}
+
+// turnsIfFair is s, which takes its connections' turns, or nil without
+// fair dispatch.
+func (s *Server) turnsIfFair() *Server {
+	if s.fair {
+		return s
+	}
+	return nil
 }
 
 // Handler returns the protocol's handler, for tests and embedding. A

@@ -14,7 +14,8 @@
 //     RegisterCapacity, RegisterRestart, RegisterReload) or a New*Observer
 //     constructor (synchronous instruments behind a small observer
 //     interface the instrumented package declares: NewAuditObserver for audit.Observer, NewVerbObserver
-//     for registrar.Observer, NewOpenBaoObserver for openbao.Observer).
+//     for registrar.Observer, NewOpenBaoObserver for openbao.Observer,
+//     NewWireObserver for server.Observer).
 //   - The instrumented packages (limiter, coalesce, audit, wire, registrar,
 //     backend/openbao) never import the OTel metric API: they expose a
 //     Stats func or call their observer, which keeps them below this
@@ -227,6 +228,28 @@
 //	    world-writable; every append is refused meanwhile, so the audit
 //	    alerts fire. 0 when private.
 //
+// The wire (RegisterWire, NewWireObserver):
+//
+//	registrar_wire_connections{listener}
+//	    Gauge: established connections of each listener (unix, tls).
+//	registrar_wire_rejected_total{listener,reason}
+//	    Connections and requests turned away before any verb, by
+//	    server.Reason.
+//	registrar_requests_in_flight{listener}
+//	    Gauge: requests holding a seat of the fair dispatch, from their
+//	    first bytes to their answer flushed. Near
+//	    registrar.shared_in_flight while several identities call, and up
+//	    to registrar.max_in_flight_per_identity while one calls alone.
+//	registrar_request_wait_seconds{listener}
+//	    Histogram of each served request's wait for its turn, 0 when
+//	    seated at once; its count is the requests served. A rising p99
+//	    means requests queue behind the shared seats: one identity is
+//	    asking for more than its share (a flood, or a wave beside other
+//	    callers). RegistrarRequestWaitHigh fires on it.
+//	registrar_request_wait_timeouts_total{listener}
+//	    Requests that waited past registrar.wait_timeout_ms and were
+//	    answered RegistrarBusy without reaching a verb; not in the histogram.
+//
 // Audit store (NewAuditObserver):
 //
 //	registrar_audit_appends_total{phase}
@@ -267,6 +290,12 @@
 // 100, 250, 500 µs; 1 ms .. 10 s in 1-2.5-5 steps. A limited
 // invocation writes nothing and lands in the lowest buckets; an admitted
 // one costs two appends plus backend work.
+//
+// registrar_request_wait_seconds has the bounds 100, 250, 500 µs; 1 ms ..
+// 5 s in 1-2.5-5 steps. A request seated at once waits 0 and lands in
+// le="0.0001"; a flood's requests, held behind the shared seats, wait
+// tens of microseconds to milliseconds; anything near
+// registrar.wait_timeout_ms (2 s) is about to be answered RegistrarBusy.
 //
 // For a quantile, aggregate the buckets by le before the quantile:
 // histogram_quantile(0.99, sum by (le) (rate(X_bucket[5m]))).

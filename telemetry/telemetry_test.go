@@ -385,6 +385,8 @@ func exercise(t *testing.T) exercised {
 	if err := telemetry.RegisterWire(mp, func() server.Stats { return server.Stats{} }); err != nil {
 		t.Fatalf("RegisterWire: %v", err)
 	}
+	// The wait histogram appears on its first request served.
+	newObserver(t, mp, telemetry.NewWireObserver).Waited(server.ListenerUnix, 0)
 	bao := newObserver(t, mp, telemetry.NewOpenBaoObserver)
 	bao.Request(context.Background(), openbao.OpBindingRead, 2*time.Millisecond)
 	if err := telemetry.RegisterOpenBaoToken(mp, func() openbao.TokenStats {

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/registrar-otel/registrar-otel/server"
 	"go.opentelemetry.io/otel/attribute"
@@ -15,7 +16,21 @@ const (
 	WireConnections = "registrar.wire.connections"
 	// registrar_wire_rejected_total{listener,reason}
 	WireRejected = "registrar.wire.rejected"
+	// registrar_requests_in_flight{listener}
+	WireRequestsInFlight = "registrar.requests.in_flight"
+	// registrar_request_wait_timeouts_total{listener}
+	WireRequestWaitTimeouts = "registrar.request.wait_timeouts"
+	// registrar_request_wait_seconds{listener} (histogram)
+	WireRequestWait = "registrar.request.wait"
+	// registrar_refusals_paced_total{listener}
+	WireRefusalsPaced = "registrar.refusals.paced"
 )
+
+// requestWaitBuckets are in seconds: most requests are seated at once (a
+// wait of 0, in the first bucket); a request that waits behind a flood's
+// seated requests waits tens of microseconds to milliseconds; the wait
+// timeout (registrar.wait_timeout_ms, 2 s by default) ends the range.
+var requestWaitBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
 
 // Attribute keys of the wire series.
 const (
@@ -33,7 +48,15 @@ const (
 //     connections and requests turned away, by the closed set of
 //     server.Reason ("tls_handshake", "handshake_timeout", "handshake_cap",
 //     "no_identity", "malformed", "conn_cap", "identity_conn_cap",
-//     "idle_evicted", "header_timeout", "body_timeout", "partial_evicted").
+//     "idle_evicted", "header_timeout", "body_timeout", "partial_evicted");
+//   - registrar.requests.in_flight{listener} (gauge, {request}): the
+//     requests holding a seat of the fair gate now (server.Stats.InFlight);
+//   - registrar.request.wait_timeouts{listener} (counter, {request}): the
+//     requests that waited for their turn past the wait timeout and were
+//     answered RegistrarBusy (server.Stats.WaitTimeouts);
+//   - registrar.refusals.paced{listener} (counter, {refusal}): the
+//     limiter's refusals held for registrar.refusal_pace_ms while another
+//     identity was calling (server.Stats.RefusalsPaced).
 //
 // Every (listener, reason) series exists from the start at zero, so an
 // alert on the first increase fires. stats must be safe to call from the
@@ -50,6 +73,13 @@ func RegisterWire(mp metric.MeterProvider, stats func() server.Stats) error {
 		"Connections and requests the wire turned away before any verb, by listener and reason: "+
 			"failed or timed-out TLS handshakes, the pre-handshake budget, requests without an identity or malformed, "+
 			"newcomers refused at a cap, idle connections and those part-way through a request closed for a newcomer, header and body timeouts.")
+	inFlight := r.gauge(WireRequestsInFlight, "{request}",
+		"Requests holding a seat of the fair dispatch now, by listener: from their first bytes to their answer flushed.")
+	waitTimeouts := r.counter(WireRequestWaitTimeouts, "{request}",
+		"Requests that waited for their turn past registrar.wait_timeout_ms and were answered RegistrarBusy without reaching a verb, by listener.")
+	paced := r.counter(WireRefusalsPaced, "{refusal}",
+		"Refusals the limiter decided (throttled, or refused past the refusal bucket) held for registrar.refusal_pace_ms before their answer, "+
+			"because another identity was calling, by listener.")
 	var byListener [server.NumListenerKinds][]metric.ObserveOption
 	var byReason [server.NumListenerKinds][server.NumReasons][]metric.ObserveOption
 	for k := range server.NumListenerKinds {
@@ -63,10 +93,55 @@ func RegisterWire(mp metric.MeterProvider, stats func() server.Stats) error {
 		s := stats()
 		for k := range server.NumListenerKinds {
 			o.ObserveInt64(conns, s.Connections[k], byListener[k]...)
+			o.ObserveInt64(inFlight, s.InFlight[k], byListener[k]...)
+			o.ObserveInt64(waitTimeouts, toInt64(s.WaitTimeouts[k]), byListener[k]...)
+			o.ObserveInt64(paced, toInt64(s.RefusalsPaced[k]), byListener[k]...)
 			for r := range server.NumReasons {
 				o.ObserveInt64(rejected, toInt64(s.Rejected[k][r]), byReason[k][r]...)
 			}
 		}
 		return nil
 	})
+}
+
+// wireObserver is the server.Observer NewWireObserver returns.
+type wireObserver struct {
+	wait metric.Float64Histogram
+	// byListener is each listener's attribute set, hoisted: an existing
+	// option slice passed on costs no allocation.
+	byListener [server.NumListenerKinds][]metric.RecordOption
+}
+
+var _ server.Observer = (*wireObserver)(nil)
+
+// NewWireObserver returns the server.Observer recording on mp (nil means
+// a no-op provider):
+//
+//   - registrar.request.wait{listener} (histogram, s): how long each
+//     request the server seated waited for its turn, 0 for one seated at
+//     once. Its count is the requests served, exactly: a request answered
+//     RegistrarBusy after waiting past its deadline, or whose connection
+//     was closed while it waited, is not in it.
+//
+// The observer is safe for concurrent use and does not allocate.
+func NewWireObserver(mp metric.MeterProvider) (server.Observer, error) {
+	r := newRegistration(meterOf(mp), "NewWireObserver")
+	o := &wireObserver{
+		wait: r.histogram(WireRequestWait, "s",
+			"Time each request served waited for its turn under fair dispatch, by listener, from its first bytes to its seat; 0 when seated at once.", requestWaitBuckets),
+	}
+	if err := r.err(); err != nil {
+		return nil, err
+	}
+	for k := range server.NumListenerKinds {
+		o.byListener[k] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(attrListener, k.String())))}
+	}
+	return o, nil
+}
+
+// Waited implements server.Observer.
+func (o *wireObserver) Waited(kind server.ListenerKind, wait time.Duration) {
+	if kind < server.NumListenerKinds {
+		o.wait.Record(context.Background(), wait.Seconds(), o.byListener[kind]...)
+	}
 }

@@ -367,6 +367,10 @@ type effectiveJSON struct {
 		ReadHeaderTimeoutMS                         uint32            `json:"read_header_timeout_ms"`
 		ReadBodyTimeoutMS                           uint32            `json:"read_body_timeout_ms"`
 		IdleTimeoutMS                               uint32            `json:"idle_timeout_ms"`
+		MaxInFlightPerIdentity                      uint32            `json:"max_in_flight_per_identity"`
+		SharedInFlight                              uint32            `json:"shared_in_flight"`
+		WaitTimeoutMS                               uint32            `json:"wait_timeout_ms"`
+		RefusalPaceMS                               uint32            `json:"refusal_pace_ms"`
 		Backend                                     string            `json:"backend"`
 		LogLevel                                    string            `json:"log_level"`
 		Components                                  map[string]string `json:"components"`
@@ -457,6 +461,7 @@ func printConfigSummary(w io.Writer, res *checkResult) {
 	row("connections", fmt.Sprintf("unix %d, tls %d (+%d in handshake, %d ms each), %d per identity",
 		r.UnixMaxConns, r.TLSMaxConns, r.TLSHandshakeMaxConns, r.TLSHandshakeTimeoutMS, r.MaxConnsPerIdentity))
 	row("connection timeouts", fmt.Sprintf("headers %d ms, body %d ms, idle %d ms", r.ReadHeaderTimeoutMS, r.ReadBodyTimeoutMS, r.IdleTimeoutMS))
+	row("fair dispatch", fmt.Sprintf("%d in flight per identity alone, %d shared once two or more call, wait %d ms, limiter refusals paced %d ms while another calls", r.MaxInFlightPerIdentity, r.SharedInFlight, r.WaitTimeoutMS, r.RefusalPaceMS))
 	row("audit store reserve", fmt.Sprintf("%d bytes", r.AuditStoreReserveBytes))
 	if r.AuditMinRetentionSeconds == 0 {
 		row("audit min retention", "0 (off: retention by size alone)")

@@ -65,6 +65,7 @@ registrar:
   max wrap_ttl                1800 s
   connections                 unix 128, tls 128 (+32 in handshake, 3000 ms each), 64 per identity
   connection timeouts         headers 3000 ms, body 3000 ms, idle 15000 ms
+  fair dispatch               64 in flight per identity alone, 8 shared once two or more call, wait 2000 ms, limiter refusals paced 25 ms while another calls
   audit store reserve         268435456 bytes
   audit min retention         0 (off: retention by size alone)
   log_level                   info (serve --log-level, when given, overrides it)

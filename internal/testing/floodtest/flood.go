@@ -18,6 +18,7 @@ package floodtest
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -66,6 +67,24 @@ func Dial(path string, n int) (*Client, error) {
 	return c, nil
 }
 
+// DialTLS opens n connections to addr with TLS (cfg: the client
+// certificate, the server's CA, HTTP/1.1), each with its handshake done.
+func DialTLS(addr string, cfg *tls.Config, n int) (*Client, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("flood: DialTLS: %d connections, want at least 1", n)
+	}
+	c := &Client{}
+	for range n {
+		tc, err := tls.Dial("tcp", addr, cfg)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("flood: DialTLS: %w", err)
+		}
+		c.conns = append(c.conns, &conn{c: tc, r: bufio.NewReaderSize(tc, 16<<10), buf: make([]byte, 0, 4096)})
+	}
+	return c, nil
+}
+
 // Close closes every connection.
 func (c *Client) Close() {
 	for _, cn := range c.conns {
@@ -97,6 +116,41 @@ func (c *Client) Run(total int, req []byte, want int) error {
 		return *p
 	}
 	return nil
+}
+
+// Flood sends req on every connection at once, each waiting for its
+// answer before its next, until stop is closed, and checks that every
+// answer has status want. It returns the answers counted and the first
+// failure.
+func (c *Client) Flood(stop <-chan struct{}, req []byte, want int) (uint64, error) {
+	var (
+		wg       sync.WaitGroup
+		failed   atomic.Pointer[error]
+		answered atomic.Uint64
+	)
+	for _, cn := range c.conns {
+		wg.Go(func() {
+			var n uint64
+			defer func() { answered.Add(n) }()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := cn.roundTrip(req, want); err != nil {
+					fail(&failed, err)
+					return
+				}
+				n++
+			}
+		})
+	}
+	wg.Wait()
+	if p := failed.Load(); p != nil {
+		return answered.Load(), *p
+	}
+	return answered.Load(), nil
 }
 
 // Body sends one request on the first connection and returns the answer's

@@ -2,13 +2,17 @@ package floodtest
 
 import (
 	"bufio"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -100,5 +104,58 @@ func TestClientAllocatesNothingPerRequest(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Fatalf("%v allocations per round trip, want 0", n)
+	}
+}
+
+// TestFloodRunsUntilStoppedAndCountsEveryAnswer: Flood keeps every
+// connection busy until stop is closed, counts what came back, and
+// reports a wrong status. Over TLS, DialTLS gives the same client.
+func TestFloodRunsUntilStoppedAndCountsEveryAnswer(t *testing.T) {
+	var requests atomic.Int64
+	stop := make(chan struct{})
+	var once sync.Once
+	floor := NewFloor(http.StatusTooManyRequests, nil, []byte(`{"busy":true}`+"\n"))
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) == 500 {
+			once.Do(func() { close(stop) })
+		}
+		floor.ServeHTTP(w, r)
+	})
+	req := Request("/v1/mint", []byte(`{"protocol_version":1}`))
+	for _, tc := range []struct {
+		name string
+		dial func(t *testing.T) (*Client, error)
+	}{
+		{"unix", func(t *testing.T) (*Client, error) { return Dial(serve(t, h), 4) }},
+		{"tls", func(t *testing.T) (*Client, error) {
+			srv := httptest.NewTLSServer(h)
+			t.Cleanup(srv.Close)
+			pool := x509.NewCertPool()
+			pool.AddCert(srv.Certificate())
+			return DialTLS(srv.Listener.Addr().String(), &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}}, 4)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			requests.Store(0)
+			stop, once = make(chan struct{}), sync.Once{}
+			c, err := tc.dial(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			n, err := c.Flood(stop, req, http.StatusTooManyRequests)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n < 500 || int64(n) != requests.Load() {
+				t.Fatalf("Flood counted %d answers, the server saw %d requests; want the same, at least 500", n, requests.Load())
+			}
+			if _, err := c.Flood(make(chan struct{}), req, http.StatusOK); err == nil || !strings.Contains(err.Error(), "status 429, want 200") {
+				t.Fatalf("a wrong status gave %v", err)
+			}
+		})
+	}
+	if _, err := DialTLS("127.0.0.1:1", &tls.Config{}, 0); err == nil {
+		t.Fatal("DialTLS with 0 connections succeeded")
 	}
 }
