@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"strings"
 	"testing"
 	"time"
 )
@@ -102,4 +103,25 @@ func BenchmarkChainLine(b *testing.B) {
 			out = append(out[:0], line...)
 		}
 	})
+}
+
+// splitChained at its length bound: the shortest chained line ("{", the
+// suffix, "}\n") splits; every shorter line ending as a chained one does
+// is refused without reading before its start.
+func TestSplitChainedAtItsLengthBound(t *testing.T) {
+	hex32 := "0123456789abcdef0123456789abcdef"
+	shortest := []byte(`{,"chain":"` + hex32 + "\"}\n")
+	if len(shortest) != ChainSuffixBytes+len("{}\n") {
+		t.Fatalf("the shortest chained line is %d bytes, want %d", len(shortest), ChainSuffixBytes+len("{}\n"))
+	}
+	head, c, ok := splitChained(shortest)
+	if !ok || string(head) != "{" || c.hexString() != hex32 {
+		t.Errorf("splitChained(%q) = %q, %s, %v; want \"{\", %s, true", shortest, head, c.hexString(), ok, hex32)
+	}
+	for n := len(`"}`) + 1; n < len(shortest); n++ {
+		line := []byte(strings.Repeat("a", n-3) + "\"}\n")
+		if _, _, ok := splitChained(line); ok {
+			t.Errorf("splitChained of %d bytes = ok, want refused: shorter than any chained line", n)
+		}
+	}
 }
