@@ -63,7 +63,6 @@ func BenchmarkAdmittedMintsC64(b *testing.B) {
 func BenchmarkAdmittedMintsC64Alternating(b *testing.B) {
 	const callers = 64
 	rigs := [2]*registrar.Verbs{mintRig(b, false), mintRig(b, true)}
-	var wall, cpu [2]time.Duration
 	var host atomic.Int64
 	slice := func(v *registrar.Verbs) {
 		var wg sync.WaitGroup
@@ -81,24 +80,7 @@ func BenchmarkAdmittedMintsC64Alternating(b *testing.B) {
 		}
 		wg.Wait()
 	}
-	round := 0
-	for b.Loop() {
-		for k := range 2 {
-			which := k ^ round&1
-			start, c := time.Now(), cputime.Now()
-			slice(rigs[which])
-			wall[which] += time.Since(start)
-			cpu[which] += cputime.Now() - c
-		}
-		round++
-	}
-	// Same mints in each store: the ratio of rates is the inverse ratio
-	// of times.
-	b.ReportMetric(wall[0].Seconds()/wall[1].Seconds(), "sealed/unsealed-mints/s")
-	if cputime.Available() {
-		b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "sealed/unsealed-cpu/mint")
-	}
-	b.ReportMetric(float64(round*alternatingSlice)/wall[1].Seconds(), "sealed-mints/s")
+	audittest.Alternate(b, alternatingSlice, func(which int) { slice(rigs[which]) })
 }
 
 // alternatingSlice is a slice's mints: a third of a second or so.

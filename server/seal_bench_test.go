@@ -7,10 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
-	"github.com/registrar-otel/registrar-otel/internal/testing/cputime"
 	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
 	"github.com/registrar-otel/registrar-otel/internal/testing/wiretest"
 	"github.com/registrar-otel/registrar-otel/registrar"
@@ -66,23 +64,7 @@ func BenchmarkAdmittedMintsC64OverSocket(b *testing.B) {
 		}
 		wg.Wait()
 	}
-	var wall, cpu [2]time.Duration
-	round := 0
-	for b.Loop() {
-		for k := range 2 {
-			which := k ^ round&1
-			start, c := time.Now(), cputime.Now()
-			slice(&clients[which])
-			wall[which] += time.Since(start)
-			cpu[which] += cputime.Now() - c
-		}
-		round++
-	}
-	b.ReportMetric(wall[0].Seconds()/wall[1].Seconds(), "sealed/unsealed-mints/s")
-	if cputime.Available() {
-		b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "sealed/unsealed-cpu/mint")
-	}
-	b.ReportMetric(float64(round*socketSlice)/wall[1].Seconds(), "sealed-mints/s")
+	audittest.Alternate(b, socketSlice, func(which int) { slice(&clients[which]) })
 }
 
 // socketSlice is a slice's mints over the socket: about half a second.
