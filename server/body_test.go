@@ -130,7 +130,7 @@ func TestABodyOfExactlyMaxBodyBytesIsAccepted(t *testing.T) {
 			if len(body) != tc.size {
 				t.Fatalf("padded body has %d bytes, want %d", len(body), tc.size)
 			}
-			c := l.dial()
+			c := l.Dial()
 			req := "POST /v1/mint HTTP/1.1\r\nHost: registrar\r\nContent-Type: application/json\r\nContent-Length: " +
 				strconv.Itoa(len(body)) + "\r\n\r\n" + body
 			// A refused body is not read: write it from its own goroutine.

@@ -47,7 +47,7 @@ func (ids *identities) identify(c net.Conn) connIdentity {
 func dialAs(l *pipeListener, ids *identities, id string) net.Conn {
 	c, s := net.Pipe()
 	ids.m.Store(s, id)
-	l.queue <- s
+	l.Queue(s)
 	return c
 }
 
@@ -137,12 +137,12 @@ func mustReject(t *testing.T, s *Server, kind ListenerKind, reason Reason, want 
 func TestAtTheCapTheOldestIdleConnectionIsClosedForTheNewcomer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, l, _, served := budgetServer(t, Options{UnixMaxConns: 2})
-		a := l.dial()
+		a := l.Dial()
 		if st := getHealth(t, a); st != 200 {
 			t.Fatalf("a: status %d", st)
 		}
 		time.Sleep(time.Second)
-		b := l.dial()
+		b := l.Dial()
 		if st := getHealth(t, b); st != 200 {
 			t.Fatalf("b: status %d", st)
 		}
@@ -151,7 +151,7 @@ func TestAtTheCapTheOldestIdleConnectionIsClosedForTheNewcomer(t *testing.T) {
 			t.Fatalf("connections got %d, want 2", got)
 		}
 
-		c := l.dial()
+		c := l.Dial()
 		if st := getHealth(t, c); st != 200 {
 			t.Fatalf("the newcomer got status %d, want 200", st)
 		}
@@ -214,11 +214,11 @@ func TestANewcomerIsRefusedOnlyWhenEverySlotHasARequestInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		entered, release := make(chan struct{}, 4), make(chan struct{})
 		s, l, _, served := budgetServer(t, Options{UnixMaxConns: 1, Verbs: blockingMint(entered, release)})
-		a := l.dial()
+		a := l.Dial()
 		status := startMint(t, a)
 		<-entered
 
-		b := l.dial()
+		b := l.Dial()
 		synctest.Wait()
 		if !isClosed(b) {
 			t.Fatal("a newcomer was kept while the only slot had a request in flight")
@@ -231,7 +231,7 @@ func TestANewcomerIsRefusedOnlyWhenEverySlotHasARequestInFlight(t *testing.T) {
 		}
 		// Now idle, the first connection gives way to the next newcomer.
 		synctest.Wait()
-		c := l.dial()
+		c := l.Dial()
 		if st := getHealth(t, c); st != 200 {
 			t.Fatalf("newcomer after the request finished: status %d", st)
 		}
@@ -313,12 +313,12 @@ func TestOneIdentityCannotHoldEverySlot(t *testing.T) {
 func TestAConnectionStillSendingItsHeadersIsEvictable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, l, _, served := budgetServer(t, Options{UnixMaxConns: 1})
-		slow := l.dial()
+		slow := l.Dial()
 		if _, err := io.WriteString(slow, "GET /v1/health HTTP/1.1\r\nHo"); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		c := l.dial()
+		c := l.Dial()
 		if st := getHealth(t, c); st != 200 {
 			t.Fatalf("newcomer got %d while a slowloris held the slot", st)
 		}
@@ -337,12 +337,12 @@ func TestAConnectionStillSendingItsHeadersIsEvictable(t *testing.T) {
 func TestHeaderTimeoutsAreCountedAndIdleTimeoutsAreNot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, l, _, served := budgetServer(t, Options{ReadHeaderTimeout: 2 * time.Second, IdleTimeout: 7 * time.Second})
-		partial := l.dial()
-		silent := l.dial()
+		partial := l.Dial()
+		silent := l.Dial()
 		if _, err := io.WriteString(partial, "GET /v1/health HTTP/1.1\r\n"); err != nil {
 			t.Fatal(err)
 		}
-		idle := l.dial()
+		idle := l.Dial()
 		if st := getHealth(t, idle); st != 200 {
 			t.Fatal(st)
 		}
@@ -366,7 +366,7 @@ func TestHeaderTimeoutsAreCountedAndIdleTimeoutsAreNot(t *testing.T) {
 		}
 		// A kept-alive connection that starts its next request and stalls
 		// is a header timeout again.
-		again := l.dial()
+		again := l.Dial()
 		if st := getHealth(t, again); st != 200 {
 			t.Fatal(st)
 		}
@@ -383,7 +383,7 @@ func TestHeaderTimeoutsAreCountedAndIdleTimeoutsAreNot(t *testing.T) {
 		wantRejected(t, s, ListenerUnix, ReasonHeaderTimeout, 3, "")
 		// A request that closes its connection: net/http aborts its
 		// background read with a past deadline, which is no header timeout.
-		closing := l.dial()
+		closing := l.Dial()
 		drainedClosing := readUntilClosed(closing)
 		if _, err := io.WriteString(closing, "GET /v1/health HTTP/1.1\r\nHost: registrar\r\nConnection: close\r\n\r\n"); err != nil {
 			t.Fatal(err)
@@ -439,7 +439,7 @@ func TestRejectionWarningsAreRateLimitedAndCountWhatTheySuppressed(t *testing.T)
 	synctest.Test(t, func(t *testing.T) {
 		rec := &logRecorder{}
 		s, l, _, served := budgetServer(t, Options{Logger: slog.New(rec), RejectionLogInterval: 10 * time.Second, IdleTimeout: time.Minute})
-		c := l.dial()
+		c := l.Dial()
 		br := bufio.NewReader(c)
 		get := "GET /nowhere HTTP/1.1\r\nHost: registrar\r\n\r\n"
 		for range 5 {
@@ -610,7 +610,7 @@ func tlsDial(l *pipeListener, p *pipePKI, cert *tls.Certificate) (*tls.Conn, err
 		// and the server would see none.
 		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
 	}
-	c := tls.Client(l.dial(), cfg)
+	c := tls.Client(l.Dial(), cfg)
 	if err := c.Handshake(); err != nil {
 		c.Close()
 		return nil, err
@@ -641,7 +641,7 @@ func TestTLSHandshakesHaveTheirOwnBudgetAndTimeout(t *testing.T) {
 		// of 2 closes the oldest.
 		var silent []net.Conn
 		for range 3 {
-			silent = append(silent, l.dial())
+			silent = append(silent, l.Dial())
 			time.Sleep(100 * time.Millisecond)
 			synctest.Wait()
 		}
@@ -752,14 +752,14 @@ func TestAnOverLongCertificateIdentityIsNoIdentity(t *testing.T) {
 func TestAConnectionFlushingItsAnswerIsClosedOnlyOnceIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, l, _, served := budgetServer(t, Options{UnixMaxConns: 1})
-		a := l.dial()
+		a := l.Dial()
 		// A pipe has no buffer: the server's flush blocks until a reads, so
 		// a stays "answered, being flushed" while the newcomer arrives.
 		if _, err := io.WriteString(a, healthRequest); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		b := l.dial()
+		b := l.Dial()
 		synctest.Wait()
 		mustReject(t, s, ListenerUnix, ReasonIdleEvicted, 1, ": the flushing connection was not the one to give way")
 		res, err := http.ReadResponse(bufio.NewReader(a), nil)
@@ -840,7 +840,7 @@ func TestEvictedConnectionsThatNeverReadHoldNoDescriptorsPastTheCap(t *testing.T
 			oc := &openConn{Conn: srv, open: &open}
 			open.Add(1)
 			ids.m.Store(oc, "caller-"+strconv.Itoa(i))
-			l.queue <- oc
+			l.Queue(oc)
 			clients = append(clients, c)
 			go io.WriteString(c, healthRequest) // fails once the server closes c
 			synctest.Wait()

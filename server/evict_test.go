@@ -35,11 +35,11 @@ func TestAConnectionStillSendingItsBodyIsEvictable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mints atomic.Int32
 		s, l, _, served := budgetServer(t, Options{UnixMaxConns: 1, Verbs: countedMints(&mints)})
-		slow := l.dial()
+		slow := l.Dial()
 		closed := closeOf(slow)
 		sendSlowBody(t, slow)
 		synctest.Wait()
-		c := l.dial()
+		c := l.Dial()
 		if st := getHealth(t, c); st != 200 {
 			t.Fatalf("newcomer got %d while a slow body held the only slot", st)
 		}

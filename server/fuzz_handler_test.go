@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/health"
+	"github.com/registrar-otel/registrar-otel/internal/testing/pipetest"
 	"github.com/registrar-otel/registrar-otel/internal/testing/pkitest"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/wire"
@@ -62,8 +63,8 @@ func (c *fuzzConn) Close() error {
 	return nil
 }
 
-func (c *fuzzConn) LocalAddr() net.Addr              { return pipeAddr{} }
-func (c *fuzzConn) RemoteAddr() net.Addr             { return pipeAddr{} }
+func (c *fuzzConn) LocalAddr() net.Addr              { return pipetest.Addr{} }
+func (c *fuzzConn) RemoteAddr() net.Addr             { return pipetest.Addr{} }
 func (c *fuzzConn) SetDeadline(time.Time) error      { return nil }
 func (c *fuzzConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *fuzzConn) SetWriteDeadline(time.Time) error { return nil }
@@ -178,7 +179,7 @@ func FuzzHTTPHandler(f *testing.F) {
 			c.identity = connIdentity{id: UnixIdentity(uint32(who))}
 		}
 		before := fs.verbs.anonymous.Load()
-		fs.l.queue <- c
+		fs.l.Queue(c)
 		select {
 		case <-c.closed:
 		case <-time.After(30 * time.Second):

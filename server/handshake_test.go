@@ -32,7 +32,7 @@ func TestHandshakeTimeoutsAndTheHandshakeCapAreCountedApart(t *testing.T) {
 		p := newPipePKI(t)
 		s, l, served := tlsPipeServer(t, Options{TLSHandshakeMaxConns: 2, TLSHandshakeTimeout: 2 * time.Second}, p)
 		// Two silent connections within the budget: both time out.
-		a, b := l.dial(), l.dial()
+		a, b := l.Dial(), l.Dial()
 		time.Sleep(3 * time.Second)
 		synctest.Wait()
 		if !isClosed(a) || !isClosed(b) {
@@ -44,7 +44,7 @@ func TestHandshakeTimeoutsAndTheHandshakeCapAreCountedApart(t *testing.T) {
 		// the other two time out.
 		var more []net.Conn
 		for range 3 {
-			more = append(more, l.dial())
+			more = append(more, l.Dial())
 			synctest.Wait()
 		}
 		if !isClosed(more[0]) {

@@ -55,7 +55,7 @@ func TestTheHeaderBlockIsBoundedAtExactlySixteenKiB(t *testing.T) {
 	status := func(n int) (int, string) {
 		head := "GET /v1/health HTTP/1.1\r\nHost: registrar\r\nX-Pad: "
 		req := head + strings.Repeat("a", n-len(head)-len("\r\n\r\n")) + "\r\n\r\n"
-		c := l.dial()
+		c := l.Dial()
 		defer c.Close()
 		go io.WriteString(c, req) // a refused block is not read to its end
 		res, err := http.ReadResponse(bufio.NewReader(c), nil)

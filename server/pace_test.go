@@ -46,7 +46,7 @@ func otherIdentityCalls(s *Server) (leave func()) {
 // the answer took on the bubble's clock.
 func timedMint(t *testing.T, l *pipeListener) time.Duration {
 	t.Helper()
-	c := l.dial()
+	c := l.Dial()
 	defer c.Close()
 	start := time.Now()
 	roundTrip(t, c, bufio.NewReader(c), mintRequest)
@@ -74,7 +74,7 @@ func TestTheLimitersAnswersArePacedWhileAnotherIdentityCalls(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s, l, served := pipeServer(t, Options{Verbs: answering(tc.err), RefusalPace: testPace})
 				leave := otherIdentityCalls(s)
-				c := l.dial()
+				c := l.Dial()
 				start := time.Now()
 				done := writeDone(c, mintRequest)
 				answered := make(chan *http.Response, 1)
@@ -156,7 +156,7 @@ func TestAHeldRefusalsConnectionClosedGivesItsSeatBackAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, l, served := pipeServer(t, Options{Verbs: answering(throttled), RefusalPace: MaxRefusalPace})
 		defer otherIdentityCalls(s)()
-		c := l.dial()
+		c := l.Dial()
 		start := time.Now()
 		<-writeDone(c, mintRequest)
 		synctest.Wait()

@@ -18,51 +18,16 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/registrar-otel/registrar-otel/internal/testing/pipetest"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
 // pipeListener hands out the server ends of net.Pipe connections; its
 // buffered queue plays the kernel's backlog.
-type pipeListener struct {
-	queue    chan net.Conn
-	done     chan struct{}
-	once     sync.Once
-	accepted atomic.Int32
-}
+type pipeListener = pipetest.Listener
 
-func newPipeListener() *pipeListener {
-	return &pipeListener{queue: make(chan net.Conn, 8), done: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.queue:
-		l.accepted.Add(1)
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
-
-// dial queues a connection and returns the client end.
-func (l *pipeListener) dial() net.Conn {
-	c, s := net.Pipe()
-	l.queue <- s
-	return c
-}
+func newPipeListener() *pipeListener { return pipetest.NewListener(8) }
 
 type stubVerbs struct {
 	mint func(context.Context, registrar.MintRequest) (registrar.MintResult, error)
@@ -135,7 +100,7 @@ func TestTimeoutsCloseStalledConnections(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s, l, served := pipeServer(t, Options{})
-				c := l.dial()
+				c := l.Dial()
 				closed := readUntilClosed(c)
 				if _, err := io.WriteString(c, tc.send); err != nil {
 					t.Fatal(err)
@@ -154,7 +119,7 @@ func TestTimeoutsCloseStalledConnections(t *testing.T) {
 func TestIdleKeepAliveConnectionIsClosedAfterIdleTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, l, served := pipeServer(t, Options{IdleTimeout: 7 * time.Second})
-		c := l.dial()
+		c := l.Dial()
 		br := bufio.NewReader(c)
 		if res := roundTrip(t, c, br, healthRequest); res.StatusCode != 200 {
 			t.Fatalf("status %d", res.StatusCode)
@@ -179,7 +144,7 @@ func TestShutdownLetsAnInFlightInvocationFinish(t *testing.T) {
 			<-release
 			return registrar.MintResult{RequestID: "r.1", RegistrationID: "h1-review-007", Outcome: registrar.FirstMint}, nil
 		}}})
-		c := l.dial()
+		c := l.Dial()
 		body := `{"protocol_version":1,"service_name":"review","host":"h1","instance":7,"component":"review","spec":{"component":"review","service_name":"review","reload":"r"},"wrap_ttl":300}`
 		status := make(chan int, 1)
 		go func() {
@@ -197,9 +162,9 @@ func TestShutdownLetsAnInFlightInvocationFinish(t *testing.T) {
 		default:
 		}
 		// New connections are no longer accepted.
-		late := l.dial()
+		late := l.Dial()
 		synctest.Wait()
-		if n := l.accepted.Load(); n != 1 {
+		if n := l.Accepted(); n != 1 {
 			t.Fatalf("accepted %d connections after Shutdown began, want 1", n)
 		}
 
@@ -289,12 +254,12 @@ func TestShutdownPastItsGraceAnswersTheVerbCallInFlight(t *testing.T) {
 		// A long header timeout: only the grace's end may close the
 		// connection still sending its headers.
 		s, l, served := pipeServer(t, Options{Verbs: b.verbs(), ReadHeaderTimeout: time.Hour, ReadTimeout: time.Hour})
-		c := l.dial()
+		c := l.Dial()
 		answer := mintAnswer(c)
 		<-b.entered
 
 		// A connection still sending its request's headers: no verb call.
-		slow := l.dial()
+		slow := l.Dial()
 		if _, err := io.WriteString(slow, "POST /v1/mint HTTP/1.1\r\nHost: registrar\r\n"); err != nil {
 			t.Fatal(err)
 		}
@@ -349,7 +314,7 @@ func TestShutdownPastItsGraceBoundsAnAnswerNobodyReads(t *testing.T) {
 		b := newBlockedMint()
 		defer b.unblock()
 		s, l, served := pipeServer(t, Options{Verbs: b.verbs(), WriteTimeout: time.Hour})
-		c := l.dial()
+		c := l.Dial()
 		if _, err := io.WriteString(c, mintRequest); err != nil { // and never reads
 			t.Fatal(err)
 		}

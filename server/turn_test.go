@@ -77,10 +77,10 @@ func TestAWaitingRequestIsReadNoFurtherThanOneBufferOfIt(t *testing.T) {
 		entered, release := make(chan struct{}, 2), make(chan struct{})
 		obs := &waits{}
 		s, l, served := pipeServer(t, Options{Verbs: blockingMint(entered, release), MaxInFlightPerIdentity: 1, Observer: obs})
-		first := startMint(t, l.dial())
+		first := startMint(t, l.Dial())
 		<-entered
 		body := wiretest.Pad(mintBodyForPipes, 32<<10)
-		c := l.dial()
+		c := l.Dial()
 		rest := writeDone(c, "POST /v1/mint HTTP/1.1\r\nHost: registrar\r\nContent-Type: application/json\r\nContent-Length: "+
 			strconv.Itoa(len(body))+"\r\n\r\n"+body)
 		time.Sleep(100 * time.Millisecond)
@@ -125,9 +125,9 @@ func TestARequestWaitingPastItsTimeoutIsAnsweredBusyAndCounted(t *testing.T) {
 		obs := &waits{}
 		s, l, served := pipeServer(t, Options{Verbs: blockingMint(entered, release), MaxInFlightPerIdentity: 1,
 			WaitTimeout: 500 * time.Millisecond, Observer: obs})
-		first := startMint(t, l.dial())
+		first := startMint(t, l.Dial())
 		<-entered
-		c := l.dial()
+		c := l.Dial()
 		start := time.Now()
 		body := writeDone(c, mintRequest)
 		res, answer := readAnswer(t, c)
@@ -186,9 +186,9 @@ func TestARequestWaitingPastItsTimeoutWithABodyNeverWholeIsClosedUnanswered(t *t
 		obs := &waits{}
 		s, l, served := pipeServer(t, Options{Verbs: blockingMint(entered, release), MaxInFlightPerIdentity: 1,
 			WaitTimeout: 500 * time.Millisecond, ReadBodyTimeout: 2 * time.Second, Observer: obs})
-		first := startMint(t, l.dial())
+		first := startMint(t, l.Dial())
 		<-entered
-		c := l.dial()
+		c := l.Dial()
 		closed := closeOf(c)
 		// The headers and the first byte of a body that declares more.
 		go io.WriteString(c, "POST /v1/mint HTTP/1.1\r\nHost: registrar\r\nContent-Type: application/json\r\nContent-Length: 256\r\n\r\n{")
@@ -381,7 +381,7 @@ func TestWithoutFairDispatchEveryRequestStartsAtOnce(t *testing.T) {
 			Observer: obs, DisableFairDispatch: true})
 		var statuses []<-chan int
 		for range 3 {
-			statuses = append(statuses, startMint(t, l.dial()))
+			statuses = append(statuses, startMint(t, l.Dial()))
 		}
 		for range 3 {
 			<-entered // all three in their verb at once, past the cap of 1
@@ -403,9 +403,9 @@ func TestRaisingTheCapWhileServingSeatsTheWaitingRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		entered, release := make(chan struct{}, 2), make(chan struct{})
 		s, l, served := pipeServer(t, Options{Verbs: blockingMint(entered, release), MaxInFlightPerIdentity: 1})
-		first := startMint(t, l.dial())
+		first := startMint(t, l.Dial())
 		<-entered
-		second := startMint(t, l.dial())
+		second := startMint(t, l.Dial())
 		synctest.Wait()
 		select {
 		case <-entered:
@@ -471,12 +471,12 @@ func TestASeatedWaiterYieldsItsProcessorOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		entered, release := make(chan struct{}, 2), make(chan struct{})
 		s, l, served := pipeServer(t, Options{Verbs: blockingMint(entered, release), MaxInFlightPerIdentity: 1})
-		first := startMint(t, l.dial())
+		first := startMint(t, l.Dial())
 		<-entered
 		if got := yields.Load(); got != 0 {
 			t.Errorf("yields after a request seated at once got %d, want 0", got)
 		}
-		second := startMint(t, l.dial())
+		second := startMint(t, l.Dial())
 		synctest.Wait()
 		release <- struct{}{}
 		<-entered
@@ -502,7 +502,7 @@ func TestASeatOfARequestNetHTTPAnswersItselfIsGivenBack(t *testing.T) {
 		obs := &waits{}
 		var mints atomic.Int32
 		s, l, served := pipeServer(t, Options{Verbs: countedMints(&mints), MaxInFlightPerIdentity: 1, Observer: obs})
-		bad := l.dial()
+		bad := l.Dial()
 		closed := closeOf(bad)
 		go io.WriteString(bad, "NOT HTTP AT ALL\r\n\r\n")
 		if got := <-closed; got.received == 0 {
@@ -512,7 +512,7 @@ func TestASeatOfARequestNetHTTPAnswersItselfIsGivenBack(t *testing.T) {
 		if got := s.Stats().InFlight[ListenerUnix]; got != 0 {
 			t.Fatalf("in flight after net/http's own answer got %d, want 0: the seat was not given back", got)
 		}
-		if got := <-startMint(t, l.dial()); got != http.StatusOK {
+		if got := <-startMint(t, l.Dial()); got != http.StatusOK {
 			t.Fatalf("next mint got %d, want 200", got)
 		}
 		if got := obs.seen(); len(got) != 2 || got[1].wait != 0 {
@@ -530,9 +530,9 @@ func TestTheHeadersGetAWholeTimeoutAfterAWait(t *testing.T) {
 		entered, release := make(chan struct{}, 2), make(chan struct{})
 		s, l, served := pipeServer(t, Options{Verbs: blockingMint(entered, release), MaxInFlightPerIdentity: 1,
 			ReadHeaderTimeout: time.Second, WaitTimeout: 5 * time.Second})
-		first := startMint(t, l.dial())
+		first := startMint(t, l.Dial())
 		<-entered
-		second := startMint(t, l.dial())
+		second := startMint(t, l.Dial())
 		time.Sleep(1500 * time.Millisecond)
 		release <- struct{}{}
 		<-entered
@@ -555,7 +555,7 @@ func TestEachRequestOfAKeepAliveConnectionTakesItsOwnTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		obs := &waits{}
 		s, l, served := pipeServer(t, Options{MaxInFlightPerIdentity: 1, Observer: obs})
-		c := l.dial()
+		c := l.Dial()
 		br := bufio.NewReader(c)
 		for range 3 {
 			if got := roundTrip(t, c, br, healthRequest).StatusCode; got != http.StatusOK {
@@ -593,9 +593,9 @@ func TestARequestIsNotParsedBeforeItsTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		entered, release := make(chan struct{}, 1), make(chan struct{})
 		s, l, served := pipeServer(t, Options{Verbs: blockingMint(entered, release), MaxInFlightPerIdentity: 1})
-		first := startMint(t, l.dial())
+		first := startMint(t, l.Dial())
 		<-entered
-		c := l.dial()
+		c := l.Dial()
 		go io.WriteString(c, "NOT HTTP AT ALL\r\n\r\n")
 		answer := make(chan int, 1)
 		go func() {

@@ -65,7 +65,7 @@ func bodyTimeoutServer(t *testing.T, kind ListenerKind, o Options) (*Server, net
 		return s, c, served
 	}
 	s, l, served := pipeServer(t, o)
-	return s, l.dial(), served
+	return s, l.Dial(), served
 }
 
 // A body sent a byte at a time, never whole: its connection is closed at
@@ -120,7 +120,7 @@ func TestTheBodyTimeoutRunsFromTheEndOfTheHeaders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mints atomic.Int32
 		s, l, served := pipeServer(t, Options{ReadHeaderTimeout: 3 * time.Second, ReadBodyTimeout: 3 * time.Second, Verbs: countedMints(&mints)})
-		c := l.dial()
+		c := l.Dial()
 		half := len(mintBodyForPipes) / 2
 		for _, step := range []string{mintHead[:20], mintHead[20:], mintBodyForPipes[:half], mintBodyForPipes[half:]} {
 			if _, err := io.WriteString(c, step); err != nil {
@@ -154,7 +154,7 @@ func TestAWholeRequestOutlivesTheBodyTimeoutInItsVerb(t *testing.T) {
 			return registrar.MintResult{RequestID: "r.1", RegistrationID: "h1-review-007", Outcome: registrar.FirstMint}, nil
 		}}
 		s, l, served := pipeServer(t, Options{ReadBodyTimeout: time.Second, Verbs: slowVerb})
-		c := l.dial()
+		c := l.Dial()
 		if st := <-startMint(t, c); st != 200 {
 			t.Fatalf("a whole request whose verb took 20 s got %d, want 200", st)
 		}
@@ -179,7 +179,7 @@ func TestTheBodyTimeoutChangesWhileServing(t *testing.T) {
 		}
 		stalled := func(want time.Duration) {
 			t.Helper()
-			c := l.dial()
+			c := l.Dial()
 			closed := closeOf(c)
 			if _, err := io.WriteString(c, mintHead+mintBodyForPipes[:10]); err != nil {
 				t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/health"
+	"github.com/registrar-otel/registrar-otel/internal/testing/pipetest"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/telemetry"
@@ -141,7 +142,7 @@ func TestTheWaitHistogramCountsExactlyTheRequestsServed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := newPipeListener()
+		l := pipetest.NewListener(0)
 		served := make(chan error, 1)
 		go func() { served <- s.Serve(l) }()
 
@@ -151,7 +152,7 @@ func TestTheWaitHistogramCountsExactlyTheRequestsServed(t *testing.T) {
 		clients := make([]net.Conn, conns)
 		readers := make([]*bufio.Reader, conns)
 		for i := range clients {
-			clients[i] = l.dial()
+			clients[i] = l.Dial()
 			readers[i] = bufio.NewReader(clients[i])
 			sendHealth(t, clients[i])
 			// The first request is seated and blocked writing its answer;
@@ -267,46 +268,6 @@ func TestTheWaitHistogramCountsEveryRequestOverARealSocket(t *testing.T) {
 		t.Errorf("wait histogram count got %d, want %d, the requests answered", count, answered.Load())
 	}
 }
-
-// pipeListener is a net.Listener of in-memory pipes, for a server inside
-// a synctest bubble (a real socket's blocking is not the bubble's).
-type pipeListener struct {
-	queue chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{queue: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.queue:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-// dial hands the server a new connection and returns the client's end.
-func (l *pipeListener) dial() net.Conn {
-	c, s := net.Pipe()
-	l.queue <- s
-	return c
-}
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
 
 // sendHealth writes a health request on c from a goroutine of its own: a
 // pipe's write returns only once the server has read it all, and a request
