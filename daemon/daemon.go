@@ -288,10 +288,6 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 		return nil, fmt.Errorf("daemon: telemetry: %w", err)
 	}
 	ms := func(v uint32) time.Duration { return time.Duration(v) * time.Millisecond }
-	wireObs, err := telemetry.NewWireObserver(mp)
-	if err != nil {
-		return nil, fmt.Errorf("daemon: telemetry: %w", err)
-	}
 	d.server, err = server.New(server.Options{
 		Verbs:                  d.verbs,
 		Health:                 d.health,
@@ -312,7 +308,7 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 		Backup:                 backupOf(d.backend),
 		Limits:                 d.limitsShow,
 		LimitsReset:            d.limitsReset,
-		Observer:               wireObs,
+		Observer:               d.tel.WireObserver(),
 		DisableFairDispatch:    d.seams.unfair,
 	})
 	if err != nil {

@@ -14,8 +14,12 @@
 //     RegisterCapacity, RegisterRestart, RegisterReload) or a New*Observer
 //     constructor (synchronous instruments behind a small observer
 //     interface the instrumented package declares: NewAuditObserver for audit.Observer, NewVerbObserver
-//     for registrar.Observer, NewOpenBaoObserver for openbao.Observer,
-//     NewWireObserver for server.Observer).
+//     for registrar.Observer, NewOpenBaoObserver for openbao.Observer).
+//   - One histogram, the wire's wait, is recorded on every request served,
+//     a flood's included, so it is no SDK instrument: NewWireObserver's
+//     server.Observer counts it in atomics (internal/exacthist) and hands
+//     it to the readers as their Producer; Telemetry builds its readers
+//     with it (Telemetry.WireObserver).
 //   - The instrumented packages (limiter, coalesce, audit, wire, registrar,
 //     backend/openbao) never import the OTel metric API: they expose a
 //     Stats func or call their observer, which keeps them below this
@@ -228,7 +232,7 @@
 //	    world-writable; every append is refused meanwhile, so the audit
 //	    alerts fire. 0 when private.
 //
-// The wire (RegisterWire, NewWireObserver):
+// The wire (RegisterWire, Telemetry.WireObserver):
 //
 //	registrar_wire_connections{listener}
 //	    Gauge: established connections of each listener (unix, tls).

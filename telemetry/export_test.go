@@ -16,6 +16,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/config"
 	"github.com/registrar-otel/registrar-otel/internal/testing/otlptest"
 	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/sinks/otelsink"
 	"github.com/registrar-otel/registrar-otel/telemetry"
 	"github.com/registrar-otel/registrar-otel/vocab"
@@ -408,6 +409,9 @@ func TestOTLPExportReachesTheCollector(t *testing.T) {
 	cfg := testConfig()
 	cfg.OTLPEndpoint = rcv.URL
 	tel := newTelemetry(t, cfg, telemetry.Options{ServiceVersion: "v1.2.3"})
+	// The wait histogram is a producer's: the OTLP reader New built is
+	// given it, as the Prometheus exporter is.
+	tel.WireObserver().Waited(server.ListenerTLS, 3*time.Millisecond)
 
 	if err := emit(t, tel); err != nil {
 		t.Fatalf("ForceFlush: %v", err)
@@ -445,12 +449,19 @@ func TestOTLPExportReachesTheCollector(t *testing.T) {
 	if len(metrics) == 0 {
 		t.Fatalf("collector received no metric export (paths %v)", paths)
 	}
-	var found bool
+	var found, waited bool
 	for _, req := range metrics {
 		for _, rm := range req.GetResourceMetrics() {
 			wantServiceName(t, "metric", rm.GetResource().GetAttributes(), cfg.ServiceName)
 			for _, sm := range rm.GetScopeMetrics() {
 				for _, m := range sm.GetMetrics() {
+					if m.GetName() == telemetry.WireRequestWait {
+						for _, dp := range m.GetHistogram().GetDataPoints() {
+							if l, _ := attrString(dp.GetAttributes(), "listener"); l == "tls" && dp.GetCount() == 1 && dp.GetSum() == 0.003 {
+								waited = true
+							}
+						}
+					}
 					if m.GetName() != otelsink.AdmissionCounter {
 						continue
 					}
@@ -465,6 +476,9 @@ func TestOTLPExportReachesTheCollector(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("collector received no %s{verb=mint}=1 data point", otelsink.AdmissionCounter)
+	}
+	if !waited {
+		t.Errorf("collector received no %s{listener=tls} data point of one 3 ms wait", telemetry.WireRequestWait)
 	}
 }
 

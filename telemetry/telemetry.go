@@ -86,7 +86,9 @@ type Options struct {
 	// leaves it out.
 	ServiceVersion string
 	// ExtraReaders are added to the MeterProvider beside the Prometheus
-	// exporter (and the OTLP reader). For tests: a ManualReader.
+	// exporter (and the OTLP reader). For tests: a ManualReader. They read
+	// the instruments; the wait histogram, a producer's, reaches only the
+	// readers New builds (see WireObserver).
 	ExtraReaders []sdkmetric.Reader
 	// ExtraSpanProcessors are added to the TracerProvider beside the OTLP
 	// batch processor. For tests: a tracetest.SpanRecorder.
@@ -126,6 +128,9 @@ type Telemetry struct {
 	// exporter was built.
 	tracesURL string
 	probes    atomic.Pointer[Probes]
+	// wire is the fair dispatch's wait histogram, a producer of every
+	// reader New builds.
+	wire *WireObserver
 
 	mu       sync.Mutex
 	closed   bool
@@ -193,6 +198,11 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 	if err := registerProcessCollectors(t.registry); err != nil {
 		return nil, err
 	}
+	// The wait histogram is a producer's, not an instrument's
+	// (WireObserver): each reader New builds is given it.
+	if t.wire, err = NewWireObserver(); err != nil {
+		return nil, err
+	}
 
 	promExporter, err := otelprom.New(
 		otelprom.WithRegisterer(t.registry),
@@ -200,6 +210,7 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 		// Every series would otherwise carry otel_scope_name/version/schema_url
 		// labels: noise to an operator, and the instrument names are unique.
 		otelprom.WithoutScopeInfo(),
+		otelprom.WithProducer(t.wire),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: Prometheus exporter: %w", err)
@@ -226,7 +237,7 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
 	if mexp != nil {
-		var ro []sdkmetric.PeriodicReaderOption
+		ro := []sdkmetric.PeriodicReaderOption{sdkmetric.WithProducer(t.wire)}
 		if getenv("OTEL_METRIC_EXPORT_INTERVAL") == "" {
 			ro = append(ro, sdkmetric.WithInterval(MetricExportInterval))
 		}
@@ -394,6 +405,10 @@ func newResource(ctx context.Context, serviceName, serviceVersion, instanceID st
 
 // MeterProvider returns the provider every instrument is created on.
 func (t *Telemetry) MeterProvider() metric.MeterProvider { return t.mp }
+
+// WireObserver returns the server.Observer whose wait histogram the
+// readers of t collect (registrar_request_wait_seconds).
+func (t *Telemetry) WireObserver() *WireObserver { return t.wire }
 
 // TracerProvider returns the provider the verbs' spans are created on.
 func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tp }

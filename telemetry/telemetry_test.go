@@ -386,7 +386,9 @@ func exercise(t *testing.T) exercised {
 		t.Fatalf("RegisterWire: %v", err)
 	}
 	// The wait histogram appears on its first request served.
-	newObserver(t, mp, telemetry.NewWireObserver).Waited(server.ListenerUnix, 0)
+	// It is a producer's (WireObserver), read by the Prometheus exporter
+	// New built: the exposition below shows New attached it.
+	tel.WireObserver().Waited(server.ListenerUnix, 0)
 	bao := newObserver(t, mp, telemetry.NewOpenBaoObserver)
 	bao.Request(context.Background(), openbao.OpBindingRead, 2*time.Millisecond)
 	if err := telemetry.RegisterOpenBaoToken(mp, func() openbao.TokenStats {

@@ -21,6 +21,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/telemetry"
 	"github.com/registrar-otel/registrar-otel/wire"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
@@ -119,6 +120,20 @@ func (healthVerbs) Deregister(context.Context, registrar.DeregisterRequest) (reg
 	return registrar.DeregisterResult{}, errors.New("unused")
 }
 
+// newWireReader returns a wire observer and a ManualReader built with it
+// as a producer, as Telemetry's readers are.
+func newWireReader(t *testing.T) (*sdkmetric.ManualReader, *telemetry.WireObserver) {
+	t.Helper()
+	obs, err := telemetry.NewWireObserver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(obs))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	return reader, obs
+}
+
 // TestTheWaitHistogramCountsExactlyTheRequestsServed: a real server with
 // one seat, in a synctest bubble over in-memory pipes (they carry no
 // identity, so every connection is the same caller, on a listener of the
@@ -132,8 +147,7 @@ func (healthVerbs) Deregister(context.Context, registrar.DeregisterRequest) (reg
 // because the test holds the seat until they do.
 func TestTheWaitHistogramCountsExactlyTheRequestsServed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reader, mp := newReader(t)
-		obs := newObserver(t, mp, telemetry.NewWireObserver)
+		reader, obs := newWireReader(t)
 		h, err := health.NewHolder()
 		if err != nil {
 			t.Fatal(err)
@@ -213,8 +227,7 @@ func TestTheWaitHistogramCountsExactlyTheRequestsServed(t *testing.T) {
 // waited depends on the scheduler, so it is not asserted here
 // (TestTheWaitHistogramCountsExactlyTheRequestsServed makes them wait).
 func TestTheWaitHistogramCountsEveryRequestOverARealSocket(t *testing.T) {
-	reader, mp := newReader(t)
-	obs := newObserver(t, mp, telemetry.NewWireObserver)
+	reader, obs := newWireReader(t)
 	h, err := health.NewHolder()
 	if err != nil {
 		t.Fatal(err)
