@@ -60,6 +60,10 @@ type series struct {
 	_      [64]byte
 }
 
+// maxBound is the first bound in seconds whose nanoseconds do not fit an
+// int64 (a time.Duration): about 292 years.
+const maxBound = float64(math.MaxInt64) / 1e9
+
 // New returns a histogram named name (unit and desc as an instrument's)
 // with the given bucket bounds in seconds, which must be finite and
 // strictly increasing, one series per element of sets, its start time
@@ -75,7 +79,7 @@ func New(name, unit, desc string, bounds []float64, sets []attribute.Set, start 
 		boundsNS: make([]int64, len(bounds)), series: make([]series, len(sets)), start: start}
 	for i, b := range bounds {
 		switch {
-		case math.IsNaN(b) || math.IsInf(b, 0) || b < 0 || b > float64(math.MaxInt64)/1e9:
+		case math.IsNaN(b) || math.IsInf(b, 0) || b < 0 || b >= maxBound:
 			return nil, fmt.Errorf("exacthist: %s: bound %v is not a duration in seconds", name, b)
 		case i > 0 && b <= bounds[i-1]:
 			return nil, fmt.Errorf("exacthist: %s: bounds must increase: %v after %v", name, b, bounds[i-1])

@@ -166,13 +166,21 @@ func TestNewRefusesBadBoundsAndNoSeries(t *testing.T) {
 		{"h", []float64{math.Inf(1)}, []attribute.Set{unix}},
 		{"h", []float64{-1}, []attribute.Set{unix}},
 		{"h", []float64{1e10}, []attribute.Set{unix}},
+		// The first bound whose nanoseconds overflow a time.Duration.
+		{"h", []float64{float64(math.MaxInt64) / 1e9}, []attribute.Set{unix}},
 	} {
 		if _, err := exacthist.New(c.name, "s", "", c.bounds, c.sets, start); err == nil {
 			t.Errorf("New(%q, %v, %d sets): no error", c.name, c.bounds, len(c.sets))
 		}
 	}
-	if _, err := exacthist.New("h", "s", "", nil, []attribute.Set{unix}, start); err != nil {
-		t.Errorf("no bounds (one bucket): %v", err)
+	for _, ok := range [][]float64{
+		nil,    // one bucket
+		{0, 1}, // a bound of zero: the SDK's buckets allow it
+		{math.Nextafter(float64(math.MaxInt64)/1e9, 0)}, // the largest bound a duration reaches
+	} {
+		if _, err := exacthist.New("h", "s", "", ok, []attribute.Set{unix}, start); err != nil {
+			t.Errorf("bounds %v: %v", ok, err)
+		}
 	}
 }
 
