@@ -241,7 +241,7 @@ func newDaemon(cfg config.Config, logger *slog.Logger, opts Options, s seams) (_
 	if err != nil {
 		return nil, fmt.Errorf("daemon: health: %w", err)
 	}
-	verbObs, err := telemetry.NewVerbObserver(mp)
+	verbObs, err := telemetry.NewVerbObserver(mp, d.tel.Histograms())
 	if err != nil {
 		return nil, fmt.Errorf("daemon: verbs: %w", err)
 	}

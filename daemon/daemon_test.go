@@ -748,3 +748,28 @@ func limitedRecords(t *testing.T, dir string) []*audit.Record {
 	}
 	return out
 }
+
+// TestTheHistogramsKeptOutsideTheSDKAreOnTheMetricsListener: the daemon's
+// two histograms recorded on every request, the fair dispatch's wait and
+// the verbs' duration, are counted outside the SDK (telemetry.Histograms)
+// and reach /metrics only because the daemon builds its observers on its
+// Telemetry's Histograms: one mint over the socket is one observation of
+// each.
+func TestTheHistogramsKeptOutsideTheSDKAreOnTheMetricsListener(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Telemetry.MetricsListen = "127.0.0.1:0"
+	r := start(t, cfg)
+	resp, err := r.client.Mint(context.Background(), mint("review"))
+	if err != nil || !resp.OK() {
+		t.Fatalf("mint: %+v, %v", resp, err)
+	}
+	m := scrape(t, r.d)
+	for _, want := range []string{
+		`registrar_invocation_duration_seconds_count{result="first_mint",verb="mint"} 1`,
+		`registrar_request_wait_seconds_count{listener="unix"} 1`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

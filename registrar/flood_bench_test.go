@@ -11,6 +11,7 @@ import (
 
 	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
 	"github.com/registrar-otel/registrar-otel/limiter"
+	"github.com/registrar-otel/registrar-otel/telemetry"
 )
 
 // BenchmarkFloodThrottledMint is the verb layer's share of a flood: a mint
@@ -20,12 +21,13 @@ import (
 // of internal/deferredcount. daemon.BenchmarkFlood is the same flood over
 // the socket.
 func BenchmarkFloodThrottledMint(b *testing.B) {
-	reader := sdkmetric.NewManualReader()
+	hs := telemetry.NewHistograms()
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(hs))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithExemplarFilter(exemplar.TraceBasedFilter))
 	b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	v := instrumented(b, tp, mp, limiter.Config{
+	v := instrumented(b, tp, mp, hs, limiter.Config{
 		PredecisionRefusal: limiter.BucketConfig{Burst: 32, RefillInterval: time.Second},
 		Admission:          limiter.BucketConfig{Burst: 1, RefillInterval: time.Hour},
 	}, registrartest.NewBackend(b))

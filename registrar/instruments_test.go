@@ -31,7 +31,7 @@ func traced(t *testing.T, prBurst, admBurst uint32, backend registrar.Backend) (
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-	return instrumented(t, tp, mp, limiter.Config{
+	return instrumented(t, tp, mp, nil, limiter.Config{
 		PredecisionRefusal: limiter.BucketConfig{Burst: prBurst, RefillInterval: time.Second},
 		Admission:          limiter.BucketConfig{Burst: admBurst, RefillInterval: 1500 * time.Millisecond},
 	}, backend), rec
@@ -40,13 +40,13 @@ func traced(t *testing.T, prBurst, admBurst uint32, backend registrar.Backend) (
 // instrumented is the verbs of one "review" component (many per host) on
 // tp and mp, with the production sink chain's OTel link (otelsink →
 // counting) and a limiter of lc whose clock stands still.
-func instrumented(t testing.TB, tp trace.TracerProvider, mp metric.MeterProvider, lc limiter.Config, backend registrar.Backend) *registrar.Verbs {
+func instrumented(t testing.TB, tp trace.TracerProvider, mp metric.MeterProvider, hs *telemetry.Histograms, lc limiter.Config, backend registrar.Backend) *registrar.Verbs {
 	t.Helper()
 	sink, err := otelsink.New(counting.New(), mp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs, err := telemetry.NewVerbObserver(mp)
+	obs, err := telemetry.NewVerbObserver(mp, hs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,12 +191,15 @@ func TestInvocationCountersAreExactSampledOrNot(t *testing.T) {
 		{"sampled", sdktrace.AlwaysSample()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reader := sdkmetric.NewManualReader()
+			// The duration histogram is produced by hs, as Telemetry's
+			// readers are given theirs.
+			hs := telemetry.NewHistograms()
+			reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(hs))
 			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithExemplarFilter(exemplar.TraceBasedFilter))
 			t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(tc.sampler))
 			t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-			v := instrumented(t, tp, mp, limiter.Config{
+			v := instrumented(t, tp, mp, hs, limiter.Config{
 				PredecisionRefusal: limiter.BucketConfig{Burst: 32, RefillInterval: time.Second},
 				Admission:          limiter.BucketConfig{Burst: 2, RefillInterval: time.Hour},
 			}, registrartest.NewBackend(t))

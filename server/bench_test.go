@@ -55,7 +55,7 @@ func BenchmarkMintOverSocket(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer tel.Shutdown(ctx)
-		obs, err := telemetry.NewVerbObserver(tel.MeterProvider())
+		obs, err := telemetry.NewVerbObserver(tel.MeterProvider(), tel.Histograms())
 		if err != nil {
 			b.Fatal(err)
 		}

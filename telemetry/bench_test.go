@@ -80,7 +80,7 @@ func (d *discardRecorder) WriteHeader(int)             {}
 // replaced, is measured beside the histogram (internal/exacthist,
 // BenchmarkObserve).
 func BenchmarkWireObserverWaited(b *testing.B) {
-	o, err := telemetry.NewWireObserver()
+	o, err := telemetry.NewWireObserver(telemetry.NewHistograms())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -87,8 +87,8 @@ type Options struct {
 	ServiceVersion string
 	// ExtraReaders are added to the MeterProvider beside the Prometheus
 	// exporter (and the OTLP reader). For tests: a ManualReader. They read
-	// the instruments; the wait histogram, a producer's, reaches only the
-	// readers New builds (see WireObserver).
+	// the instruments; the histograms of Histograms reach only the readers
+	// New builds.
 	ExtraReaders []sdkmetric.Reader
 	// ExtraSpanProcessors are added to the TracerProvider beside the OTLP
 	// batch processor. For tests: a tracetest.SpanRecorder.
@@ -128,9 +128,10 @@ type Telemetry struct {
 	// exporter was built.
 	tracesURL string
 	probes    atomic.Pointer[Probes]
-	// wire is the fair dispatch's wait histogram, a producer of every
-	// reader New builds.
-	wire *WireObserver
+	// hists produces the histograms recorded on every request to every
+	// reader New builds; wire's wait histogram is one of them.
+	hists *Histograms
+	wire  *WireObserver
 
 	mu       sync.Mutex
 	closed   bool
@@ -198,9 +199,10 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 	if err := registerProcessCollectors(t.registry); err != nil {
 		return nil, err
 	}
-	// The wait histogram is a producer's, not an instrument's
-	// (WireObserver): each reader New builds is given it.
-	if t.wire, err = NewWireObserver(); err != nil {
+	// The histograms recorded on every request are a producer's, not
+	// instruments (Histograms): each reader New builds is given it.
+	t.hists = NewHistograms()
+	if t.wire, err = NewWireObserver(t.hists); err != nil {
 		return nil, err
 	}
 
@@ -210,7 +212,7 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 		// Every series would otherwise carry otel_scope_name/version/schema_url
 		// labels: noise to an operator, and the instrument names are unique.
 		otelprom.WithoutScopeInfo(),
-		otelprom.WithProducer(t.wire),
+		otelprom.WithProducer(t.hists),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: Prometheus exporter: %w", err)
@@ -237,7 +239,7 @@ func New(ctx context.Context, cfg config.Telemetry, o Options) (*Telemetry, erro
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
 	if mexp != nil {
-		ro := []sdkmetric.PeriodicReaderOption{sdkmetric.WithProducer(t.wire)}
+		ro := []sdkmetric.PeriodicReaderOption{sdkmetric.WithProducer(t.hists)}
 		if getenv("OTEL_METRIC_EXPORT_INTERVAL") == "" {
 			ro = append(ro, sdkmetric.WithInterval(MetricExportInterval))
 		}
@@ -409,6 +411,11 @@ func (t *Telemetry) MeterProvider() metric.MeterProvider { return t.mp }
 // WireObserver returns the server.Observer whose wait histogram the
 // readers of t collect (registrar_request_wait_seconds).
 func (t *Telemetry) WireObserver() *WireObserver { return t.wire }
+
+// Histograms returns the producer every reader of t is built with: an
+// observer given it (NewVerbObserver) has its histograms collected by
+// them.
+func (t *Telemetry) Histograms() *Histograms { return t.hists }
 
 // TracerProvider returns the provider the verbs' spans are created on.
 func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tp }

@@ -433,7 +433,7 @@ func exercise(t *testing.T) exercised {
 	}
 	verbs, err := registrar.New(
 		registrar.Config{Components: map[string]vocab.Multiplicity{"web": vocab.OnePerDeployment}, MaxWrapTTLSeconds: 60},
-		registrar.Deps{Limiter: lim, Audit: store, Backend: fakeBackend{}, TracerProvider: tel.TracerProvider(), Observer: verbObserver(t, mp)},
+		registrar.Deps{Limiter: lim, Audit: store, Backend: fakeBackend{}, TracerProvider: tel.TracerProvider(), Observer: verbObserver(t, mp, tel.Histograms())},
 	)
 	if err != nil {
 		t.Fatalf("registrar.New: %v", err)
@@ -649,10 +649,68 @@ func TestOpenMetricsScrapeCarriesTheSpansTraceIDAsExemplar(t *testing.T) {
 	}
 }
 
-// verbObserver is telemetry.NewVerbObserver(mp), failing t on error.
-func verbObserver(t *testing.T, mp metric.MeterProvider) registrar.Observer {
+// The invocation duration histogram, produced outside the SDK
+// (Histograms), carries a sampled invocation's trace id as an exemplar in
+// the OpenMetrics scrape, in the bucket of its duration, as the SDK's
+// histogram did; an unsampled invocation is counted and leaves none.
+func TestOpenMetricsScrapeCarriesTheDurationExemplar(t *testing.T) {
+	tel := newTelemetry(t, testConfig(), telemetry.Options{})
+	obs := verbObserver(t, tel.MeterProvider(), tel.Histograms())
+	ctx, span := tel.TracerProvider().Tracer("test").Start(context.Background(), "registrar.mint")
+	if !span.SpanContext().IsSampled() {
+		t.Fatalf("span not sampled at ratio 1")
+	}
+	obs.Finished(ctx, vocab.Mint, registrar.ResultThrottled, 3*time.Millisecond)
+	span.End()
+	obs.Finished(context.Background(), vocab.Mint, registrar.ResultThrottled, 30*time.Millisecond)
+	traceID := span.SpanContext().TraceID().String()
+
+	body, _ := scrape(t, tel.Handler(), "/metrics", "application/openmetrics-text; version=1.0.0; charset=utf-8")
+	var exemplars []string
+	count := ""
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.Contains(line, `result="throttled"`) || !strings.Contains(line, `verb="mint"`) {
+			continue
+		}
+		if strings.HasPrefix(line, "registrar_invocation_duration_seconds_count{") {
+			count = line[strings.LastIndex(line, " ")+1:]
+		}
+		if strings.HasPrefix(line, "registrar_invocation_duration_seconds_bucket{") && strings.Contains(line, " # {") {
+			exemplars = append(exemplars, line)
+		}
+	}
+	if count != "2" {
+		t.Errorf("registrar_invocation_duration_seconds_count{verb=mint,result=throttled} = %q, want 2; body:\n%s", count, body)
+	}
+	if len(exemplars) != 1 || !strings.Contains(exemplars[0], `le="0.005"`) || !strings.Contains(exemplars[0], `trace_id="`+traceID+`"`) || !strings.Contains(exemplars[0], "} 0.003") {
+		t.Errorf("duration exemplars %q, want one of 0.003 s in le=\"0.005\" with trace_id=%q", exemplars, traceID)
+	}
+}
+
+// A Histograms produces one histogram of a name: a second verb observer
+// on it is refused, naming the histogram, instead of a reader reporting
+// two series sets under one name.
+func TestASecondVerbObserverOnOneHistogramsIsRefused(t *testing.T) {
+	_, mp, hs := newHistReader(t)
+	verbObserver(t, mp, hs)
+	if _, err := telemetry.NewVerbObserver(mp, hs); err == nil || !strings.Contains(err.Error(), telemetry.RegistrarInvocationDuration) {
+		t.Errorf("second NewVerbObserver on one Histograms: %v, want an error naming %s", err, telemetry.RegistrarInvocationDuration)
+	}
+	if _, err := telemetry.NewWireObserver(hs); err != nil {
+		t.Errorf("a wire observer beside it: %v", err)
+	}
+	if _, err := telemetry.NewWireObserver(hs); err == nil || !strings.Contains(err.Error(), telemetry.WireRequestWait) {
+		t.Errorf("second NewWireObserver on one Histograms: %v, want an error naming %s", err, telemetry.WireRequestWait)
+	}
+}
+
+// verbObserver is telemetry.NewVerbObserver(mp, hs), failing t on error.
+func verbObserver(t *testing.T, mp metric.MeterProvider, hs *telemetry.Histograms) registrar.Observer {
 	t.Helper()
-	o := newObserver(t, mp, telemetry.NewVerbObserver)
+	o, err := telemetry.NewVerbObserver(mp, hs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return o
 }
 

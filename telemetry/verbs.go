@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"github.com/registrar-otel/registrar-otel/internal/deferredcount"
+	"github.com/registrar-otel/registrar-otel/internal/exacthist"
 	"github.com/registrar-otel/registrar-otel/registrar"
 	"github.com/registrar-otel/registrar-otel/vocab"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // OTel instrument names of the verbs.
@@ -42,20 +44,22 @@ type verbObserver struct {
 	// invocationsDeferred is invocations for the calls: an unsampled
 	// call's increment is added at the next collection.
 	invocationsDeferred *deferredcount.Counter
-	duration            metric.Float64Histogram
-	unrecordable        metric.Int64Counter
-	partial             metric.Int64Counter
+	// duration is an exact histogram (Histograms) with one series per
+	// verb and result, index verb*NumResults+result.
+	duration     *exacthist.Histogram
+	unrecordable metric.Int64Counter
+	partial      metric.Int64Counter
 	// The option slices handed to the variadic SDK calls, hoisted: an
 	// existing slice passed on costs nothing, a fresh one is an allocation
 	// per call.
-	recordByResult [vocab.NumVerbs][registrar.NumResults][]metric.RecordOption
-	addByVerb      [vocab.NumVerbs][]metric.AddOption
+	addByVerb [vocab.NumVerbs][]metric.AddOption
 }
 
 var _ registrar.Observer = (*verbObserver)(nil)
 
 // NewVerbObserver returns the registrar.Observer recording the verbs'
-// metrics on mp (nil means a no-op provider), in the instrumentation scope
+// metrics on mp (nil means a no-op provider) and hs (nil means no reader
+// sees the duration histogram), in the instrumentation scope
 // registrar.ScopeName (the verbs' spans' scope):
 //
 //   - registrar.invocations{verb,result} (counter, {invocation}): every
@@ -69,17 +73,19 @@ var _ registrar.Observer = (*verbObserver)(nil)
 //
 // Every attribute set is precomputed, and the increments of invocations
 // whose span is not sampled are summed and added at each collection
-// (internal/deferredcount), so a throttled answer costs no SDK Add. Every
+// (internal/deferredcount), so a throttled answer costs no SDK Add. The
+// duration histogram is no SDK instrument either but one of hs's
+// (Histograms): an observation is an atomic add, and one made in a
+// sampled span is kept as its bucket's exemplar, as the SDK's histogram
+// did under the daemon's trace-based exemplar filter. Every
 // counter series the verbs can produce exists from the first scrape, at
 // zero. The observer is safe for concurrent use and does not allocate.
-func NewVerbObserver(mp metric.MeterProvider) (registrar.Observer, error) {
+func NewVerbObserver(mp metric.MeterProvider, hs *Histograms) (registrar.Observer, error) {
 	m := scopedMeter(mp, registrar.ScopeName)
 	r := newRegistration(m, "NewVerbObserver")
 	o := &verbObserver{
 		invocations: r.syncCounter(RegistrarInvocations, "{invocation}",
 			"Verb invocations by verb and result (first_mint, idempotent_remint, identity_removed, idempotent_already_absent, refused, throttled, unavailable)."),
-		duration: r.histogram(RegistrarInvocationDuration, "s",
-			"Time from an invocation's arrival at the verb layer to its answer, by verb and result.", registrarDurationBuckets),
 		unrecordable: r.syncCounter(RegistrarOutcomeUnrecordable, "{invocation}",
 			"Invocations that changed the registry but whose outcome record could not be written (answered PostMintUnrecordable)."),
 		partial: r.syncCounter(RegistrarBackendPartial, "{invocation}",
@@ -89,17 +95,22 @@ func NewVerbObserver(mp metric.MeterProvider) (registrar.Observer, error) {
 		return nil, err
 	}
 	series := make([][]metric.AddOption, 0, vocab.NumVerbs*registrar.NumResults)
+	sets := make([]attribute.Set, 0, vocab.NumVerbs*registrar.NumResults)
 	for v := range vocab.NumVerbs {
 		verb := attribute.String(attrVerb, vocab.Verb(v).String())
 		o.addByVerb[v] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(verb))}
 		for r := range registrar.NumResults {
-			set := metric.WithAttributeSet(attribute.NewSet(verb, attribute.String(attrResult, registrar.Result(r).String())))
-			series = append(series, []metric.AddOption{set})
-			o.recordByResult[v][r] = []metric.RecordOption{set}
+			set := attribute.NewSet(verb, attribute.String(attrResult, registrar.Result(r).String()))
+			series = append(series, []metric.AddOption{metric.WithAttributeSet(set)})
+			sets = append(sets, set)
 		}
 	}
 	var err error
 	if o.invocationsDeferred, err = deferredcount.New(m, o.invocations, registrarInvocationsFlush, series); err != nil {
+		return nil, fmt.Errorf("telemetry: NewVerbObserver: %w", err)
+	}
+	if o.duration, err = hs.add(registrar.ScopeName, RegistrarInvocationDuration, "s",
+		"Time from an invocation's arrival at the verb layer to its answer, by verb and result.", registrarDurationBuckets, sets); err != nil {
 		return nil, fmt.Errorf("telemetry: NewVerbObserver: %w", err)
 	}
 	// Every counter series exists from the first scrape, at zero: rate()
@@ -125,8 +136,13 @@ func (o *verbObserver) Finished(ctx context.Context, verb vocab.Verb, result reg
 	if uint(verb) >= uint(vocab.NumVerbs) || uint(result) >= uint(registrar.NumResults) {
 		return
 	}
-	o.invocationsDeferred.Add(ctx, int(verb)*registrar.NumResults+int(result), 1)
-	o.duration.Record(ctx, elapsed.Seconds(), o.recordByResult[verb][result]...)
+	i := int(verb)*registrar.NumResults + int(result)
+	o.invocationsDeferred.Add(ctx, i, 1)
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		o.duration.ObserveExemplar(i, elapsed, sc, time.Now())
+		return
+	}
+	o.duration.Observe(i, elapsed)
 }
 
 // Unrecordable implements registrar.Observer.

@@ -23,6 +23,17 @@ func newReader(t *testing.T) (*sdkmetric.ManualReader, *sdkmetric.MeterProvider)
 	return reader, mp
 }
 
+// newHistReader is newReader whose reader is also given a Histograms, as
+// Telemetry's readers are, for the observers whose histograms it produces.
+func newHistReader(t *testing.T) (*sdkmetric.ManualReader, *sdkmetric.MeterProvider, *telemetry.Histograms) {
+	t.Helper()
+	hs := telemetry.NewHistograms()
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(hs))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	return reader, mp, hs
+}
+
 // newObserver is the observer build makes on mp; t fails if build does.
 func newObserver[O any](t *testing.T, mp metric.MeterProvider, build func(metric.MeterProvider) (O, error)) O {
 	t.Helper()
@@ -38,8 +49,8 @@ func newObserver[O any](t *testing.T, mp metric.MeterProvider, build func(metric
 // partial invocations by verb, in the registrar's scope; the counters'
 // series exist at zero from the start.
 func TestVerbObserverCountsByVerbAndResult(t *testing.T) {
-	reader, mp := newReader(t)
-	o := newObserver(t, mp, telemetry.NewVerbObserver)
+	reader, mp, hs := newHistReader(t)
+	o := verbObserver(t, mp, hs)
 	got := metrictest.Collect(t, reader)
 	for _, p := range []metrictest.Point{
 		metrictest.At(registrar.ScopeName, telemetry.RegistrarBackendPartial, "verb", "mint"),
@@ -85,7 +96,7 @@ func TestVerbObserverCountsByVerbAndResult(t *testing.T) {
 
 // A nil provider gives observers that record nothing and do not fail.
 func TestObserversOnANilProviderAreNoOps(t *testing.T) {
-	v, err := telemetry.NewVerbObserver(nil)
+	v, err := telemetry.NewVerbObserver(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,17 +120,15 @@ func (healthVerbs) Deregister(context.Context, registrar.DeregisterRequest) (reg
 	return registrar.DeregisterResult{}, errors.New("unused")
 }
 
-// newWireReader returns a wire observer and a ManualReader built with it
-// as a producer, as Telemetry's readers are.
+// newWireReader returns a wire observer and a ManualReader built with its
+// Histograms as a producer, as Telemetry's readers are.
 func newWireReader(t *testing.T) (*sdkmetric.ManualReader, *telemetry.WireObserver) {
 	t.Helper()
-	obs, err := telemetry.NewWireObserver()
+	reader, _, hs := newHistReader(t)
+	obs, err := telemetry.NewWireObserver(hs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(obs))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	return reader, obs
 }
 

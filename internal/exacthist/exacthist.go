@@ -16,9 +16,10 @@
 // What is kept of the SDK's histogram: the explicit bucket bounds and their
 // meaning (a bucket counts the values above the previous bound up to and
 // including its own), the sum, cumulative temporality from the histogram's
-// start, and a data point per series only once that series has an
-// observation. What is not: exemplars (the observations it is built for
-// come from no span), and the minimum and maximum (left unset, as the
+// start, a data point per series only once that series has an
+// observation, and, through ObserveExemplar, the exemplars the SDK keeps
+// under the trace-based filter (each bucket's last observation made in a
+// sampled span). What is not: the minimum and maximum (left unset, as the
 // OpenTelemetry data model allows; the Prometheus exposition has neither).
 //
 // Exactness: a data point's count is the sum of the bucket counts read for
@@ -32,11 +33,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Histogram is a cumulative histogram of durations, in seconds, with fixed
@@ -57,7 +60,21 @@ type series struct {
 	attrs  attribute.Set
 	counts []atomic.Uint64 // len(bounds)+1: the last counts values above every bound
 	sumNS  atomic.Int64
-	_      [64]byte
+	// exemplars is each bucket's last observation made in a sampled span;
+	// nil until the first.
+	mu        sync.Mutex
+	exemplars []exemplar
+	_         [64]byte
+}
+
+// exemplar is an observation kept with its span, as the SDK's histogram
+// reservoir keeps one per bucket.
+type exemplar struct {
+	value   float64 // seconds
+	at      time.Time
+	traceID trace.TraceID
+	spanID  trace.SpanID
+	set     bool
 }
 
 // maxBound is the first bound in seconds whose nanoseconds do not fit an
@@ -109,6 +126,44 @@ func (h *Histogram) Observe(i int, d time.Duration) {
 	s.sumNS.Add(int64(d))
 }
 
+// ObserveExemplar adds d to series i as Observe does, and keeps it as its
+// bucket's exemplar with sc's trace and span ids and the time at: the last
+// observation in each bucket made in a sampled span, as the SDK's
+// histogram reservoir keeps under the trace-based exemplar filter. It is
+// meant for the observations of sampled spans (a few in a hundred), and
+// takes the series' lock. An sc that is not sampled is only observed.
+func (h *Histogram) ObserveExemplar(i int, d time.Duration, sc trace.SpanContext, at time.Time) {
+	if uint(i) >= uint(len(h.series)) {
+		return
+	}
+	h.Observe(i, d)
+	if !sc.IsSampled() {
+		return
+	}
+	d = max(d, 0)
+	s := &h.series[i]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.exemplars == nil {
+		s.exemplars = make([]exemplar, len(s.counts))
+	}
+	s.exemplars[h.bucket(int64(d))] = exemplar{value: d.Seconds(), at: at, traceID: sc.TraceID(), spanID: sc.SpanID(), set: true}
+}
+
+// exemplarsOf returns s's exemplars as metric data, lowest bucket first.
+func (s *series) exemplarsOf() []metricdata.Exemplar[float64] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []metricdata.Exemplar[float64]
+	for _, e := range s.exemplars {
+		if e.set {
+			out = append(out, metricdata.Exemplar[float64]{Time: e.at, Value: e.value,
+				TraceID: append([]byte(nil), e.traceID[:]...), SpanID: append([]byte(nil), e.spanID[:]...)})
+		}
+	}
+	return out
+}
+
 // bucket is the index of the bucket ns falls in: the first bound at or
 // above it, or the last bucket past every bound.
 func (h *Histogram) bucket(ns int64) int {
@@ -147,6 +202,7 @@ func (h *Histogram) Metrics(now time.Time) metricdata.Metrics {
 			Bounds:       h.bounds,
 			BucketCounts: counts,
 			Sum:          time.Duration(s.sumNS.Load()).Seconds(),
+			Exemplars:    s.exemplarsOf(),
 		})
 	}
 	return metricdata.Metrics{

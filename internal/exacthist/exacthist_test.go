@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/trace"
 )
 
 var (
@@ -114,6 +115,53 @@ func sdkPoint(t *testing.T, ds []time.Duration) metricdata.HistogramDataPoint[fl
 		t.Fatal(err)
 	}
 	return rm.ScopeMetrics[0].Metrics[0].Data.(metricdata.Histogram[float64]).DataPoints[0]
+}
+
+// ObserveExemplar counts as Observe does and keeps, for each bucket, the
+// last observation made in a sampled span, with its trace and span ids
+// and time, as the SDK's histogram reservoir does under the trace-based
+// filter; an observation outside a sampled span is only counted.
+func TestEachBucketKeepsItsLastSampledObservation(t *testing.T) {
+	h := newHist(t)
+	sc := func(b byte, sampled bool) trace.SpanContext {
+		c := trace.SpanContextConfig{TraceID: trace.TraceID{b}, SpanID: trace.SpanID{b}}
+		if sampled {
+			c.TraceFlags = trace.FlagsSampled
+		}
+		return trace.NewSpanContext(c)
+	}
+	t1, t2 := start.Add(time.Second), start.Add(2*time.Second)
+	h.ObserveExemplar(0, 2*time.Millisecond, sc(1, true), t1)  // bucket le=0.01
+	h.ObserveExemplar(0, 3*time.Millisecond, sc(2, true), t2)  // the same bucket: replaces it
+	h.ObserveExemplar(0, 5*time.Millisecond, sc(3, false), t2) // not sampled: counted, not kept
+	h.ObserveExemplar(0, 0, sc(4, true), t1)                   // bucket le=0.0001
+	h.ObserveExemplar(1, time.Hour, sc(5, false), t1)          // tls: no exemplar at all
+	h.ObserveExemplar(7, time.Hour, sc(6, true), t1)           // no such series
+	_, got := points(t, h, start)
+	unixDP, tlsDP := got["unix"], got["tls"]
+	if unixDP.Count != 4 || tlsDP.Count != 1 {
+		t.Errorf("counts unix %d tls %d, want 4 and 1", unixDP.Count, tlsDP.Count)
+	}
+	if want := (10 * time.Millisecond).Seconds(); math.Abs(unixDP.Sum-want) > 1e-12 {
+		t.Errorf("unix sum %v, want %v", unixDP.Sum, want)
+	}
+	if len(tlsDP.Exemplars) != 0 {
+		t.Errorf("tls exemplars %v, want none", tlsDP.Exemplars)
+	}
+	ex := unixDP.Exemplars
+	if len(ex) != 2 {
+		t.Fatalf("unix exemplars %+v, want two (buckets le=0.0001 and le=0.01)", ex)
+	}
+	for i, want := range []struct {
+		value float64
+		id    byte
+		at    time.Time
+	}{{0, 4, t1}, {0.003, 2, t2}} {
+		e := ex[i]
+		if e.Value != want.value || !e.Time.Equal(want.at) || len(e.TraceID) != 16 || e.TraceID[0] != want.id || len(e.SpanID) != 8 || e.SpanID[0] != want.id {
+			t.Errorf("exemplar %d: %+v, want value %v trace and span %d at %v", i, e, want.value, want.id, want.at)
+		}
+	}
 }
 
 // Observations from many goroutines at once are all counted, and a
