@@ -14,12 +14,15 @@
 //     RegisterCapacity, RegisterRestart, RegisterReload) or a New*Observer
 //     constructor (synchronous instruments behind a small observer
 //     interface the instrumented package declares: NewAuditObserver for audit.Observer, NewVerbObserver
-//     for registrar.Observer, NewOpenBaoObserver for openbao.Observer).
-//   - One histogram, the wire's wait, is recorded on every request served,
-//     a flood's included, so it is no SDK instrument: NewWireObserver's
-//     server.Observer counts it in atomics (internal/exacthist) and hands
-//     it to the readers as their Producer; Telemetry builds its readers
-//     with it (Telemetry.WireObserver).
+//     for registrar.Observer, NewOpenBaoObserver for openbao.Observer,
+//     NewWireObserver for server.Observer).
+//   - Two histograms are recorded on every request a flood makes, the
+//     wire's wait (NewWireObserver) and the verbs' duration
+//     (NewVerbObserver), so they are no SDK instruments: each is counted
+//     in atomics (internal/exacthist) and joins a Histograms, the Producer
+//     Telemetry builds its readers with (Telemetry.Histograms); the
+//     duration keeps each bucket's last sampled observation as its
+//     exemplar, as the SDK's histogram did.
 //   - The instrumented packages (limiter, coalesce, audit, wire, registrar,
 //     backend/openbao) never import the OTel metric API: they expose a
 //     Stats func or call their observer, which keeps them below this
@@ -137,7 +140,7 @@
 //	    result is first_mint, idempotent_remint, identity_removed,
 //	    idempotent_already_absent, refused, throttled or unavailable.
 //	registrar_invocation_duration_seconds{verb,result}
-//	    Histogram, 100 µs .. 10 s.
+//	    Histogram, 100 µs .. 10 s, with exemplars (a Histograms').
 //	registrar_outcome_unrecordable_total{verb}
 //	    Registry changes whose outcome record could not be written.
 //	registrar_backend_partial_total{verb}
