@@ -74,6 +74,9 @@ type trackedConn struct {
 	// (whole.go); only the connection's serving goroutine touches them.
 	body  wholeBody
 	limit io.LimitedReader
+	// rateLimit is the RateLimit header value of the connection's last
+	// verb answer (ratelimit.go); only its serving goroutine touches it.
+	rateLimit rateLimitValue
 
 	// Guarded by set.mu.
 	busy     bool // a request in flight: its body whole, its handler running

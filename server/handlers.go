@@ -37,7 +37,8 @@ func (s *Server) mint(w http.ResponseWriter, r *http.Request) {
 		s.malformedErr(w, r, err)
 		return
 	}
-	prepared := callerOf(r, caller)
+	tc := connOf(r)
+	prepared := callerOf(r, tc, caller)
 	res, err := s.verbs.Mint(verbContext(r), registrar.MintRequest{
 		CallerIdentity: caller,
 		CallerSubuid:   subordinateUID(r),
@@ -50,7 +51,7 @@ func (s *Server) mint(w http.ResponseWriter, r *http.Request) {
 		WrapTTLSeconds: req.WrapTTL,
 		IdempotencyKey: req.IdempotencyKey,
 	})
-	s.setRateLimit(w, prepared, caller, vocab.Mint)
+	s.setRateLimit(w, tc, prepared, caller, vocab.Mint)
 	if err != nil {
 		s.refuse(w, r, err)
 		return
@@ -87,7 +88,8 @@ func (s *Server) deregister(w http.ResponseWriter, r *http.Request) {
 		s.malformedErr(w, r, err)
 		return
 	}
-	prepared := callerOf(r, caller)
+	tc := connOf(r)
+	prepared := callerOf(r, tc, caller)
 	res, err := s.verbs.Deregister(verbContext(r), registrar.DeregisterRequest{
 		CallerIdentity: caller,
 		CallerSubuid:   subordinateUID(r),
@@ -98,7 +100,7 @@ func (s *Server) deregister(w http.ResponseWriter, r *http.Request) {
 		Component:      req.Component,
 		IdempotencyKey: req.IdempotencyKey,
 	})
-	s.setRateLimit(w, prepared, caller, vocab.Deregister)
+	s.setRateLimit(w, tc, prepared, caller, vocab.Deregister)
 	if err != nil {
 		s.refuse(w, r, err)
 		return

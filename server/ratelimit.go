@@ -46,9 +46,11 @@ func (s *Server) prepare(ci connIdentity) connIdentity {
 
 // callerOf is the prepared Caller of the request's connection, if it was
 // prepared for identity id; the zero Caller (the verbs prepare it) if not.
-func callerOf(r *http.Request, id string) limiter.Caller {
+// tc is the request's connection, nil for a request of another listener
+// (Handler's).
+func callerOf(r *http.Request, tc *trackedConn, id string) limiter.Caller {
 	var c limiter.Caller
-	if tc, ok := r.Context().Value(connKey{}).(*trackedConn); ok {
+	if tc != nil {
 		c = tc.ident.caller
 	} else if ci, ok := r.Context().Value(identityKey{}).(connIdentity); ok {
 		c = ci.caller
@@ -59,8 +61,27 @@ func callerOf(r *http.Request, id string) limiter.Caller {
 	return c
 }
 
-// setRateLimit sets the two headers for c's admission bucket of verb.
-func (s *Server) setRateLimit(w http.ResponseWriter, c limiter.Caller, id string, verb vocab.Verb) {
+// connOf is the request's tracked connection, nil for a request that
+// came another way (Handler's).
+func connOf(r *http.Request) *trackedConn {
+	tc, _ := r.Context().Value(connKey{}).(*trackedConn)
+	return tc
+}
+
+// rateLimitValue is a connection's last RateLimit header value and what
+// it was made of. A caller's answers in a row mostly carry the same value
+// (a flood's: no tokens, the same delay, for a second at a time), so an
+// answer reuses it instead of formatting and allocating it again; only
+// the connection's serving goroutine touches it, one request at a time.
+type rateLimitValue struct {
+	policy        string
+	tokens, delay uint64
+	v             []string
+}
+
+// setRateLimit sets the two headers for c's admission bucket of verb. tc,
+// the request's connection (nil for none), keeps the last RateLimit value.
+func (s *Server) setRateLimit(w http.ResponseWriter, tc *trackedConn, c limiter.Caller, id string, verb vocab.Verb) {
 	if s.rateLimits == nil {
 		return
 	}
@@ -73,7 +94,17 @@ func (s *Server) setRateLimit(w http.ResponseWriter, c limiter.Caller, id string
 	}
 	h := w.Header()
 	h[keyRateLimitPolicy] = policyHeaders.get(st.Policy, st.Burst, st.RefillInterval)
-	h[keyRateLimit] = []string{wire.FormatRateLimit(st.Policy, uint64(st.Tokens), wire.DelaySeconds(st.NextIn))}
+	tokens, delay := uint64(st.Tokens), wire.DelaySeconds(st.NextIn)
+	if tc == nil {
+		h[keyRateLimit] = []string{wire.FormatRateLimit(st.Policy, tokens, delay)}
+		return
+	}
+	if last := &tc.rateLimit; last.v == nil || last.policy != st.Policy || last.tokens != tokens || last.delay != delay {
+		*last = rateLimitValue{policy: st.Policy, tokens: tokens, delay: delay, v: []string{wire.FormatRateLimit(st.Policy, tokens, delay)}}
+	}
+	// Shared with the connection's earlier answers: net/http copies the
+	// values as it writes the header, and nothing modifies them.
+	h[keyRateLimit] = tc.rateLimit.v
 }
 
 // policyHeaderKey is one RateLimit-Policy value's inputs.

@@ -1,7 +1,10 @@
 package server_test
 
 import (
+	"context"
+	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"testing"
 
@@ -37,7 +40,9 @@ func rateLimitOf(t *testing.T, h http.Header) (wire.QuotaPolicy, wire.ServiceLim
 // success, a refusal and a throttle, for both verbs, each answer describes
 // the caller's own admission bucket of the verb called after the call, and
 // Retry-After stays on the 429. The limiter's clock stands still, so the
-// remaining count falls by one per admitted call.
+// remaining count falls by one per admitted call. Every step after the
+// first is sent on the same kept-alive connection, which keeps its last
+// RateLimit value for reuse: each answer's must still be its own.
 func TestEveryVerbAnswerCarriesTheRateLimitHeaders(t *testing.T) {
 	const burst = 3
 	rv := newRealVerbs(t, 32, burst, registrartest.NewBackend(nil), &audittest.AuditLog{})
@@ -61,11 +66,23 @@ func TestEveryVerbAnswerCarriesTheRateLimitHeaders(t *testing.T) {
 		{"/v1/deregister", dereg, 200, 2, false}, // deregister's own bucket
 	}
 	for i, st := range steps {
-		res, err := hc.Post("http://registrar"+st.path, "application/json", strings.NewReader(st.body))
+		reused := false
+		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{GotConn: func(ci httptrace.GotConnInfo) { reused = ci.Reused }})
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://registrar"+st.path, strings.NewReader(st.body))
 		if err != nil {
 			t.Fatal(err)
 		}
+		req.Header.Set("Content-Type", "application/json")
+		res, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Read whole, so the client keeps the connection for the next step.
+		_, _ = io.Copy(io.Discard, res.Body)
 		res.Body.Close()
+		if i > 0 && !reused {
+			t.Errorf("step %d: sent on a new connection, want the first step's kept alive", i)
+		}
 		if st.status == 0 && (res.StatusCode < 400 || res.StatusCode >= 500 || res.StatusCode == 429) {
 			t.Fatalf("step %d %s: status %d, want a refusal", i, st.path, res.StatusCode)
 		}
