@@ -136,7 +136,8 @@ func TestEachBucketKeepsItsLastSampledObservation(t *testing.T) {
 	h.ObserveExemplar(0, 5*time.Millisecond, sc(3, false), t2) // not sampled: counted, not kept
 	h.ObserveExemplar(0, 0, sc(4, true), t1)                   // bucket le=0.0001
 	h.ObserveExemplar(1, time.Hour, sc(5, false), t1)          // tls: no exemplar at all
-	h.ObserveExemplar(7, time.Hour, sc(6, true), t1)           // no such series
+	h.ObserveExemplar(2, time.Hour, sc(6, true), t1)           // no such series: the first index past them
+	h.ObserveExemplar(7, time.Hour, sc(6, true), t1)           // nor this one
 	_, got := points(t, h, start)
 	unixDP, tlsDP := got["unix"], got["tls"]
 	if unixDP.Count != 4 || tlsDP.Count != 1 {
