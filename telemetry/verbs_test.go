@@ -71,11 +71,24 @@ func TestVerbObserverCountsByVerbAndResult(t *testing.T) {
 		o.Finished(ctx, vocab.Mint, registrar.ResultThrottled, time.Millisecond)
 	}
 	o.Finished(ctx, vocab.Deregister, registrar.ResultIdentityRemoved, time.Millisecond)
+	// A result past the last is no series: not the next verb's first.
 	o.Finished(ctx, vocab.Mint, registrar.Result(registrar.NumResults), time.Millisecond)
+	// A verb past the last is no series either, and nothing to fail on.
+	o.Finished(ctx, vocab.Verb(vocab.NumVerbs), registrar.ResultThrottled, time.Millisecond)
+	o.Unrecordable(ctx, vocab.Verb(vocab.NumVerbs))
+	o.Partial(ctx, vocab.Verb(vocab.NumVerbs))
 	o.Unrecordable(ctx, vocab.Deregister)
 	o.Partial(ctx, vocab.Mint)
 	o.Partial(ctx, vocab.Mint)
 	got = metrictest.Collect(t, reader)
+	for _, p := range []metrictest.Point{
+		metrictest.At(registrar.ScopeName, telemetry.RegistrarInvocations, "verb", "deregister", "result", registrar.Result(0).String()),
+		metrictest.At(registrar.ScopeName, telemetry.RegistrarInvocationDuration, "verb", "deregister", "result", registrar.Result(0).String()),
+	} {
+		if v, ok := got[p]; ok {
+			t.Errorf("%s{%s} = %d: a mint past the last result was counted as a deregister's", p.Name, p.Attrs, v)
+		}
+	}
 	for _, tc := range []struct {
 		p    metrictest.Point
 		want int64
