@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/registrar-otel/registrar-otel/internal/testing/audittest"
 	"github.com/registrar-otel/registrar-otel/internal/testing/registrartest"
 	"github.com/registrar-otel/registrar-otel/internal/testing/wiretest"
+	"github.com/registrar-otel/registrar-otel/server"
 	"github.com/registrar-otel/registrar-otel/wire"
 )
 
@@ -104,6 +106,30 @@ func TestEveryVerbAnswerCarriesTheRateLimitHeaders(t *testing.T) {
 		}
 		if got := res.Header.Get("Retry-After") != ""; got != st.wantRetryAfter {
 			t.Errorf("step %d: Retry-After present %v, want %v", i, got, st.wantRetryAfter)
+		}
+	}
+}
+
+// TestTheRateLimitHeadersOfARequestWithoutAConnectionAreItsCallers: a
+// request served through Handler (an embedding's: identified by
+// WithIdentity, no connection of the server's, so no Caller prepared for
+// it) is answered its own identity's bucket, prepared for the answer: the
+// remaining count falls by one per admitted mint.
+func TestTheRateLimitHeadersOfARequestWithoutAConnectionAreItsCallers(t *testing.T) {
+	const burst = 3
+	rv := newRealVerbs(t, 32, burst, registrartest.NewBackend(nil), &audittest.AuditLog{})
+	s := newServer(t, rv.v, fixedHolder(t, 0, 0))
+	for i, want := range []uint64{2, 1} {
+		req := httptest.NewRequest(http.MethodPost, "/v1/mint", strings.NewReader(wiretest.MintBody))
+		req.Header.Set("Content-Type", "application/json")
+		req = req.WithContext(server.WithIdentity(req.Context(), server.UnixIdentity(1000)))
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("mint %d: status %d: %s", i, rec.Code, rec.Body)
+		}
+		if _, l := rateLimitOf(t, rec.Header()); l.Remaining != want {
+			t.Errorf("mint %d: r=%d, want %d", i, l.Remaining, want)
 		}
 	}
 }
