@@ -36,7 +36,14 @@ func TestTheRateLimitValueIsReusedOnlyWhileItIsTheSame(t *testing.T) {
 		}
 		return v
 	}
+	// Each status differs from the one before it in one field.
 	base := limiter.BucketStatus{Policy: "default", Burst: 8, RefillInterval: time.Second, Tokens: 0, NextIn: 700 * time.Millisecond}
+	otherPolicy := base
+	otherPolicy.Policy = "agents"
+	tokenMore := otherPolicy
+	tokenMore.Tokens = 1
+	otherDelay := tokenMore
+	otherDelay.NextIn = 1500 * time.Millisecond
 	steps := []struct {
 		name  string
 		st    limiter.BucketStatus
@@ -44,22 +51,10 @@ func TestTheRateLimitValueIsReusedOnlyWhileItIsTheSame(t *testing.T) {
 	}{
 		{"first", base, true},
 		{"the same", base, false},
-		{"another policy", func() limiter.BucketStatus { b := base; b.Policy = "agents"; return b }(), true},
-		{"a token more", func() limiter.BucketStatus { b := base; b.Policy = "agents"; b.Tokens = 1; return b }(), true},
-		{"another delay", func() limiter.BucketStatus {
-			b := base
-			b.Policy = "agents"
-			b.Tokens = 1
-			b.NextIn = 1500 * time.Millisecond
-			return b
-		}(), true},
-		{"the same again", func() limiter.BucketStatus {
-			b := base
-			b.Policy = "agents"
-			b.Tokens = 1
-			b.NextIn = 1500 * time.Millisecond
-			return b
-		}(), false},
+		{"another policy", otherPolicy, true},
+		{"a token more", tokenMore, true},
+		{"another delay", otherDelay, true},
+		{"the same again", otherDelay, false},
 	}
 	var last []string
 	for _, step := range steps {
